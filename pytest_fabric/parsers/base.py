@@ -1,0 +1,90 @@
+"""What every parser shares: the error type and the registry of tools.
+
+A parser is a pure function ``str -> result`` (a pydantic model or a dataclass).
+It does no I/O and knows nothing of pytest.  When the text is not the tool's
+output, or is the tool reporting its own failure, it raises a :class:`ParseError`
+subclass whose message says what the tool said.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, Callable, TypeVar
+
+__all__ = ["ParseError", "ToolReportedError", "UnrecognizedOutput", "Parser", "register", "registry", "get_parser"]
+
+
+class ParseError(ValueError):
+    """The text could not be read as this tool's output."""
+
+    def __init__(self, tool: str, message: str, *, line: int | None = None) -> None:
+        self.tool = tool
+        self.line = line
+        where = f" (line {line})" if line is not None else ""
+        super().__init__(f"{tool}{where}: {message}")
+
+
+class UnrecognizedOutput(ParseError):
+    """Nothing in the text looks like the output this parser reads (empty, truncated, another tool)."""
+
+
+class ToolReportedError(ParseError):
+    """The tool ran and reported a failure in its own output (``Couldn't connect``, ``"error": ...``)."""
+
+
+@dataclass(frozen=True)
+class Parser:
+    """A registered parser: the tool name users type, the function, and what it reads."""
+
+    tool: str
+    function: Callable[[str], Any]
+    description: str
+    corpus_dirs: tuple[str, ...] = ()
+
+
+_REGISTRY: dict[str, Parser] = {}
+
+F = TypeVar("F", bound=Callable[[str], Any])
+
+
+def register(tool: str, description: str, *, corpus: tuple[str, ...] = ()) -> Callable[[F], F]:
+    """Register ``function`` as the parser for ``tool`` (used by ``python -m pytest_fabric.parsers``).
+
+    ``corpus`` names the folders of ``shared/corpus`` whose files this parser reads.
+    """
+
+    def decorate(function: F) -> F:
+        if tool in _REGISTRY:
+            raise RuntimeError(f"two parsers registered for {tool!r}")
+        _REGISTRY[tool] = Parser(tool, function, description, corpus)
+        return function
+
+    return decorate
+
+
+def registry() -> dict[str, Parser]:
+    """Every parser, by tool name (importing all parser modules first)."""
+    _import_all_parser_modules()
+
+    return dict(sorted(_REGISTRY.items()))
+
+
+def _import_all_parser_modules() -> None:
+    # Each parser module registers itself on import; importing them all here
+    # means a new tool needs only its own module, no central list to edit.
+    import importlib
+    import pkgutil
+
+    from pytest_fabric import parsers
+
+    for module in pkgutil.iter_modules(parsers.__path__):
+        if not module.name.startswith("_") and module.name != "base":
+            importlib.import_module(f"pytest_fabric.parsers.{module.name}")
+
+
+def get_parser(tool: str) -> Parser:
+    parsers = registry()
+    try:
+        return parsers[tool]
+    except KeyError:
+        raise KeyError(f"no parser for {tool!r}; known tools: {', '.join(parsers)}") from None
