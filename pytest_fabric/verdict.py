@@ -1,0 +1,144 @@
+"""Measurement + Expectation -> Verdict.  Pure: no SSH, no pytest.
+
+The rule follows the best acceptance tools: a value meets its floor (``min``) or
+ceiling (``max``); a floor written as a share of line rate (``90% line``) is
+resolved against the rate the port actually reports, and the message says both
+numbers.  The margin is how far the measurement sits from the expectation,
+as a signed fraction: ``-0.124`` means 12.4 % short of a floor.
+"""
+
+from __future__ import annotations
+
+import enum
+from dataclasses import dataclass, field
+from decimal import Decimal
+from typing import Any
+
+from .transport.base import CommandResult
+from .units import Dimension, Quantity
+
+__all__ = ["Op", "Expectation", "Measurement", "Verdict", "judge", "display_unit"]
+
+
+class Op(str, enum.Enum):
+    MIN = ">="
+    MAX = "<="
+    EQUAL = "=="
+    CONTAINS = "contains"
+
+
+@dataclass(frozen=True)
+class Expectation:
+    """One expected value from the profile, with where it came from."""
+
+    layer: str
+    check: str
+    op: Op
+    value: Quantity | str | int | bool
+    key: str  # the profile path, e.g. "inter_node.tcp_throughput.min"
+    profile: str = ""
+    source: str | None = None
+    waiver: str | None = None
+    params: dict[str, Any] = field(default_factory=dict)
+
+    def describe(self) -> str:
+        return f"{self.op.value} {self.value}"
+
+
+@dataclass(frozen=True)
+class Measurement:
+    """What a probe measured, how, and the commands that prove it."""
+
+    value: Quantity | str | int | bool
+    detail: str = ""  # e.g. "median of 3 runs: 9.1, 9.4, 9.3 Gb/s"
+    line_rate: Quantity | None = None  # the port rate the link reports, for '% line' floors
+    evidence: tuple[CommandResult, ...] = ()
+    samples: tuple[Quantity, ...] = ()
+
+
+@dataclass(frozen=True)
+class Verdict:
+    """The outcome of comparing one measurement with one expectation."""
+
+    passed: bool
+    measured: Measurement
+    expectation: Expectation
+    expected_value: Quantity | str | int | bool  # after resolving '% line'
+    margin: Decimal | None
+    message: str
+
+
+def display_unit(expectation: Expectation, measured: Any = None) -> str | None:
+    """The unit a check is reported in: the one the profile's author wrote, when they wrote one."""
+    value = expectation.value
+    if isinstance(value, Quantity):
+        if value.dimension is Dimension.LINE_SHARE:
+            return "Gb/s"
+        text = value.text.strip()
+        unit = text.lstrip("+-0123456789.eE ").strip()
+        if unit and unit not in ("%",):
+            try:
+                value.to(unit)
+                return unit
+            except Exception:  # the text was a bare number or an odd spelling
+                pass
+        return {
+            Dimension.BANDWIDTH: "Gb/s",
+            Dimension.SIZE: "GiB",
+            Dimension.TIME: "us",
+            Dimension.COUNT: "",
+        }.get(value.dimension)
+    return None
+
+
+def _format(value: Any, unit: str | None) -> str:
+    if isinstance(value, Quantity):
+        if unit and value.dimension not in (Dimension.COUNT, Dimension.LINE_SHARE, Dimension.PERCENT):
+            return value.display(unit)
+        return value.display()
+    return str(value)
+
+
+def judge(subject: str, measurement: Measurement, expectation: Expectation) -> Verdict:
+    """Compare ``measurement`` with ``expectation`` for ``subject`` (``gpu01``, ``gpu01<->gpu02``)."""
+    expected: Quantity | str | int | bool = expectation.value
+    if isinstance(expected, Quantity) and expected.is_line_share:
+        if measurement.line_rate is None:
+            raise ValueError(
+                f"{expectation.key} is '{expected}' but the probe reported no line rate for {subject}; "
+                "write an absolute value (e.g. '180 Gb/s') in the profile"
+            )
+        expected = expected.of(measurement.line_rate)
+
+    unit = display_unit(expectation)
+    got = measurement.value
+    margin: Decimal | None = None
+    if expectation.op in (Op.MIN, Op.MAX):
+        if not isinstance(got, Quantity) or not isinstance(expected, Quantity):
+            raise TypeError(f"{expectation.key}: {expectation.op.value} needs quantities, got {got!r} vs {expected!r}")
+        if expected.value != 0:
+            margin = (got.value - expected.value) / abs(expected.value)
+        passed = got >= expected if expectation.op is Op.MIN else got <= expected
+    elif expectation.op is Op.EQUAL:
+        if isinstance(got, Quantity) and isinstance(expected, Quantity):
+            passed = got.value == expected.value
+        else:
+            passed = str(got).strip().lower() == str(expected).strip().lower()
+    else:
+        passed = str(expected).lower() in str(got).lower()
+
+    measured_text = _format(got, unit)
+    expected_text = _format(expected, unit)
+    if isinstance(expectation.value, Quantity) and expectation.value.is_line_share and measurement.line_rate:
+        expected_text = (
+            f"{_format(expected, unit)} ({expectation.value} of the {measurement.line_rate.display(unit)} "
+            "the port reports)"
+        )
+    margin_text = f" ({float(margin) * 100:+.1f}%)" if margin is not None else ""
+    verb = "meets" if passed else "does not meet"
+    message = f"{subject}: measured {measured_text}{margin_text}, {verb} {expectation.op.value} {expected_text}"
+    if measurement.detail:
+        message += f"; {measurement.detail}"
+    if expectation.source and not passed:
+        message += f" [expected value from: {expectation.source}]"
+    return Verdict(passed, measurement, expectation, expected, margin, message)
