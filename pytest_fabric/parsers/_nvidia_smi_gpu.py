@@ -25,6 +25,8 @@ class GpuInfo:
     ``max``; width does not change with load.
     """
 
+    # Position in this output, 0-based: nvidia-smi's own index for a full ``-q``, but
+    # always 0 for ``-q -i N``; ``minor_number`` or ``bus_id`` identify the GPU.
     index: int
     bus_id: str | None
     product_name: str | None
