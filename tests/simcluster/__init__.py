@@ -1,0 +1,11 @@
+"""A simulated GPU cluster for pytest-fabric's own tests and demos.
+
+Network namespaces on a bridge, one real sshd per node, real iperf3 and fio, stand-ins for tools
+that need hardware. See cluster.py for the layout; ``python -m tests.simcluster up`` starts one.
+"""
+
+from __future__ import annotations
+
+from tests.simcluster.cluster import SimCluster, SimClusterError, SimNode, missing_prerequisites
+
+__all__ = ["SimCluster", "SimClusterError", "SimNode", "missing_prerequisites"]

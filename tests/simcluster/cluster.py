@@ -1,0 +1,685 @@
+"""A throw-away cluster of network namespaces, one real sshd per node.
+
+Layout (all names carry a per-instance prefix such as ``fs3fa91c``, so two clusters on one machine
+never touch each other's objects)::
+
+    root namespace                      node namespaces
+    fs3fa91cbr 10.231.X.1/24 --+-- fs3fa91ch01 <-veth-> eth0 10.231.X.11   (netns fs3fa91c-node01)
+                               +-- fs3fa91ch02 <-veth-> eth0 10.231.X.12   (netns fs3fa91c-node02)
+
+The bridge address lets pytest, running in the root namespace, reach every node directly; nodes
+have no default route, and nothing is NATed, so no packet can leave the machine.
+
+Each node's sshd runs inside ``unshare --mount --pid --uts --fork --kill-child`` with its own /tmp
+(tmpfs), /run (tmpfs), /root (the node's home dir) and /usr/local/bin (the node's bin dir, where
+stand-in tools go). The sshd is PID 1 of its PID namespace, so killing it ends everything the node
+runs, and a ``pkill`` on one node cannot reach another.
+
+Every process and kernel object is recorded when created and torn down by that record (PID, exact
+name), never by a name pattern.
+"""
+
+from __future__ import annotations
+
+import atexit
+import contextlib
+import os
+import shutil
+import signal
+import socket
+import subprocess
+import time
+import uuid
+import zlib
+from collections.abc import Iterable, Iterator, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+__all__ = ["SimCluster", "SimClusterError", "SimNode", "missing_prerequisites"]
+
+SSHD = "/usr/sbin/sshd"
+# Tools the cluster itself needs on the host; iperf3 and fio are what the nodes measure with.
+REQUIRED_TOOLS = ("ip", "tc", "unshare", "nsenter", "ssh-keygen", "iperf3", "fio")
+# PATH for commands run with exec(): the stand-in dir first, as over SSH.
+NODE_PATH = "/usr/local/bin:/usr/local/sbin:/usr/sbin:/usr/bin:/sbin:/bin"
+FIRST_HOST = 11  # node01 is .11, node02 .12, ...
+SUBNET_BASE = "10.231"
+
+# Several clusters can live in one process (a session cluster plus a test's own); the counter keeps
+# their subnet guesses apart, the probe of existing addresses keeps them apart from other processes.
+_instances = 0
+
+
+class SimClusterError(RuntimeError):
+    """A simulated-cluster operation failed; the message names the command and its stderr."""
+
+
+def missing_prerequisites() -> list[str]:
+    """Why this machine cannot run a simulated cluster (empty when it can).
+
+    Used by fixtures to skip with a precise reason instead of failing halfway through bring-up.
+    """
+    reasons: list[str] = []
+    if os.geteuid() != 0:
+        reasons.append("not root (network namespaces and mounts need root)")
+    if not os.access(SSHD, os.X_OK):
+        reasons.append(f"{SSHD} missing (apt-get install openssh-server)")
+    for tool in REQUIRED_TOOLS:
+        if shutil.which(tool) is None:
+            reasons.append(f"{tool} not on PATH")
+    return reasons
+
+
+@dataclass
+class SimNode:
+    """One simulated node: a network namespace, its veth, its sshd and its private dirs."""
+
+    name: str
+    address: str
+    netns: str
+    host_veth: str  # the bridge-side end, in the root namespace; the node side is eth0
+    dir: Path  # per-node state: sshd_config, host key, log, home/, bin/
+    home: Path  # bound over /root inside the node
+    bindir: Path  # bound over /usr/local/bin inside the node
+    host_key_pub: str = ""
+    sshd_pid: int | None = None  # host-namespace PID of the sshd (PID 1 inside the node)
+    rate_mbit: int | None = None  # current tbf shaping, None when unshaped
+    frozen: bool = False
+    _launcher: subprocess.Popen[bytes] | None = field(default=None, repr=False)
+
+    @property
+    def up(self) -> bool:
+        """True while the node's sshd runs (it may still be frozen)."""
+        return self.sshd_pid is not None
+
+
+class SimCluster:
+    """N nodes in network namespaces on one bridge, each with a real sshd on port 22.
+
+    Use as a context manager, or call start() and stop(). stop() is idempotent and also registered
+    with atexit, so an interrupted test session does not leave namespaces behind.
+    """
+
+    def __init__(self, n_nodes: int, workdir: Path, *, name: str = "sim") -> None:
+        global _instances
+        if not 1 <= n_nodes <= 200:
+            raise ValueError(f"n_nodes must be 1..200 (one /24 per cluster), got {n_nodes}")
+        self.n_nodes = n_nodes
+        self.workdir = Path(workdir).absolute()
+        self.name = name
+        self.prefix = "fs" + uuid.uuid4().hex[:6]  # 8 chars: leaves room for 'h123' in 15
+        self.bridge = f"{self.prefix}br"
+        self._instance = _instances
+        _instances += 1
+        self.subnet_octet: int | None = None
+        self.nodes: list[SimNode] = []
+        self.client_key = self.workdir / "id_ed25519"
+        self.known_hosts = self.workdir / "known_hosts"
+        self.started_s: float | None = None  # bring-up time of the last start(), for reports
+        # What we created, so teardown removes exactly that and nothing else.
+        self._netns: list[str] = []
+        self._links: list[str] = []
+        self._paths: list[Path] = []
+        self._created_workdir = False
+        self._atexit_registered = False
+
+    # ----------------------------------------------------------------- lifecycle
+
+    def __enter__(self) -> SimCluster:
+        self.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop()
+
+    @property
+    def bridge_address(self) -> str:
+        """The root namespace's address on the cluster bridge (where pytest talks from)."""
+        return f"{SUBNET_BASE}.{self._octet()}.1"
+
+    def start(self) -> None:
+        """Create keys, bridge, namespaces and sshds; return once every sshd sends its banner.
+
+        On any failure everything created so far is torn down before the error propagates.
+        """
+        if self.nodes:
+            raise SimClusterError(f"cluster {self.prefix} already started")
+        missing = missing_prerequisites()
+        if missing:
+            raise SimClusterError("cannot start a simulated cluster: " + "; ".join(missing))
+        t0 = time.monotonic()
+        atexit.register(self.stop)
+        self._atexit_registered = True
+        try:
+            self.subnet_octet = self._pick_subnet()
+            self._make_files()
+            self._make_network()
+            for node in self.nodes:
+                self._launch_sshd(node)
+            for node in self.nodes:
+                self._await_sshd(node)
+        except BaseException:
+            self.stop()
+            raise
+        self.started_s = time.monotonic() - t0
+
+    def stop(self) -> None:
+        """Tear down everything this instance created, by PID and exact name. Idempotent."""
+        for node in self.nodes:
+            self._kill_node_processes(node)
+        # Host veth ends first: deleting one deletes its peer at once, whereas netns deletion
+        # frees the namespace's devices asynchronously.
+        for link in reversed(self._links):
+            _run(["ip", "link", "del", link], check=False)
+        for ns in self._netns:
+            _run(["ip", "netns", "del", ns], check=False)
+        self._links.clear()
+        self._netns.clear()
+        for path in reversed(self._paths):
+            if path.is_dir() and not path.is_symlink():
+                shutil.rmtree(path, ignore_errors=True)
+            else:
+                path.unlink(missing_ok=True)
+        self._paths.clear()
+        if self._created_workdir:
+            shutil.rmtree(self.workdir, ignore_errors=True)
+            self._created_workdir = False
+        self.nodes = []
+        if self._atexit_registered:
+            atexit.unregister(self.stop)
+            self._atexit_registered = False
+
+    # ----------------------------------------------------------------- lookup
+
+    def node(self, name: str) -> SimNode:
+        """The node called `name` (node01, ...)."""
+        for node in self.nodes:
+            if node.name == name:
+                return node
+        raise KeyError(f"no node {name!r} in cluster {self.prefix}; have {self._names()}")
+
+    def _names(self) -> list[str]:
+        return [n.name for n in self.nodes]
+
+    def _resolve(self, node: SimNode | str) -> SimNode:
+        return self.node(node) if isinstance(node, str) else node
+
+    # ----------------------------------------------------------------- running things in a node
+
+    def exec(
+        self,
+        node: SimNode | str,
+        argv: Sequence[str],
+        *,
+        net_only: bool = False,
+        timeout: float = 60,
+        check: bool = False,
+        input: str | None = None,
+    ) -> subprocess.CompletedProcess[str]:
+        """Run argv inside the node without SSH.
+
+        By default it joins the node's network, mount, PID and UTS namespaces (so it sees the
+        node's /tmp, stand-ins and processes). With net_only=True it joins only the network
+        namespace, which works while the node's sshd is stopped.
+        """
+        node = self._resolve(node)
+        if net_only:
+            cmd = ["ip", "netns", "exec", node.netns, *argv]
+        else:
+            if node.sshd_pid is None:
+                raise SimClusterError(
+                    f"{node.name}: sshd is stopped, so its namespaces are gone; call "
+                    "start_sshd() first or use exec(..., net_only=True)"
+                )
+            cmd = ["nsenter", "-t", str(node.sshd_pid), "--net", "--mount", "--pid", "--uts",
+                   "--wd=/root", "--", *argv]
+        env = {"PATH": NODE_PATH, "HOME": "/root", "LANG": "C.UTF-8"}
+        return subprocess.run(cmd, capture_output=True, text=True, timeout=timeout, check=check,
+                              input=input, env=env)
+
+    def processes(self, node: SimNode | str) -> list[tuple[int, str]]:
+        """Processes in the node's PID namespace except its sshd and sshd session processes.
+
+        Returns (host PID, command line) pairs. Idle SSH sessions (a transport keeping its
+        connection open) show up only as sshd processes, so they are not reported; whatever such
+        a session started (iperf3, fio, a stand-in) is.
+        """
+        node = self._resolve(node)
+        if node.sshd_pid is None:
+            return []
+        try:
+            ns = os.readlink(f"/proc/{node.sshd_pid}/ns/pid")
+        except FileNotFoundError:
+            return []
+        found: list[tuple[int, str]] = []
+        for entry in os.listdir("/proc"):
+            if not entry.isdigit():
+                continue
+            pid = int(entry)
+            try:
+                if os.readlink(f"/proc/{pid}/ns/pid") != ns:
+                    continue
+                comm = Path(f"/proc/{pid}/comm").read_text().strip()
+                raw = Path(f"/proc/{pid}/cmdline").read_bytes()
+            except (FileNotFoundError, ProcessLookupError, PermissionError):
+                continue  # exited while we looked
+            if comm == "sshd":
+                continue
+            cmdline = raw.replace(b"\0", b" ").decode(errors="replace").strip() or f"[{comm}]"
+            found.append((pid, cmdline))
+        return found
+
+    def install_tool(self, node: SimNode | str, name: str, script: str) -> Path:
+        """Put an executable stand-in called `name` on the node's PATH (/usr/local/bin).
+
+        A script without a shebang gets ``#!/bin/sh``. Written to a temp file and renamed, so a
+        command running concurrently never sees half a script.
+        """
+        node = self._resolve(node)
+        if "/" in name or name in ("", ".", ".."):
+            raise ValueError(f"tool name must be a plain file name, got {name!r}")
+        if not script.startswith("#!"):
+            script = "#!/bin/sh\n" + script
+        target = node.bindir / name
+        tmp = node.bindir / f".{name}.tmp"
+        tmp.write_text(script)
+        tmp.chmod(0o755)
+        tmp.replace(target)
+        return target
+
+    def remove_tool(self, node: SimNode | str, name: str) -> None:
+        """Remove a stand-in installed with install_tool (no error if it is not there)."""
+        (self._resolve(node).bindir / name).unlink(missing_ok=True)
+
+    # ----------------------------------------------------------------- breaking a node
+
+    def shape(self, node: SimNode | str, rate_mbit: int) -> None:
+        """Limit the node's link to rate_mbit in both directions (tbf on both veth ends).
+
+        tbf shapes only egress, so the bridge-side end limits traffic to the node and the node's
+        eth0 limits traffic from it.
+        """
+        node = self._resolve(node)
+        if rate_mbit <= 0:
+            raise ValueError(f"rate_mbit must be positive, got {rate_mbit}")
+        # Burst of ~4 ms at the rate (tbf needs at least rate/HZ to reach the rate), never below
+        # a few jumbo frames; 20 ms of queue keeps TCP from seeing the limit as loss only.
+        burst = max(rate_mbit * 1_000_000 // 8 // 250, 64 * 1024)
+        qdisc = ["root", "tbf", "rate", f"{rate_mbit}mbit", "burst", str(burst), "latency", "20ms"]
+        _run(["tc", "qdisc", "replace", "dev", node.host_veth, *qdisc])
+        _run(["tc", "-n", node.netns, "qdisc", "replace", "dev", "eth0", *qdisc])
+        node.rate_mbit = rate_mbit
+
+    def unshape(self, node: SimNode | str) -> None:
+        """Remove shaping from both ends of the node's link (no error if it was not shaped)."""
+        node = self._resolve(node)
+        _run(["tc", "qdisc", "del", "dev", node.host_veth, "root"], check=False)
+        _run(["tc", "-n", node.netns, "qdisc", "del", "dev", "eth0", "root"], check=False)
+        node.rate_mbit = None
+
+    @contextlib.contextmanager
+    def shaped(self, node: SimNode | str, rate_mbit: int) -> Iterator[SimNode]:
+        """Shape the node for the duration of the block, then restore its previous rate."""
+        node = self._resolve(node)
+        before = node.rate_mbit
+        self.shape(node, rate_mbit)
+        try:
+            yield node
+        finally:
+            if before is None:
+                self.unshape(node)
+            else:
+                self.shape(node, before)
+
+    def get_mtu(self, node: SimNode | str) -> int:
+        """The MTU of the node's eth0."""
+        node = self._resolve(node)
+        out = _run(["ip", "-n", node.netns, "-o", "link", "show", "dev", "eth0"]).stdout
+        return int(out.split(" mtu ", 1)[1].split()[0])
+
+    def set_mtu(self, node: SimNode | str, mtu: int) -> None:
+        """Set the MTU of both ends of the node's veth.
+
+        The bridge is left alone: it forwards between ports without looking at its own MTU, and
+        each bridge port drops frames larger than its MTU, which is how a real switch port with
+        a smaller MTU behaves (a mismatch blackholes large frames).
+        """
+        node = self._resolve(node)
+        if not 68 <= mtu <= 65535:
+            raise ValueError(f"MTU must be 68..65535, got {mtu}")
+        _run(["ip", "link", "set", "dev", node.host_veth, "mtu", str(mtu)])
+        _run(["ip", "-n", node.netns, "link", "set", "dev", "eth0", "mtu", str(mtu)])
+
+    @contextlib.contextmanager
+    def mtu(self, node: SimNode | str, mtu: int) -> Iterator[SimNode]:
+        """Set the node's MTU for the duration of the block, then restore the previous one."""
+        node = self._resolve(node)
+        before = self.get_mtu(node)
+        self.set_mtu(node, mtu)
+        try:
+            yield node
+        finally:
+            self.set_mtu(node, before)
+
+    def stop_sshd(self, node: SimNode | str) -> None:
+        """Kill the node's sshd by PID: the node is down (connection refused on port 22).
+
+        The sshd is PID 1 of the node's PID namespace, so everything running there ends too, and
+        its /tmp (a tmpfs of that mount namespace) is gone, as after a reboot.
+        """
+        node = self._resolve(node)
+        self._kill_node_processes(node)
+
+    def start_sshd(self, node: SimNode | str) -> None:
+        """Bring a stopped node's sshd back and wait for its banner."""
+        node = self._resolve(node)
+        if node.sshd_pid is not None:
+            raise SimClusterError(f"{node.name}: sshd already running (pid {node.sshd_pid})")
+        self._launch_sshd(node)
+        self._await_sshd(node)
+
+    @contextlib.contextmanager
+    def stopped(self, node: SimNode | str) -> Iterator[SimNode]:
+        """The node is down for the duration of the block, then its sshd is started again."""
+        node = self._resolve(node)
+        self.stop_sshd(node)
+        try:
+            yield node
+        finally:
+            if node.sshd_pid is None:
+                self.start_sshd(node)
+
+    def freeze_sshd(self, node: SimNode | str) -> None:
+        """SIGSTOP the node's listening sshd: TCP connects (kernel backlog), no banner comes.
+
+        Sessions already open keep working: they are separate processes. This models a node
+        that hangs for new logins, the case connect timeouts must catch.
+        """
+        node = self._resolve(node)
+        if node.sshd_pid is None:
+            raise SimClusterError(f"{node.name}: sshd is stopped; nothing to freeze")
+        os.kill(node.sshd_pid, signal.SIGSTOP)
+        node.frozen = True
+
+    def thaw_sshd(self, node: SimNode | str) -> None:
+        """SIGCONT the node's sshd after freeze_sshd."""
+        node = self._resolve(node)
+        if node.sshd_pid is not None:
+            os.kill(node.sshd_pid, signal.SIGCONT)
+        node.frozen = False
+
+    @contextlib.contextmanager
+    def frozen(self, node: SimNode | str) -> Iterator[SimNode]:
+        """The node's sshd is frozen for the duration of the block, then thawed."""
+        node = self._resolve(node)
+        self.freeze_sshd(node)
+        try:
+            yield node
+        finally:
+            self.thaw_sshd(node)
+
+    def restore(self, node: SimNode | str) -> None:
+        """Undo every break on the node: thaw, start sshd, unshape, MTU 1500."""
+        node = self._resolve(node)
+        if node.frozen:
+            self.thaw_sshd(node)
+        if node.sshd_pid is None:
+            self.start_sshd(node)
+        if node.rate_mbit is not None:
+            self.unshape(node)
+        if self.get_mtu(node) != 1500:
+            self.set_mtu(node, 1500)
+
+    # ----------------------------------------------------------------- inventory and SSH
+
+    def write_inventory(
+        self,
+        path: Path,
+        *,
+        nodes: Iterable[SimNode | str] | None = None,
+        name: str | None = None,
+        extra: dict[str, Any] | None = None,
+    ) -> Path:
+        """Write an inventory YAML in the DESIGN.md format for (a subset of) the nodes.
+
+        `name` defaults to the cluster's name; `extra` is merged at top level (storage, egress).
+        """
+        chosen = self.nodes if nodes is None else [self._resolve(n) for n in nodes]
+        doc: dict[str, Any] = {
+            "name": self.name if name is None else name,
+            "defaults": {
+                "user": "root",
+                "port": 22,
+                "identity_file": str(self.client_key),
+                "known_hosts": str(self.known_hosts),
+                # Short: every host is local, and frozen-node tests wait for this timeout.
+                "connect_timeout": 3,
+            },
+            "nodes": [{"name": n.name, "host": n.address} for n in chosen],
+        }
+        if extra:
+            doc.update(extra)
+        path = Path(path)
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(yaml.safe_dump(doc, sort_keys=False))
+        if self.workdir in path.absolute().parents and not self._created_workdir:
+            self._paths.append(path)
+        return path
+
+    def ssh_argv(self, node: SimNode | str, command: str, *, connect_timeout: int = 3) -> list[str]:
+        """An OpenSSH client command line that runs `command` on the node, verifying its host key."""
+        node = self._resolve(node)
+        return [
+            "ssh", "-F", "none", "-i", str(self.client_key),
+            "-o", f"UserKnownHostsFile={self.known_hosts}",
+            "-o", "StrictHostKeyChecking=yes", "-o", "BatchMode=yes",
+            "-o", f"ConnectTimeout={connect_timeout}", "-o", "LogLevel=ERROR",
+            f"root@{node.address}", command,
+        ]
+
+    # ----------------------------------------------------------------- bring-up internals
+
+    def _octet(self) -> int:
+        if self.subnet_octet is None:
+            raise SimClusterError("cluster not started")
+        return self.subnet_octet
+
+    def _pick_subnet(self) -> int:
+        """Third octet of 10.231.X.0/24: hashed from PID and instance, skipping ones in use."""
+        used = _run(["ip", "-4", "-o", "addr", "show"]).stdout
+        used += _run(["ip", "-4", "route", "show", "table", "all"]).stdout
+        start = zlib.crc32(f"{os.getpid()}:{self._instance}".encode()) % 254
+        for i in range(254):
+            octet = (start + i) % 254 + 1
+            if f"{SUBNET_BASE}.{octet}." not in used:
+                return octet
+        raise SimClusterError(f"every {SUBNET_BASE}.X.0/24 is in use on this machine")
+
+    def _track(self, path: Path) -> Path:
+        if not self._created_workdir and not path.exists():
+            self._paths.append(path)
+        return path
+
+    def _make_files(self) -> None:
+        if not self.workdir.exists():
+            self.workdir.mkdir(parents=True)
+            self._created_workdir = True
+        for path in (self.client_key, self.client_key.with_suffix(".pub"), self.known_hosts):
+            self._track(path)
+            path.unlink(missing_ok=True)  # ssh-keygen will not overwrite without asking
+        _keygen(self.client_key, f"pytest-fabric {self.prefix} client")
+        client_pub = self.client_key.with_suffix(".pub").read_text()
+        octet = self._octet()
+        known: list[str] = []
+        for i in range(self.n_nodes):
+            name = f"node{i + 1:02d}"
+            ndir = self._track(self.workdir / name)
+            if ndir.exists():
+                shutil.rmtree(ndir)  # leftovers of an earlier run with the same workdir
+            home, bindir = ndir / "home", ndir / "bin"
+            (home / ".ssh").mkdir(parents=True, mode=0o700)
+            bindir.mkdir()
+            (home / ".ssh" / "authorized_keys").write_text(client_pub)
+            node = SimNode(name=name, address=f"{SUBNET_BASE}.{octet}.{FIRST_HOST + i}",
+                           netns=f"{self.prefix}-{name}", host_veth=f"{self.prefix}h{i + 1:02d}",
+                           dir=ndir, home=home, bindir=bindir)
+            _keygen(ndir / "ssh_host_ed25519_key", f"{name} host key")
+            node.host_key_pub = (ndir / "ssh_host_ed25519_key.pub").read_text().strip()
+            known.append(f"{node.address} {' '.join(node.host_key_pub.split()[:2])}")
+            (ndir / "sshd_config").write_text(_sshd_config(node.address))
+            self.nodes.append(node)
+        self.known_hosts.write_text("\n".join(known) + "\n")
+
+    def _make_network(self) -> None:
+        octet = self._octet()
+        # Recorded before the commands run, so a failure halfway still deletes what was made.
+        self._links.append(self.bridge)
+        root_cmds = [
+            f"link add {self.bridge} type bridge",
+            f"addr add {SUBNET_BASE}.{octet}.1/24 dev {self.bridge}",
+            f"link set {self.bridge} up",
+        ]
+        for node in self.nodes:
+            self._netns.append(node.netns)
+            self._links.append(node.host_veth)
+            root_cmds += [
+                f"netns add {node.netns}",
+                f"link add {node.host_veth} type veth peer name eth0 netns {node.netns}",
+                f"link set {node.host_veth} master {self.bridge} up",
+            ]
+        _run(["ip", "-batch", "-"], input="\n".join(root_cmds) + "\n")
+        for node in self.nodes:
+            ns_cmds = [
+                "link set lo up",
+                f"addr add {node.address}/24 dev eth0",
+                "link set eth0 up",
+            ]
+            _run(["ip", "-n", node.netns, "-batch", "-"], input="\n".join(ns_cmds) + "\n")
+
+    def _launch_sshd(self, node: SimNode) -> None:
+        # Order matters: bind the node's dirs and copy sshd's files before /tmp is covered by a
+        # tmpfs, because the workdir itself may live under /tmp. A private /run keeps one node's
+        # sshd pid file and privsep dir apart from the others'.
+        script = " && ".join([
+            "set -e",
+            f"hostname {node.name}",
+            "mount -t tmpfs -o mode=0755,size=16m simrun /run",
+            "mkdir -p /run/sshd /run/simnode",
+            f"cp {node.dir}/sshd_config {node.dir}/ssh_host_ed25519_key /run/simnode/",
+            "chmod 600 /run/simnode/ssh_host_ed25519_key",
+            f"mount --bind {node.home} /root",
+            f"mount --bind {node.bindir} /usr/local/bin",
+            "mount -t tmpfs -o mode=1777,size=512m simtmp /tmp",
+            f"exec {SSHD} -D -e -f /run/simnode/sshd_config -h /run/simnode/ssh_host_ed25519_key",
+        ])
+        log = open(node.dir / "sshd.log", "ab")  # noqa: SIM115 - handed to the child
+        try:
+            node._launcher = subprocess.Popen(
+                ["ip", "netns", "exec", node.netns, "unshare", "--mount", "--pid", "--uts",
+                 "--fork", "--kill-child", "--mount-proc", "--propagation", "private",
+                 "sh", "-c", script],
+                stdin=subprocess.DEVNULL, stdout=log, stderr=log,
+                # Own session: a Ctrl-C in the terminal must not kill the nodes before
+                # teardown, which would leave teardown unable to tell what it stopped.
+                start_new_session=True,
+            )
+        finally:
+            log.close()
+
+    def _await_sshd(self, node: SimNode, timeout: float = 10.0) -> None:
+        """Find the sshd's PID (unshare's only child) and wait until it sends its banner."""
+        launcher = node._launcher
+        assert launcher is not None
+        deadline = time.monotonic() + timeout
+        while node.sshd_pid is None:
+            if launcher.poll() is not None:
+                raise SimClusterError(self._launch_failure(node, "exited"))
+            children = Path(f"/proc/{launcher.pid}/task/{launcher.pid}/children")
+            with contextlib.suppress(FileNotFoundError):
+                text = children.read_text().split()
+                if text:
+                    node.sshd_pid = int(text[0])
+                    break
+            if time.monotonic() > deadline:
+                raise SimClusterError(self._launch_failure(node, "never forked"))
+            time.sleep(0.01)
+        while True:
+            if launcher.poll() is not None:
+                node.sshd_pid = None
+                raise SimClusterError(self._launch_failure(node, "exited"))
+            with contextlib.suppress(OSError):
+                with socket.create_connection((node.address, 22), timeout=1) as sock:
+                    sock.settimeout(1)
+                    if sock.recv(4).startswith(b"SSH-"):
+                        return
+            if time.monotonic() > deadline:
+                raise SimClusterError(self._launch_failure(node, "sent no banner"))
+            time.sleep(0.02)
+
+    def _launch_failure(self, node: SimNode, what: str) -> str:
+        log = (node.dir / "sshd.log").read_text(errors="replace")[-2000:]
+        return f"{node.name}: sshd {what} (netns {node.netns}); log {node.dir}/sshd.log:\n{log}"
+
+    def _kill_node_processes(self, node: SimNode) -> None:
+        """End the node's PID namespace via its recorded PIDs and reap the launcher."""
+        launcher, pid = node._launcher, node.sshd_pid
+        if pid is not None:
+            # Killing PID 1 of the namespace kills every process in it. The PID cannot have been
+            # reused: it is unshare's child and unshare (our child, not yet reaped) has not
+            # waited for it. SIGKILL also ends a frozen sshd.
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(pid, signal.SIGKILL)
+        if launcher is not None:
+            try:
+                launcher.wait(timeout=5)
+            except subprocess.TimeoutExpired:
+                launcher.kill()  # --kill-child: the namespace's init gets SIGKILL too
+                launcher.wait(timeout=5)
+        node.sshd_pid = None
+        node._launcher = None
+        node.frozen = False
+
+
+def _sshd_config(address: str) -> str:
+    """sshd_config for one node: key-only root login on its own address, room for parallel tests."""
+    return "\n".join([
+        f"ListenAddress {address}",
+        "Port 22",
+        "PidFile none",
+        "PermitRootLogin prohibit-password",
+        "PubkeyAuthentication yes",
+        "PasswordAuthentication no",
+        "KbdInteractiveAuthentication no",
+        "UsePAM no",
+        # The home dir lives in a workdir owned by whoever ran the tests; skip the owner checks.
+        "StrictModes no",
+        "AuthorizedKeysFile .ssh/authorized_keys",
+        "MaxStartups 100:30:200",
+        "MaxSessions 50",
+        "LogLevel ERROR",
+        "UseDNS no",
+        "PrintMotd no",
+        "PrintLastLog no",
+        "X11Forwarding no",
+        # Stand-ins must win over real tools; do not depend on sshd's compiled-in default PATH.
+        f"SetEnv PATH={NODE_PATH}",
+        "Subsystem sftp /usr/lib/openssh/sftp-server",
+        "",
+    ])
+
+
+def _keygen(path: Path, comment: str) -> None:
+    _run(["ssh-keygen", "-q", "-t", "ed25519", "-N", "", "-C", comment, "-f", str(path)])
+
+
+def _run(argv: list[str], *, check: bool = True, input: str | None = None
+         ) -> subprocess.CompletedProcess[str]:
+    proc = subprocess.run(argv, capture_output=True, text=True, input=input, timeout=30)
+    if check and proc.returncode != 0:
+        raise SimClusterError(
+            f"command failed ({proc.returncode}): {' '.join(argv)}\n{proc.stderr.strip()}"
+        )
+    return proc
