@@ -1,0 +1,273 @@
+"""The inventory: which nodes, how to reach them, what storage and egress to test.
+
+See DESIGN.md "Files users write".  ``load_inventory(path)`` returns an
+:class:`Inventory` of resolved :class:`Node` objects (hostlists expanded,
+defaults applied) or raises :class:`~pytest_fabric.yamlsource.SourceError`
+naming the file, the line and the field.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Literal
+from urllib.parse import urlsplit
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+
+from . import hostlist, yamlsource
+from .yamlsource import SourceError
+
+__all__ = ["Inventory", "Node", "load_inventory", "LOCAL_HOSTS"]
+
+LOCAL_HOSTS = frozenset({"localhost", "127.0.0.1", "::1"})
+
+# What may reach a shell or an ssh command line.  Anything else (spaces, quotes,
+# ';', '$', backticks) is refused when the inventory loads, not quoted later.
+_NAME_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,62}$")
+_HOST_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._:%-]{0,252}$")
+_USER_RE = re.compile(r"^[A-Za-z_][A-Za-z0-9._-]{0,31}$")
+_PATH_RE = re.compile(r"^[A-Za-z0-9._/@+~=,-]+$")
+_LABEL_RE = re.compile(r"^[A-Za-z0-9._-]+$")
+
+
+def _check_host(value: str) -> str:
+    if not _HOST_RE.match(value):
+        raise ValueError(f"{value!r} is not a hostname or IP address")
+    return value
+
+
+def _check_path(value: str, what: str) -> str:
+    if not _PATH_RE.match(value):
+        raise ValueError(f"{value!r} is not a usable {what} (letters, digits and ._/@+~=,- only)")
+    return value
+
+
+class _Connection(BaseModel):
+    """Connection settings shared by `defaults:` and each node entry."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    user: str | None = None
+    port: int | None = Field(default=None, ge=1, le=65535)
+    identity_file: str | None = None
+    connect_timeout: float | None = Field(default=None, gt=0, le=600)
+    known_hosts: str | None = None
+    jump: str | None = None
+    transport: Literal["ssh", "local"] | None = None
+
+    @field_validator("user")
+    @classmethod
+    def _user(cls, value: str | None) -> str | None:
+        if value is not None and not _USER_RE.match(value):
+            raise ValueError(f"{value!r} is not a user name")
+        return value
+
+    @field_validator("identity_file", "known_hosts")
+    @classmethod
+    def _file(cls, value: str | None) -> str | None:
+        return None if value is None else _check_path(value, "file path")
+
+    @field_validator("jump")
+    @classmethod
+    def _jump(cls, value: str | None) -> str | None:
+        if value is None:
+            return None
+        host = value.rsplit("@", 1)[-1].split(":", 1)[0]
+        _check_host(host)
+        return value
+
+
+class _NodeEntry(_Connection):
+    name: str
+    host: str | None = None
+    data_address: str | None = None  # where data-plane traffic (iperf3) goes, if not `host`
+    labels: dict[str, str] = Field(default_factory=dict)
+
+    @field_validator("labels")
+    @classmethod
+    def _labels(cls, value: dict[str, str]) -> dict[str, str]:
+        for key, label in value.items():
+            if not _LABEL_RE.match(str(key)) or not _LABEL_RE.match(str(label)):
+                raise ValueError(f"label {key}: {label} may use only letters, digits and ._-")
+        return {str(k): str(v) for k, v in value.items()}
+
+
+class _Storage(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+    mounts: list[str] = Field(default_factory=list)
+
+    @field_validator("mounts")
+    @classmethod
+    def _mounts(cls, value: list[str]) -> list[str]:
+        for mount in value:
+            if not mount.startswith("/"):
+                raise ValueError(f"{mount!r}: a mount must be an absolute path")
+            _check_path(mount, "mount path")
+        if len(set(value)) != len(value):
+            raise ValueError("a mount is listed twice")
+        return value
+
+
+class _Egress(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+    targets: list[str] = Field(default_factory=list)
+
+    @field_validator("targets")
+    @classmethod
+    def _targets(cls, value: list[str]) -> list[str]:
+        for target in value:
+            parts = urlsplit(target if "://" in target else f"tcp://{target}")
+            if parts.scheme not in ("http", "https", "tcp") or not parts.hostname:
+                raise ValueError(f"{target!r}: write a URL (https://host/file) or host:port")
+            _check_host(parts.hostname)
+            if any(c in target for c in " '\"`$;\\|&<>"):
+                raise ValueError(f"{target!r}: contains characters a URL does not need")
+        return value
+
+
+class _InventoryFile(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    name: str = "cluster"
+    defaults: _Connection = Field(default_factory=_Connection)
+    nodes: list[_NodeEntry]
+    storage: _Storage = Field(default_factory=_Storage)
+    egress: _Egress = Field(default_factory=_Egress)
+
+    @field_validator("nodes")
+    @classmethod
+    def _some_nodes(cls, value: list[_NodeEntry]) -> list[_NodeEntry]:
+        if not value:
+            raise ValueError("list at least one node")
+        return value
+
+
+@dataclass(frozen=True)
+class Node:
+    """One node, everything resolved: how to reach it and what it is."""
+
+    name: str
+    host: str
+    port: int = 22
+    user: str | None = None
+    identity_file: str | None = None
+    known_hosts: str | None = None
+    connect_timeout: float = 10.0
+    jump: str | None = None
+    transport: Literal["ssh", "local"] = "ssh"
+    data_address: str = ""
+    labels: dict[str, str] = field(default_factory=dict)
+
+    @property
+    def address(self) -> str:
+        """Where other nodes send data-plane traffic to this node."""
+        return self.data_address or self.host
+
+
+@dataclass(frozen=True)
+class Inventory:
+    name: str
+    path: Path
+    nodes: tuple[Node, ...]
+    mounts: tuple[str, ...]
+    egress_targets: tuple[str, ...]
+
+    def node(self, name: str) -> Node:
+        for node in self.nodes:
+            if node.name == name:
+                return node
+        raise KeyError(name)
+
+    @property
+    def node_names(self) -> list[str]:
+        return [n.name for n in self.nodes]
+
+
+def _known_fields(loc: tuple[Any, ...]) -> list[str]:
+    model: type[BaseModel] = _InventoryFile
+    if loc and loc[0] == "nodes":
+        model = _NodeEntry
+    elif loc and loc[0] in ("defaults", "storage", "egress"):
+        model = {"defaults": _Connection, "storage": _Storage, "egress": _Egress}[loc[0]]
+    return list(model.model_fields)
+
+
+def _expand_entry(source: str, line: int | None, index: int, entry: _NodeEntry) -> list[tuple[str, str | None]]:
+    where = f"{source}:{line}" if line else source
+    try:
+        names = hostlist.expand(entry.name)
+        hosts = hostlist.expand(entry.host) if entry.host else [None] * len(names)
+    except hostlist.HostlistError as exc:
+        raise SourceError(f"{where}: nodes[{index}]: {exc}") from None
+    if len(hosts) != len(names):
+        raise SourceError(
+            f"{where}: nodes[{index}]: name {entry.name!r} expands to {len(names)} nodes but host "
+            f"{entry.host!r} to {len(hosts)}; they expand in step, so give both the same count"
+        )
+    for name in names:
+        if not _NAME_RE.match(name):
+            raise SourceError(f"{where}: nodes[{index}].name: {name!r} is not a node name (letters, digits, ._-)")
+    for host in hosts:
+        if host is not None and not _HOST_RE.match(host):
+            raise SourceError(f"{where}: nodes[{index}].host: {host!r} is not a hostname or IP address")
+    return list(zip(names, hosts))
+
+
+def load_inventory(path: Path | str) -> Inventory:
+    """Load and resolve an inventory file; errors name the file, line and field."""
+    path = Path(path)
+    data, lines = yamlsource.load(path)
+    if not isinstance(data, dict):
+        raise SourceError(f"{path}: an inventory is a mapping with at least `nodes:` (see the README)")
+    try:
+        parsed = _InventoryFile.model_validate(data)
+    except ValidationError as exc:
+        raise SourceError(yamlsource.describe_errors(str(path), exc, lines, known_fields=_known_fields)) from None
+
+    defaults = parsed.defaults
+    nodes: list[Node] = []
+    seen: dict[str, int | None] = {}
+    for index, entry in enumerate(parsed.nodes):
+        line = lines.get(("nodes", index))
+        for name, host in _expand_entry(str(path), line, index, entry):
+            if name in seen:
+                first = seen[name]
+                raise SourceError(
+                    f"{path}:{line}: nodes[{index}]: node {name!r} is listed twice"
+                    + (f" (first on line {first})" if first else "")
+                )
+            seen[name] = line
+            resolved_host = host or name
+
+            def pick(key: str, fallback: Any) -> Any:
+                own = getattr(entry, key)
+                if own is not None:
+                    return own
+                common = getattr(defaults, key)
+                return common if common is not None else fallback
+
+            transport = pick("transport", None) or ("local" if resolved_host in LOCAL_HOSTS else "ssh")
+            nodes.append(
+                Node(
+                    name=name,
+                    host=resolved_host,
+                    port=pick("port", 22),
+                    user=pick("user", None),
+                    identity_file=pick("identity_file", None),
+                    known_hosts=pick("known_hosts", None),
+                    connect_timeout=float(pick("connect_timeout", 10.0)),
+                    jump=pick("jump", None),
+                    transport=transport,
+                    data_address=entry.data_address or "",
+                    labels=dict(entry.labels),
+                )
+            )
+    return Inventory(
+        name=parsed.name,
+        path=path,
+        nodes=tuple(nodes),
+        mounts=tuple(parsed.storage.mounts),
+        egress_targets=tuple(parsed.egress.targets),
+    )

@@ -1,0 +1,153 @@
+"""Which node pairs to measure, and in which rounds.
+
+Strategies (profile ``inter_node.pairs``):
+
+- ``all``: every pair, scheduled with the circle method: N-1 rounds of N/2
+  disjoint pairs (a bye per round when N is odd), so a whole round can be
+  measured at once without two tests sharing a node.
+- ``ring``: each node with the next (the last with the first).
+- ``random:K``: each node with K peers chosen at random; the choice is seeded
+  from the node list so every pytest-xdist worker computes the same pairs.
+- ``leaf``: by the ``leaf`` label: a ring inside each leaf plus, across each pair of
+  leaves, node i with node i (the paths through the spine).
+
+Every strategy returns pairs already grouped in rounds of disjoint pairs.
+"""
+
+from __future__ import annotations
+
+import random
+import re
+from dataclasses import dataclass
+from typing import Iterable, Mapping
+
+__all__ = ["Pair", "Strategy", "parse_strategy", "make_pairs", "circle_rounds", "disjoint_rounds"]
+
+
+@dataclass(frozen=True, order=True)
+class Pair:
+    """Two nodes measured against each other: ``a`` runs the client, ``b`` the server."""
+
+    round: int
+    slot: int
+    a: str
+    b: str
+
+    @property
+    def id(self) -> str:
+        return f"{self.a}<->{self.b}"
+
+    @property
+    def nodes(self) -> tuple[str, str]:
+        return (self.a, self.b)
+
+
+@dataclass(frozen=True)
+class Strategy:
+    kind: str  # all | ring | random | leaf
+    k: int = 0
+
+
+_STRATEGY_RE = re.compile(r"^(all|ring|leaf|random:(\d+))$")
+
+
+def parse_strategy(text: str) -> Strategy:
+    match = _STRATEGY_RE.match(text.strip())
+    if not match:
+        raise ValueError(f"pairs: {text!r} is not a strategy; use all, ring, random:K (e.g. random:3) or leaf")
+    if match.group(2) is not None:
+        k = int(match.group(2))
+        if k < 1:
+            raise ValueError("pairs: random:K needs K >= 1")
+        return Strategy("random", k)
+    return Strategy(match.group(1))
+
+
+def circle_rounds(nodes: list[str]) -> list[list[tuple[str, str]]]:
+    """Round-robin tournament schedule: every pair exactly once, N-1 rounds of N/2 disjoint pairs."""
+    if len(nodes) < 2:
+        return []
+    players: list[str | None] = list(nodes)
+    if len(players) % 2:
+        players.append(None)  # the bye
+    n = len(players)
+    rounds = []
+    for _ in range(n - 1):
+        pairs = []
+        for i in range(n // 2):
+            a, b = players[i], players[n - 1 - i]
+            if a is not None and b is not None:
+                pairs.append((a, b))
+        rounds.append(pairs)
+        players = [players[0], players[-1], *players[1:-1]]
+    return rounds
+
+
+def disjoint_rounds(edges: Iterable[tuple[str, str]]) -> list[list[tuple[str, str]]]:
+    """Greedy edge colouring: put each pair in the first round where neither node is busy."""
+    rounds: list[list[tuple[str, str]]] = []
+    busy: list[set[str]] = []
+    for a, b in edges:
+        for index, used in enumerate(busy):
+            if a not in used and b not in used:
+                rounds[index].append((a, b))
+                used.update((a, b))
+                break
+        else:
+            rounds.append([(a, b)])
+            busy.append({a, b})
+    return rounds
+
+
+def _ring(nodes: list[str]) -> list[tuple[str, str]]:
+    if len(nodes) < 2:
+        return []
+    if len(nodes) == 2:
+        return [(nodes[0], nodes[1])]
+    return [(nodes[i], nodes[(i + 1) % len(nodes)]) for i in range(len(nodes))]
+
+
+def _random(nodes: list[str], k: int) -> list[tuple[str, str]]:
+    rng = random.Random("|".join(nodes))
+    chosen: set[frozenset[str]] = set()
+    edges: list[tuple[str, str]] = []
+    for node in nodes:
+        peers = [p for p in nodes if p != node]
+        rng.shuffle(peers)
+        for peer in peers[: min(k, len(peers))]:
+            key = frozenset((node, peer))
+            if key not in chosen:
+                chosen.add(key)
+                edges.append((node, peer))
+    return edges
+
+
+def _leaf(nodes: list[str], labels: Mapping[str, Mapping[str, str]]) -> list[tuple[str, str]]:
+    leaves: dict[str, list[str]] = {}
+    for node in nodes:
+        leaves.setdefault(labels.get(node, {}).get("leaf", "(no leaf)"), []).append(node)
+    edges = []
+    for members in leaves.values():
+        edges.extend(_ring(members))
+    names = sorted(leaves)
+    for i, first in enumerate(names):
+        for second in names[i + 1 :]:
+            for a, b in zip(leaves[first], leaves[second]):
+                edges.append((a, b))
+    return edges
+
+
+def make_pairs(
+    nodes: list[str], strategy: str | Strategy, labels: Mapping[str, Mapping[str, str]] | None = None
+) -> list[Pair]:
+    """The pairs to measure, in round order; the same on every process for the same input."""
+    parsed = parse_strategy(strategy) if isinstance(strategy, str) else strategy
+    if parsed.kind == "all":
+        rounds = circle_rounds(nodes)
+    elif parsed.kind == "ring":
+        rounds = disjoint_rounds(_ring(nodes))
+    elif parsed.kind == "random":
+        rounds = disjoint_rounds(_random(nodes, parsed.k))
+    else:
+        rounds = disjoint_rounds(_leaf(nodes, labels or {}))
+    return [Pair(r, s, a, b) for r, pairs in enumerate(rounds) for s, (a, b) in enumerate(pairs)]

@@ -1,0 +1,502 @@
+"""Profiles: the expected values a cluster is judged against.
+
+A profile is YAML with one section per layer (DESIGN.md "Files users write").
+Bundled profiles live in ``pytest_fabric/profiles``; ``--profile NAME`` picks
+one, ``--profile path.yaml`` reads a file, ``extends:`` inherits (bundled name
+or a path relative to the extending file) and ``--expect a.b.c=VALUE``
+overrides one value.  Every key is checked: a typo is an error that names the
+file, line and the key it probably meant.
+"""
+
+from __future__ import annotations
+
+import copy
+import hashlib
+from dataclasses import dataclass, field
+from importlib import resources
+from pathlib import Path
+from typing import Any, ClassVar, Literal
+
+import yaml
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
+
+from . import yamlsource
+from .units import Dimension, Quantity, QuantityField, parse_quantity
+from .verdict import Expectation, Op
+from .yamlsource import SourceError
+
+__all__ = ["Profile", "load_profile", "bundled_profiles", "ProfileDocument", "LAYERS"]
+
+LAYERS = ("intra_node", "inter_node", "storage", "egress")
+
+
+# ---------------------------------------------------------------------------
+# Check specifications.  Each has the bound(s) it is judged by plus the
+# parameters of its measurement; `source:` and `waiver:` may go on any.
+
+
+class CheckSpec(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    source: str | None = None
+    waiver: str | None = None
+
+    #: (field, op, dimension) of the bounds this kind of check accepts
+    BOUNDS: ClassVar[tuple[tuple[str, Op, Dimension], ...]] = ()
+    #: how a bare scalar (``mtu: 4096``) is read
+    SCALAR_FIELD: ClassVar[str] = "min"
+
+    @model_validator(mode="before")
+    @classmethod
+    def _scalar(cls, value: Any) -> Any:
+        if isinstance(value, (str, int, float)) and not isinstance(value, bool):
+            return {cls.SCALAR_FIELD: value}
+        return value
+
+    @model_validator(mode="after")
+    def _dimensions(self) -> CheckSpec:
+        for name, _op, dimension in self.BOUNDS:
+            value = getattr(self, name, None)
+            if value is None:
+                continue
+            try:
+                parse_quantity(value, dimension=dimension)
+            except ValueError as exc:
+                raise ValueError(f"{name}: {exc}") from None
+        if not any(getattr(self, name, None) is not None for name, _, _ in self.BOUNDS):
+            names = " or ".join(name for name, _, _ in self.BOUNDS)
+            raise ValueError(f"give {names}")
+        return self
+
+    def bounds(self) -> list[tuple[str, Op, Quantity | str | int | bool]]:
+        out = []
+        for name, op, _dimension in self.BOUNDS:
+            value = getattr(self, name, None)
+            if value is not None:
+                out.append((name, op, value))
+        return out
+
+    def params(self) -> dict[str, Any]:
+        bound_names = {name for name, _, _ in self.BOUNDS}
+        return {
+            k: v for k, v in self.__dict__.items() if k not in bound_names and k not in ("source", "waiver")
+        }
+
+
+def _bounds(*spec: tuple[str, Op, Dimension]) -> Any:
+    return spec
+
+
+class BandwidthFloor(CheckSpec):
+    BOUNDS = _bounds(("min", Op.MIN, Dimension.BANDWIDTH))
+    min: QuantityField | None = None
+
+
+class TcpThroughput(BandwidthFloor):
+    streams: int = Field(default=4, ge=1, le=128)
+    duration: QuantityField = Field(default_factory=lambda: parse_quantity("10 s"))
+    processes: int = Field(default=1, ge=1, le=64)  # iperf3 < 3.16 is single-threaded: one per port
+
+
+class RdmaBandwidth(BandwidthFloor):
+    size: QuantityField = Field(default_factory=lambda: parse_quantity("8 MiB"))
+    qps: int = Field(default=1, ge=1, le=256)
+    repeat: int = Field(default=3, ge=1, le=50)
+
+
+class NcclBandwidth(BandwidthFloor):
+    size: QuantityField = Field(default_factory=lambda: parse_quantity("8 GiB"))
+
+
+class LatencyCeiling(CheckSpec):
+    BOUNDS = _bounds(("max", Op.MAX, Dimension.TIME), ("p99", Op.MAX, Dimension.TIME))
+    SCALAR_FIELD = "max"
+    max: QuantityField | None = None
+    p99: QuantityField | None = None
+    size: int = Field(default=2, ge=1)
+    repeat: int = Field(default=1, ge=1, le=50)
+
+
+class TimeCeiling(CheckSpec):
+    BOUNDS = _bounds(("max", Op.MAX, Dimension.TIME))
+    SCALAR_FIELD = "max"
+    max: QuantityField | None = None
+
+
+class StorageBandwidth(BandwidthFloor):
+    size: QuantityField = Field(default_factory=lambda: parse_quantity("1 GiB"))
+    block_size: QuantityField = Field(default_factory=lambda: parse_quantity("1 MiB"))
+    jobs: int = Field(default=1, ge=1, le=256)
+    direct: bool = True  # O_DIRECT: measure the storage, not the page cache
+
+
+class CheckpointWrite(StorageBandwidth):
+    size: QuantityField = Field(default_factory=lambda: parse_quantity("4 GiB"))
+
+
+class Iops(CheckSpec):
+    BOUNDS = _bounds(("min", Op.MIN, Dimension.COUNT))
+    min: QuantityField | None = None
+    block_size: QuantityField = Field(default_factory=lambda: parse_quantity("4 KiB"))
+    iodepth: int = Field(default=32, ge=1, le=4096)
+    size: QuantityField = Field(default_factory=lambda: parse_quantity("1 GiB"))
+    runtime: QuantityField = Field(default_factory=lambda: parse_quantity("10 s"))
+
+
+class Count(CheckSpec):
+    """An exact count (``gpu_count: 8``) or a floor (``ports: {min: 4}``)."""
+
+    BOUNDS = _bounds(("equal", Op.EQUAL, Dimension.COUNT), ("min", Op.MIN, Dimension.COUNT))
+    SCALAR_FIELD = "equal"
+    equal: QuantityField | None = None
+    min: QuantityField | None = None
+
+
+class Mtu(Count):
+    pass
+
+
+class PortRate(CheckSpec):
+    BOUNDS = _bounds(("min", Op.MIN, Dimension.BANDWIDTH),)
+    min: QuantityField | None = None
+
+
+class ErrorCounters(CheckSpec):
+    BOUNDS = _bounds(("max", Op.MAX, Dimension.COUNT))
+    SCALAR_FIELD = "max"
+    max: QuantityField | None = None
+
+
+class Text(CheckSpec):
+    """A word the measurement must contain (``gpu_model: A100``) or equal (``link_layer: infiniband``)."""
+
+    value: str
+
+    SCALAR_FIELD = "value"
+
+    @model_validator(mode="after")
+    def _dimensions(self) -> CheckSpec:
+        return self
+
+    def bounds(self) -> list[tuple[str, Op, Quantity | str | int | bool]]:
+        return [("value", Op.CONTAINS, self.value)]
+
+
+class PcieLink(CheckSpec):
+    generation: int = Field(ge=1, le=7)
+    width: int = Field(ge=1, le=32)
+
+    @model_validator(mode="after")
+    def _dimensions(self) -> CheckSpec:
+        return self
+
+    def bounds(self) -> list[tuple[str, Op, Quantity | str | int | bool]]:
+        return [
+            ("generation", Op.MIN, parse_quantity(self.generation)),
+            ("width", Op.MIN, parse_quantity(self.width)),
+        ]
+
+
+class Outlier(CheckSpec):
+    BOUNDS = _bounds(("max_below_median", Op.MAX, Dimension.PERCENT),)
+    SCALAR_FIELD = "max_below_median"
+    max_below_median: QuantityField | None = None
+
+
+class Roce(CheckSpec):
+    pfc_priorities: list[int] = Field(default_factory=list)
+    ecn: bool | None = None
+    trust: Literal["dscp", "pcp"] | None = None
+
+    @model_validator(mode="after")
+    def _dimensions(self) -> CheckSpec:
+        return self
+
+    def bounds(self) -> list[tuple[str, Op, Quantity | str | int | bool]]:
+        return []
+
+
+# ---------------------------------------------------------------------------
+# Sections
+
+
+class _Section(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+
+class IntraNode(_Section):
+    gpu_count: Count | None = None
+    gpu_model: Text | None = None
+    gpu_interconnect: Text | None = None
+    gpu_pcie: PcieLink | None = None
+    nic_pcie: PcieLink | None = None
+    nvlink_bandwidth: BandwidthFloor | None = None
+    host_to_device_bandwidth: BandwidthFloor | None = None
+    device_to_host_bandwidth: BandwidthFloor | None = None
+    nccl_allreduce: NcclBandwidth | None = None
+
+
+class InterNode(_Section):
+    link_layer: Text | None = None
+    ports: Count | None = None
+    port_rate: PortRate | None = None
+    mtu: Mtu | None = None
+    error_counters: ErrorCounters | None = None
+    rdma_bandwidth: RdmaBandwidth | None = None
+    rdma_latency: LatencyCeiling | None = None
+    tcp_throughput: TcpThroughput | None = None
+    nccl_allreduce: NcclBandwidth | None = None
+    outlier: Outlier | None = None
+    roce: Roce | None = None
+    pairs: str = "all"
+
+    @field_validator("pairs")
+    @classmethod
+    def _pairs(cls, value: str) -> str:
+        from .pairs import parse_strategy
+
+        parse_strategy(value)
+        return value
+
+
+class Storage(_Section):
+    sequential_read: StorageBandwidth | None = None
+    sequential_write: StorageBandwidth | None = None
+    random_read_iops: Iops | None = None
+    checkpoint_write: CheckpointWrite | None = None
+    aggregate_write: StorageBandwidth | None = None
+
+
+class Egress(_Section):
+    dns_resolve: TimeCeiling | None = None
+    connect_latency: TimeCeiling | None = None
+    download: BandwidthFloor | None = None
+    upload: BandwidthFloor | None = None
+
+
+class ProfileDocument(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    name: str
+    description: str = ""
+    extends: str | None = None
+    intra_node: IntraNode = Field(default_factory=IntraNode)
+    inter_node: InterNode = Field(default_factory=InterNode)
+    storage: Storage = Field(default_factory=Storage)
+    egress: Egress = Field(default_factory=Egress)
+
+
+_SECTION_MODELS: dict[str, type[BaseModel]] = {
+    "intra_node": IntraNode,
+    "inter_node": InterNode,
+    "storage": Storage,
+    "egress": Egress,
+}
+
+
+def _known_fields(loc: tuple[Any, ...]) -> list[str]:
+    if not loc:
+        return list(ProfileDocument.model_fields)
+    section = _SECTION_MODELS.get(str(loc[0]))
+    if section is None:
+        return []
+    if len(loc) == 1:
+        return list(section.model_fields)
+    annotation = section.model_fields.get(str(loc[1]))
+    if annotation is None:
+        return []
+    for arg in getattr(annotation.annotation, "__args__", (annotation.annotation,)):
+        if isinstance(arg, type) and issubclass(arg, BaseModel):
+            return list(arg.model_fields)
+    return []
+
+
+# ---------------------------------------------------------------------------
+
+
+@dataclass
+class Profile:
+    """A loaded profile: the validated document plus where it came from."""
+
+    document: ProfileDocument
+    path: Path
+    chain: list[Path]  # this file first, then what it extends
+    sha256: str
+    overrides: list[str] = field(default_factory=list)
+
+    @property
+    def name(self) -> str:
+        return self.document.name
+
+    @property
+    def extends(self) -> list[str]:
+        return [p.stem for p in self.chain[1:]]
+
+    def section(self, layer: str) -> BaseModel:
+        return getattr(self.document, layer)  # type: ignore[no-any-return]
+
+    def spec(self, layer: str, check: str) -> CheckSpec | None:
+        return getattr(self.section(layer), check, None)
+
+    def expectations(self, layer: str, check: str) -> list[Expectation]:
+        """Every bound the profile sets for a check (empty when it sets none)."""
+        spec = self.spec(layer, check)
+        if spec is None:
+            return []
+        return [
+            Expectation(
+                layer=layer,
+                check=check,
+                op=op,
+                value=value,
+                key=f"{layer}.{check}.{name}",
+                profile=self.name,
+                source=spec.source,
+                waiver=spec.waiver,
+                params=spec.params(),
+            )
+            for name, op, value in spec.bounds()
+        ]
+
+    def set_checks(self) -> list[str]:
+        """``layer.check`` for every check this profile sets."""
+        out = []
+        for layer in LAYERS:
+            section = self.section(layer)
+            for name in type(section).model_fields:
+                value = getattr(section, name)
+                if isinstance(value, CheckSpec):
+                    out.append(f"{layer}.{name}")
+        return out
+
+
+def bundled_profiles() -> dict[str, Path]:
+    """Bundled profile names -> paths."""
+    root = resources.files("pytest_fabric.profiles")
+    out = {}
+    for entry in root.iterdir():
+        if entry.name.endswith(".yaml"):
+            out[entry.name[: -len(".yaml")]] = Path(str(entry))
+    return dict(sorted(out.items()))
+
+
+def _resolve(reference: str, relative_to: Path | None) -> Path:
+    candidate = Path(reference).expanduser()
+    if reference.endswith((".yaml", ".yml")) or "/" in reference:
+        if not candidate.is_absolute() and relative_to is not None:
+            candidate = relative_to.parent / candidate
+        return candidate
+    bundled = bundled_profiles()
+    if reference in bundled:
+        return bundled[reference]
+    if candidate.exists():
+        return candidate
+    raise SourceError(
+        f"no profile named {reference!r}{yamlsource.suggest(reference, bundled)}; bundled profiles: "
+        f"{', '.join(bundled)} (or give a path to a .yaml file)"
+    )
+
+
+def _merge(base: dict[str, Any], over: dict[str, Any]) -> dict[str, Any]:
+    out = copy.deepcopy(base)
+    for key, value in over.items():
+        if isinstance(value, dict) and isinstance(out.get(key), dict):
+            out[key] = _merge(out[key], value)
+        else:
+            out[key] = copy.deepcopy(value)
+    return out
+
+
+def _read_chain(path: Path, seen: list[Path]) -> tuple[dict[str, Any], dict[tuple[Any, ...], tuple[str, int]], list[Path], bytes]:
+    resolved = path.resolve()
+    if resolved in seen:
+        cycle = " -> ".join(str(p) for p in seen + [resolved])
+        raise SourceError(f"{path}: `extends` makes a cycle: {cycle}")
+    data, lines = yamlsource.load(path)
+    if not isinstance(data, dict):
+        raise SourceError(f"{path}: a profile is a mapping with `name:` and layer sections (see the README)")
+    raw = path.read_bytes()
+    where = {loc: (str(path), line) for loc, line in lines.items()}
+    chain = [resolved]
+    extends = data.get("extends")
+    if extends is None:
+        return data, where, chain, raw
+    if not isinstance(extends, str):
+        raise SourceError(f"{path}:{lines.get(('extends',), '?')}: extends: write the name or path of one profile")
+    parent_path = _resolve(extends, path)
+    parent, parent_where, parent_chain, parent_raw = _read_chain(parent_path, seen + [resolved])
+    merged = _merge(parent, {k: v for k, v in data.items() if k != "extends"})
+    merged["extends"] = extends
+    parent_where.update(where)
+    return merged, parent_where, chain + parent_chain, raw + parent_raw
+
+
+def _apply_override(data: dict[str, Any], override: str) -> None:
+    key, sep, text = override.partition("=")
+    if not sep or not key.strip():
+        raise SourceError(f"--expect {override!r}: write KEY=VALUE, e.g. inter_node.rdma_bandwidth.min=150Gb/s")
+    parts = key.strip().split(".")
+    if parts[0] not in LAYERS or len(parts) < 2:
+        raise SourceError(
+            f"--expect {override!r}: the key starts with a layer ({', '.join(LAYERS)}), then the check, "
+            "e.g. inter_node.tcp_throughput.min"
+        )
+    known = _known_fields(tuple(parts[:1]))
+    if parts[1] not in known:
+        raise SourceError(f"--expect {override!r}: {parts[0]} has no check {parts[1]!r}{yamlsource.suggest(parts[1], known)}")
+    value: Any = yaml.safe_load(text) if text.strip() else text
+    target = data
+    for part in parts[:-1]:
+        current = target.get(part)
+        if not isinstance(current, dict):
+            # a scalar shorthand (`mtu: 4096`) becomes a mapping the override can extend
+            current = {} if current is None else {_scalar_field_of(parts): current}
+            target[part] = current
+        target = current
+    target[parts[-1]] = value
+
+
+def _scalar_field_of(parts: list[str]) -> str:
+    section = _SECTION_MODELS[parts[0]]
+    annotation = section.model_fields[parts[1]].annotation
+    for arg in getattr(annotation, "__args__", (annotation,)):
+        if isinstance(arg, type) and issubclass(arg, CheckSpec):
+            return arg.SCALAR_FIELD
+    return "min"
+
+
+def load_profile(reference: str, overrides: list[str] | None = None) -> Profile:
+    """Load a bundled profile by name or a profile file by path, with ``--expect`` overrides applied."""
+    path = _resolve(reference, None)
+    data, where, chain, raw = _read_chain(path, [])
+    overrides = list(overrides or [])
+    for override in overrides:
+        _apply_override(data, override)
+        where[tuple(override.partition("=")[0].strip().split("."))] = ("--expect", 0)
+    try:
+        document = ProfileDocument.model_validate(data)
+    except ValidationError as exc:
+        raise SourceError(_describe(exc, where, path)) from None
+    digest = hashlib.sha256(raw).hexdigest()
+    return Profile(document=document, path=path, chain=chain, sha256=digest, overrides=overrides)
+
+
+def _describe(exc: ValidationError, where: dict[tuple[Any, ...], tuple[str, int]], path: Path) -> str:
+    out = []
+    for error in exc.errors():
+        loc = tuple(p for p in error["loc"] if not (isinstance(p, str) and "[" in p))
+        source, line = str(path), 0
+        for end in range(len(loc), -1, -1):
+            if loc[:end] in where:
+                source, line = where[loc[:end]]
+                break
+        place = "--expect" if source == "--expect" else (f"{source}:{line}" if line else source)
+        message = error["msg"]
+        if message.startswith("Value error, "):
+            message = message[len("Value error, ") :]
+        if error["type"] == "extra_forbidden":
+            message = f"unknown key{yamlsource.suggest(str(loc[-1]), _known_fields(loc[:-1]))}"
+        elif error["type"] == "missing":
+            message = "required but missing"
+        out.append(f"{place}: {yamlsource.path_text(loc)}: {message}")
+    return "\n".join(out)

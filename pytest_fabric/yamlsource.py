@@ -1,0 +1,142 @@
+"""YAML loading that remembers where each value was written.
+
+Users write inventories and profiles by hand; when one is wrong the error must
+point at the file and line.  ``load`` returns the data and a map from each
+key path (``("nodes", 2, "host")``) to its line, and ``describe_errors``
+turns a pydantic ValidationError into lines like
+``inv.yaml:14: nodes[2].host: ...``.
+"""
+
+from __future__ import annotations
+
+import difflib
+from pathlib import Path
+from typing import Any, Iterable
+
+import yaml
+from pydantic import ValidationError
+
+__all__ = ["SourceError", "load", "loads", "describe_errors", "path_text", "suggest"]
+
+Loc = tuple[Any, ...]
+
+
+class SourceError(Exception):
+    """A user-written file is wrong; the message names the file, line and field and says what to do."""
+
+
+class _LineLoader(yaml.SafeLoader):
+    pass
+
+
+def _construct_mapping(loader: _LineLoader, node: yaml.MappingNode, deep: bool = False) -> dict[Any, Any]:
+    seen: set[Any] = set()
+    for key_node, _ in node.value:
+        key = loader.construct_object(key_node, deep=deep)  # type: ignore[no-untyped-call]
+        if key in seen:
+            raise yaml.constructor.ConstructorError(
+                None, None, f"duplicate key {key!r}", key_node.start_mark
+            )
+        seen.add(key)
+    return loader.construct_mapping(node, deep=deep)
+
+
+_LineLoader.add_constructor(yaml.resolver.BaseResolver.DEFAULT_MAPPING_TAG, _construct_mapping)
+
+
+def _index_lines(node: yaml.Node, loc: Loc, lines: dict[Loc, int]) -> None:
+    lines.setdefault(loc, node.start_mark.line + 1)
+    if isinstance(node, yaml.MappingNode):
+        for key_node, value_node in node.value:
+            key = key_node.value
+            lines[loc + (key,)] = key_node.start_mark.line + 1
+            _index_lines(value_node, loc + (key,), lines)
+    elif isinstance(node, yaml.SequenceNode):
+        for index, item in enumerate(node.value):
+            lines[loc + (index,)] = item.start_mark.line + 1
+            _index_lines(item, loc + (index,), lines)
+
+
+def loads(text: str, source: str) -> tuple[Any, dict[Loc, int]]:
+    """Parse YAML ``text`` (named ``source`` in errors); return (data, line map)."""
+    try:
+        tree = yaml.compose(text, Loader=_LineLoader)
+        data = yaml.load(text, Loader=_LineLoader)  # noqa: S506 - SafeLoader subclass
+    except yaml.MarkedYAMLError as exc:
+        mark = exc.problem_mark or exc.context_mark
+        line = f":{mark.line + 1}" if mark else ""
+        raise SourceError(f"{source}{line}: not valid YAML: {exc.problem or exc}") from None
+    except yaml.YAMLError as exc:
+        raise SourceError(f"{source}: not valid YAML: {exc}") from None
+    lines: dict[Loc, int] = {}
+    if tree is not None:
+        _index_lines(tree, (), lines)
+    return data, lines
+
+
+def load(path: Path) -> tuple[Any, dict[Loc, int]]:
+    """Read and parse a YAML file; unreadable files raise SourceError naming the path."""
+    try:
+        text = path.read_text(encoding="utf-8")
+    except FileNotFoundError:
+        raise SourceError(f"{path}: no such file") from None
+    except (OSError, UnicodeDecodeError) as exc:
+        raise SourceError(f"{path}: cannot read: {exc}") from None
+    return loads(text, str(path))
+
+
+def path_text(loc: Iterable[Any]) -> str:
+    """``("nodes", 2, "host")`` -> ``nodes[2].host``."""
+    out = ""
+    for part in loc:
+        if isinstance(part, int):
+            out += f"[{part}]"
+        else:
+            out += f".{part}" if out else str(part)
+    return out or "(top level)"
+
+
+def line_of(lines: dict[Loc, int], loc: Loc) -> int | None:
+    """The line of ``loc`` or of its nearest written parent."""
+    for end in range(len(loc), -1, -1):
+        if loc[:end] in lines:
+            return lines[loc[:end]]
+    return None
+
+
+def suggest(word: str, choices: Iterable[str]) -> str:
+    close = difflib.get_close_matches(word, list(choices), n=1, cutoff=0.6)
+    return f" (did you mean {close[0]!r}?)" if close else ""
+
+
+def describe_errors(
+    source: str,
+    exc: ValidationError,
+    lines: dict[Loc, int],
+    *,
+    known_fields: Any = None,
+    loc_prefix: Loc = (),
+) -> str:
+    """Render a ValidationError as ``file:line: field: problem`` lines.
+
+    ``known_fields(loc) -> list[str]`` lets the caller suggest a correction for
+    an unknown key (``tcp_througput`` -> ``tcp_throughput``).
+    """
+    out = []
+    for error in exc.errors():
+        # pydantic puts the tag of a union member in loc (e.g. 'function-after[...]'); drop those.
+        loc = loc_prefix + tuple(p for p in error["loc"] if not (isinstance(p, str) and ("[" in p and "]" in p)))
+        line = line_of(lines, loc)
+        where = f"{source}:{line}" if line else source
+        message = error["msg"]
+        if message.startswith("Value error, "):
+            message = message[len("Value error, ") :]
+        if error["type"] == "extra_forbidden":
+            hint = ""
+            if known_fields is not None and loc:
+                hint = suggest(str(loc[-1]), known_fields(loc[:-1]))
+            message = f"unknown key{hint}"
+        elif error["type"] == "missing":
+            message = "required but missing"
+        out.append(f"{where}: {path_text(loc)}: {message}")
+    return "\n".join(out)
