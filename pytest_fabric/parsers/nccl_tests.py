@@ -1,0 +1,270 @@
+"""nccl-tests (``all_reduce_perf``, ``all_gather_perf``, ``alltoall_perf``, ...): text -> :class:`NcclTestsResult`.
+
+Reads every table layout nccl-tests has printed: the old one (``type redop`` or
+``type`` only, ``error`` column), the newer one (``redop root``, ``#wrong``), rows
+whose ``redop`` cell is blank (old ``alltoall_perf``), ``N/A`` in ``#wrong`` when
+validation is off, and the 2.29-era column widths.  Multi-node runs carry launcher
+noise (ssh ``Warning: Permanently added``, mpirun banners, ``NCCL INFO`` lines in
+the middle of the table); a line is a data row only when it has the row's shape.
+
+Bandwidths are GB/s (10^9 bytes/s), as nccl-tests prints them.  Use
+:func:`busbw_at` at the size the profile names, never the ``# Avg bus bandwidth``
+line: that averages the whole size sweep, small sizes included, and says nothing
+about what the fabric delivers.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+from pytest_fabric.parsers.base import ParseError, ToolReportedError, UnrecognizedOutput, register
+
+__all__ = [
+    "NcclRank",
+    "NcclResult",
+    "NcclRow",
+    "NcclTestsResult",
+    "busbw_at",
+    "largest_size_row",
+    "parse",
+    "row_at",
+]
+
+TOOL = "nccl-tests"
+
+_NUMBER = r"[-+]?(?:\d+\.?\d*|\.\d+)(?:[eE][-+]?\d+)?"
+_WRONG = rf"(?:\d+|N/A|{_NUMBER})"
+# size count type [redop] [root]  then out-of-place and in-place (time algbw busbw wrong) each.
+_ROW_RE = re.compile(
+    r"^\s*(?P<size>\d+)\s+(?P<count>\d+)\s+(?P<type>[A-Za-z_][A-Za-z0-9_]*)"
+    r"(?:\s+(?P<redop>[A-Za-z_][A-Za-z0-9_]*))?(?:\s+(?P<root>-?\d+))?"
+    rf"\s+(?P<o_time>{_NUMBER})\s+(?P<o_algbw>{_NUMBER})\s+(?P<o_busbw>{_NUMBER})\s+(?P<o_wrong>{_WRONG})"
+    rf"\s+(?P<i_time>{_NUMBER})\s+(?P<i_algbw>{_NUMBER})\s+(?P<i_busbw>{_NUMBER})\s+(?P<i_wrong>{_WRONG})\s*$"
+)
+_PARAMS_RE = re.compile(r"^#\s*nThread\s+(?P<threads>\d+)\s+nGpus\s+(?P<gpus>\d+)\s+minBytes\s+(?P<min>\d+)\s+maxBytes\s+(?P<max>\d+)")
+_RANK_RE = re.compile(
+    r"^#\s*Rank\s+(?P<rank>\d+)(?:\s+Group\s+(?P<group>\d+))?\s+Pid\s+(?P<pid>\d+)\s+on\s+(?P<host>\S+)"
+    r"\s+device\s+(?P<device>\d+)\s+\[(?P<bus>[^\]]*)\]\s*(?P<name>.*?)\s*$"
+)
+_VERSION_RE = re.compile(r"NCCL version (?P<version>\d+\.\d+\.\d+\S*)")
+_AVG_RE = re.compile(rf"^#\s*Avg bus bandwidth\s*:\s*(?P<value>{_NUMBER})")
+_OOB_RE = re.compile(r"^#\s*Out of bounds values\s*:\s*(?P<count>\d+)\s*(?P<status>\w+)?")
+_CONCLUDED_RE = re.compile(r"^#\s*Collective test concluded:\s*(?P<name>\S+)")
+_FAILURE_RE = re.compile(r"(?:Test (?:NCCL|CUDA) failure|Test failure|NCCL failure)\b.*", re.IGNORECASE)
+_HEADER_RE = re.compile(r"^#\s*size\s+count\s+type\b")
+
+
+@dataclass(frozen=True)
+class NcclRank:
+    """One ``# Rank`` line: which GPU on which host plays that rank."""
+
+    rank: int
+    group: int | None
+    pid: int
+    host: str
+    device: int
+    bus_id: str
+    name: str
+
+
+@dataclass(frozen=True)
+class NcclRow:
+    """One message size: out-of-place and in-place time (us), algbw and busbw (GB/s), wrong count."""
+
+    size_bytes: int
+    count: int
+    type: str
+    redop: str | None
+    root: int | None
+    time_us: float
+    algbw_gbytes_per_s: float
+    busbw_gbytes_per_s: float
+    wrong: int | None
+    """``None`` when validation was off (``N/A``)."""
+    in_place_time_us: float
+    in_place_algbw_gbytes_per_s: float
+    in_place_busbw_gbytes_per_s: float
+    in_place_wrong: int | None
+
+
+@dataclass(frozen=True)
+class NcclTestsResult:
+    """A parsed nccl-tests run.
+
+    ``avg_busbw_gbytes_per_s`` is the tool's ``# Avg bus bandwidth``: the mean over
+    every size of the sweep, so it must not be judged against a fabric's bandwidth;
+    use :func:`busbw_at` or :func:`largest_size_row`.
+    """
+
+    collective: str | None
+    """``all_reduce_perf`` etc., from the ``# Collective test concluded`` trailer (newer versions only)."""
+    nccl_version: str | None
+    threads: int | None
+    gpus_per_thread: int | None
+    min_bytes: int | None
+    max_bytes: int | None
+    ranks: tuple[NcclRank, ...]
+    num_ranks: int
+    """Highest rank number + 1 (an excerpt may list only the last ``# Rank`` line)."""
+    hosts: tuple[str, ...]
+    rows: tuple[NcclRow, ...]
+    avg_busbw_gbytes_per_s: float | None
+    out_of_bounds: int | None
+    out_of_bounds_ok: bool | None
+    concluded: bool
+    """``# Collective test concluded`` was printed (newer versions print it when the run completes)."""
+
+    @property
+    def sizes(self) -> tuple[int, ...]:
+        """Every size in the table, in order (size-0 rows may repeat)."""
+        return tuple(row.size_bytes for row in self.rows)
+
+    @property
+    def wrong_total(self) -> int | None:
+        """Sum of the ``#wrong`` cells; ``None`` when validation was off."""
+        counts = [c for row in self.rows for c in (row.wrong, row.in_place_wrong) if c is not None]
+        return sum(counts) if counts else None
+
+
+# Short alias: probes say ``nccl_tests.NcclResult``.
+NcclResult = NcclTestsResult
+
+
+def row_at(result: NcclTestsResult, size_bytes: int) -> NcclRow:
+    """The row at exactly ``size_bytes``; :class:`ParseError` lists the sizes present otherwise."""
+    for row in result.rows:
+        if row.size_bytes == size_bytes:
+            return row
+    sizes = ", ".join(str(s) for s in dict.fromkeys(result.sizes)) or "none"
+    raise ParseError(TOOL, f"no row for {size_bytes} bytes; sizes present: {sizes}")
+
+
+def busbw_at(result: NcclTestsResult, size_bytes: int, in_place: bool = False) -> float:
+    """Bus bandwidth in GB/s at exactly ``size_bytes`` (out-of-place unless ``in_place``).
+
+    This, not the ``# Avg bus bandwidth`` line, is the figure to judge: the average
+    covers the whole sweep.  Raises :class:`ParseError` listing the sizes present
+    when the run has no row at that size.
+    """
+    row = row_at(result, size_bytes)
+    return row.in_place_busbw_gbytes_per_s if in_place else row.busbw_gbytes_per_s
+
+
+def largest_size_row(result: NcclTestsResult) -> NcclRow:
+    """The row with the largest message size (the last one when a size repeats)."""
+    if not result.rows:  # pragma: no cover - parse() never returns an empty table
+        raise ParseError(TOOL, "the run has no rows")
+    largest = max(row.size_bytes for row in result.rows)
+    return [row for row in result.rows if row.size_bytes == largest][-1]
+
+
+def _wrong(cell: str) -> int | None:
+    if cell == "N/A":
+        return None
+    return int(float(cell))
+
+
+def _row(match: re.Match[str]) -> NcclRow:
+    # Every group is digits by the regex, so the conversions cannot fail.
+    redop = match.group("redop")
+    root = match.group("root")
+    return NcclRow(
+        size_bytes=int(match.group("size")),
+        count=int(match.group("count")),
+        type=match.group("type"),
+        redop=redop,
+        root=None if root is None else int(root),
+        time_us=float(match.group("o_time")),
+        algbw_gbytes_per_s=float(match.group("o_algbw")),
+        busbw_gbytes_per_s=float(match.group("o_busbw")),
+        wrong=_wrong(match.group("o_wrong")),
+        in_place_time_us=float(match.group("i_time")),
+        in_place_algbw_gbytes_per_s=float(match.group("i_algbw")),
+        in_place_busbw_gbytes_per_s=float(match.group("i_busbw")),
+        in_place_wrong=_wrong(match.group("i_wrong")),
+    )
+
+
+@register(
+    TOOL,
+    "nccl-tests *_perf tables (old and new layouts, multi-node noise): per-size busbw in GB/s",
+    corpus=("nccl-tests",),
+)
+def parse(text: str) -> NcclTestsResult:
+    """Parse the stdout of an nccl-tests binary (``all_reduce_perf -b 8 -e 8G -f 2 -g 8``, under mpirun or not).
+
+    Raises :class:`ToolReportedError` on ``Test NCCL failure`` / ``Test CUDA failure``.
+    The ``# Avg bus bandwidth`` line is kept as ``avg_busbw_gbytes_per_s`` for the
+    record only; it averages the whole sweep and is not a verdict value.
+    """
+    if not isinstance(text, str):
+        raise UnrecognizedOutput(TOOL, f"expected text, got {type(text).__name__}")
+    ranks: list[NcclRank] = []
+    rows: list[NcclRow] = []
+    failures: list[str] = []
+    version = collective = None
+    params: re.Match[str] | None = None
+    avg: float | None = None
+    oob: int | None = None
+    oob_ok: bool | None = None
+    header_seen = False
+    for raw in text.splitlines():
+        line = raw.strip()
+        if not line:
+            continue
+        if failure := _FAILURE_RE.search(line):
+            failures.append(failure.group(0).strip())
+            continue
+        if line.startswith("#"):
+            if _HEADER_RE.match(line):
+                header_seen = True
+            elif rank := _RANK_RE.match(line):
+                ranks.append(
+                    NcclRank(
+                        rank=int(rank.group("rank")),
+                        group=None if rank.group("group") is None else int(rank.group("group")),
+                        pid=int(rank.group("pid")),
+                        host=rank.group("host"),
+                        device=int(rank.group("device")),
+                        bus_id=rank.group("bus"),
+                        name=rank.group("name"),
+                    )
+                )
+            elif found := _PARAMS_RE.match(line):
+                params = params or found
+            elif found := _AVG_RE.match(line):
+                avg = float(found.group("value"))
+            elif found := _OOB_RE.match(line):
+                oob = int(found.group("count"))
+                oob_ok = None if found.group("status") is None else found.group("status").upper() == "OK"
+            elif found := _CONCLUDED_RE.match(line):
+                collective = found.group("name")
+            continue
+        if found := _VERSION_RE.search(line):
+            version = version or found.group("version")
+            continue
+        if row := _ROW_RE.match(line):
+            rows.append(_row(row))
+    if failures:
+        raise ToolReportedError(TOOL, "; ".join(dict.fromkeys(failures)))
+    if not rows:
+        if header_seen or params:
+            raise UnrecognizedOutput(TOOL, "nccl-tests header found but no result rows (run cut short?)")
+        raise UnrecognizedOutput(TOOL, "no nccl-tests result table ('# size count type ...' and rows) found")
+    return NcclTestsResult(
+        collective=collective,
+        nccl_version=version,
+        threads=None if params is None else int(params.group("threads")),
+        gpus_per_thread=None if params is None else int(params.group("gpus")),
+        min_bytes=None if params is None else int(params.group("min")),
+        max_bytes=None if params is None else int(params.group("max")),
+        ranks=tuple(ranks),
+        num_ranks=max((r.rank for r in ranks), default=-1) + 1,
+        hosts=tuple(dict.fromkeys(r.host for r in ranks)),
+        rows=tuple(rows),
+        avg_busbw_gbytes_per_s=avg,
+        out_of_bounds=oob,
+        out_of_bounds_ok=oob_ok,
+        concluded=collective is not None,
+    )
