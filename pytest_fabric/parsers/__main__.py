@@ -1,0 +1,96 @@
+"""``python -m pytest_fabric.parsers TOOL FILE``: print a capture parsed, as JSON.
+
+``FILE`` may be ``-`` for standard input.  ``--list`` names every registered
+tool.  A parse error prints its message on stderr and exits 2, so a person can
+check a capture from a cluster before filing it as a bug or a test fixture.
+"""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import enum
+import json
+import os
+import sys
+from decimal import Decimal
+from pathlib import Path
+from typing import Any
+
+from pytest_fabric.units import Quantity
+
+from .base import ParseError, registry
+
+__all__ = ["to_jsonable", "main"]
+
+
+def to_jsonable(value: Any) -> Any:
+    """``value`` as plain JSON types: dataclasses and pydantic models become dicts,
+    Decimals become strings (exact; the unit is in the field name) and Quantities
+    their text with its unit (``"200 Gb/s"``)."""
+    if value is None or isinstance(value, (bool, int, float, str)):
+        return value
+    if isinstance(value, Decimal):
+        return str(value)
+    if isinstance(value, Quantity):
+        return str(value)
+    if isinstance(value, enum.Enum):
+        return to_jsonable(value.value)
+    if dataclasses.is_dataclass(value) and not isinstance(value, type):
+        return {f.name: to_jsonable(getattr(value, f.name)) for f in dataclasses.fields(value)}
+    model_dump = getattr(value, "model_dump", None)
+    if callable(model_dump):  # pydantic v2 model; its own serializers know its Quantity fields
+        return to_jsonable(model_dump(mode="json"))
+    if isinstance(value, dict):
+        return {str(to_jsonable(k)) if not isinstance(k, str) else k: to_jsonable(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple, set, frozenset)):
+        return [to_jsonable(item) for item in value]
+    return str(value)
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Run the command line; returns the exit status."""
+    parser = argparse.ArgumentParser(
+        prog="python -m pytest_fabric.parsers",
+        description="Parse a recorded tool output and print the result as JSON.",
+    )
+    parser.add_argument("tool", nargs="?", help="tool name (see --list)")
+    parser.add_argument("file", nargs="?", help="the captured output, or - for standard input")
+    parser.add_argument("--list", action="store_true", help="list the registered tools and exit")
+    args = parser.parse_args(argv)
+    parsers = registry()
+    if args.list:
+        width = max((len(name) for name in parsers), default=0)
+        for name, entry in parsers.items():
+            print(f"{name:<{width}}  {entry.description}")
+        return 0
+    if not args.tool or not args.file:
+        parser.print_usage(sys.stderr)
+        print("error: give TOOL and FILE (or --list)", file=sys.stderr)
+        return 2
+    if args.tool not in parsers:
+        print(f"unknown tool {args.tool!r}; known tools: {', '.join(parsers)}", file=sys.stderr)
+        return 2
+    try:
+        data = sys.stdin.buffer.read() if args.file == "-" else Path(args.file).read_bytes()
+    except OSError as exc:
+        print(f"cannot read {args.file}: {exc.strerror or exc}", file=sys.stderr)
+        return 2
+    text = data.decode("utf-8", errors="replace")
+    try:
+        result = parsers[args.tool].function(text)
+    except ParseError as exc:
+        print(str(exc), file=sys.stderr)
+        return 2
+    try:
+        sys.stdout.write(json.dumps(to_jsonable(result), indent=2) + "\n")
+        sys.stdout.flush()
+    except BrokenPipeError:
+        # `... | head` closed the pipe: not an error of ours; keep Python from
+        # complaining again when it flushes stdout at exit.
+        sys.stdout = open(os.devnull, "w")  # noqa: SIM115
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
