@@ -118,7 +118,7 @@ def _gpu(index: int, bus_id: str, node: _Node) -> GpuInfo:
         uuid=clean(node.get("GPU UUID")),
         serial_number=clean(node.get("Serial Number")),
         minor_number=to_int(node.get("Minor Number")),
-        module_id=to_int(node.get("Module ID") or node.get("Module Id")),
+        module_id=to_int(node.get("Module ID") or node.get("Platform Info", "Module Id")),
         pcie_generation_current=gen("Current"),
         pcie_generation_max=gen("Max"),
         pcie_generation_device_current=gen("Device Current"),

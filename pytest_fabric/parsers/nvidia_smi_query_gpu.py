@@ -148,4 +148,6 @@ def parse_nvidia_smi_query_gpu(text: str, fields: Sequence[str] | None = None) -
             raise UnrecognizedOutput(TOOL, f"row has {len(record)} values for {len(names)} fields (truncated?)", line=number)
         values = {name: _strip_unit(value, units.get(name)) for name, value in zip(names, record)}
         rows.append(QueryGpuRow(values, dict(units)))
+    if not rows:
+        raise UnrecognizedOutput(TOOL, "a header but no GPU rows (noheader output needs the field list)")
     return QueryGpuResult(tuple(names), tuple(rows))
