@@ -6,6 +6,7 @@ that need hardware. See cluster.py for the layout; ``python -m tests.simcluster 
 
 from __future__ import annotations
 
+from tests.simcluster.breaker import NodeBreaker
 from tests.simcluster.cluster import SimCluster, SimClusterError, SimNode, missing_prerequisites
 
-__all__ = ["SimCluster", "SimClusterError", "SimNode", "missing_prerequisites"]
+__all__ = ["NodeBreaker", "SimCluster", "SimClusterError", "SimNode", "missing_prerequisites"]

@@ -240,6 +240,22 @@ class SimCluster:
         return subprocess.run(cmd, capture_output=True, text=True, timeout=timeout, check=check,
                               input=input, env=env)
 
+    def popen(self, node: SimNode | str, argv: Sequence[str], **kwargs: Any
+              ) -> subprocess.Popen[str]:
+        """Start argv inside the node (all its namespaces) without waiting, e.g. a server.
+
+        The caller owns the returned process; everything it leaves inside the node also ends
+        when the node's sshd is stopped or the cluster torn down.
+        """
+        node = self._resolve(node)
+        if node.sshd_pid is None:
+            raise SimClusterError(f"{node.name}: sshd is stopped; call start_sshd() first")
+        kwargs.setdefault("env", {"PATH": NODE_PATH, "HOME": "/root", "LANG": "C.UTF-8"})
+        kwargs.setdefault("text", True)
+        return subprocess.Popen(
+            ["nsenter", "-t", str(node.sshd_pid), "--net", "--mount", "--pid", "--uts",
+             "--wd=/root", "--", *argv], **kwargs)
+
     def processes(self, node: SimNode | str) -> list[tuple[int, str]]:
         """Processes in the node's PID namespace except its sshd and sshd session processes.
 
@@ -597,12 +613,9 @@ class SimCluster:
         while node.sshd_pid is None:
             if launcher.poll() is not None:
                 raise SimClusterError(self._launch_failure(node, "exited"))
-            children = Path(f"/proc/{launcher.pid}/task/{launcher.pid}/children")
-            with contextlib.suppress(FileNotFoundError):
-                text = children.read_text().split()
-                if text:
-                    node.sshd_pid = int(text[0])
-                    break
+            node.sshd_pid = _first_child(launcher.pid)
+            if node.sshd_pid is not None:
+                break
             if time.monotonic() > deadline:
                 raise SimClusterError(self._launch_failure(node, "never forked"))
             time.sleep(0.01)
@@ -626,6 +639,8 @@ class SimCluster:
     def _kill_node_processes(self, node: SimNode) -> None:
         """End the node's PID namespace via its recorded PIDs and reap the launcher."""
         launcher, pid = node._launcher, node.sshd_pid
+        if pid is None and launcher is not None and launcher.poll() is None:
+            pid = _first_child(launcher.pid)  # start() failed before it looked
         if pid is not None:
             # Killing PID 1 of the namespace kills every process in it. The PID cannot have been
             # reused: it is unshare's child and unshare (our child, not yet reaped) has not
@@ -633,6 +648,8 @@ class SimCluster:
             with contextlib.suppress(ProcessLookupError):
                 os.kill(pid, signal.SIGKILL)
         if launcher is not None:
+            if pid is None:
+                launcher.kill()  # not forked yet, or its child is gone: nothing else to end
             try:
                 launcher.wait(timeout=5)
             except subprocess.TimeoutExpired:
@@ -669,6 +686,15 @@ def _sshd_config(address: str) -> str:
         "Subsystem sftp /usr/lib/openssh/sftp-server",
         "",
     ])
+
+
+def _first_child(pid: int) -> int | None:
+    """The first child of a process of ours (unshare has exactly one: the node's init)."""
+    try:
+        children = Path(f"/proc/{pid}/task/{pid}/children").read_text().split()
+    except FileNotFoundError:
+        return None
+    return int(children[0]) if children else None
 
 
 def _keygen(path: Path, comment: str) -> None:
