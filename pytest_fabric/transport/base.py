@@ -52,6 +52,19 @@ class TransportError(Exception):
         self.detail = message
         super().__init__(self._render())
 
+    def again(self) -> TransportError:
+        """A copy of this error for a later attempt that was not made (the node is tried once per run).
+
+        Same type, so callers that catch ``NodeUnreachable`` still do; a fresh object,
+        so re-raising it does not pile tracebacks onto the first one.
+        """
+        copy = type(self).__new__(type(self))
+        copy.__dict__.update(self.__dict__)
+        if not self.detail.startswith("not retried"):
+            copy.detail = f"not retried in this run; first failure: {self.detail}"
+        Exception.__init__(copy, copy._render())
+        return copy
+
     def _render(self) -> str:
         parts = [f"node {self.node}: {self.detail}"]
         if self.command:

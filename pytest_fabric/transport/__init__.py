@@ -1,0 +1,45 @@
+"""Ways of reaching a node: SSH, this machine, and the pool that holds one per node."""
+
+from __future__ import annotations
+
+from .base import (
+    AuthenticationFailed,
+    BackgroundProcess,
+    CommandFailed,
+    CommandResult,
+    CommandTimeout,
+    HostKeyMismatch,
+    NodeUnreachable,
+    ToolMissing,
+    Transport,
+    TransportError,
+)
+from .hostkeys import HOST_KEY_POLICIES, HostKeyPolicy
+from .local import LocalBackgroundProcess, LocalTransport
+from .packages import PACKAGES, package_for
+from .pool import ConnectionPool
+from .ssh import SSHSettings, SSHTransport
+from .ssh_background import SSHBackgroundProcess
+
+__all__ = [
+    "AuthenticationFailed",
+    "BackgroundProcess",
+    "CommandFailed",
+    "CommandResult",
+    "CommandTimeout",
+    "ConnectionPool",
+    "HOST_KEY_POLICIES",
+    "HostKeyMismatch",
+    "HostKeyPolicy",
+    "LocalBackgroundProcess",
+    "LocalTransport",
+    "NodeUnreachable",
+    "PACKAGES",
+    "SSHBackgroundProcess",
+    "SSHSettings",
+    "SSHTransport",
+    "ToolMissing",
+    "Transport",
+    "TransportError",
+    "package_for",
+]

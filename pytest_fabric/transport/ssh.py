@@ -1,0 +1,320 @@
+"""Reach a node over SSH: one Fabric ``Connection`` per node, opened once, reused for every command.
+
+Fabric resolves what the user's ssh_config says about the host (HostName,
+User, Port, IdentityFile, ProxyJump); values the inventory gives explicitly win.
+Two things we do ourselves on top of it:
+
+- the TCP socket, opened here with TCP_NODELAY: paramiko sends a command as
+  several small packets, and Nagle plus delayed ACKs then stall each command by
+  ~40 ms (measured on loopback: 48 ms -> under 5 ms per command);
+- host key checking against known_hosts (:mod:`hostkeys`), because Fabric
+  accepts any key.
+
+Commands run on raw exec channels of that connection (:mod:`ssh_channel`), each
+wrapped in timeout(1) so the node kills what overruns (:mod:`shellwrap`).
+"""
+
+from __future__ import annotations
+
+import socket
+import threading
+import time
+from dataclasses import dataclass, replace
+from pathlib import Path
+from typing import Any
+
+import fabric
+import paramiko
+
+from .base import CommandResult, CommandTimeout, TransportError
+from .hostkeys import HostKeyPolicy, configure_client
+from .outcome import is_wrapper_timeout, judge
+from .shellwrap import KILL_AFTER_S, in_background, with_timeout
+from .ssh_background import SSHBackgroundProcess
+from .ssh_channel import exit_code_of, pump
+from .ssh_errors import Endpoint, connect_error, lost_error
+
+__all__ = ["SSHSettings", "SSHTransport"]
+
+# How long past the node-side kill we wait before deciding the connection itself hangs.
+_LOCAL_SLACK_S = 3.0
+
+
+@dataclass(frozen=True)
+class SSHSettings:
+    """How to reach one node.  ``None`` means: what ssh_config says, else OpenSSH's default.
+
+    ``known_hosts`` None means ``~/.ssh/known_hosts`` (plus ``/etc/ssh/ssh_known_hosts``);
+    ``ssh_config`` None means ``~/.ssh/config`` and ``/etc/ssh/ssh_config``, a path means
+    that file only.  ``jump`` is a ProxyJump spec: ``[user@]host[:port][,next...]``.
+    """
+
+    host: str
+    port: int | None = None
+    user: str | None = None
+    identity_file: Path | str | None = None
+    known_hosts: Path | str | None = None
+    connect_timeout: float = 10.0
+    jump: str | None = None
+    host_key_policy: HostKeyPolicy = "strict"
+    ssh_config: Path | str | None = None
+
+
+def _split_hop(spec: str) -> tuple[str | None, str, int | None]:
+    """``[user@]host[:port]`` -> (user, host, port)."""
+    user, _, hostport = spec.rpartition("@")
+    host, colon, port = hostport.rpartition(":")
+    if not colon or not port.isdigit() or (host.count(":") and not host.endswith("]")):
+        host, port = hostport, ""
+    return user or None, host.strip("[]"), int(port) if port else None
+
+
+def _tcp_socket(host: str, port: int, timeout: float, nodelay: bool) -> socket.socket:
+    """Connect to ``host:port`` (each resolved address in turn) and set the options SSH wants."""
+    last: OSError | None = None
+    for family, kind, proto, _, address in socket.getaddrinfo(host, port, type=socket.SOCK_STREAM):
+        sock = socket.socket(family, kind, proto)
+        sock.settimeout(timeout)
+        try:
+            sock.connect(address)
+        except OSError as exc:
+            sock.close()
+            last = exc
+            continue
+        sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1 if nodelay else 0)
+        # A node that vanishes without a FIN (power loss) is noticed by the kernel too.
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_KEEPALIVE, 1)
+        return sock
+    raise last or OSError(f"no address for {host}")
+
+
+class SSHTransport:
+    """One node reached over SSH; see :class:`base.Transport` for the contract.
+
+    Thread-safe: several threads may run commands on one node at once (each gets
+    its own channel on the shared connection).
+    """
+
+    def __init__(self, node: str, settings: SSHSettings, *, _tcp_nodelay: bool = True) -> None:
+        self.node = node
+        self.settings = settings
+        self._tcp_nodelay = _tcp_nodelay  # private switch, for the benchmark's with/without comparison
+        self._lock = threading.RLock()
+        self._conn: fabric.Connection | None = None
+        self._jump: SSHTransport | None = None
+        self._endpoint: Endpoint | None = None
+        self._failure: TransportError | None = None
+        self._background: list[SSHBackgroundProcess] = []
+
+    def __repr__(self) -> str:
+        return f"SSHTransport({self.node!r}, host={self.settings.host!r})"
+
+    # -- connecting ------------------------------------------------------------
+    @property
+    def connection(self) -> fabric.Connection:
+        """The open Fabric connection (opened now if need be), e.g. for ``put``/``get`` via SFTP."""
+        return self._open()
+
+    def connect(self) -> None:
+        """Open the connection now; raise the typed error if the node cannot be reached.
+
+        A failed attempt is remembered: later calls raise it again at once
+        instead of waiting out another connect timeout (a node is tried once per run).
+        """
+        self._open()
+
+    def _open(self) -> fabric.Connection:
+        with self._lock:
+            conn = self._conn
+            if conn is not None and conn.transport is not None and conn.transport.is_active():
+                return conn
+            if self._failure is not None:
+                raise self._failure.again()
+            self._drop()
+            try:
+                self._conn = self._new_connection()
+            except TransportError as exc:
+                self._failure = exc
+                raise
+            return self._conn
+
+    def _new_connection(self) -> fabric.Connection:
+        s = self.settings
+        config = fabric.Config(runtime_ssh_path=str(Path(s.ssh_config).expanduser())) if s.ssh_config else fabric.Config()
+        # gateway=False: we open the path to the node ourselves (see _socket), reading
+        # ProxyJump/ProxyCommand from the same ssh_config lookup.
+        conn = fabric.Connection(s.host, user=s.user, port=s.port, config=config, gateway=False, forward_agent=False)
+        identity = [str(Path(s.identity_file).expanduser())] if s.identity_file else []
+        keys = identity or [str(k) for k in conn.ssh_config.get("identityfile", [])]
+        kwargs: dict[str, Any] = {
+            "key_filename": keys,
+            # An explicit key is the key (like IdentitiesOnly); without one, try ~/.ssh/id_* too.
+            "look_for_keys": not identity,
+            "allow_agent": True,
+            "timeout": s.connect_timeout,
+            # A frozen sshd accepts TCP but never sends its banner: give up as promptly.
+            "banner_timeout": s.connect_timeout,
+            "auth_timeout": s.connect_timeout,
+        }
+        conn.connect_timeout = None  # ours is in kwargs, as a float (Fabric would truncate to int)
+        known_hosts = configure_client(
+            conn.client,
+            node=self.node,
+            policy=s.host_key_policy,
+            known_hosts=Path(s.known_hosts) if s.known_hosts else None,
+            host=conn.host,
+            port=conn.port,
+        )
+        jump = s.jump or conn.ssh_config.get("proxyjump")
+        jump = None if jump is None or jump.lower() == "none" else jump
+        self._endpoint = Endpoint(
+            self.node,
+            conn.host,
+            conn.port,
+            conn.user,
+            identity_files=keys,
+            known_hosts=known_hosts,
+            connect_timeout=s.connect_timeout,
+            via=jump.split(",")[-1] if jump else None,
+        )
+        try:
+            kwargs["sock"] = self._socket(conn, jump)
+            conn.connect_kwargs = kwargs
+            conn.open()
+        except Exception as exc:
+            conn.close()
+            raise connect_error(self._endpoint, exc) from exc
+        return conn
+
+    def _socket(self, conn: fabric.Connection, jump: str | None) -> Any:
+        """The byte stream to the node's sshd: a TCP socket, a jump host channel, or a ProxyCommand."""
+        if jump:
+            *earlier, last = jump.split(",")
+            user, host, port = _split_hop(last)
+            self._jump = SSHTransport(
+                f"{self.node} (jump host {last})",
+                replace(self.settings, host=host, port=port, user=user, jump=",".join(earlier) or None),
+                _tcp_nodelay=self._tcp_nodelay,
+            )
+            transport = self._jump.connection.transport
+            return transport.open_channel(
+                "direct-tcpip", (conn.host, conn.port), ("127.0.0.1", 0), timeout=self.settings.connect_timeout
+            )
+        proxy_command = conn.ssh_config.get("proxycommand")
+        if proxy_command and proxy_command.lower() != "none":
+            return paramiko.ProxyCommand(proxy_command)
+        return _tcp_socket(conn.host, conn.port, self.settings.connect_timeout, self._tcp_nodelay)
+
+    def _drop(self) -> None:
+        """Forget a connection that is dead or being closed (the next command reconnects)."""
+        conn, self._conn = self._conn, None
+        jump, self._jump = self._jump, None
+        if conn is not None:
+            conn.close()
+        if jump is not None:
+            jump.close()
+
+    def _lost(self, command: str, exc: BaseException | None = None) -> TransportError:
+        with self._lock:
+            self._drop()
+        ep = self._endpoint
+        host, port = (ep.host, ep.port) if ep else (self.settings.host, self.settings.port or 22)
+        return lost_error(self.node, host, port, command, exc)
+
+    def _channel(self, command: str, remote_command: str) -> paramiko.Channel:
+        transport = self._open().transport
+        try:
+            chan = transport.open_session(timeout=self.settings.connect_timeout)
+            chan.exec_command(remote_command)
+        except paramiko.ChannelException as exc:
+            # The connection is fine but sshd would not open another session (MaxSessions).
+            raise TransportError(
+                self.node,
+                f"sshd refused a new session: {exc}",
+                command=command,
+                fix="too many commands/servers at once on this node; raise MaxSessions in sshd_config",
+            ) from exc
+        except (paramiko.SSHException, EOFError, OSError) as exc:
+            raise self._lost(command, exc) from exc
+        return chan
+
+    # -- running -----------------------------------------------------------------
+    def run(self, command: str, *, timeout: float, check: bool = True) -> CommandResult:
+        """Run ``command`` on the node; see :meth:`base.Transport.run`."""
+        chan = self._channel(command, with_timeout(command, timeout))
+        stdout: list[bytes] = []
+        stderr: list[bytes] = []
+        started = time.monotonic()
+        try:
+            finished = pump(chan, started + timeout + KILL_AFTER_S + _LOCAL_SLACK_S, stdout.append, stderr.append)
+            elapsed = time.monotonic() - started
+            code = exit_code_of(chan) if finished else None
+        finally:
+            chan.close()
+        out = b"".join(stdout).decode(errors="replace")
+        if not finished:
+            # timeout(1) should have ended it long ago: the connection hangs.  Start afresh next time.
+            with self._lock:
+                self._drop()
+            raise CommandTimeout(self.node, command, timeout, out)
+        if code is None:
+            raise self._lost(command)
+        if is_wrapper_timeout(code, elapsed, timeout):
+            raise CommandTimeout(self.node, command, timeout, out)
+        result = CommandResult(self.node, command, code, out, b"".join(stderr).decode(errors="replace"), elapsed)
+        return judge(result, check=check)
+
+    def start(self, command: str, *, timeout: float) -> SSHBackgroundProcess:
+        """Start ``command`` in the background; it is killed on the node after ``timeout`` at the latest."""
+        chan = self._channel(command, in_background(command, timeout))
+        process = SSHBackgroundProcess(
+            self.node,
+            command,
+            chan,
+            timeout_s=timeout,
+            signal_group=self._signal_group,
+            on_finish=self._forget,
+        )
+        with self._lock:
+            self._background.append(process)
+        # stop() needs the process group id; waiting for it here also means the
+        # command has really been launched when start() returns.
+        process.wait_for_pid(self.settings.connect_timeout)
+        return process
+
+    def _signal_group(self, pgid: int, signal_name: str) -> None:
+        """Send ``signal_name`` to process group ``pgid`` on the node (to the PID if no group yet)."""
+        # Just after start, timeout(1) may not have made its group yet: then the PID alone.
+        self.run(
+            f"kill -{signal_name} -- -{pgid} 2>/dev/null || kill -{signal_name} {pgid} 2>/dev/null; true",
+            timeout=KILL_AFTER_S,
+            check=False,
+        )
+
+    def _forget(self, process: SSHBackgroundProcess) -> None:
+        with self._lock:
+            if process in self._background:
+                self._background.remove(process)
+
+    # -- closing -------------------------------------------------------------------
+    def close(self) -> None:
+        """Stop every background process this transport started, then close the connection.
+
+        Idempotent and never raises, so it is safe from atexit handlers and while a
+        KeyboardInterrupt unwinds.  Processes on a node we can no longer reach are
+        ended there by their own timeout(1).
+        """
+        with self._lock:
+            background, self._background = list(self._background), []
+            alive = self._conn is not None and self._conn.transport is not None and self._conn.transport.is_active()
+        for process in background:
+            if not alive:
+                break
+            try:
+                process.stop()
+            except Exception:  # noqa: BLE001 - closing must go on
+                pass
+        with self._lock:
+            self._drop()
+            self._failure = None
+
