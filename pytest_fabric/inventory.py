@@ -150,7 +150,7 @@ class Node:
 
     name: str
     host: str
-    port: int = 22
+    port: int | None = None  # None: what ~/.ssh/config says, else 22
     user: str | None = None
     identity_file: str | None = None
     known_hosts: str | None = None
@@ -253,7 +253,7 @@ def load_inventory(path: Path | str) -> Inventory:
                 Node(
                     name=name,
                     host=resolved_host,
-                    port=pick("port", 22),
+                    port=pick("port", None),
                     user=pick("user", None),
                     identity_file=pick("identity_file", None),
                     known_hosts=pick("known_hosts", None),

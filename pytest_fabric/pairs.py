@@ -142,6 +142,10 @@ def make_pairs(
 ) -> list[Pair]:
     """The pairs to measure, in round order; the same on every process for the same input."""
     parsed = parse_strategy(strategy) if isinstance(strategy, str) else strategy
+    if len(nodes) == 1:
+        # One machine: measure it against itself over loopback, so a single-node
+        # inventory still exercises the network stack and the tools.
+        return [Pair(0, 0, nodes[0], nodes[0])]
     if parsed.kind == "all":
         rounds = circle_rounds(nodes)
     elif parsed.kind == "ring":

@@ -54,6 +54,16 @@ class Measurement:
     line_rate: Quantity | None = None  # the port rate the link reports, for '% line' floors
     evidence: tuple[CommandResult, ...] = ()
     samples: tuple[Quantity, ...] = ()
+    #: set when the subject the profile expects is not there (a mount not mounted,
+    #: a name that does not resolve): the check fails with this reason
+    missing: str | None = None
+    #: check-specific data for reports (tool versions, per-stream figures, matrices)
+    extra: dict[str, Any] = field(default_factory=dict)
+
+    @classmethod
+    def absent(cls, reason: str, evidence: tuple[CommandResult, ...] = ()) -> Measurement:
+        """The expected subject is not there; judging this fails the check with ``reason``."""
+        return cls(value="absent", missing=reason, evidence=evidence)
 
 
 @dataclass(frozen=True)
@@ -102,6 +112,9 @@ def _format(value: Any, unit: str | None) -> str:
 def judge(subject: str, measurement: Measurement, expectation: Expectation) -> Verdict:
     """Compare ``measurement`` with ``expectation`` for ``subject`` (``gpu01``, ``gpu01<->gpu02``)."""
     expected: Quantity | str | int | bool = expectation.value
+    if measurement.missing is not None:
+        message = f"{subject}: {measurement.missing}"
+        return Verdict(False, measurement, expectation, expected, None, message)
     if isinstance(expected, Quantity) and expected.is_line_share:
         if measurement.line_rate is None:
             raise ValueError(

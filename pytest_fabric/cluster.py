@@ -1,0 +1,109 @@
+"""The cluster under test as tests see it: nodes they can run commands on.
+
+``Cluster`` holds the inventory, the profile and one connection per node (the
+transport pool opens them lazily and remembers a node that could not be
+reached, so its other tests error at once with the first cause).
+``NodeHandle`` is what the ``node`` fixture gives a test.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Callable
+
+from .inventory import Inventory, Node
+from .profile import Profile
+from .transport.base import BackgroundProcess, CommandResult, Transport
+from .transport.pool import ConnectionPool
+
+__all__ = ["Cluster", "NodeHandle", "NodePair"]
+
+DEFAULT_TIMEOUT_S = 60.0
+
+
+@dataclass
+class NodeHandle:
+    """One node: its inventory entry and a way to run commands on it."""
+
+    spec: Node
+    _pool: ConnectionPool = field(repr=False)
+
+    @property
+    def name(self) -> str:
+        return self.spec.name
+
+    @property
+    def address(self) -> str:
+        """The address other nodes send data-plane traffic to."""
+        return self.spec.address
+
+    @property
+    def labels(self) -> dict[str, str]:
+        return self.spec.labels
+
+    @property
+    def transport(self) -> Transport:
+        return self._pool.get(self.name)
+
+    def run(self, command: str, *, timeout: float = DEFAULT_TIMEOUT_S, check: bool = True) -> CommandResult:
+        """Run a shell command on the node (killed there after ``timeout`` seconds)."""
+        return self.transport.run(command, timeout=timeout, check=check)
+
+    def start(self, command: str, *, timeout: float) -> BackgroundProcess:
+        """Start a server on the node; it dies after ``timeout`` at the latest."""
+        return self.transport.start(command, timeout=timeout)
+
+    def __str__(self) -> str:
+        return self.name
+
+
+@dataclass(frozen=True)
+class NodePair:
+    """Two nodes measured against each other: ``a`` is the client, ``b`` the server."""
+
+    a: NodeHandle
+    b: NodeHandle
+    round: int = 0
+    slot: int = 0
+
+    @property
+    def id(self) -> str:
+        return f"{self.a.name}<->{self.b.name}"
+
+    @property
+    def names(self) -> list[str]:
+        return [self.a.name, self.b.name]
+
+    def __str__(self) -> str:
+        return self.id
+
+
+class Cluster:
+    """The inventory's nodes, the profile, and their connections."""
+
+    def __init__(self, inventory: Inventory, profile: Profile, make_transport: Callable[[str], Transport]) -> None:
+        self.inventory = inventory
+        self.profile = profile
+        self.pool = ConnectionPool(make_transport)
+        self._handles = {n.name: NodeHandle(n, self.pool) for n in inventory.nodes}
+
+    @property
+    def name(self) -> str:
+        return self.inventory.name
+
+    @property
+    def nodes(self) -> list[NodeHandle]:
+        return list(self._handles.values())
+
+    def node(self, name: str) -> NodeHandle:
+        return self._handles[name]
+
+    def pair(self, a: str, b: str, round: int = 0, slot: int = 0) -> NodePair:
+        return NodePair(self._handles[a], self._handles[b], round, slot)
+
+    def connect(self, names: list[str] | None = None) -> dict[str, Exception | None]:
+        """Open connections to ``names`` (all nodes by default) in parallel."""
+        return self.pool.connect_all(names if names is not None else list(self._handles))
+
+    def close(self) -> None:
+        self.pool.close_all()

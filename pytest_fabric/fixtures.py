@@ -1,0 +1,234 @@
+"""Cluster fixtures: the subjects a conformance test is about, and how it states a verdict.
+
+Subjects are parametrized at collection from the inventory and profile, with
+ids that read as the subject and are the same in every process (pytest-xdist
+collects on each worker): ``node01``, ``node01<->node02``, ``node01:/scratch``,
+``node01:gpu3``, ``node01:port0``, ``node01:mirror.example.com``.
+
+- ``cluster``: the whole cluster (session scope; connects to every node in parallel).
+- ``node``: one per node.  ``node_pair``: pairs from the profile's ``pairs`` strategy.
+- ``gpu``, ``hca``: one per GPU / RDMA port the profile expects on each node.
+- ``mount``: one per node and inventory mount (a temp dir when the inventory lists none).
+- ``egress_target``: one per node and inventory egress target.
+- ``spec(key)``: the profile's settings for a check; skips the test when the profile has none.
+- ``judge(measurement, key)``: compares with the profile, records the verdict, fails with a readable message.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, Callable
+
+import pytest
+
+from .cluster import Cluster, NodeHandle, NodePair
+from .pairs import Pair
+from .profile import CheckSpec
+from .state import CHECK_KEY, VERDICTS_KEY, get_state
+from .transport.base import Transport
+from .verdict import Measurement, Verdict, judge as judge_measurement
+
+__all__ = ["MountHandle", "EgressTarget", "GpuHandle", "HcaHandle"]
+
+NOT_CONFIGURED = "pytest-fabric: run with --cluster INVENTORY --profile NAME to measure a cluster"
+
+
+@dataclass(frozen=True)
+class MountHandle:
+    node: NodeHandle
+    path: str | None  # None: no mounts in the inventory; a temp dir on the node's /tmp is used
+
+    @property
+    def id(self) -> str:
+        return f"{self.node.name}:{self.path or 'tmp'}"
+
+
+@dataclass(frozen=True)
+class EgressTarget:
+    node: NodeHandle
+    target: str
+
+
+@dataclass(frozen=True)
+class GpuHandle:
+    node: NodeHandle
+    index: int
+
+
+@dataclass(frozen=True)
+class HcaHandle:
+    """The ``index``-th RDMA port the profile expects on ``node`` (resolved to a device on first use)."""
+
+    node: NodeHandle
+    index: int
+
+
+def _subject_params(metafunc: pytest.Metafunc) -> tuple[str, list[Any], list[str]] | None:
+    state = get_state(metafunc.config)
+    if state is None:
+        return None
+    names = metafunc.fixturenames
+    nodes = state.inventory.node_names
+    if "node_pair" in names:
+        return "node_pair", list(state.pairs), [p.id for p in state.pairs]
+    if "mount" in names:
+        mounts: list[str | None] = list(state.inventory.mounts) or [None]
+        params = [(n, m) for n in nodes for m in mounts]
+        return "mount", params, [f"{n}:{m or 'tmp'}" for n, m in params]
+    if "egress_target" in names:
+        params = [(n, t) for n in nodes for t in state.inventory.egress_targets]
+        return "egress_target", params, [f"{n}:{_short(t)}" for n, t in params]
+    if "gpu" in names:
+        count = _expected_count(state.profile.spec("intra_node", "gpu_count"))
+        params = [(n, i) for n in nodes for i in range(count)]
+        return "gpu", params, [f"{n}:gpu{i}" for n, i in params]
+    if "hca" in names:
+        count = _expected_count(state.profile.spec("inter_node", "ports"))
+        params = [(n, i) for n in nodes for i in range(count)]
+        return "hca", params, [f"{n}:port{i}" for n, i in params]
+    if "node" in names:
+        return "node", list(nodes), list(nodes)
+    return None
+
+
+def _short(target: str) -> str:
+    from .probes.egress import target_host
+
+    return target_host(target)
+
+
+def _expected_count(spec: CheckSpec | None) -> int:
+    if spec is None:
+        return 0
+    value = getattr(spec, "equal", None) or getattr(spec, "min", None)
+    return int(value.value) if value is not None else 0
+
+
+def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
+    found = _subject_params(metafunc)
+    if found is None:
+        return
+    name, params, ids = found
+    metafunc.parametrize(name, params, ids=ids, indirect=True)
+
+
+def _state(request: pytest.FixtureRequest) -> Any:
+    state = get_state(request.config)
+    if state is None:
+        pytest.skip(NOT_CONFIGURED)
+    return state
+
+
+def _param(request: pytest.FixtureRequest, what: str) -> Any:
+    if not hasattr(request, "param"):
+        pytest.skip(f"no {what} to test: the inventory and profile give none")
+    return request.param
+
+
+def make_transport_for(config: pytest.Config) -> Callable[[str], Transport]:
+    state = get_state(config)
+    assert state is not None
+
+    def make(name: str) -> Transport:
+        node = state.inventory.node(name)
+        transport = config.hook.pytest_fabric_make_transport(node=node, config=config)
+        if transport is None:  # pragma: no cover - our trylast implementation always answers
+            raise RuntimeError(f"no plugin provides a transport for {name}")
+        return transport  # type: ignore[no-any-return]
+
+    return make
+
+
+@pytest.fixture(scope="session")
+def cluster(request: pytest.FixtureRequest) -> Cluster:
+    """The cluster under test; connections to all nodes are opened in parallel on first use."""
+    state = _state(request)
+    if state.cluster is None:
+        state.cluster = Cluster(state.inventory, state.profile, make_transport_for(request.config))
+        # Unreachable nodes are found here, all at once, rather than one timeout per test.
+        state.cluster.connect()
+    return state.cluster  # type: ignore[no-any-return]
+
+
+@pytest.fixture
+def node(request: pytest.FixtureRequest, cluster: Cluster) -> NodeHandle:
+    """One node of the inventory."""
+    return cluster.node(_param(request, "node"))
+
+
+@pytest.fixture
+def node_pair(request: pytest.FixtureRequest, cluster: Cluster) -> NodePair:
+    """Two nodes: ``a`` runs clients, ``b`` servers.  Pairs come in rounds of disjoint pairs."""
+    pair: Pair = _param(request, "node pair")
+    return cluster.pair(pair.a, pair.b, pair.round, pair.slot)
+
+
+@pytest.fixture
+def mount(request: pytest.FixtureRequest, cluster: Cluster) -> MountHandle:
+    node_name, path = _param(request, "mount")
+    return MountHandle(cluster.node(node_name), path)
+
+
+@pytest.fixture
+def egress_target(request: pytest.FixtureRequest, cluster: Cluster) -> EgressTarget:
+    node_name, target = _param(request, "egress target")
+    return EgressTarget(cluster.node(node_name), target)
+
+
+@pytest.fixture
+def gpu(request: pytest.FixtureRequest, cluster: Cluster) -> GpuHandle:
+    node_name, index = _param(request, "GPU")
+    return GpuHandle(cluster.node(node_name), index)
+
+
+@pytest.fixture
+def hca(request: pytest.FixtureRequest, cluster: Cluster) -> HcaHandle:
+    node_name, index = _param(request, "RDMA port")
+    return HcaHandle(cluster.node(node_name), index)
+
+
+@pytest.fixture
+def spec(request: pytest.FixtureRequest) -> Callable[[str], Any]:
+    """``spec("inter_node.tcp_throughput")``: the profile's settings, or skip when it sets none."""
+    state = _state(request)
+
+    def lookup(key: str) -> Any:
+        layer, _, check = key.partition(".")
+        found = state.profile.spec(layer, check)
+        if found is None:
+            pytest.skip(f"profile {state.profile.name} does not set {key}")
+        return found
+
+    return lookup
+
+
+@pytest.fixture
+def judge(request: pytest.FixtureRequest) -> Callable[[Measurement, str], list[Verdict]]:
+    """``judge(measurement, "layer.check")``: every bound the profile sets must hold.
+
+    A failed bound fails the test with the verdict's message; a failed bound whose
+    expectation carries ``waiver:`` is reported as waived (an xfail) instead.
+    """
+    state = _state(request)
+    item = request.node
+
+    def run(measurement: Measurement, key: str) -> list[Verdict]:
+        __tracebackhide__ = True
+        layer, _, check = key.partition(".")
+        expectations = state.profile.expectations(layer, check)
+        if not expectations:
+            pytest.skip(f"profile {state.profile.name} does not set {key}")
+        info = item.stash.get(CHECK_KEY, None)
+        subject = info.subject if info else item.name
+        verdicts = [judge_measurement(subject, measurement, e) for e in expectations]
+        item.stash[VERDICTS_KEY] = verdicts
+        failed = [v for v in verdicts if not v.passed]
+        if failed:
+            message = "\n".join(v.message for v in failed)
+            waivers = {v.expectation.waiver for v in failed}
+            if None not in waivers:
+                pytest.xfail(f"waived ({'; '.join(sorted(w for w in waivers if w))}): {message}")
+            pytest.fail(message, pytrace=False)
+        return verdicts
+
+    return run

@@ -1,0 +1,58 @@
+"""pytest-fabric's own hooks, added to pytest's plugin manager with ``pytest_addhooks``.
+
+An extension is an ordinary pytest plugin (a ``pytest11`` entry point or a
+conftest.py) that implements any of these.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+import pytest
+
+if TYPE_CHECKING:
+    from .inventory import Node
+    from .pairs import Pair
+    from .transport.base import Transport
+
+hookspec = pytest.hookspec
+
+
+@hookspec(firstresult=True)
+def pytest_fabric_make_transport(node: Node, config: pytest.Config) -> Transport | None:
+    """Return the transport that reaches ``node``, or None to let another plugin decide.
+
+    Stops at the first non-None result.  pytest-fabric's own implementation runs
+    last (``trylast``) and returns ``LocalTransport`` for local nodes and
+    ``SSHTransport`` for the rest, so a plugin can add e.g. a Slurm ``srun``
+    transport for nodes carrying a label of its choosing.
+    """
+
+
+@hookspec(firstresult=True)
+def pytest_fabric_pairs(
+    nodes: list[str], strategy: str, labels: dict[str, dict[str, str]], config: pytest.Config
+) -> list[Pair] | None:
+    """Return the node pairs to measure (in rounds of disjoint pairs), or None for the default.
+
+    Stops at the first non-None result.  Must return the same pairs in every
+    process (pytest-xdist workers collect independently): no unseeded randomness.
+    """
+
+
+@hookspec
+def pytest_fabric_suite_paths(config: pytest.Config) -> list[str] | None:
+    """Return extra test paths to collect with the bundled conformance suite.
+
+    Called when ``--cluster`` is given and no test paths are: the results of
+    all implementations are collected along with the bundled suite.
+    """
+
+
+@hookspec
+def pytest_fabric_check_recorded(record: dict[str, Any], config: pytest.Config) -> None:
+    """Called on the controller once per finished check with its record dict (see ``record.CheckRecord``).
+
+    A result sink (a database, a dashboard, a ticket system) implements this.
+    Under pytest-xdist it runs in the controller process only.
+    """

@@ -1,0 +1,358 @@
+"""pytest-fabric's pytest plugin: options, loading, collection, records.  It wires; it does not measure.
+
+``pytest --cluster inv.yaml --profile hdr200`` loads the inventory and profile
+(stopping with a usage error that names file, line and field when either is
+wrong), collects the bundled conformance suite when no test paths are given,
+and attaches a :class:`~pytest_fabric.record.CheckRecord` to every conformance
+test's report.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from . import __version__, hookspecs
+from .inventory import Node, load_inventory
+from .pairs import Pair, make_pairs
+from .profile import LAYERS, bundled_profiles, load_profile
+from .record import REPORT_ATTRIBUTE, CheckRecord, quantity_json
+from .runinfo import RUN_INFO_KEY, RunInfo, utc_now
+from .state import CHECK_KEY, STATE_KEY, VERDICTS_KEY, CheckInfo, FabricState, get_state
+from .transport.base import Transport
+from .yamlsource import SourceError
+
+pytest_plugins = [
+    "pytest_fabric.fixtures",
+    "pytest_fabric.measurements.inter_node",
+    "pytest_fabric.measurements.storage",
+    "pytest_fabric.measurements.egress",
+]
+
+LAYER_HELP = {
+    "intra_node": "intra-node checks: NVLink/NVSwitch/PCIe inside one node",
+    "inter_node": "inter-node checks: InfiniBand/RoCE/Ethernet between nodes",
+    "storage": "storage checks: mounts and their throughput",
+    "egress": "egress checks: name resolution and throughput to outside targets",
+}
+
+SUBJECT_FIXTURES = ("node_pair", "mount", "egress_target", "gpu", "hca", "node")
+
+
+def pytest_addhooks(pluginmanager: pytest.PytestPluginManager) -> None:
+    pluginmanager.add_hookspecs(hookspecs)
+
+
+def pytest_addoption(parser: pytest.Parser) -> None:
+    group = parser.getgroup("fabric", "pytest-fabric: measure a cluster against a profile")
+    group.addoption(
+        "--cluster",
+        dest="fabric_cluster",
+        metavar="INVENTORY",
+        help="inventory YAML: the nodes to measure and how to reach them",
+    )
+    profile_help = f"profile: a bundled name ({', '.join(bundled_profiles())}) or a path to a YAML file"
+    try:
+        group.addoption("--profile", dest="fabric_profile", metavar="PROFILE", help=profile_help)
+    except ValueError:
+        # pytest-profiling owns --profile; --fabric-profile still works.
+        pass
+    group.addoption("--fabric-profile", dest="fabric_profile", metavar="PROFILE", help="same as --profile")
+    group.addoption(
+        "--expect",
+        dest="fabric_expect",
+        action="append",
+        default=[],
+        metavar="KEY=VALUE",
+        help="override one expected value, e.g. --expect inter_node.rdma_bandwidth.min=150Gb/s (repeatable)",
+    )
+    group.addoption(
+        "--host-key-policy",
+        dest="fabric_host_key_policy",
+        choices=("strict", "accept-new", "ignore"),
+        default="strict",
+        help="SSH host keys, like OpenSSH StrictHostKeyChecking: strict (default: must be in known_hosts), "
+        "accept-new (add unknown keys, refuse changed ones), ignore",
+    )
+    group.addoption(
+        "--ssh-config",
+        dest="fabric_ssh_config",
+        metavar="PATH",
+        default=None,
+        help="OpenSSH client config to honour (default: ~/.ssh/config)",
+    )
+
+
+def _conformance_dir() -> Path:
+    from . import conformance
+
+    return Path(next(iter(conformance.__path__)))
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_configure(config: pytest.Config) -> None:
+    for layer, text in LAYER_HELP.items():
+        config.addinivalue_line("markers", f"{layer}: {text}")
+    inventory_path = config.getoption("fabric_cluster", None)
+    profile_ref = config.getoption("fabric_profile", None)
+    if not inventory_path:
+        if profile_ref:
+            raise pytest.UsageError("--profile needs --cluster INVENTORY (the nodes to measure)")
+        return
+    if not profile_ref:
+        raise pytest.UsageError(
+            f"--cluster needs --profile NAME: a bundled profile ({', '.join(bundled_profiles())}) or a YAML path"
+        )
+    try:
+        inventory = load_inventory(Path(inventory_path).expanduser())
+        profile = load_profile(profile_ref, config.getoption("fabric_expect") or [])
+    except SourceError as exc:
+        raise pytest.UsageError(str(exc)) from None
+
+    labels = {n.name: dict(n.labels) for n in inventory.nodes}
+    strategy = profile.document.inter_node.pairs
+    pairs = config.hook.pytest_fabric_pairs(
+        nodes=inventory.node_names, strategy=strategy, labels=labels, config=config
+    )
+    state = FabricState(
+        inventory=inventory,
+        profile=profile,
+        pairs=list(pairs),
+        host_key_policy=config.getoption("fabric_host_key_policy"),
+        ssh_config=config.getoption("fabric_ssh_config"),
+    )
+    config.stash[STATE_KEY] = state
+    config.stash[RUN_INFO_KEY] = RunInfo(
+        cluster_name=inventory.name,
+        inventory_path=str(inventory.path),
+        profile_name=profile.name,
+        profile_path=str(profile.path),
+        profile_sha256=profile.sha256,
+        profile_extends=profile.extends,
+        profile_description=profile.document.description,
+        nodes=inventory.node_names,
+        node_labels=labels,
+        overrides=list(profile.overrides),
+        pytest_fabric_version=__version__,
+    )
+    if config.args_source != pytest.Config.ArgsSource.ARGS:
+        # No test paths on the command line: run the installed conformance suite
+        # (plus whatever extensions add), from any directory.
+        paths = [str(_conformance_dir())]
+        for extra in config.hook.pytest_fabric_suite_paths(config=config):
+            paths.extend(extra or [])
+        config.args[:] = paths
+
+
+@pytest.hookimpl(trylast=True)
+def pytest_fabric_pairs(nodes: list[str], strategy: str, labels: dict[str, dict[str, str]], config: pytest.Config) -> Any:
+    return make_pairs(nodes, strategy, labels)
+
+
+@pytest.hookimpl(trylast=True)
+def pytest_fabric_make_transport(node: Node, config: pytest.Config) -> Transport:
+    state = get_state(config)
+    assert state is not None
+    if node.transport == "local":
+        from .transport.local import LocalTransport
+
+        return LocalTransport(node.name)
+    from .transport.ssh import SSHSettings, SSHTransport
+
+    return SSHTransport(
+        node.name,
+        SSHSettings(
+            host=node.host,
+            port=node.port,
+            user=node.user,
+            identity_file=node.identity_file,
+            known_hosts=node.known_hosts,
+            connect_timeout=node.connect_timeout,
+            jump=node.jump,
+            host_key_policy=state.host_key_policy,  # type: ignore[arg-type]
+            ssh_config=state.ssh_config,
+        ),
+    )
+
+
+def _check_info(item: pytest.Item) -> CheckInfo | None:
+    layers = [m.name for m in item.iter_markers() if m.name in LAYERS]
+    if not layers or not isinstance(item, pytest.Function):
+        return None
+    check = item.originalname.removeprefix("test_")
+    callspec = getattr(item, "callspec", None)
+    subject, nodes = "cluster", ()
+    if callspec is not None:
+        for name in SUBJECT_FIXTURES:
+            if name in callspec.params:
+                param = callspec.params[name]
+                if _is_subject(name, param):
+                    subject, nodes = _subject_id(name, param), _subject_nodes(name, param)
+                else:  # an empty parameter set: pytest skips the item, there is no subject
+                    subject = f"(no {name.replace('_', ' ')})"
+                break
+    return CheckInfo(layer=layers[0], check=check, subject=subject, nodes=tuple(nodes))
+
+
+def _is_subject(name: str, param: Any) -> bool:
+    if name == "node_pair":
+        return isinstance(param, Pair)
+    if name == "node":
+        return isinstance(param, str)
+    return isinstance(param, tuple) and len(param) == 2
+
+
+def _subject_id(name: str, param: Any) -> str:
+    if name == "node_pair":
+        return str(param.id)
+    if name == "node":
+        return str(param)
+    node, what = param
+    if name == "mount":
+        return f"{node}:{what or 'tmp'}"
+    if name == "gpu":
+        return f"{node}:gpu{what}"
+    if name == "hca":
+        return f"{node}:port{what}"
+    from .probes.egress import target_host
+
+    return f"{node}:{target_host(what)}"
+
+
+def _subject_nodes(name: str, param: Any) -> tuple[str, ...]:
+    if name == "node_pair":
+        return (param.a, param.b)
+    if name == "node":
+        return (param,)
+    return (param[0],)
+
+
+def pytest_collection_modifyitems(session: pytest.Session, config: pytest.Config, items: list[pytest.Item]) -> None:
+    for item in items:
+        info = _check_info(item)
+        if info is not None:
+            item.stash[CHECK_KEY] = info
+
+
+def pytest_collection_finish(session: pytest.Session) -> None:
+    state = get_state(session.config)
+    if state is None:
+        return
+    # A round measures only the pairs still selected after -k / -m / --lf.
+    for item in session.items:
+        info = item.stash.get(CHECK_KEY, None)
+        if info is not None and len(info.nodes) == 2:
+            state.selected_pairs.setdefault(info.check, set()).add(info.subject)
+
+
+def _outcome(report: pytest.TestReport) -> str:
+    if hasattr(report, "wasxfail"):
+        return "waived"
+    if report.when != "call" and report.failed:
+        return "error"
+    return report.outcome
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) -> Any:
+    report: pytest.TestReport = yield
+    info = item.stash.get(CHECK_KEY, None)
+    if info is None:
+        return report
+    final = report.when == "call" or (report.when == "setup" and not report.passed) or (
+        report.when == "teardown" and report.failed
+    )
+    if not final:
+        return report
+    verdicts = item.stash.get(VERDICTS_KEY, [])
+    failed = [v for v in verdicts if not v.passed]
+    shown = failed[0] if failed else (verdicts[0] if verdicts else None)
+    if shown is not None and report.when == "call":
+        record = CheckRecord.from_verdict(nodeid=item.nodeid, subject=info.subject, nodes=list(info.nodes), verdict=shown)
+        record.outcome = _outcome(report)
+        if len(failed) > 1 or (len(verdicts) > 1 and not failed):
+            record.message = "\n".join(v.message for v in (failed or verdicts))
+    else:
+        record = CheckRecord(
+            nodeid=item.nodeid,
+            layer=info.layer,
+            check=info.check,
+            subject=info.subject,
+            outcome=_outcome(report),
+            message=_failure_text(report),
+            nodes=list(info.nodes),
+        )
+        state = get_state(item.config)
+        if state is not None:
+            expectations = state.profile.expectations(info.layer, info.check)
+            if expectations:
+                e = expectations[0]
+                record.expected = quantity_json(e.value, None) or {}
+                record.expected.update({"op": e.op.value, "key": e.key, "source": e.source, "as_written": str(e.value)})
+                record.waiver = e.waiver
+    record.duration_s = round(sum(getattr(r, "duration", 0.0) for r in [report]), 3)
+    record.finished = utc_now()
+    for verdict in verdicts[:1]:
+        record.extra.update(verdict.measured.extra)
+    setattr(report, REPORT_ATTRIBUTE, record.to_dict())
+    report.user_properties = list(report.user_properties) + _junit_properties(record)
+    return report
+
+
+def _failure_text(report: pytest.TestReport) -> str:
+    if report.skipped:
+        longrepr = report.longrepr
+        if isinstance(longrepr, tuple) and len(longrepr) == 3:
+            return str(longrepr[2]).removeprefix("Skipped: ")
+        return str(longrepr or "")
+    if report.failed:
+        crash = getattr(report.longrepr, "reprcrash", None)
+        if crash is not None:
+            return str(crash.message)
+        return str(report.longrepr)[-2000:]
+    return ""
+
+
+def _junit_properties(record: CheckRecord) -> list[tuple[str, object]]:
+    props: list[tuple[str, object]] = [
+        ("layer", record.layer),
+        ("check", record.check),
+        ("subject", record.subject),
+        ("outcome", record.outcome),
+    ]
+    if record.measured:
+        props.append(("measured", f"{record.measured['value']} {record.measured.get('unit') or ''}".strip()))
+    if record.expected and record.expected.get("value") is not None:
+        e = record.expected
+        props.append(("expected", f"{e.get('op', '')} {e['value']} {e.get('unit') or ''}".strip()))
+    if record.margin is not None:
+        props.append(("margin", f"{record.margin * 100:+.1f}%"))
+    return props
+
+
+def pytest_runtest_logreport(report: pytest.TestReport) -> None:
+    pass
+
+
+@pytest.hookimpl(trylast=True)
+def pytest_report_header(config: pytest.Config) -> list[str] | None:
+    state = get_state(config)
+    if state is None:
+        return None
+    p = state.profile
+    extends = f" (extends {', '.join(p.extends)})" if p.extends else ""
+    return [
+        f"fabric: cluster {state.inventory.name} ({len(state.inventory.nodes)} nodes) from {state.inventory.path}",
+        f"fabric: profile {p.name}{extends} sha256:{p.sha256[:12]} from {p.path}",
+    ]
+
+
+def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
+    info = session.config.stash.get(RUN_INFO_KEY, None)
+    if info is not None:
+        info.finished = utc_now()
+    state = get_state(session.config)
+    if state is not None and state.cluster is not None:
+        state.cluster.close()

@@ -1,0 +1,29 @@
+"""What probes share: the error for "could not measure" and parsing with node context."""
+
+from __future__ import annotations
+
+from typing import Callable, TypeVar
+
+from ..parsers.base import ParseError
+from ..transport.base import CommandResult, TransportError
+
+__all__ = ["MeasurementError", "parse_or_raise"]
+
+T = TypeVar("T")
+
+
+class MeasurementError(TransportError):
+    """A probe could not produce a number: the check is an *error*, with node, command and fix."""
+
+
+def parse_or_raise(parser: Callable[[str], T], result: CommandResult, *, fix: str | None = None) -> T:
+    """Parse a command's output; a ParseError becomes a MeasurementError naming node and command."""
+    try:
+        return parser(result.stdout)
+    except ParseError as exc:
+        raise MeasurementError(
+            result.node,
+            f"could not read the output: {exc}",
+            command=result.command,
+            fix=fix or "run the command by hand on the node and compare with the tool's usual output",
+        ) from exc

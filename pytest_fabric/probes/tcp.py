@@ -1,0 +1,142 @@
+"""TCP throughput between two nodes with iperf3.
+
+The server runs on ``b`` (one process per port, ``-1`` so it exits after one
+test, and killed by the transport in any case), the client on ``a`` with
+``-J``.  Above ~40 Gb/s one iperf3 process is CPU-bound before 3.16, so
+``processes`` > 1 runs several client/server pairs on consecutive ports and
+sums what the receivers got.
+"""
+
+from __future__ import annotations
+
+import shlex
+import time
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
+from decimal import Decimal
+
+from ..cluster import NodeHandle, NodePair
+from ..parsers import iperf3
+from ..transport.base import BackgroundProcess, CommandResult
+from ..units import Quantity, bandwidth
+from ..verdict import Measurement
+from .base import MeasurementError, parse_or_raise
+from .netdev import data_interface, link_speed
+
+__all__ = ["TcpSettings", "measure_pair"]
+
+SERVER_READY_TIMEOUT_S = 10.0
+
+
+@dataclass(frozen=True)
+class TcpSettings:
+    streams: int = 4
+    duration_s: float = 10.0
+    processes: int = 1
+    port: int = 5201  # first port; process i uses port + i
+
+
+def _wait_listening(node: NodeHandle, ports: list[int], servers: list[BackgroundProcess]) -> list[CommandResult]:
+    """Poll until every server port listens, so the client never races the server."""
+    wanted = {str(p) for p in ports}
+    deadline = time.monotonic() + SERVER_READY_TIMEOUT_S
+    evidence = []
+    while True:
+        result = node.run("ss -Hltn", timeout=10, check=False)
+        listening = {line.split()[3].rsplit(":", 1)[-1] for line in result.stdout.splitlines() if len(line.split()) > 3}
+        if wanted <= listening:
+            return evidence
+        for server in servers:
+            if not server.is_running():
+                done = server.stop()
+                raise MeasurementError(
+                    node.name,
+                    "the iperf3 server exited before listening: " + (done.stderr or done.stdout).strip()[-300:],
+                    command=server.command,
+                    fix=f"check that port {sorted(wanted)} is free on {node.name} (ss -ltnp)",
+                )
+        if time.monotonic() > deadline:
+            evidence.append(result)
+            raise MeasurementError(
+                node.name,
+                f"iperf3 server not listening on {sorted(wanted - listening)} after {SERVER_READY_TIMEOUT_S:g} s",
+                command=servers[0].command if servers else None,
+                fix="check the node is not overloaded and iperf3 can bind the port",
+            )
+        time.sleep(0.05)
+
+
+def line_rate(pair: NodePair) -> tuple[Quantity | None, list[CommandResult], str]:
+    """The slower of the two data interfaces' reported speeds (None if either reports none)."""
+    evidence: list[CommandResult] = []
+    speeds = []
+    names = []
+    for node in (pair.a, pair.b):
+        interface, addr = data_interface(node)
+        speed, result = link_speed(node, interface)
+        evidence += [addr, result]
+        names.append(f"{node.name}:{interface}={speed.display('Gb/s') if speed else 'no speed reported'}")
+        speeds.append(speed)
+    if any(s is None for s in speeds):
+        return None, evidence, ", ".join(names)
+    return min(speeds), evidence, ", ".join(names)  # type: ignore[type-var]
+
+
+def measure_pair(pair: NodePair, settings: TcpSettings, *, need_line_rate: bool = False) -> Measurement:
+    """Throughput from ``pair.a`` to ``pair.b`` in bits per second, summed over processes."""
+    evidence: list[CommandResult] = []
+    rate, rate_evidence, rate_text = line_rate(pair) if need_line_rate else (None, [], "")
+    evidence += rate_evidence
+    if need_line_rate and rate is None:
+        raise MeasurementError(
+            pair.a.name,
+            f"the profile asks for a share of line rate but a data interface reports no speed ({rate_text})",
+            command="cat /sys/class/net/IFACE/speed",
+            fix="write an absolute floor (e.g. '90 Gb/s') for inter_node.tcp_throughput.min in the profile",
+        )
+
+    ports = [settings.port + i for i in range(settings.processes)]
+    streams_each = max(1, -(-settings.streams // settings.processes))
+    duration = max(1, round(settings.duration_s))
+    budget = duration + 30
+    servers: list[BackgroundProcess] = []
+    try:
+        for port in ports:
+            servers.append(pair.b.start(f"iperf3 -s -1 -p {port}", timeout=budget + SERVER_READY_TIMEOUT_S))
+        _wait_listening(pair.b, ports, servers)
+        target = shlex.quote(pair.b.address)
+
+        def client(port: int) -> CommandResult:
+            return pair.a.run(
+                f"iperf3 -c {target} -p {port} -t {duration} -P {streams_each} -J", timeout=budget, check=False
+            )
+
+        with ThreadPoolExecutor(max_workers=len(ports)) as pool:
+            results = list(pool.map(client, ports))
+    finally:
+        for server in servers:
+            evidence.append(server.stop())
+    evidence = results + evidence
+    received = Decimal(0)
+    per_process = []
+    version = None
+    for result in results:
+        parsed = parse_or_raise(
+            iperf3.parse, result, fix=f"check that {pair.a.name} can reach {pair.b.address} (firewall, routing)"
+        )
+        received += Decimal(str(parsed.received_bps))
+        per_process.append(parsed.received_bps)
+        version = version or parsed.version
+    measured = bandwidth(received, "b/s")
+    detail = f"iperf3 {pair.a.name} -> {pair.b.name}, {settings.processes} process(es) x {streams_each} stream(s), {duration} s"
+    if len(per_process) > 1:
+        detail += " (" + " + ".join(f"{v / 1e9:.2f}" for v in per_process) + " Gb/s)"
+    if rate_text:
+        detail += f"; line rate from {rate_text}"
+    return Measurement(
+        value=measured,
+        detail=detail,
+        line_rate=rate,
+        evidence=tuple(evidence),
+        extra={"tool_versions": {"iperf3": version} if version else {}},
+    )

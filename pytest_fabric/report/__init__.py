@@ -1,0 +1,21 @@
+"""The conformance report: JSON record, terminal summary, HTML (pytest-html) and comparison.
+
+Each feature is its own pytest plugin module, listed in ``pytest_plugins`` of
+:mod:`pytest_fabric.plugin`:
+
+- :mod:`.collect`      gathers the per-check records on the controller
+- :mod:`.evidence`     ``--evidence-dir``: raw command outputs as files named by sha256
+- :mod:`.compare`      ``--compare``: each check's change since a previous record
+- :mod:`.record_json`  ``--conformance-json``: the machine-readable record, sealed with a sha256
+- :mod:`.terminal`     the verdict and the worst checks at the end of the terminal output
+- :mod:`.html`         columns, summary, heatmaps and evidence in the pytest-html report
+
+The pure parts (:mod:`.summary`, :mod:`.heatmap`, :mod:`.verify`) know nothing of pytest.
+"""
+
+from __future__ import annotations
+
+from .summary import outcome_counts, run_verdict
+from .verify import verify_record
+
+__all__ = ["outcome_counts", "run_verdict", "verify_record"]

@@ -1,0 +1,215 @@
+"""Verdict, counts, worst checks, per-node rows and display strings.  Pure: records in, data out.
+
+Every function takes the check dicts of the record (``CheckRecord.to_dict()``
+shape, see :mod:`pytest_fabric.record`), so the terminal summary, the HTML page
+and the JSON record agree on one reading of the same data.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+__all__ = [
+    "LAYERS",
+    "OUTCOMES",
+    "NodeRow",
+    "attributions",
+    "format_expected",
+    "format_margin",
+    "format_number",
+    "format_quantity",
+    "higher_is_better",
+    "node_rows",
+    "numeric_value",
+    "outcome_counts",
+    "run_verdict",
+    "sort_problems_first",
+    "tool_versions",
+    "worst_per_layer",
+]
+
+LAYERS = ("intra_node", "inter_node", "storage", "egress")
+OUTCOMES = ("passed", "failed", "error", "waived", "skipped")
+# Failures first, then errors: a failure is a measured shortfall (the SLA
+# question), an error means the measurement itself is missing.
+_OUTCOME_ORDER = {"failed": 0, "error": 1, "waived": 2, "skipped": 3, "passed": 4}
+
+Check = Mapping[str, Any]
+
+
+def outcome_counts(checks: Iterable[Check]) -> dict[str, int]:
+    """Number of checks per outcome; every outcome is present, zero when absent."""
+    counts = dict.fromkeys(OUTCOMES, 0)
+    for c in checks:
+        outcome = str(c.get("outcome", "error"))
+        counts[outcome] = counts.get(outcome, 0) + 1
+    return counts
+
+
+def run_verdict(checks: Iterable[Check]) -> str:
+    """``"accept"`` when no check failed or errored (waived checks do not reject), else ``"reject"``."""
+    counts = outcome_counts(checks)
+    return "reject" if counts["failed"] or counts["error"] else "accept"
+
+
+def numeric_value(q: Mapping[str, Any] | None) -> float | None:
+    """The number in a ``{"value", "unit"}`` quantity, or None for text, booleans and absent values."""
+    if not q:
+        return None
+    v = q.get("value")
+    if isinstance(v, bool) or not isinstance(v, (int, float)):
+        return None
+    if not math.isfinite(v):
+        return None
+    return float(v)
+
+
+def higher_is_better(check: Check) -> bool:
+    """A ceiling (``max:``, op ``<=``) is met by smaller values: latency, error counts, DNS time."""
+    expected = check.get("expected") or {}
+    return expected.get("op") != "<="
+
+
+def sort_problems_first(checks: Iterable[Check]) -> list[Check]:
+    """Failed (largest shortfall first), errored, waived, skipped, passed; stable by layer and name."""
+
+    def key(c: Check) -> tuple[int, float, str, str, str]:
+        margin = c.get("margin")
+        m = margin if isinstance(margin, (int, float)) and math.isfinite(margin) else 0.0
+        layer_pos = str(LAYERS.index(c["layer"])) if c.get("layer") in LAYERS else str(c.get("layer"))
+        return (_OUTCOME_ORDER.get(str(c.get("outcome")), 5), m, layer_pos, str(c.get("check")), str(c.get("subject")))
+
+    return sorted(checks, key=key)
+
+
+def worst_per_layer(checks: Iterable[Check], limit: int = 5) -> dict[str, list[Check]]:
+    """Per layer, its failed checks (largest negative margin first) then its errored ones, at most ``limit``."""
+    out: dict[str, list[Check]] = {}
+    for c in sort_problems_first(checks):
+        if c.get("outcome") not in ("failed", "error"):
+            continue
+        rows = out.setdefault(str(c.get("layer")), [])
+        if len(rows) < limit:
+            rows.append(c)
+    # Layer order as the design lists them, unknown layers after.
+    return dict(sorted(out.items(), key=lambda kv: LAYERS.index(kv[0]) if kv[0] in LAYERS else len(LAYERS)))
+
+
+def attributions(checks: Iterable[Check]) -> dict[str, dict[str, Any]]:
+    """Per node, the attribution verdict the checks recorded (``extra["attribution"]``).
+
+    A node judged a "node fault" by any check keeps that verdict: it is the
+    strongest statement, and the one a provider has to act on.
+    """
+    rank = {"node fault": 0, "link fault": 1, "ok": 2}
+    out: dict[str, dict[str, Any]] = {}
+    for c in checks:
+        raw = (c.get("extra") or {}).get("attribution")
+        items = raw if isinstance(raw, list) else [raw] if isinstance(raw, dict) else []
+        for a in items:
+            if not isinstance(a, dict) or not a.get("node"):
+                continue
+            node = str(a["node"])
+            old = out.get(node)
+            if old is None or rank.get(str(a.get("verdict")), 3) < rank.get(str(old.get("verdict")), 3):
+                out[node] = dict(a)
+    return out
+
+
+@dataclass
+class NodeRow:
+    """One node's line in the per-node table."""
+
+    node: str
+    labels: dict[str, str] = field(default_factory=dict)
+    checks: int = 0
+    failed: list[Check] = field(default_factory=list)
+    errored: list[Check] = field(default_factory=list)
+    waived: int = 0
+    attribution: dict[str, Any] | None = None
+
+    @property
+    def ok(self) -> bool:
+        """No failed or errored check involves this node, and no attribution blames it."""
+        blamed = bool(self.attribution) and (self.attribution or {}).get("verdict") != "ok"
+        return not self.failed and not self.errored and not blamed
+
+
+def node_rows(
+    checks: Iterable[Check], nodes: Sequence[str] = (), labels: Mapping[str, Mapping[str, str]] | None = None
+) -> list[NodeRow]:
+    """One row per node (inventory order, then any node only the records name), problems counted per node."""
+    labels = labels or {}
+    rows: dict[str, NodeRow] = {n: NodeRow(n, dict(labels.get(n, {}))) for n in nodes}
+    checks = list(checks)
+    for c in checks:
+        for n in c.get("nodes") or []:
+            row = rows.setdefault(n, NodeRow(n, dict(labels.get(n, {}))))
+            row.checks += 1
+            outcome = c.get("outcome")
+            if outcome == "failed":
+                row.failed.append(c)
+            elif outcome == "error":
+                row.errored.append(c)
+            elif outcome == "waived":
+                row.waived += 1
+    for node, a in attributions(checks).items():
+        rows.setdefault(node, NodeRow(node, dict(labels.get(node, {})))).attribution = a
+    return list(rows.values())
+
+
+def tool_versions(checks: Iterable[Check]) -> dict[str, list[str]]:
+    """Tool name -> the distinct versions the nodes reported (more than one is itself a finding)."""
+    seen: dict[str, set[str]] = {}
+    for c in checks:
+        versions = (c.get("extra") or {}).get("tool_versions") or {}
+        if isinstance(versions, dict):
+            for tool, version in versions.items():
+                if version is not None:
+                    seen.setdefault(str(tool), set()).add(str(version))
+    return {tool: sorted(v) for tool, v in sorted(seen.items())}
+
+
+def format_number(v: float | int) -> str:
+    """A measurement as people read it: ``191.2``, ``2.35``, ``0.0123``, ``50000``."""
+    if isinstance(v, int) or float(v).is_integer():
+        return str(int(v))
+    a = abs(v)
+    if a >= 100:
+        return f"{v:.1f}"
+    if a >= 1:
+        return f"{v:.2f}"
+    return f"{v:.3g}"
+
+
+def format_quantity(q: Mapping[str, Any] | None) -> str:
+    """``191.2 Gb/s``; text and booleans as they are; empty when there is no value."""
+    if not q or q.get("value") is None:
+        return ""
+    v = q["value"]
+    text = format_number(v) if isinstance(v, (int, float)) and not isinstance(v, bool) else str(v)
+    unit = q.get("unit")
+    return f"{text} {unit}" if unit else text
+
+
+def format_expected(e: Mapping[str, Any] | None) -> str:
+    """``>= 180 Gb/s``, with the profile's own wording when it differs (``>= 180 Gb/s (90% line)``)."""
+    if not e:
+        return ""
+    base = format_quantity(e)
+    op = e.get("op") or ""
+    text = f"{op} {base}".strip()
+    written = e.get("as_written")
+    if written and str(written).replace(" ", "") not in text.replace(" ", ""):
+        text += f" ({written})"
+    return text
+
+
+def format_margin(margin: float | None) -> str:
+    """``-12.4%`` from ``-0.124``; empty when the check has no margin."""
+    if margin is None or not isinstance(margin, (int, float)) or not math.isfinite(margin):
+        return ""
+    return f"{margin * 100:+.1f}%"

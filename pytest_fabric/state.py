@@ -1,0 +1,50 @@
+"""The plugin's per-run state, kept in ``config.stash`` (never in module globals)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
+
+import pytest
+
+from .inventory import Inventory
+from .pairs import Pair
+from .probes.rounds import RoundCache
+from .profile import Profile
+
+if TYPE_CHECKING:
+    from .cluster import Cluster
+
+__all__ = ["FabricState", "STATE_KEY", "get_state", "CheckInfo", "CHECK_KEY", "VERDICTS_KEY"]
+
+
+@dataclass
+class FabricState:
+    inventory: Inventory
+    profile: Profile
+    pairs: list[Pair]
+    host_key_policy: str
+    ssh_config: str | None = None
+    cluster: Cluster | None = None
+    rounds: RoundCache = field(default_factory=RoundCache)
+    #: pair ids selected for each check after -k/-m deselection: a round measures only these
+    selected_pairs: dict[str, set[str]] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class CheckInfo:
+    """What a conformance test item checks: known at collection, before it runs."""
+
+    layer: str
+    check: str
+    subject: str
+    nodes: tuple[str, ...]
+
+
+STATE_KEY = pytest.StashKey[FabricState]()
+CHECK_KEY = pytest.StashKey[CheckInfo]()
+VERDICTS_KEY = pytest.StashKey[list]()  # list[Verdict], in the order judged
+
+
+def get_state(config: pytest.Config) -> FabricState | None:
+    return config.stash.get(STATE_KEY, None)
