@@ -31,6 +31,12 @@ def corpus_files() -> list[Path]:
 
 
 @pytest.fixture(scope="session")
+def corpus_location() -> Path:
+    """Where the corpus should be, whether or not it is there (for tests with fallbacks)."""
+    return corpus_root()
+
+
+@pytest.fixture(scope="session")
 def corpus() -> Path:
     """The corpus folder; skips the test when it is absent."""
     root = corpus_root()
