@@ -15,7 +15,8 @@ The pure parts (:mod:`.summary`, :mod:`.heatmap`, :mod:`.verify`) know nothing o
 
 from __future__ import annotations
 
+# verify is not imported here: ``python -m pytest_fabric.report.verify`` would then find it
+# already loaded and warn.
 from .summary import outcome_counts, run_verdict
-from .verify import verify_record
 
-__all__ = ["outcome_counts", "run_verdict", "verify_record"]
+__all__ = ["outcome_counts", "run_verdict"]

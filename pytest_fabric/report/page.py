@@ -1,0 +1,249 @@
+"""HTML fragments of the conformance page.  Pure: run info and records in, escaped HTML strings out.
+
+Everything from a record or the inventory (hostnames, commands, outputs,
+messages, even numbers) passes through :func:`_e` (``html.escape``): a node
+named ``<script>`` or a tool printing markup must show as text.  No scripts,
+no external resources: the page reads offline and inside ``--self-contained-html``.
+"""
+
+from __future__ import annotations
+
+import html
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from ..runinfo import RunInfo
+from .heatmap import MAX_NODES, matrix_heatmaps, pair_heatmaps
+from .summary import (
+    LAYERS, format_expected, format_margin, format_quantity, node_rows, numeric_value, outcome_counts,
+    run_verdict, sort_problems_first, tool_versions,
+)
+
+__all__ = [
+    "STYLE", "evidence_html", "heatmaps_html", "layer_tables", "node_table", "row_cells", "run_table",
+    "verdict_banner",
+]
+
+Check = Mapping[str, Any]
+FULL_TABLE_LIMIT = 2000  # rows per layer in the "all checks" table; the results table has the rest
+
+STYLE = """<style>
+.fabric-verdict{font-size:40px;font-weight:bold;padding:10px 18px;margin:8px 0;border-radius:4px;color:#fff;display:inline-block}
+.fabric-verdict.accept{background:#1b7a2f}.fabric-verdict.reject{background:#b00020}
+.fabric-verdict small{font-size:18px;font-weight:normal;margin-left:14px}
+.fabric-status{color:#b00020;font-weight:bold;font-size:14px}
+.fabric-section{color:#000;margin:14px 0}
+.fabric-section h2{margin:18px 0 6px}
+table.fabric-table{border-collapse:collapse;color:#000;font-size:12px;margin:4px 0}
+table.fabric-table th,table.fabric-table td{border:1px solid #ddd;padding:3px 7px;text-align:left;vertical-align:top}
+table.fabric-table th{background:#f0f0f0}
+table.fabric-table td.num{text-align:right;font-variant-numeric:tabular-nums}
+.fabric-o-failed,.fabric-o-error{color:#b00020;font-weight:bold}
+.fabric-o-waived{color:#a15c00;font-weight:bold}.fabric-o-skipped{color:#777}.fabric-o-passed{color:#1b7a2f}
+.fabric-chg-regressed,.fabric-chg-newly{color:#b00020}.fabric-chg-fixed,.fabric-chg-improved{color:#1b7a2f}
+.fabric-note{color:#444;font-style:italic;max-width:900px}
+.fabric-maps{display:flex;flex-wrap:wrap;gap:16px;align-items:flex-start}
+.fabric-evidence{color:#000;font-size:12px;margin:4px 0}
+.fabric-evidence pre{background:#f6f6f6;border:1px solid #ddd;padding:4px;max-height:300px;overflow:auto;white-space:pre-wrap}
+.fabric-evidence code{background:#f0f0f0;padding:1px 3px}
+.fabric-sortkey{display:none}
+details.fabric-all>summary{cursor:pointer;color:#0645ad}
+</style>"""
+
+
+def _e(x: object) -> str:
+    return html.escape("" if x is None else str(x), quote=True)
+
+
+def _outcome(c: Check) -> str:
+    o = str(c.get("outcome"))
+    text = f'<span class="fabric-o-{_e(o)}">{_e(o)}</span>'
+    if o == "waived" and c.get("waiver"):
+        text += f" ({_e(c.get('waiver'))})"
+    return text
+
+
+def _change(c: Check) -> str:
+    prev = c.get("previous")
+    if not isinstance(prev, dict):
+        return ""
+    status = str(prev.get("status", ""))
+    return f'<span class="fabric-chg-{_e(status.split(" ")[0])}">{_e(prev.get("text") or status)}</span>'
+
+
+def verdict_banner(info: RunInfo, checks: Sequence[Check], status: str = "complete") -> str:
+    """ACCEPT or REJECT in big type, with the failed and errored counts."""
+    counts = outcome_counts(checks)
+    v = run_verdict(checks)
+    small = f"{counts['failed']} failed, {counts['error']} errored, {counts['waived']} waived, " \
+            f"{counts['passed']} passed, {counts['skipped']} skipped"
+    out = f'<div class="fabric-verdict {v}" id="fabric-verdict">{v.upper()}<small>{_e(small)}</small></div>'
+    if status != "complete":
+        out += f'<p class="fabric-status">Run {_e(status)}: the verdict covers only the checks that ran.</p>'
+    return out
+
+
+def run_table(info: RunInfo, checks: Sequence[Check], finished: str | None, compare_line: str | None) -> str:
+    """Cluster, profile (name, sha256, extends), nodes, times and the versions of everything that ran."""
+    tools = tool_versions(checks)
+    tool_text = ", ".join(
+        f"{_e(t)} {' / '.join(_e(v) for v in vs)}" + (" (differs between nodes)" if len(vs) > 1 else "")
+        for t, vs in tools.items()
+    ) or "none reported"
+    rows = [
+        ("Cluster", f"{_e(info.cluster_name)} <small>({_e(info.inventory_path)})</small>"),
+        ("Profile", f"<b>{_e(info.profile_name)}</b> <small>{_e(info.profile_path)}</small>"),
+        ("Profile sha256", f"<code>{_e(info.profile_sha256)}</code>"),
+        ("Extends", _e(" -> ".join(info.profile_extends)) or "none"),
+        ("Description", _e(info.profile_description)),
+        ("Overrides", _e(", ".join(info.overrides)) or "none"),
+        ("Nodes", f"{len(info.nodes)}"),
+        ("Started / finished", f"{_e(info.started)} / {_e(finished or info.finished or 'running')}"),
+        ("pytest-fabric", _e(info.pytest_fabric_version)),
+        ("Tools on the nodes", tool_text),
+    ]
+    if compare_line:
+        rows.append(("Comparison", _e(compare_line)))
+    body = "".join(f"<tr><th>{k}</th><td>{v}</td></tr>" for k, v in rows)
+    return f'<table class="fabric-table" id="fabric-run">{body}</table>'
+
+
+def _check_rows(checks: Sequence[Check], with_change: bool) -> str:
+    out = []
+    for c in checks:
+        change = f"<td>{_change(c)}</td>" if with_change else ""
+        out.append(
+            f"<tr><td>{_e(c.get('check'))}</td><td>{_e(c.get('subject'))}</td>"
+            f'<td class="num">{_e(format_quantity(c.get("measured")))}</td>'
+            f"<td>{_e(format_expected(c.get('expected')))}</td>"
+            f'<td class="num">{_e(format_margin(c.get("margin")))}</td><td>{_outcome(c)}</td>{change}</tr>'
+        )
+    return "".join(out)
+
+
+def layer_tables(checks: Sequence[Check]) -> str:
+    """Per layer: counts, the failed/errored/waived checks (failures first), then all checks on demand."""
+    with_change = any("previous" in c for c in checks)
+    head = "<tr><th>Check</th><th>Subject</th><th>Measured</th><th>Expected</th><th>Margin</th><th>Outcome</th>" + (
+        "<th>Change</th>" if with_change else "") + "</tr>"
+    layers = [x for x in LAYERS if any(c.get("layer") == x for c in checks)]
+    layers += sorted({str(c.get("layer")) for c in checks} - set(LAYERS))
+    out = ['<div class="fabric-section" id="fabric-layers"><h2>Checks per layer</h2>']
+    for layer in layers:
+        mine = sort_problems_first([c for c in checks if c.get("layer") == layer])
+        counts = outcome_counts(mine)
+        summary = ", ".join(f"{n} {o}" for o, n in counts.items() if n)
+        out.append(f'<h3 id="fabric-layer-{_e(layer)}">{_e(layer)}: {_e(summary)}</h3>')
+        problems = [c for c in mine if c.get("outcome") in ("failed", "error", "waived")]
+        if problems:
+            out.append(f'<table class="fabric-table fabric-problems">{head}{_check_rows(problems, with_change)}</table>')
+        shown = mine[:FULL_TABLE_LIMIT]
+        more = f" (first {FULL_TABLE_LIMIT}; the results table below has all)" if len(mine) > len(shown) else ""
+        out.append(f'<details class="fabric-all"><summary>all {len(mine)} {_e(layer)} checks{more}</summary>'
+                   f'<table class="fabric-table">{head}{_check_rows(shown, with_change)}</table></details>')
+    out.append("</div>")
+    return "".join(out)
+
+
+def node_table(info: RunInfo, checks: Sequence[Check]) -> str:
+    """Per node: failed and errored checks, waived ones, and the attribution verdict; problem nodes first."""
+    rows = node_rows(checks, info.nodes, info.node_labels)
+    rows.sort(key=lambda r: (r.ok, -len(r.failed) - len(r.errored)))
+    body = []
+    for r in rows:
+        a = r.attribution or {}
+        verdict = a.get("verdict") or ("" if r.failed or r.errored else "ok")
+        cls = "fabric-o-failed" if verdict in ("node fault", "link fault") else "fabric-o-passed" if verdict == "ok" else ""
+        attribution = f'<span class="{cls}">{_e(verdict)}</span>'
+        if a.get("message"):
+            attribution += f" {_e(a['message'])}"
+        if a.get("bad_peers"):
+            attribution += f" <small>(bad peers: {_e(', '.join(map(str, a['bad_peers'])))})</small>"
+        first = (r.errored or r.failed or [None])[0]
+        cause = _e(first.get("message")) if first else ""
+        body.append(
+            f"<tr><td>{_e(r.node)}</td><td>{_e(r.labels.get('leaf', ''))}</td><td class=\"num\">{r.checks}</td>"
+            f'<td class="num">{len(r.failed)}</td><td class="num">{len(r.errored)}</td><td class="num">{r.waived}</td>'
+            f"<td>{attribution}</td><td>{cause}</td></tr>"
+        )
+    return (
+        '<div class="fabric-section" id="fabric-nodes"><h2>Nodes</h2>'
+        '<table class="fabric-table"><tr><th>Node</th><th>Leaf</th><th>Checks</th><th>Failed</th><th>Errored</th>'
+        "<th>Waived</th><th>Attribution</th><th>First problem</th></tr>" + "".join(body) + "</table></div>"
+    )
+
+
+def heatmaps_html(info: RunInfo, checks: Sequence[Check]) -> str:
+    """Node x node maps per pair check, then the per-GPU-pair NVLink matrices (failing nodes first)."""
+    out = ['<div class="fabric-section" id="fabric-heatmaps">']
+    maps = pair_heatmaps(checks, info.nodes, info.node_labels, MAX_NODES)
+    if maps:
+        out.append("<h2>Node pairs</h2><p class=\"fabric-note\">Each cell is one node pair; hover for the value "
+                   "and the expectation. Red outline and hatching: the pair failed; dark grey: it could not be measured.</p>")
+    for check, grid, svg in maps:
+        note = f'<p class="fabric-note">{_e(grid.note)}</p>' if grid.note else ""
+        out.append(f'<div class="fabric-map" data-check="{_e(check)}"><h3>{_e(check)}</h3>{note}{svg}</div>')
+    matrices = matrix_heatmaps(checks)
+    if matrices:
+        failing = [m for m in matrices if any(cell.failed for cell in m[1].cells.values())]
+        matrices.sort(key=lambda m: m not in failing)
+        out.append(f"<h2>GPU pairs within each node</h2><details class=\"fabric-all\"{' open' if failing else ''}>"
+                   f"<summary>{len(matrices)} nodes, {len(failing)} with failing GPU pairs</summary>"
+                   '<div class="fabric-maps">')
+        out.extend(f'<div class="fabric-map">{svg}</div>' for _, _, svg in matrices)
+        out.append("</div></details>")
+    out.append("</div>")
+    return "".join(out) if maps or matrices else ""
+
+
+def row_cells(c: Check | None, with_change: bool) -> list[str]:
+    """The extra results-table cells of one test (blank for tests that are not conformance checks)."""
+    if c is None:
+        cells = ["layer", "check", "subject", "measured", "expected", "margin", "outcome"]
+        return [f'<td class="col-{n}"></td>' for n in cells + (["change"] if with_change else [])]
+    margin = c.get("margin")
+    # pytest-html sorts on the cell's HTML text; a hidden fixed-width key in front makes that numeric.
+    mkey = f"{margin + 1000:012.5f}" if isinstance(margin, (int, float)) else "~"
+    v = numeric_value(c.get("measured"))
+    vkey = f"{v + 1e12:020.5f}" if v is not None else "~"
+    cells = [
+        f'<td class="col-layer">{_e(c.get("layer"))}</td>',
+        f'<td class="col-check">{_e(c.get("check"))}</td>',
+        f'<td class="col-subject">{_e(c.get("subject"))}</td>',
+        f'<td class="col-measured"><span class="fabric-sortkey">{vkey}</span>{_e(format_quantity(c.get("measured")))}</td>',
+        f'<td class="col-expected">{_e(format_expected(c.get("expected")))}</td>',
+        f'<td class="col-margin"><span class="fabric-sortkey">{mkey}</span>{_e(format_margin(margin))}</td>',
+        f'<td class="col-outcome">{_outcome(c)}</td>',
+    ]
+    if with_change:
+        cells.append(f'<td class="col-change">{_change(c)}</td>')
+    return cells
+
+
+def evidence_html(c: Check) -> str:
+    """What a check measured and how: message, expectation with its source, and every command with its output."""
+    e = c.get("expected") or {}
+    parts = [f"<p><b>{_e(c.get('check'))} {_e(c.get('subject'))}</b>: {_outcome(c)} &mdash; {_e(c.get('message'))}</p>"]
+    if c.get("detail"):
+        parts.append(f"<p>{_e(c.get('detail'))}</p>")
+    if e:
+        parts.append(
+            f"<p>Expected {_e(format_expected(e))}; profile key <code>{_e(e.get('key'))}</code>"
+            f" written as <code>{_e(e.get('as_written'))}</code>; source: {_e(e.get('source') or 'not given')}"
+            + (f"; waiver: {_e(c.get('waiver'))}" if c.get("waiver") else "") + "</p>"
+        )
+    items = c.get("evidence") or []
+    parts.append(f"<details><summary>Evidence: {len(items)} command(s) on "
+                 f"{_e(', '.join(sorted({str(i.get('node')) for i in items})) or 'no node')}</summary>")
+    for i in items:
+        parts.append(
+            f"<p>on <b>{_e(i.get('node'))}</b>: <code>{_e(i.get('command'))}</code> &rarr; exit {_e(i.get('exit_code'))}"
+            f" in {_e(i.get('duration_s'))} s</p>"
+        )
+        for stream in ("stdout", "stderr"):
+            text = i.get(stream)
+            if text:
+                parts.append(f"<div>{stream} <small>sha256 {_e(i.get(f'{stream}_sha256'))}</small>"
+                             f"<pre>{_e(text)}</pre></div>")
+    parts.append("</details>")
+    return '<div class="fabric-evidence">' + "".join(parts) + "</div>"

@@ -1,0 +1,72 @@
+"""The end of the terminal output: worst checks per layer, the comparison, and the verdict line.
+
+    ======================= fabric conformance: pod1 vs hdr200 =======================
+    inter_node:
+      FAILED tcp_throughput node01<->node03: 120.5 Gb/s, expected >= 180 Gb/s (-33.1%)
+      ERROR  tcp_throughput node01<->node04: node04 unreachable: ssh node04 ...
+    waived: port_rate node03:mlx5_0/1 (cable swap scheduled)
+    compared with previous.json: 1 regressed, 2 fixed, 60 unchanged
+    REJECT: 3 failed, 1 errored (40 passed, 1 waived, 2 skipped; 47 checks on 4 nodes)
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+import pytest
+
+from ..runinfo import get_run_info
+from . import compare
+from .collect import get_checks, is_controller
+from .summary import format_expected, format_margin, format_quantity, outcome_counts, run_verdict, worst_per_layer
+
+__all__ = ["problem_line", "verdict_line"]
+
+WORST_PER_LAYER = 5
+
+
+def verdict_line(checks: Sequence[Mapping[str, Any]], node_count: int) -> str:
+    """``ACCEPT: ...`` or ``REJECT: 3 failed, 1 errored (...)``."""
+    counts = outcome_counts(checks)
+    rest = ", ".join(f"{counts[o]} {o}" for o in ("passed", "waived", "skipped") if counts[o])
+    head = f"{run_verdict(checks).upper()}: {counts['failed']} failed, {counts['error']} errored"
+    return f"{head} ({rest + '; ' if rest else ''}{len(checks)} checks on {node_count} nodes)"
+
+
+def problem_line(c: Mapping[str, Any]) -> str:
+    """One failed or errored check: what, where, and the numbers or the cause."""
+    what = f"{c.get('check')} {c.get('subject')}"
+    if c.get("outcome") == "error":
+        return f"ERROR  {what}: {c.get('message') or 'could not measure'}"
+    measured, expected = format_quantity(c.get("measured")), format_expected(c.get("expected"))
+    numbers = f"{measured}, expected {expected}" if measured and expected else (c.get("message") or "")
+    margin = format_margin(c.get("margin"))
+    return f"FAILED {what}: {numbers}" + (f" ({margin})" if margin else "")
+
+
+@pytest.hookimpl(trylast=True)
+def pytest_terminal_summary(terminalreporter: Any, exitstatus: int, config: pytest.Config) -> None:
+    info = get_run_info(config)
+    if info is None or not is_controller(config):
+        return
+    checks = get_checks(config)
+    tr = terminalreporter
+    tr.write_sep("=", f"fabric conformance: {info.cluster_name} vs {info.profile_name}")
+    if not checks:
+        tr.write_line("no conformance checks ran (deselected, or collection failed)", yellow=True)
+    for layer, rows in worst_per_layer(checks, WORST_PER_LAYER).items():
+        total = sum(1 for c in checks if c.get("layer") == layer and c.get("outcome") in ("failed", "error"))
+        tr.write_line(f"{layer}:" + (f" (worst {len(rows)} of {total})" if total > len(rows) else ""))
+        for c in rows:
+            tr.write_line("  " + problem_line(c), red=True)
+    for c in (c for c in checks if c.get("outcome") == "waived"):
+        tr.write_line(f"waived: {c.get('check')} {c.get('subject')} ({c.get('waiver')})", yellow=True)
+    line = compare.summary_line(config, checks)
+    if line:
+        tr.write_line(line)
+    json_path = config.getoption("conformance_json", None)
+    if json_path:
+        tr.write_line(f"conformance record: {json_path}")
+    accept = run_verdict(checks) == "accept"
+    tr.write_line(verdict_line(checks, len(info.nodes)), green=accept, red=not accept, bold=True)
