@@ -264,18 +264,18 @@ def parse_json(text: str) -> FioResult:
 _JOB_RE = re.compile(r"^(?P<name>\S.*?): \(groupid=(?P<group>\d+), jobs=(?P<jobs>\d+)\): err=\s*(?P<err>\d+)")
 _OPTIONS_RE = re.compile(r"^(?P<name>\S.*?): \(g=\d+\): (?P<options>.*)$")
 _IO_RE = re.compile(
-    r"^(?P<dir>read|write|trim)\s*: IOPS=(?P<iops>[\d.]+)(?P<iops_k>[kKMG]?), BW=(?P<bw>[\d.]+)(?P<bw_unit>[KMGT]i?B)/s"
-    r"(?:\s*\([^)]*\))?(?:\s*\((?P<io>[\d.]+)(?P<io_unit>[KMGT]i?B)/(?P<run>\d+)msec\))?"
+    r"^(?P<dir>read|write|trim)\s*: IOPS=(?P<iops>\d+(?:\.\d+)?)(?P<iops_k>[kKMG]?), BW=(?P<bw>\d+(?:\.\d+)?)(?P<bw_unit>[KMGT]i?B)/s"
+    r"(?:\s*\([^)]*\))?(?:\s*\((?P<io>\d+(?:\.\d+)?)(?P<io_unit>[KMGT]i?B)/(?P<run>\d+)msec\))?"
 )
 _LAT_RE = re.compile(
-    r"^(?P<kind>clat|lat|slat)\s+\((?P<unit>nsec|usec|msec)\):\s+min=\s*(?P<min>[\d.]+[kKM]?),\s*max=\s*(?P<max>[\d.]+[kKM]?),"
-    r"\s*avg=\s*(?P<avg>[\d.]+),\s*stdev=\s*(?P<stdev>[\d.]+)"
+    r"^(?P<kind>clat|lat|slat)\s+\((?P<unit>nsec|usec|msec)\):\s+min=\s*(?P<min>\d+(?:\.\d+)?[kKM]?),\s*max=\s*(?P<max>\d+(?:\.\d+)?[kKM]?),"
+    r"\s*avg=\s*(?P<avg>\d+(?:\.\d+)?),\s*stdev=\s*(?P<stdev>\d+(?:\.\d+)?)"
 )
 _PCT_HEADER_RE = re.compile(r"^(?P<kind>clat|lat) percentiles \((?P<unit>nsec|usec|msec)\):")
 _PCT_RE = re.compile(r"(?P<point>\d+\.\d+)th=\[\s*(?P<value>\d+)\]")
 _ISSUED_RE = re.compile(r"^issued rwts?: total=(?P<r>\d+),(?P<w>\d+)(?:,(?P<t>\d+))?")
 _GROUP_RE = re.compile(
-    r"^(?P<dir>READ|WRITE|TRIM): bw=(?P<bw>[\d.]+)(?P<bw_unit>[KMGT]i?B)/s.*?io=(?P<io>[\d.]+)(?P<io_unit>[KMGT]i?B)"
+    r"^(?P<dir>READ|WRITE|TRIM): bw=(?P<bw>\d+(?:\.\d+)?)(?P<bw_unit>[KMGT]i?B)/s.*?io=(?P<io>\d+(?:\.\d+)?)(?P<io_unit>[KMGT]i?B)"
     r".*?run=(?P<run_min>\d+)-(?P<run_max>\d+)msec"
 )
 _VERSION_RE = re.compile(r"^fio-(?P<version>\d+\.\d+\S*)$")

@@ -227,7 +227,7 @@ _LINE_RE = re.compile(
     r"(?P<rate>\d+(?:\.\d+)?)\s+(?P<rate_unit>[KMGT]?)bits/sec"
     r"(?P<rest>.*?)\s*(?P<role>sender|receiver)?\s*$"
 )
-_UDP_REST_RE = re.compile(r"(?P<jitter>\d+(?:\.\d+)?)\s+ms\s+(?P<lost>\d+)/\s*(?P<total>\d+)\s+\((?P<pct>[\d.e+-]+)%\)")
+_UDP_REST_RE = re.compile(r"(?P<jitter>\d+(?:\.\d+)?)\s+ms\s+(?P<lost>\d+)/\s*(?P<total>\d+)\s+\((?P<pct>\d+(?:\.\d+)?(?:e[-+]?\d+)?)%\)")
 _RETR_RE = re.compile(r"^\s*(?P<retr>\d+)\b")
 _CONNECTING_RE = re.compile(r"^Connecting to host (?P<host>\S+?),? port (?P<port>\d+)")
 _CONNECTED_RE = re.compile(r"^\[\s*(?P<id>\d+)\] local \S+ port \d+ connected to ")

@@ -257,6 +257,9 @@ def _check(tool: str, scan: _Scan, kind: str) -> None:
         raise UnrecognizedOutput(tool, f"no perftest {kind} test title or '#bytes' table header found")
     if not scan.columns:
         raise UnrecognizedOutput(tool, f"'{scan.title}': no '#bytes' results table (output truncated?)")
+    missing = [name for name in ("bytes", "iterations") if name not in scan.columns]
+    if missing:
+        raise UnrecognizedOutput(tool, f"results table header lacks {', '.join('#' + m for m in missing)}")
     if not scan.rows:
         raise UnrecognizedOutput(tool, f"'{scan.title or kind}': results table has no rows (output truncated?)")
 

@@ -31,7 +31,7 @@ _STATS_RE = re.compile(
 )
 _RTT_RE = re.compile(
     r"^(?:rtt|round-trip) min/avg/max(?:/(?:mdev|stddev))? = "
-    r"(?P<min>[\d.]+)/(?P<avg>[\d.]+)/(?P<max>[\d.]+)(?:/(?P<mdev>[\d.]+))? ms"
+    r"(?P<min>\d+(?:\.\d+)?)/(?P<avg>\d+(?:\.\d+)?)/(?P<max>\d+(?:\.\d+)?)(?:/(?P<mdev>\d+(?:\.\d+)?))? ms"
 )
 _ERROR_RE = re.compile(
     r"^(?:ping: .*|connect: .*|.*(?:Name or service not known|Network is unreachable|unknown host|"

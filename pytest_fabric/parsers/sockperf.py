@@ -23,17 +23,17 @@ _ANSI_RE = re.compile(r"\x1b\[[0-9;?]*[A-Za-z]")
 _VERSION_RE = re.compile(r"== version #(?P<version>\S+)")
 _TARGET_RE = re.compile(r"IP = (?P<ip>\S+)\s+PORT =\s*(?P<port>\d+)\s*#\s*(?P<protocol>TCP|UDP)")
 _VALID_RE = re.compile(
-    r"\[Valid Duration\] RunTime=(?P<runtime>[\d.]+) sec; SentMessages=(?P<sent>\d+); ReceivedMessages=(?P<received>\d+)"
+    r"\[Valid Duration\] RunTime=(?P<runtime>\d+(?:\.\d+)?) sec; SentMessages=(?P<sent>\d+); ReceivedMessages=(?P<received>\d+)"
 )
-_AVG_RE = re.compile(r"avg-(?P<kind>lat|rtt)=\s*(?P<avg>[\d.]+)\s*\(std-dev=\s*(?P<stdev>[\d.]+)")
-_SUMMARY_RE = re.compile(r"Summary: (?P<kind>Latency|Round trip) is\s+(?P<value>[\d.]+)\s+usec")
+_AVG_RE = re.compile(r"avg-(?P<kind>lat|rtt)=\s*(?P<avg>\d+(?:\.\d+)?)\s*\(std-dev=\s*(?P<stdev>\d+(?:\.\d+)?)")
+_SUMMARY_RE = re.compile(r"Summary: (?P<kind>Latency|Round trip) is\s+(?P<value>\d+(?:\.\d+)?)\s+usec")
 _DROPS_RE = re.compile(
     r"# dropped messages = (?P<dropped>\d+); # duplicated messages = (?P<dup>\d+); # out-of-order messages = (?P<ooo>\d+)"
 )
 _OBSERVATIONS_RE = re.compile(r"Total (?P<count>\d+) observations")
-_PERCENTILE_RE = re.compile(r"---> percentile\s+(?P<point>[\d.]+)\s*=\s*(?P<value>[\d.]+)")
-_OLD_PERCENTILE_RE = re.compile(r"Total (?P<point>[\d.]+) Percentile is\s+(?P<value>[\d.]+) usec")
-_MINMAX_RE = re.compile(r"---> <(?P<which>MIN|MAX)> observation\s*=\s*(?P<value>[\d.]+)")
+_PERCENTILE_RE = re.compile(r"---> percentile\s+(?P<point>\d+(?:\.\d+)?)\s*=\s*(?P<value>\d+(?:\.\d+)?)")
+_OLD_PERCENTILE_RE = re.compile(r"Total (?P<point>\d+(?:\.\d+)?) Percentile is\s+(?P<value>\d+(?:\.\d+)?) usec")
+_MINMAX_RE = re.compile(r"---> <(?P<which>MIN|MAX)> observation\s*=\s*(?P<value>\d+(?:\.\d+)?)")
 _ERROR_RE = re.compile(r"sockperf: (?:ERROR|error)\b.*|.*\b(?:Connection refused|No route to host)\b.*")
 
 

@@ -1,0 +1,125 @@
+"""iperf3 parser (JSON and text) on every recorded iperf3 output and on real 3.12 captures."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from pytest_fabric.parsers.base import ParseError, ToolReportedError, UnrecognizedOutput
+from pytest_fabric.parsers.iperf3 import parse, parse_json, parse_text
+
+DATA = Path(__file__).resolve().parents[2] / "data" / "iperf3"
+
+
+def _read(folder: Path, name: str) -> str:
+    return (folder / name).read_text(encoding="utf-8")
+
+
+# file -> (format, version, streams, sent_bps, received_bps, retransmits, remote host)
+EXPECTED = {
+    "json-client-1stream-wan-gcp-to-ibm-3.9.json": ("json", "3.9", 1, 46137062.56391836, 46234426.36738679, 1033, "168.1.194.92"),
+    "json-client-P8-host-to-host-40g-3.0.11.json": ("json", "3.0.11", 8, 37659900000.0, 37734000000.0, 90, "10.0.0.2"),
+    "text-client-1stream-loopback-i1.txt": ("text", None, 1, 25.0e9, 24.9e9, 0, "127.0.0.1"),
+    "text-client-P4-t30-multithreaded-3.16plus.txt": ("text", None, 4, 91.8e9, 91.8e9, 0, "192.168.100.1"),
+}
+ERRORS = {"json-interrupted-error-3.6.json": "interrupt - the client has terminated"}
+
+
+def test_every_iperf3_corpus_file_has_expectations(corpus: Path) -> None:
+    assert {p.name for p in (corpus / "iperf3").iterdir()} == set(EXPECTED) | set(ERRORS)
+
+
+@pytest.mark.parametrize("name", sorted(EXPECTED))
+def test_corpus_totals(corpus: Path, name: str) -> None:
+    fmt, version, streams, sent, received, retransmits, remote = EXPECTED[name]
+    result = parse(_read(corpus / "iperf3", name))
+    assert (result.format, result.version, result.num_streams, result.protocol) == (fmt, version, streams, "TCP")
+    assert result.sent_bps == pytest.approx(sent)
+    assert result.received_bps == pytest.approx(received)
+    assert (result.retransmits, result.remote_host) == (retransmits, remote)
+    assert len(result.streams) == streams
+
+
+def test_json_3011_per_stream_and_cpu(corpus: Path) -> None:
+    result = parse_json(_read(corpus / "iperf3", "json-client-P8-host-to-host-40g-3.0.11.json"))
+    first = result.streams[0]
+    assert (first.stream_id, first.sent_bps, first.received_bps, first.retransmits) == (4, 11354700000.0, 11373000000.0, 90)
+    assert [s.stream_id for s in result.streams] == [4, 6, 8, 10, 12, 14, 16, 18]
+    assert result.sent_bytes == 70612418560 and result.received_bytes == 70751514248
+    assert (result.cpu_host_total_percent, result.cpu_remote_total_percent) == (43.5095, 85.9807)
+    assert result.duration_s == 15 and result.reverse is False
+    assert len(result.intervals) == 15  # 20 printed, the 5 -O omitted seconds are not measurements
+
+
+def test_json_39_wan_omits_warmup(corpus: Path) -> None:
+    result = parse_json(_read(corpus / "iperf3", "json-client-1stream-wan-gcp-to-ibm-3.9.json"))
+    assert len(result.intervals) == 10
+    assert result.intervals[0].start_s == pytest.approx(6.1e-05)
+
+
+def test_json_error_even_with_intervals(corpus: Path) -> None:
+    text = _read(corpus / "iperf3", "json-interrupted-error-3.6.json")
+    assert text.startswith("^C")  # the capture's own terminal noise before the document
+    with pytest.raises(ToolReportedError, match="iperf3: .*interrupt - the client has terminated"):
+        parse(text)
+
+
+def test_text_multithreaded_316_uses_summary_not_intervals(corpus: Path) -> None:
+    result = parse_text(_read(corpus / "iperf3", "text-client-P4-t30-multithreaded-3.16plus.txt"))
+    assert [s.stream_id for s in result.streams] == [5, 7, 9, 11]
+    assert [s.sent_bps for s in result.streams] == [22.6e9, 23.0e9, 22.9e9, 23.2e9]
+    assert result.sent_bytes == 320 * 2**30 and result.duration_s == 30.0
+    # Only [SUM] intervals, with the SUM's own boundaries (streams' are 1.30-2.03 etc.).
+    assert len(result.intervals) == 30
+    assert (result.intervals[1].start_s, result.intervals[1].end_s, result.intervals[1].bps) == (1.0, 2.0, 57.3e9)
+
+
+def test_text_single_stream_cwnd_columns(corpus: Path) -> None:
+    result = parse_text(_read(corpus / "iperf3", "text-client-1stream-loopback-i1.txt"))
+    assert [i.bps for i in result.intervals][:3] == [27.2e9, 35.8e9, 20.6e9]
+    assert result.streams[0].received_bytes == round(29.1 * 2**30)
+
+
+def test_captured_312_json_p4() -> None:
+    result = parse(_read(DATA, "json-client-P4-loopback-3.12.json"))
+    assert (result.version, result.num_streams, result.remote_host) == ("3.12", 4, "127.0.0.1")
+    assert result.sent_bps == pytest.approx(21014407829.338642)
+    assert result.received_bps == pytest.approx(21001609045.06257)
+    assert result.retransmits == 4
+    assert sum(s.sent_bps or 0 for s in result.streams) == pytest.approx(result.sent_bps, rel=1e-3)
+
+
+def test_captured_312_text_p4() -> None:
+    result = parse(_read(DATA, "text-client-P4-t2-loopback-3.12.txt"))
+    assert (result.format, result.num_streams, result.sent_bps, result.retransmits) == ("text", 4, 12.8e9, 5)
+    assert result.duration_s == 2.0
+
+
+def test_captured_312_udp() -> None:
+    result = parse(_read(DATA, "json-client-udp-100M-loopback-3.12.json"))
+    assert result.protocol == "UDP"
+    assert result.sent_bps == pytest.approx(100129896.17944767)
+    assert result.received_bps == pytest.approx(100103971.60993652)
+    assert result.lost_percent == 0 and result.jitter_ms == pytest.approx(0.014140286061741158)
+
+
+@pytest.mark.parametrize(
+    "name", ["json-error-connection-refused-3.12.json", "text-error-connection-refused-3.12.txt"]
+)
+def test_captured_connection_refused(name: str) -> None:
+    with pytest.raises(ToolReportedError, match="unable to connect to server: Connection refused"):
+        parse(_read(DATA, name))
+
+
+@pytest.mark.parametrize("text", ["", "{", "[1, 2]", '{"start": {}}', "hello\nworld", "Connecting to host x, port 1\n"])
+def test_garbage_is_unrecognized(text: str) -> None:
+    with pytest.raises(UnrecognizedOutput, match="^iperf3"):
+        parse(text)
+
+
+def test_json_wrong_types_are_parse_errors() -> None:
+    with pytest.raises(ParseError, match="iperf3: start: expected an object, got list"):
+        parse_json('{"start": [], "end": 3}')
+    with pytest.raises(ParseError, match="iperf3: end sent bits_per_second: expected a number, got 'fast'"):
+        parse_json('{"end": {"sum_sent": {"bits_per_second": "fast"}}}')

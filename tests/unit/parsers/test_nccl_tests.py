@@ -1,0 +1,111 @@
+"""nccl-tests parser on every recorded nccl-tests output."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from pytest_fabric.parsers.base import ParseError, ToolReportedError, UnrecognizedOutput
+from pytest_fabric.parsers.nccl_tests import busbw_at, largest_size_row, parse
+
+DATA = Path(__file__).resolve().parents[2] / "data" / "nccl-tests"
+
+# file -> (largest size, its out-of-place busbw, in-place busbw, ranks, rows, NCCL version, avg busbw)
+EXPECTED = {
+    "all_gather_perf-2x-rtx2080ti-pcie-no-p2p.txt": (1073741824, 3.79, 3.84, 2, 28, None, 1.6651),
+    "all_gather_perf-8x-a100-sxm4-40gb-old-format.txt": (8589934592, 223.39, 230.07, 8, 34, None, 58.2651),
+    "all_reduce_perf-2node-16x-a100-sxm4-40gb-oci-roce.txt": (10737418240, 180.06, 180.08, 16, 2, "2.14.3+cuda11.7", 175.531),
+    "all_reduce_perf-2node-16x-h100-gcp-a3mega.txt": (8589934592, 338.82, 337.35, 16, 31, None, 70.742),
+    "all_reduce_perf-2node-16x-h200-socket-NCCL_IB_DISABLE.txt": (17179869184, 92.33, 92.35, 16, 32, "2.27.3+cuda12.9", 36.2205),
+    "all_reduce_perf-2node-2x-l40s-roce.txt": (8589934592, 8.11, 8.12, 2, 31, "2.27.3+cuda12.9", 3.98762),
+    "all_reduce_perf-2x-rtx2080ti-pcie-no-p2p.txt": (1073741824, 4.00, 4.00, 2, 28, None, 2.05774),
+    "all_reduce_perf-2x-v100-nvlink-single-size.txt": (33554432, 5.63, 5.75, 2, 1, None, 5.68719),
+    "all_reduce_perf-32node-128x-gb200-nccl2.29-excerpt.txt": (34359738368, 683.57, 683.49, 128, 33, "2.29.2+cuda13.1", 152.682),
+    "all_reduce_perf-8x-a100-sxm4-40gb-old-format.txt": (8589934592, 235.26, 235.03, 8, 34, None, 68.4048),
+    "alltoall_perf-2x-rtx2080ti-pcie-no-p2p.txt": (1073741824, 4.61, 4.73, 2, 28, None, 2.06935),
+    "alltoall_perf-8x-a100-sxm4-40gb-old-format.txt": (8589934592, 224.31, 226.16, 8, 34, None, 58.6481),
+}
+
+
+def _parse(corpus: Path, name: str):  # type: ignore[no-untyped-def]
+    return parse((corpus / "nccl-tests" / name).read_text(encoding="utf-8"))
+
+
+def test_every_nccl_corpus_file_has_expectations(corpus: Path) -> None:
+    assert {p.name for p in (corpus / "nccl-tests").iterdir()} == set(EXPECTED)
+
+
+@pytest.mark.parametrize("name", sorted(EXPECTED))
+def test_corpus_busbw_at_largest_size(corpus: Path, name: str) -> None:
+    size, busbw, in_place, ranks, rows, version, avg = EXPECTED[name]
+    result = _parse(corpus, name)
+    assert largest_size_row(result).size_bytes == size
+    assert busbw_at(result, size) == busbw
+    assert busbw_at(result, size, in_place=True) == in_place
+    assert (result.num_ranks, len(result.rows), result.nccl_version) == (ranks, rows, version)
+    assert result.avg_busbw_gbytes_per_s == avg
+    assert result.out_of_bounds == 0 and result.out_of_bounds_ok is True
+
+
+def test_old_layout_without_redop_root_and_na_wrong(corpus: Path) -> None:
+    gather = _parse(corpus, "all_gather_perf-8x-a100-sxm4-40gb-old-format.txt")
+    row = largest_size_row(gather)
+    assert (row.type, row.redop, row.root, row.wrong, row.time_us) == ("float", None, None, None, 33646.0)
+    assert gather.wrong_total is None
+    reduce = _parse(corpus, "all_reduce_perf-8x-a100-sxm4-40gb-old-format.txt")
+    assert (largest_size_row(reduce).redop, largest_size_row(reduce).root) == ("sum", None)
+    assert reduce.ranks[0].host == "localhost" and reduce.ranks[0].name == "A100-SXM4-40GB"
+    assert reduce.ranks[0].group is None
+
+
+def test_alltoall_blank_redop_and_mixed_wrong(corpus: Path) -> None:
+    old = _parse(corpus, "alltoall_perf-8x-a100-sxm4-40gb-old-format.txt")
+    assert largest_size_row(old).redop is None
+    new = _parse(corpus, "alltoall_perf-2x-rtx2080ti-pcie-no-p2p.txt")
+    row = largest_size_row(new)
+    assert (row.redop, row.root, row.wrong, row.in_place_wrong) == ("none", -1, 0, None)
+
+
+def test_multinode_noise_and_ranks(corpus: Path) -> None:
+    result = _parse(corpus, "all_reduce_perf-2node-16x-a100-sxm4-40gb-oci-roce.txt")
+    assert result.hosts == ("nccl-test-a100-worker-0", "nccl-test-a100-worker-1")
+    assert result.ranks[8].device == 0 and result.ranks[8].bus_id == "0x0f"
+    assert (result.min_bytes, result.max_bytes, result.gpus_per_thread) == (1073741824, 10737418240, 1)
+    assert busbw_at(result, 1073741824) == 170.99
+    h200 = _parse(corpus, "all_reduce_perf-2node-16x-h200-socket-NCCL_IB_DISABLE.txt")
+    assert (h200.gpus_per_thread, len(h200.ranks), h200.ranks[15].name) == (8, 16, "NVIDIA H200")
+
+
+def test_gb200_trailer(corpus: Path) -> None:
+    result = _parse(corpus, "all_reduce_perf-32node-128x-gb200-nccl2.29-excerpt.txt")
+    assert result.collective == "all_reduce_perf" and result.concluded
+    assert busbw_at(result, 8589934592) == 660.36
+    assert len(result.ranks) == 1 and result.ranks[0].rank == 127
+
+
+def test_avg_is_not_the_large_message_figure(corpus: Path) -> None:
+    # The reason busbw_at exists: the sweep average is a third of what 8 GiB achieves.
+    result = _parse(corpus, "all_reduce_perf-8x-a100-sxm4-40gb-old-format.txt")
+    assert result.avg_busbw_gbytes_per_s is not None
+    assert busbw_at(result, 8 * 2**30) > 3 * result.avg_busbw_gbytes_per_s
+
+
+def test_missing_size_lists_sizes(corpus: Path) -> None:
+    result = _parse(corpus, "all_reduce_perf-2node-16x-a100-sxm4-40gb-oci-roce.txt")
+    with pytest.raises(ParseError, match=r"nccl-tests: no row for 8589934592 bytes; sizes present: 1073741824, 10737418240"):
+        busbw_at(result, 8 * 2**30)
+
+
+def test_nccl_failure_is_tool_reported() -> None:
+    text = (DATA / "all_reduce_perf-test-nccl-failure-constructed.txt").read_text(encoding="utf-8")
+    with pytest.raises(ToolReportedError, match="Test NCCL failure common.cu:1005 'unhandled system error"):
+        parse(text)
+
+
+def test_header_without_rows_and_garbage(corpus: Path) -> None:
+    text = (corpus / "nccl-tests" / "all_reduce_perf-2x-v100-nvlink-single-size.txt").read_text(encoding="utf-8")
+    with pytest.raises(UnrecognizedOutput, match="nccl-tests: .*no result rows"):
+        parse(text.split("  33554432")[0])
+    with pytest.raises(UnrecognizedOutput, match="nccl-tests"):
+        parse("Warning: Permanently added 'x' (ED25519) to the list of known hosts.\n")
