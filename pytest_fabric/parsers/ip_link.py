@@ -80,6 +80,7 @@ def _parse_json(text: str) -> list[IpLinkInterface]:
         mtu = item.get("mtu")
         qlen = item.get("txqlen")
         flags = item.get("flags", [])
+        altnames = item.get("altnames")
         interfaces.append(
             IpLinkInterface(
                 index=item["ifindex"],
@@ -96,7 +97,7 @@ def _parse_json(text: str) -> list[IpLinkInterface]:
                 link_type=text_of("link_type"),
                 mac=text_of("address"),
                 broadcast=text_of("broadcast"),
-                altnames=tuple(a for a in (item.get("altnames") if isinstance(item.get("altnames"), list) else []) if isinstance(a, str)),
+                altnames=tuple(a for a in altnames if isinstance(a, str)) if isinstance(altnames, list) else (),
             )
         )
     return interfaces
