@@ -9,6 +9,7 @@ test's report.
 
 from __future__ import annotations
 
+import logging
 from pathlib import Path
 from typing import Any
 
@@ -101,6 +102,9 @@ def pytest_configure(config: pytest.Config) -> None:
         if profile_ref:
             raise pytest.UsageError("--profile needs --cluster INVENTORY (the nodes to measure)")
         return
+    # paramiko logs each failed handshake with a traceback at ERROR level; the
+    # transport's typed errors already say the same in plain words, with the fix.
+    logging.getLogger("paramiko").setLevel(logging.CRITICAL)
     if not profile_ref:
         raise pytest.UsageError(
             f"--cluster needs --profile NAME: a bundled profile ({', '.join(bundled_profiles())}) or a YAML path"
@@ -297,7 +301,9 @@ def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) ->
     for verdict in verdicts[:1]:
         record.extra.update(verdict.measured.extra)
     setattr(report, REPORT_ATTRIBUTE, record.to_dict())
-    report.user_properties = list(report.user_properties) + _junit_properties(record)
+    # junitxml writes the properties it finds on the *teardown* report, which
+    # pytest copies from the item: so they go on the item, once.
+    item.user_properties.extend(_junit_properties(record))
     return report
 
 
