@@ -11,9 +11,11 @@ from .packages import missing_tool, package_for
 
 __all__ = ["judge", "is_wrapper_timeout", "TIMEOUT_EXIT_CODES"]
 
-# coreutils timeout(1) exits 124 when it had to send TERM, 137 (128+KILL) when the
-# command ignored TERM and had to be killed after the grace period.
-TIMEOUT_EXIT_CODES = frozenset({124, 137})
+# coreutils timeout(1) exits 124 when it had to send TERM.  When the command ignores
+# TERM, timeout KILLs the whole group after the grace period, itself included: the
+# shell then reports 137 (128+KILL), and sshd sends "exit-signal", which paramiko
+# leaves as -1.
+TIMEOUT_EXIT_CODES = frozenset({124, 137, -1})
 
 
 def is_wrapper_timeout(exit_code: int, elapsed_s: float, timeout_s: float) -> bool:

@@ -151,7 +151,9 @@ class SSHTransport:
             # An explicit key is the key (like IdentitiesOnly); without one, try ~/.ssh/id_* too.
             "look_for_keys": not identity,
             "allow_agent": True,
-            "timeout": s.connect_timeout,
+            # paramiko's handshake wait: when it runs out it gives up silently and the
+            # next step fails with "No existing session", so it must outlast the banner wait.
+            "timeout": 2 * s.connect_timeout,
             # A frozen sshd accepts TCP but never sends its banner: give up as promptly.
             "banner_timeout": s.connect_timeout,
             "auth_timeout": s.connect_timeout,

@@ -160,4 +160,6 @@ class SSHBackgroundProcess:
             # sshd reports death by signal as "exit-signal", which paramiko drops (-1);
             # we know which signal we sent, so say it the way subprocess does: -N.
             result = replace(result, exit_code=-sent)
+            with self._lock:
+                self._result = result
         return self._checked(result)

@@ -97,6 +97,10 @@ def connect_error(ep: Endpoint, exc: BaseException) -> TransportError:
             f"TCP connected but no SSH banner within {ep.connect_timeout:g} s "
             "(sshd hung, overloaded or stopped, or the port is not SSH)",
         )
+    if isinstance(exc, paramiko.SSHException) and "No existing session" in str(exc):
+        return _unreachable(
+            ep, f"SSH handshake did not complete within {2 * ep.connect_timeout:g} s (sshd hung or overloaded)"
+        )
     if isinstance(exc, (paramiko.SSHException, EOFError, OSError)):
         return _unreachable(ep, f"SSH handshake failed: {exc or type(exc).__name__}")
     raise exc

@@ -1,0 +1,532 @@
+"""SSHTransport and ConnectionPool against a real OpenSSH server on 127.0.0.1.
+
+The server is our own (tests/integration/loopback_sshd.py): own host key,
+own authorized_keys, a free port, stopped by PID.  Remote processes are found by
+a unique argument (``sleep 1000.<random>``) in /proc, which works because the
+"node" is this machine.
+"""
+
+from __future__ import annotations
+
+import os
+import random
+import socket
+import threading
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any, Callable
+
+import pytest
+
+from pytest_fabric.transport import (
+    AuthenticationFailed,
+    CommandFailed,
+    CommandTimeout,
+    ConnectionPool,
+    HostKeyMismatch,
+    NodeUnreachable,
+    SSHSettings,
+    SSHTransport,
+    ToolMissing,
+    Transport,
+)
+
+try:  # tests/ is not a package: pytest puts this directory on sys.path
+    from loopback_sshd import LoopbackSshd, free_port, make_key, sshd_unavailable
+except ImportError:  # pragma: no cover - when tests/ is imported as a package
+    from tests.integration.loopback_sshd import LoopbackSshd, free_port, make_key, sshd_unavailable
+
+pytestmark = pytest.mark.skipif(sshd_unavailable() is not None, reason=sshd_unavailable() or "")
+
+
+# -- helpers -------------------------------------------------------------------------------
+
+
+def marker() -> str:
+    """A sleep duration nobody else uses, so /proc shows exactly our process."""
+    return f"1000.{random.randrange(10**8):08d}"
+
+
+def _alive(pid: int) -> bool:
+    try:
+        state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
+    except (OSError, IndexError):
+        return False
+    return state != "Z"  # a zombie has died; only its parent has not reaped it yet
+
+
+def pids_with(arg: str) -> list[int]:
+    """PIDs of live processes with ``arg`` as a command-line argument."""
+    found = []
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            args = (entry / "cmdline").read_bytes().split(b"\0")
+        except OSError:
+            continue
+        if arg.encode() in args and _alive(int(entry.name)):
+            found.append(int(entry.name))
+    return found
+
+
+def eventually_there(*args: str, within: float = 5.0) -> bool:
+    """True once a live process carries each of ``args`` (a started command takes a moment to exec)."""
+    deadline = time.monotonic() + within
+    while time.monotonic() < deadline:
+        if all(pids_with(arg) for arg in args):
+            return True
+        time.sleep(0.02)
+    return False
+
+
+def eventually_gone(pids: list[int], arg: str, within: float = 3.0) -> bool:
+    deadline = time.monotonic() + within
+    while time.monotonic() < deadline:
+        if not any(_alive(p) for p in pids) and not pids_with(arg):
+            return True
+        time.sleep(0.05)
+    return False
+
+
+# -- fixtures ------------------------------------------------------------------------------
+
+
+@pytest.fixture(autouse=True)
+def _no_agent(monkeypatch: pytest.MonkeyPatch) -> None:
+    """An ssh-agent of the person running the tests must not decide who gets in."""
+    monkeypatch.delenv("SSH_AUTH_SOCK", raising=False)
+
+
+@pytest.fixture(scope="module")
+def sshd(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LoopbackSshd]:
+    server = LoopbackSshd(tmp_path_factory.mktemp("sshd")).start()
+    yield server
+    server.stop()
+
+
+@pytest.fixture
+def known_hosts(tmp_path: Path, sshd: LoopbackSshd) -> Path:
+    path = tmp_path / "known_hosts"
+    path.write_text(sshd.known_hosts_line())
+    return path
+
+
+@pytest.fixture
+def ssh_config(tmp_path: Path) -> Path:
+    """An empty ssh_config, so the tests do not read the machine's or the user's."""
+    path = tmp_path / "ssh_config"
+    path.write_text("")
+    return path
+
+
+@pytest.fixture
+def settings(sshd: LoopbackSshd, known_hosts: Path, ssh_config: Path) -> Callable[..., SSHSettings]:
+    def make(**overrides: Any) -> SSHSettings:
+        values: dict[str, Any] = dict(
+            host="127.0.0.1",
+            port=sshd.port,
+            user=sshd.user,
+            identity_file=sshd.client_key,
+            known_hosts=known_hosts,
+            connect_timeout=2.0,
+            ssh_config=ssh_config,
+        )
+        values.update(overrides)
+        return SSHSettings(**values)
+
+    return make
+
+
+@pytest.fixture
+def transport(settings: Callable[..., SSHSettings]) -> Iterator[SSHTransport]:
+    t = SSHTransport("node1", settings())
+    yield t
+    t.close()
+
+
+# -- running commands ---------------------------------------------------------------------
+
+
+def test_run_returns_output_and_exit_code(transport: SSHTransport) -> None:
+    result = transport.run("echo out; echo err >&2", timeout=10)
+    assert (result.node, result.exit_code, result.stdout, result.stderr) == ("node1", 0, "out\n", "err\n")
+    assert result.ok and result.command == "echo out; echo err >&2"
+
+
+def test_the_connection_is_reused(transport: SSHTransport) -> None:
+    first = transport.run("echo $SSH_CONNECTION", timeout=10).stdout
+    assert all(transport.run("echo $SSH_CONNECTION", timeout=10).stdout == first for _ in range(3))
+
+
+def test_quoting_survives_the_timeout_wrapper(transport: SSHTransport) -> None:
+    command = """printf '%s|' "a b" 'it'"'"'s' '$HOME' "x\\"y" """
+    assert transport.run(command, timeout=10).stdout == "a b|it's|$HOME|x\"y|"
+
+
+def test_check_false_returns_a_failed_result(transport: SSHTransport) -> None:
+    result = transport.run("echo partial; exit 3", timeout=10, check=False)
+    assert (result.exit_code, result.stdout, result.ok) == (3, "partial\n", False)
+
+
+def test_command_failed_names_code_command_and_output(transport: SSHTransport) -> None:
+    with pytest.raises(CommandFailed) as info:
+        transport.run("echo first >&2; echo 'disk on fire' >&2; exit 4", timeout=10)
+    message = str(info.value)
+    assert "node node1: exited with code 4" in message and "disk on fire" in message
+    assert "command: echo first" in message
+    assert info.value.result.exit_code == 4
+
+
+def test_missing_tool_names_the_package(transport: SSHTransport) -> None:
+    with pytest.raises(ToolMissing) as info:
+        transport.run("PATH=/nonexistent ib_write_bw -d mlx5_0", timeout=10)
+    assert info.value.tool == "ib_write_bw"
+    assert "install perftest on node1" in str(info.value)
+
+
+def test_exit_124_from_the_command_itself_is_not_a_timeout(transport: SSHTransport) -> None:
+    with pytest.raises(CommandFailed) as info:
+        transport.run("exit 124", timeout=30)
+    assert info.value.result.exit_code == 124
+
+
+def test_timeout_kills_the_command_and_its_children_on_the_node(transport: SSHTransport) -> None:
+    child, grandchild = marker(), marker()
+    command = f"sleep {child} & echo pid=$!; sh -c 'sleep {grandchild}' & echo pid=$!; wait"
+    started = time.monotonic()
+    with pytest.raises(CommandTimeout) as info:
+        transport.run(command, timeout=1)
+    assert time.monotonic() - started < 3
+    assert "timed out after 1 s and was killed on the node" in str(info.value)
+    pids = [int(line[4:]) for line in info.value.partial_stdout.split() if line.startswith("pid=")]
+    assert len(pids) == 2
+    assert eventually_gone(pids, child) and eventually_gone([], grandchild)
+
+
+def test_timeout_kills_a_command_that_ignores_term(transport: SSHTransport) -> None:
+    stubborn = marker()
+    with pytest.raises(CommandTimeout):
+        transport.run(f"trap '' TERM; sleep {stubborn}", timeout=0.5)
+    assert eventually_gone([], stubborn)
+
+
+def test_commands_run_concurrently_on_one_connection(transport: SSHTransport) -> None:
+    results: dict[int, str] = {}
+
+    def work(i: int) -> None:
+        results[i] = transport.run(f"sleep 1; echo {i}", timeout=20).stdout
+
+    threads = [threading.Thread(target=work, args=(i,)) for i in range(8)]
+    started = time.monotonic()
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert results == {i: f"{i}\n" for i in range(8)}
+    assert time.monotonic() - started < 5.0  # not 8 x 1 s one after another
+
+
+def test_tcp_nodelay_is_set(settings: Callable[..., SSHSettings]) -> None:
+    on, off = SSHTransport("on", settings()), SSHTransport("off", settings(), _tcp_nodelay=False)
+    try:
+        assert on.connection.transport.sock.getsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY) != 0
+        assert off.connection.transport.sock.getsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY) == 0
+    finally:
+        on.close()
+        off.close()
+
+
+# -- background processes ------------------------------------------------------------------
+
+
+def test_background_stop_ends_the_process_group(transport: SSHTransport) -> None:
+    server, child = marker(), marker()
+    process = transport.start(f"echo ready; sleep {child} & sleep {server}", timeout=60)
+    assert process.is_running() and process.pgid
+    assert eventually_there(server, child)
+    result = process.stop()
+    assert result.stdout == "ready\n"  # the PID line is ours, not the command's
+    assert result.exit_code == -15  # ended by our TERM
+    assert not process.is_running()
+    assert eventually_gone([], server) and eventually_gone([], child)
+    assert process.stop() == result  # stopping twice is harmless
+
+
+def test_background_wait_returns_when_it_ends(transport: SSHTransport) -> None:
+    process = transport.start("sleep 0.2; echo done; exit 2", timeout=10)
+    result = process.wait(5)
+    assert (result.exit_code, result.stdout) == (2, "done\n")
+
+
+def test_background_wait_timeout_kills_it(transport: SSHTransport) -> None:
+    server = marker()
+    process = transport.start(f"sleep {server}", timeout=60)
+    with pytest.raises(CommandTimeout):
+        process.wait(0.3)
+    assert eventually_gone([], server)
+
+
+def test_background_is_killed_on_the_node_at_its_timeout(transport: SSHTransport) -> None:
+    server = marker()
+    process = transport.start(f"sleep {server}", timeout=0.5)
+    assert eventually_gone([], server, within=3)
+    assert process.wait(3).exit_code == 124
+
+
+def test_background_missing_server_is_a_tool_error(transport: SSHTransport) -> None:
+    process = transport.start("PATH=/nonexistent iperf3 -s -1", timeout=10)
+    with pytest.raises(ToolMissing, match="install iperf3"):
+        process.wait(5)
+
+
+def test_background_iperf3_server_serves_a_client(transport: SSHTransport) -> None:
+    if not any(Path(p, "iperf3").exists() for p in os.environ.get("PATH", "").split(os.pathsep)):
+        pytest.skip("iperf3 is not installed")
+    port = free_port()
+    server = transport.start(f"iperf3 -s -1 -p {port}", timeout=30)
+    deadline = time.monotonic() + 5
+    while time.monotonic() < deadline:  # wait until it listens (port in hex in /proc/net/tcp)
+        if transport.run(f"grep -qi ':{port:04X} ' /proc/net/tcp", timeout=5, check=False).ok:
+            break
+        time.sleep(0.05)
+    client = transport.run(f"iperf3 -c 127.0.0.1 -p {port} -n 1M", timeout=20)
+    assert "receiver" in client.stdout
+    result = server.wait(10)  # -1: the server exits after one client
+    assert result.exit_code == 0 and "Server listening" in result.stdout
+
+
+def test_close_stops_background_processes_and_is_idempotent(settings: Callable[..., SSHSettings]) -> None:
+    t = SSHTransport("node1", settings())
+    first, second = marker(), marker()
+    processes = [t.start(f"sleep {first}", timeout=60), t.start(f"sleep {second}", timeout=60)]
+    assert eventually_there(first, second)
+    t.close()
+    t.close()
+    assert eventually_gone([], first) and eventually_gone([], second)
+    assert not any(p.is_running() for p in processes)
+    assert t.run("echo again", timeout=10).stdout == "again\n"  # a closed transport reopens
+    t.close()
+
+
+# -- host keys -------------------------------------------------------------------------------
+
+
+def test_strict_refuses_an_unknown_host(settings: Callable[..., SSHSettings], tmp_path: Path, sshd: LoopbackSshd) -> None:
+    empty = tmp_path / "empty_known_hosts"
+    t = SSHTransport("node1", settings(known_hosts=empty))
+    with pytest.raises(HostKeyMismatch) as info:
+        t.connect()
+    message = str(info.value)
+    assert f"is not in {empty}" in message
+    assert f"ssh-keyscan -H -p {sshd.port} 127.0.0.1 >> {empty}" in message
+    assert "--host-key-policy accept-new" in message
+    assert not empty.exists()
+
+
+def test_strict_refuses_a_changed_key_and_names_the_line(
+    settings: Callable[..., SSHSettings], tmp_path: Path, sshd: LoopbackSshd
+) -> None:
+    other = make_key(tmp_path / "other_host_key")
+    kind, blob = Path(f"{other}.pub").read_text().split()[:2]
+    wrong = tmp_path / "wrong_known_hosts"
+    wrong.write_text(f"# cluster nodes\n[127.0.0.1]:{sshd.port} {kind} {blob}\n")
+    with pytest.raises(HostKeyMismatch) as info:
+        SSHTransport("node1", settings(known_hosts=wrong)).connect()
+    message = str(info.value)
+    assert "HOST KEY CHANGED" in message and f"{wrong} line 2" in message
+    assert f"ssh-keygen -R '[127.0.0.1]:{sshd.port}' -f {wrong}" in message
+
+
+def test_accept_new_remembers_the_key_then_refuses_a_changed_one(
+    tmp_path: Path, ssh_config: Path
+) -> None:
+    path = tmp_path / "ssh" / "known_hosts"  # not there yet, nor its directory
+    with LoopbackSshd(tmp_path / "first") as first:
+        accept = SSHSettings(
+            host="127.0.0.1", port=first.port, identity_file=first.client_key, known_hosts=path,
+            connect_timeout=2.0, host_key_policy="accept-new", ssh_config=ssh_config,
+        )
+        t = SSHTransport("node1", accept)
+        assert t.run("echo in", timeout=10).stdout == "in\n"
+        t.close()
+        saved = path.read_text()
+        assert saved.startswith("|1|") and first.host_public_key in saved  # hashed, like HashKnownHosts
+        t = SSHTransport("node1", accept)  # known now: connects, adds nothing
+        t.connect()
+        t.close()
+        assert path.read_text() == saved
+        port, client_key = first.port, first.client_key
+    # The node is "reinstalled": same address, new host key.
+    with LoopbackSshd(tmp_path / "second", port=port) as second:
+        second.authorized_keys.write_text(Path(f"{client_key}.pub").read_text())
+        with pytest.raises(HostKeyMismatch, match="HOST KEY CHANGED"):
+            SSHTransport("node1", accept).connect()
+    assert path.read_text() == saved
+
+
+def test_ignore_accepts_any_key_and_saves_nothing(settings: Callable[..., SSHSettings], tmp_path: Path) -> None:
+    path = tmp_path / "never_written"
+    t = SSHTransport("node1", settings(known_hosts=path, host_key_policy="ignore"))
+    assert t.run("echo in", timeout=10).stdout == "in\n"
+    t.close()
+    assert not path.exists()
+
+
+# -- connect failures --------------------------------------------------------------------------
+
+
+def test_wrong_key_is_an_authentication_error(
+    settings: Callable[..., SSHSettings], tmp_path: Path, sshd: LoopbackSshd
+) -> None:
+    stranger = make_key(tmp_path / "id_stranger")
+    with pytest.raises(AuthenticationFailed) as info:
+        SSHTransport("node1", settings(identity_file=stranger)).connect()
+    message = str(info.value)
+    assert f"refused user {sshd.user!r} with {stranger}" in message
+    assert f"ssh-copy-id -i {stranger}.pub -p {sshd.port} {sshd.user}@127.0.0.1" in message
+
+
+def test_closed_port_is_refused_quickly(settings: Callable[..., SSHSettings]) -> None:
+    port = free_port()
+    started = time.monotonic()
+    with pytest.raises(NodeUnreachable) as info:
+        SSHTransport("node1", settings(port=port)).connect()
+    assert time.monotonic() - started < 1.0
+    assert f"cannot reach 127.0.0.1:{port}: connection refused" in str(info.value)
+    assert f"check the node is up and sshd listens on 127.0.0.1:{port}" in str(info.value)
+
+
+def test_failed_connect_is_not_retried(settings: Callable[..., SSHSettings]) -> None:
+    t = SSHTransport("node1", settings(port=free_port()))
+    with pytest.raises(NodeUnreachable):
+        t.connect()
+    with pytest.raises(NodeUnreachable, match="not retried in this run; first failure: cannot reach"):
+        t.run("true", timeout=5)
+
+
+def test_frozen_sshd_gives_up_after_connect_timeout(settings: Callable[..., SSHSettings], sshd: LoopbackSshd) -> None:
+    sshd.pause()
+    try:
+        started = time.monotonic()
+        with pytest.raises(NodeUnreachable, match="no SSH banner within 1 s"):
+            SSHTransport("node1", settings(connect_timeout=1.0)).connect()
+        assert time.monotonic() - started < 2.5
+    finally:
+        sshd.resume()
+
+
+def test_connection_lost_mid_command(tmp_path: Path, ssh_config: Path) -> None:
+    with LoopbackSshd(tmp_path / "doomed") as doomed:
+        known = tmp_path / "known_hosts"
+        known.write_text(doomed.known_hosts_line())
+        t = SSHTransport(
+            "node1",
+            SSHSettings(host="127.0.0.1", port=doomed.port, identity_file=doomed.client_key,
+                        known_hosts=known, connect_timeout=2.0, ssh_config=ssh_config),
+        )
+        t.connect()
+        errors: list[BaseException] = []
+        runner = threading.Thread(target=lambda: _capture(errors, t.run, "sleep 3", timeout=10))
+        runner.start()
+        time.sleep(0.5)
+        assert doomed.process is not None
+        # The per-connection sshd processes are children of the listener we started.
+        for pid in _children(doomed.process.pid):
+            os.kill(pid, 9)
+        runner.join(5)
+        t.close()
+    assert len(errors) == 1 and isinstance(errors[0], NodeUnreachable)
+    assert "was lost" in str(errors[0])
+
+
+def _capture(errors: list[BaseException], fn: Callable[..., object], *args: Any, **kwargs: Any) -> None:
+    try:
+        fn(*args, **kwargs)
+    except BaseException as exc:  # noqa: BLE001 - the test inspects it
+        errors.append(exc)
+
+
+def _children(ppid: int) -> list[int]:
+    found = []
+    for entry in Path("/proc").iterdir():
+        if entry.name.isdigit():
+            try:
+                if int((entry / "stat").read_text().rsplit(")", 1)[1].split()[1]) == ppid:
+                    found.append(int(entry.name))
+            except (OSError, IndexError, ValueError):
+                continue
+    return found
+
+
+# -- ssh_config and jump hosts ---------------------------------------------------------------------
+
+
+def test_ssh_config_alias_is_honoured(tmp_path: Path, sshd: LoopbackSshd, known_hosts: Path) -> None:
+    config = tmp_path / "config"
+    config.write_text(
+        f"Host gpu-alias\n  HostName 127.0.0.1\n  Port {sshd.port}\n  User {sshd.user}\n"
+        f"  IdentityFile {sshd.client_key}\n"
+    )
+    t = SSHTransport("gpu01", SSHSettings(host="gpu-alias", known_hosts=known_hosts, ssh_config=config))
+    assert t.run("echo via alias", timeout=10).stdout == "via alias\n"
+    t.close()
+
+
+def test_inventory_values_win_over_ssh_config(tmp_path: Path, sshd: LoopbackSshd, known_hosts: Path) -> None:
+    config = tmp_path / "config"
+    stranger = make_key(tmp_path / "id_stranger")
+    config.write_text(
+        f"Host 127.0.0.1\n  Port {free_port()}\n  User nobody-here\n  IdentityFile {stranger}\n  ConnectTimeout 30\n"
+    )
+    t = SSHTransport(
+        "gpu01",
+        SSHSettings(host="127.0.0.1", port=sshd.port, user=sshd.user, identity_file=sshd.client_key,
+                    known_hosts=known_hosts, ssh_config=config),
+    )
+    assert t.run("id -un", timeout=10).stdout.strip() == sshd.user
+    t.close()
+
+
+def test_jump_host(settings: Callable[..., SSHSettings], sshd: LoopbackSshd) -> None:
+    # The loopback sshd is its own bastion: client -> 127.0.0.1 -> direct-tcpip -> 127.0.0.1.
+    t = SSHTransport("node1", settings(jump=f"{sshd.user}@127.0.0.1:{sshd.port}"))
+    assert t.run("echo through the jump host", timeout=10).stdout == "through the jump host\n"
+    t.close()
+
+
+# -- the pool ----------------------------------------------------------------------------------------
+
+
+def test_pool_connects_in_parallel_and_tries_a_failed_node_once(
+    settings: Callable[..., SSHSettings], tmp_path: Path, ssh_config: Path
+) -> None:
+    frozen = LoopbackSshd(tmp_path / "frozen").start()
+    frozen.pause()
+    calls: dict[str, int] = {}
+
+    def factory(node: str) -> Transport:
+        calls[node] = calls.get(node, 0) + 1
+        if node.startswith("frozen"):
+            # Every frozen node costs a full connect timeout: one after another would take 4 s.
+            return SSHTransport(node, settings(port=frozen.port, connect_timeout=1.0))
+        return SSHTransport(node, settings())
+
+    nodes = [f"good{i}" for i in range(6)] + [f"frozen{i}" for i in range(4)]
+    pool = ConnectionPool(factory)
+    try:
+        started = time.monotonic()
+        errors = pool.connect_all(nodes)
+        assert time.monotonic() - started < 2.5
+        assert [n for n, e in errors.items() if e is None] == nodes[:6]
+        assert all(isinstance(errors[n], NodeUnreachable) for n in nodes[6:])
+        assert pool.get("good3").run("echo 3", timeout=10).stdout == "3\n"
+        started = time.monotonic()
+        with pytest.raises(NodeUnreachable, match="first failure: cannot reach .* no SSH banner"):
+            pool.get("frozen2")
+        assert time.monotonic() - started < 0.1
+        assert calls == {n: 1 for n in nodes}
+    finally:
+        pool.close_all()
+        frozen.stop()
