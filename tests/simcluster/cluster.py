@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import atexit
 import contextlib
+import fcntl
 import os
 import shutil
 import signal
@@ -47,6 +48,8 @@ REQUIRED_TOOLS = ("ip", "tc", "unshare", "nsenter", "ssh-keygen", "iperf3", "fio
 NODE_PATH = "/usr/local/bin:/usr/local/sbin:/usr/sbin:/usr/bin:/sbin:/bin"
 FIRST_HOST = 11  # node01 is .11, node02 .12, ...
 SUBNET_BASE = "10.231"
+# Serializes subnet choice across processes; /run/lock is tmpfs, so it never outlives a boot.
+LOCK_FILE = "/run/lock/pytest-fabric-simcluster.lock"
 
 # Several clusters can live in one process (a session cluster plus a test's own); the counter keeps
 # their subnet guesses apart, the probe of existing addresses keeps them apart from other processes.
@@ -154,9 +157,12 @@ class SimCluster:
         atexit.register(self.stop)
         self._atexit_registered = True
         try:
-            self.subnet_octet = self._pick_subnet()
-            self._make_files()
-            self._make_network()
+            # Held from choosing the /24 until the bridge has its address, so two clusters
+            # starting at once (xdist workers, other sessions) cannot pick the same subnet.
+            with _subnet_lock():
+                self.subnet_octet = self._pick_subnet()
+                self._make_files()
+                self._make_network()
             for node in self.nodes:
                 self._launch_sshd(node)
             for node in self.nodes:
@@ -686,6 +692,18 @@ def _sshd_config(address: str) -> str:
         "Subsystem sftp /usr/lib/openssh/sftp-server",
         "",
     ])
+
+
+@contextlib.contextmanager
+def _subnet_lock() -> Iterator[None]:
+    """An exclusive lock shared by every SimCluster on this machine."""
+    os.makedirs(os.path.dirname(LOCK_FILE), exist_ok=True)
+    with open(LOCK_FILE, "a") as handle:
+        fcntl.flock(handle, fcntl.LOCK_EX)
+        try:
+            yield
+        finally:
+            fcntl.flock(handle, fcntl.LOCK_UN)
 
 
 def _first_child(pid: int) -> int | None:
