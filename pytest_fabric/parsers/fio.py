@@ -90,17 +90,18 @@ class FioResult:
 
 
 def _aggregate(jobs: list[FioJob], direction: str) -> FioIo:
-    parts = [getattr(job, direction) for job in jobs]
+    parts: list[FioIo] = [getattr(job, direction) for job in jobs]
     active = [p for p in parts if p.active]
     if not active:
         return _EMPTY_IO
     total_ios = sum(p.total_ios or 0 for p in active)
 
     def weighted(name: str) -> float | None:
-        values = [(getattr(p, name), p.total_ios or 0) for p in active]
-        if any(v is None for v, _ in values) or total_ios == 0:
+        values: list[tuple[float | None, int]] = [(getattr(p, name), p.total_ios or 0) for p in active]
+        known = [(v, w) for v, w in values if v is not None]
+        if len(known) != len(values) or total_ios == 0:
             return None
-        return sum(v * w for v, w in values) / total_ios
+        return float(sum(v * w for v, w in known)) / total_ios
 
     runtimes = [p.runtime_ms for p in active if p.runtime_ms is not None]
     mins = [p.lat_min_ns for p in active if p.lat_min_ns is not None]
