@@ -22,6 +22,7 @@ import hashlib
 import os
 import platform
 import time
+from collections import Counter
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
@@ -30,7 +31,7 @@ import pytest
 
 from ..runinfo import RunInfo, get_run_info, utc_now
 from .collect import CHECKS_KEY, is_controller, record_of
-from .summary import outcome_counts, run_verdict, tool_versions
+from .summary import OUTCOMES, outcome_counts, tool_versions
 from .verify import canonical_json
 
 __all__ = ["SCHEMA_VERSION", "RecordWriter", "WRITER_KEY", "build_run"]
@@ -53,8 +54,14 @@ def pytest_addoption(parser: pytest.Parser) -> None:
 def build_run(
     info: RunInfo, checks: Sequence[dict[str, Any]], *, status: str, compared_with: str | None = None,
     evidence_dir: str | None = None, finished: str | None = None,
+    counts: dict[str, int] | None = None, tools: dict[str, list[str]] | None = None,
 ) -> dict[str, Any]:
-    """The ``run`` object: what was tested against what, when, with which versions, and the verdict."""
+    """The ``run`` object: what was tested against what, when, with which versions, and the verdict.
+
+    ``counts`` and ``tools``, when given, stand for ``outcome_counts(checks)`` and
+    ``tool_versions(checks)`` (the writer keeps them as running tallies).
+    """
+    counts = counts if counts is not None else outcome_counts(checks)
     return {
         "schema_version": SCHEMA_VERSION,
         "cluster": info.cluster_name,
@@ -71,66 +78,93 @@ def build_run(
         "started": info.started,
         "finished": finished or info.finished,
         "status": status,
-        "verdict": run_verdict(checks),
-        "counts": outcome_counts(checks),
+        "verdict": "reject" if counts.get("failed") or counts.get("error") else "accept",
+        "counts": counts,
         "pytest_fabric_version": info.pytest_fabric_version,
         "pytest_version": pytest.__version__,
         "python_version": platform.python_version(),
         "controller": info.controller,
-        "tool_versions": tool_versions(checks),
+        "tool_versions": tools if tools is not None else tool_versions(checks),
         "compared_with": compared_with,
         "evidence_dir": evidence_dir,
     }
 
 
 class RecordWriter:
-    """Keeps each check's canonical JSON and rewrites the record file from those pieces."""
+    """Keeps each check's canonical JSON and rewrites the record file from those pieces.
 
-    def __init__(self, path: Path, info: RunInfo, config: pytest.Config) -> None:
+    Knows nothing of pytest, so it can be driven (and timed) directly.  What a
+    rewrite costs grows with the record only by a ``writelines`` of the stored
+    pieces: the hash of the checks is kept running (``hashlib`` objects copy),
+    and the counts and tool versions the ``run`` object shows are kept as tallies.
+    """
+
+    def __init__(self, path: Path, info: RunInfo, *, compared_with: str | None = None,
+                 evidence_dir: str | None = None, min_interval_s: float = MIN_INTERVAL_S) -> None:
         self.path = path
         self.info = info
-        self.config = config
-        self._pieces: dict[str, str] = {}  # nodeid -> canonical JSON of the check
+        self.compared_with = compared_with
+        self.evidence_dir = evidence_dir
+        self.min_interval_s = min_interval_s
+        self._pieces: dict[str, bytes] = {}  # nodeid -> canonical JSON of the check
+        self._outcomes: dict[str, str] = {}  # nodeid -> outcome, to undo a replaced check's tally
+        self._counts: Counter[str] = Counter(dict.fromkeys(OUTCOMES, 0))
+        self._tools: dict[str, set[str]] = {}  # versions only grow: a replaced check keeps its versions
+        self._hasher = hashlib.sha256(b'{"checks":[')
         self._last_write = 0.0
-        self._dirty = False
-
-    def _run(self, status: str, finished: str | None = None) -> dict[str, Any]:
-        cmp = self.config.getoption("compare", None)
-        ev = self.config.getoption("evidence_dir", None)
-        return build_run(
-            self.info, list(self.config.stash.get(CHECKS_KEY, {}).values()), status=status,
-            compared_with=str(cmp) if cmp else None, evidence_dir=str(ev) if ev else None, finished=finished,
-        )
+        self.writes = 0
 
     def add(self, nodeid: str, check: dict[str, Any]) -> None:
-        """Take in one check; rewrite the file unless the last rewrite was a moment ago."""
-        self._pieces.pop(nodeid, None)
-        self._pieces[nodeid] = canonical_json(check)
-        self._dirty = True
-        if time.monotonic() - self._last_write >= MIN_INTERVAL_S:
+        """Take in one check (a re-reported test replaces its earlier record); rewrite unless just written."""
+        piece = canonical_json(check).encode("ascii")
+        replaced = self._pieces.pop(nodeid, None) is not None
+        if replaced:
+            self._counts[self._outcomes.pop(nodeid)] -= 1
+        self._pieces[nodeid] = piece
+        self._outcomes[nodeid] = outcome = str(check.get("outcome"))
+        self._counts[outcome] += 1
+        for tool, versions in tool_versions([check]).items():
+            self._tools.setdefault(tool, set()).update(versions)
+        if replaced:  # rare (a teardown error after a recorded call): start the running hash over
+            self._hasher = hashlib.sha256(b'{"checks":[' + b",".join(self._pieces.values()))
+        else:
+            self._hasher.update((b"," if len(self._pieces) > 1 else b"") + piece)
+        if time.monotonic() - self._last_write >= self.min_interval_s:
             self.write("running")
+
+    def write(self, status: str, finished: str | None = None) -> None:
+        """Write the record now: canonical pieces, sealed with the sha256, replaced atomically."""
+        run = canonical_json(build_run(
+            self.info, (), status=status, compared_with=self.compared_with, evidence_dir=self.evidence_dir,
+            finished=finished, counts=dict(self._counts), tools={t: sorted(v) for t, v in sorted(self._tools.items())},
+        )).encode("ascii")
+        # The hash is over canonical_json({"checks": [...], "run": {...}}) byte for byte (keys sorted,
+        # compact), so verify.record_sha256 of the loaded file reproduces it.
+        hasher = self._hasher.copy()
+        hasher.update(b'],"run":' + run + b"}")
+        tmp = self.path.with_name(f".{self.path.name}.{os.getpid()}.tmp")
+        with open(tmp, "wb") as f:
+            # One check per line: still one valid JSON document, and diffable and greppable.
+            f.write(b'{"run":' + run + b',\n"checks":[\n')
+            f.write(b",\n".join(self._pieces.values()))
+            f.write(b'\n],\n"sha256":"' + hasher.hexdigest().encode("ascii") + b'"}\n')
+        os.replace(tmp, self.path)
+        self._last_write = time.monotonic()
+        self.writes += 1
+
+
+class _JsonPlugin:
+    """Feeds the writer the checks the collector stored, as they arrive."""
+
+    def __init__(self, config: pytest.Config, writer: RecordWriter) -> None:
+        self.config = config
+        self.writer = writer
 
     @pytest.hookimpl(trylast=True)  # after the collector stored the check
     def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
         check = self.config.stash.get(CHECKS_KEY, {}).get(report.nodeid)
         if check is not None and record_of(report) is not None:
-            self.add(report.nodeid, check)
-
-    def write(self, status: str, finished: str | None = None) -> None:
-        """Write the record now: canonical pieces joined, sealed with the sha256, replaced atomically."""
-        run = canonical_json(self._run(status, finished))
-        pieces = list(self._pieces.values())
-        # Byte for byte what canonical_json({"checks": ..., "run": ...}) gives (keys sorted, compact),
-        # so verify.record_sha256 of the loaded file reproduces this hash.
-        body = '{"checks":[' + ",".join(pieces) + '],"run":' + run + "}"
-        digest = hashlib.sha256(body.encode("ascii")).hexdigest()
-        # One check per line: still one valid JSON document, and diffable and greppable.
-        text = '{"run":' + run + ',\n"checks":[\n' + ",\n".join(pieces) + '\n],\n"sha256":"' + digest + '"}\n'
-        tmp = self.path.with_name(f".{self.path.name}.{os.getpid()}.tmp")
-        tmp.write_text(text, encoding="ascii")
-        os.replace(tmp, self.path)
-        self._last_write = time.monotonic()
-        self._dirty = False
+            self.writer.add(report.nodeid, check)
 
 
 WRITER_KEY = pytest.StashKey[RecordWriter]()
@@ -145,9 +179,10 @@ def pytest_sessionstart(session: pytest.Session) -> None:
         return
     target = Path(path).expanduser().resolve()
     target.parent.mkdir(parents=True, exist_ok=True)
-    writer = RecordWriter(target, info, config)
+    cmp, ev = config.getoption("compare", None), config.getoption("evidence_dir", None)
+    writer = RecordWriter(target, info, compared_with=str(cmp) if cmp else None, evidence_dir=str(ev) if ev else None)
     config.stash[WRITER_KEY] = writer
-    config.pluginmanager.register(writer, "fabric-report-json")
+    config.pluginmanager.register(_JsonPlugin(config, writer), "fabric-report-json")
     writer.write("running")  # a record exists from the start, even if the first check never ends
 
 

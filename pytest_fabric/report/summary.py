@@ -178,10 +178,9 @@ def format_number(v: float | int) -> str:
     if isinstance(v, int) or float(v).is_integer():
         return str(int(v))
     a = abs(v)
-    if a >= 100:
-        return f"{v:.1f}"
     if a >= 1:
-        return f"{v:.2f}"
+        text = f"{v:.1f}" if a >= 100 else f"{v:.2f}"
+        return text.rstrip("0").rstrip(".")  # 2.5 us as the profile wrote it, not 2.50
     return f"{v:.3g}"
 
 

@@ -15,7 +15,8 @@ import json
 from pathlib import Path
 from typing import Any
 
-from ..record import CheckRecord, EvidenceItem
+from ..record import CheckRecord, evidence_from_results
+from ..transport.base import CommandResult
 from ..runinfo import RunInfo
 
 __all__ = ["make_check", "sample_cluster", "sample_run_info", "write_fake_project"]
@@ -44,18 +45,13 @@ def make_check(
     extra: dict[str, Any] | None = None,
 ) -> dict[str, Any]:
     """A record dict as the core makes it (``CheckRecord.to_dict()``); margin from value and expected."""
-    import hashlib
-
     margin = None
     if isinstance(value, (int, float)) and isinstance(expected, (int, float)) and expected:
         margin = round((value - expected) / expected if op == ">=" else (expected - value) / expected, 6)
     if nodes is None:
         nodes = subject.split(":")[0].split("<->")
-    items = [
-        EvidenceItem(node, cmd, rc, 1.25, out, "", hashlib.sha256(out.encode()).hexdigest(),
-                     hashlib.sha256(b"").hexdigest())
-        for node, cmd, rc, out in (evidence or [])
-    ]
+    # Through the core's own function, so outputs are cut to their tail exactly as in a real run.
+    items = evidence_from_results([CommandResult(node, cmd, rc, out, "", 1.25) for node, cmd, rc, out in evidence or []])
     name = check + "[" + subject + "]"
     return CheckRecord(
         nodeid=f"conformance/{layer or _LAYER.get(check, 'inter_node')}/test_{check}.py::test_{name}",
