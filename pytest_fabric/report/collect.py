@@ -23,7 +23,7 @@ import pytest
 
 from ..record import REPORT_ATTRIBUTE
 from ..runinfo import get_run_info
-from . import compare
+from .compare import annotate
 from .evidence import EVIDENCE_DIR_KEY, slim_evidence
 
 __all__ = ["CHECKS_KEY", "get_checks", "is_controller", "json_safe", "record_of"]
@@ -77,7 +77,7 @@ class Collector:
         base = Path(json_path).expanduser().resolve().parent if json_path else Path.cwd()
         check["evidence"] = slim_evidence(rec.get("evidence") or [], self.config.stash.get(EVIDENCE_DIR_KEY, None), base)
         check["evidence"] = json_safe(check["evidence"])
-        compare.annotate(self.config, check)
+        annotate(self.config, check)
         store = self.config.stash[CHECKS_KEY]
         store.pop(report.nodeid, None)  # re-reported: move to the end, where it now arrived
         store[report.nodeid] = check

@@ -22,7 +22,8 @@ from typing import Any
 import pytest
 
 from ..runinfo import get_run_info, utc_now
-from . import compare, page
+from . import page
+from .compare import summary_line
 from .collect import CHECKS_KEY, get_checks, is_controller, record_of
 
 __all__ = ["FabricHtml"]
@@ -85,7 +86,7 @@ class FabricHtml:
         prefix.extend([
             page.STYLE,
             page.verdict_banner(info, checks, status),
-            page.run_table(info, checks, finished, compare.summary_line(self.config, checks)),
+            page.run_table(info, checks, finished, summary_line(self.config, checks)),
         ])
         postfix.extend([page.layer_tables(checks), page.node_table(info, checks), page.heatmaps_html(info, checks)])
 

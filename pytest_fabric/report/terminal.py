@@ -17,7 +17,7 @@ from typing import Any
 import pytest
 
 from ..runinfo import get_run_info
-from . import compare
+from .compare import summary_line
 from .collect import get_checks, is_controller
 from .summary import format_expected, format_margin, format_quantity, outcome_counts, run_verdict, worst_per_layer
 
@@ -62,7 +62,7 @@ def pytest_terminal_summary(terminalreporter: Any, exitstatus: int, config: pyte
             tr.write_line("  " + problem_line(c), red=True)
     for c in (c for c in checks if c.get("outcome") == "waived"):
         tr.write_line(f"waived: {c.get('check')} {c.get('subject')} ({c.get('waiver')})", yellow=True)
-    line = compare.summary_line(config, checks)
+    line = summary_line(config, checks)
     if line:
         tr.write_line(line)
     json_path = config.getoption("conformance_json", None)

@@ -1,0 +1,182 @@
+"""The report modules driven through pytest's command line, with a stand-in for the plugin core.
+
+``pytest_fabric.report.testing.write_fake_project`` writes a conftest that does
+what the core does for reporting (run info in the stash, a record on each test
+report) and one test per record; these tests run it with pytester and read
+back the terminal output, the JSON record, the HTML page and the JUnit XML.
+"""
+
+from __future__ import annotations
+
+import html
+import json
+import re
+import xml.etree.ElementTree as ET
+from importlib import resources
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from pytest_fabric.report.testing import make_check, sample_cluster, write_fake_project
+from pytest_fabric.report.verify import verify_file
+
+# Dependencies first: a plugin module imported by another before its own -p cannot be assert-rewritten.
+REPORT_PLUGINS = ["evidence", "compare", "collect", "record_json", "terminal", "html", "junit"]
+PLUGIN_ARGS = [arg for m in REPORT_PLUGINS for arg in ("-p", f"pytest_fabric.report.{m}")]
+EVIL = '<script>alert("x")</script>'
+
+
+def _project(pytester: pytest.Pytester, n: int = 4, **kw: Any) -> list[dict[str, Any]]:
+    info, checks = sample_cluster(n, **kw)
+    checks.append(make_check("gpu_count", f"{EVIL}", "failed", value=7, expected=8, nodes=["node01"],
+                             message=f"gpu_count on {EVIL}: 7, expected 8", layer="intra_node",
+                             evidence=[("node01", "nvidia-smi -L", 0, f"GPU 0: {EVIL}\nEvil line\n")]))
+    write_fake_project(pytester.path, info, checks)
+    return checks
+
+
+def _blob(page: str) -> dict[str, Any]:
+    """pytest-html's per-test data: JSON, HTML-escaped into an attribute."""
+    m = re.search(r'data-jsonblob="([^"]*)"', page)
+    assert m
+    return json.loads(html.unescape(m.group(1)))
+
+
+def test_outputs_of_a_rejected_run(pytester: pytest.Pytester) -> None:
+    checks = _project(pytester)
+    result = pytester.runpytest(*PLUGIN_ARGS, "--html=report.html", "--self-contained-html",
+                                "--conformance-json=out/record.json", "--junitxml=junit.xml", "--evidence-dir=out/ev")
+    result.assert_outcomes(passed=7, failed=3, skipped=1, xfailed=1, errors=4)
+
+    # Terminal: worst checks per layer, errors with their cause, and the verdict line last of ours.
+    result.stdout.fnmatch_lines([
+        "*= fabric conformance: demo-pod vs hdr200 =*",
+        "intra_node:",
+        "  FAILED gpu_count <script>*: 7, expected >= 8 (-12.5%)",
+        "  ERROR  nvlink_bandwidth node04: node04 unreachable: ssh node04 true: connection refused; check sshd*",
+        "inter_node:",
+        "  FAILED tcp_throughput node01<->node03: 120.5 Gb/s, expected >= 180 Gb/s (-33.1%)",
+        "*ERROR  tcp_throughput node03<->node04: node04 unreachable*",
+        "waived: port_rate node03:mlx5_0/1 (cable swap scheduled, ticket OPS-1234)",
+        "conformance record: out/record.json",
+        "REJECT: 3 failed, 4 errored (7 passed, 1 waived, 1 skipped; 16 checks on 4 nodes)",
+    ])
+
+    # JSON record: schema, seal, evidence files, verdict.
+    record = json.loads((pytester.path / "out/record.json").read_text())
+    jsonschema = pytest.importorskip("jsonschema")
+    jsonschema.validate(record, json.loads(resources.files("pytest_fabric.report").joinpath("record.schema.json").read_text()))
+    assert verify_file(pytester.path / "out/record.json") == (True, [])
+    assert record["run"]["verdict"] == "reject" and record["run"]["status"] == "complete"
+    assert record["run"]["counts"] == {"passed": 7, "failed": 3, "error": 4, "waived": 1, "skipped": 1}
+    assert len(record["checks"]) == len(checks)
+    by_subject = {c["subject"]: c for c in record["checks"]}
+    assert by_subject["node01<->node04"]["outcome"] == "error"
+    assert by_subject["node03:mlx5_0/1"]["outcome"] == "waived"
+    ev = by_subject[EVIL]["evidence"][0]
+    assert (pytester.path / "out" / ev["stdout_file"]).read_text() == f"GPU 0: {EVIL}\nEvil line\n"
+
+    # JUnit: the run-level verdict on the testsuite, beside pytest's own testcases.
+    suite = ET.parse(pytester.path / "junit.xml").getroot().find("testsuite")
+    assert suite is not None
+    props = {p.get("name"): p.get("value") for p in suite.iter("property")}
+    assert props["fabric_verdict"] == "reject" and props["fabric_failed"] == "3" and props["fabric_nodes"] == "4"
+    assert props["fabric_profile_sha256"] == "ab" * 32
+
+    # HTML: verdict on top, columns, tables, heatmaps, evidence; everything escaped.
+    page = (pytester.path / "report.html").read_text()
+    assert "<title id=\"head-title\">Fabric conformance: demo-pod vs hdr200</title>" in page
+    assert re.search(r'<div class="fabric-verdict reject" id="fabric-verdict">REJECT<small>3 failed, 4 errored', page)
+    for col in ("layer", "check", "subject", "measured", "expected", "margin", "outcome"):
+        assert f'<th class="sortable" data-column-type="{col}">' in page
+    assert 'id="fabric-nodes"' in page and "node fault" in page and "cable swap scheduled" in page
+    assert "<svg" in page and "fabric-cell-failed" in page and "tcp_throughput (Gb/s): node x node" in page
+    assert "GPU pairs within each node" in page and "iperf3 3.12" in page and "abababab" in page
+    assert "<script>alert" not in page
+    tests = _blob(page)["tests"]
+    row = tests[next(k for k in tests if k.endswith("test_check[6]"))][0]
+    assert '<td class="col-subject">node01&lt;-&gt;node03</td>' in row["resultsTableRow"]
+    assert "<span class=\"fabric-sortkey\">" in row["margin"]
+    evidence = next(e["content"] for e in row["extras"] if e["format_type"] == "html")
+    assert "iperf3 -c node03 -P 8 -t 10 -J" in evidence and "&lt;server output &amp; stuff&gt;" in evidence
+    assert "vendor datasheet" in evidence and "inter_node.tcp_throughput.min" in evidence
+    evil_row = tests[next(k for k in tests if k.endswith(f"test_check[{len(checks) - 1}]"))][0]
+    evil_html = "".join(evil_row["resultsTableRow"]) + "".join(e["content"] for e in evil_row["extras"])
+    assert "<script>" not in evil_html and "&lt;script&gt;" in evil_html
+
+
+def test_accept_and_waiver(pytester: pytest.Pytester) -> None:
+    info, checks = sample_cluster(3, slow=None, down=None)
+    checks.append(make_check("port_rate", "node02:mlx5_0/1", "waived", value=100, unit="Gb/s", expected=200,
+                             waiver="known slow cable"))
+    write_fake_project(pytester.path, info, checks)
+    result = pytester.runpytest(*PLUGIN_ARGS, "--conformance-json=r.json", "--html=r.html")
+    result.stdout.fnmatch_lines(["waived: port_rate node02:mlx5_0/1 (known slow cable)",
+                                 "ACCEPT: 0 failed, 0 errored (*1 waived*)"])
+    assert json.loads((pytester.path / "r.json").read_text())["run"]["verdict"] == "accept"
+    assert 'class="fabric-verdict accept"' in (pytester.path / "r.html").read_text()
+
+
+def test_without_cluster_nothing_happens(pytester: pytest.Pytester) -> None:
+    info, checks = sample_cluster(2)
+    write_fake_project(pytester.path, info, checks)
+    conftest = pytester.path / "conftest.py"
+    conftest.write_text(conftest.read_text().replace("config.stash[RUN_INFO_KEY] = RunInfo(**RUN)", "pass"))
+    result = pytester.runpytest(*PLUGIN_ARGS, "--conformance-json=r.json", "--html=r.html", "--junitxml=j.xml")
+    assert "fabric conformance" not in result.stdout.str()
+    assert not (pytester.path / "r.json").exists()
+    page = (pytester.path / "r.html").read_text()
+    assert "fabric-verdict" not in page and 'data-column-type="layer"' not in page
+    assert "fabric_verdict" not in (pytester.path / "j.xml").read_text()
+
+
+def test_compare_with_previous_record(pytester: pytest.Pytester) -> None:
+    info, good = sample_cluster(4, slow=None, down=None)
+    write_fake_project(pytester.path, info, good)
+    pytester.runpytest(*PLUGIN_ARGS, "--conformance-json=prev.json").assert_outcomes(passed=len(good) - 1, skipped=1)
+    _, now = sample_cluster(4, slow="node03", down=None)
+    write_fake_project(pytester.path, info, now)
+    result = pytester.runpytest(*PLUGIN_ARGS, "--compare=prev.json", "--conformance-json=now.json", "--html=r.html")
+    # 3 tcp pairs with node03 newly failing; 3 latency pairs with node03 got worse; the waived port check is new.
+    result.stdout.fnmatch_lines(["compared with prev.json: 3 regressed, 3 newly failing, 11 unchanged, 1 new",
+                                 "REJECT: 3 failed, 0 errored*"])
+    record = json.loads((pytester.path / "now.json").read_text())
+    assert record["run"]["compared_with"] == "prev.json"
+    tcp = next(c for c in record["checks"] if c["subject"] == "node01<->node03" and c["check"] == "tcp_throughput")
+    assert tcp["previous"]["text"] == "newly failing (was passed): was 191.2 Gb/s, now 120.5 Gb/s (-37.0%)"
+    page = (pytester.path / "r.html").read_text()
+    assert 'data-column-type="change"' in page and "was 191.2 Gb/s, now 120.5 Gb/s (-37.0%)" in page
+
+
+def test_bad_previous_record_is_a_usage_error(pytester: pytest.Pytester) -> None:
+    info, checks = sample_cluster(2)
+    write_fake_project(pytester.path, info, checks)
+    (pytester.path / "prev.json").write_text("{not json")
+    result = pytester.runpytest(*PLUGIN_ARGS, "--compare=prev.json")
+    result.stderr.fnmatch_lines(["*--compare prev.json: not a readable pytest-fabric record*"])
+
+
+def test_interrupted_run_leaves_a_valid_record(pytester: pytest.Pytester) -> None:
+    checks = _project(pytester)
+    pytester.makepyfile(test_zz_interrupt="def test_stop():\n    raise KeyboardInterrupt\n")
+    # In a subprocess: in-process, the KeyboardInterrupt would stop this test session too.
+    pytester.runpytest_subprocess(*PLUGIN_ARGS, "--conformance-json=r.json")
+    record = json.loads((pytester.path / "r.json").read_text())
+    assert record["run"]["status"] == "interrupted" and len(record["checks"]) == len(checks)
+    assert verify_file(pytester.path / "r.json")[0]
+
+
+def test_xdist_controller_writes_everything_once(pytester: pytest.Pytester) -> None:
+    pytest.importorskip("xdist")
+    checks = _project(pytester)
+    result = pytester.runpytest_subprocess(*PLUGIN_ARGS, "-n", "2", "--conformance-json=r.json", "--html=r.html",
+                                           "--evidence-dir=ev")
+    result.assert_outcomes(passed=7, failed=3, skipped=1, xfailed=1, errors=4)
+    record = json.loads((pytester.path / "r.json").read_text())
+    assert sorted(c["subject"] for c in record["checks"]) == sorted(c["subject"] for c in checks)
+    assert verify_file(pytester.path / "r.json") == (True, [])
+    assert [p.name for p in pytester.path.glob(".*tmp")] == []
+    page = (pytester.path / "r.html").read_text()
+    assert page.count('class="fabric-verdict reject"') == 1 and "iperf3 -c node03" in page
+    result.stdout.fnmatch_lines(["REJECT: 3 failed, 4 errored*"])
