@@ -25,6 +25,7 @@ __all__ = [
 ]
 
 Check = Mapping[str, Any]
+PROBLEM_LIMIT = 25  # rows of failed/errored/waived checks shown per layer before "and N more"
 FULL_TABLE_LIMIT = 2000  # rows per layer in the "all checks" table; the results table has the rest
 
 STYLE = """<style>
@@ -136,7 +137,11 @@ def layer_tables(checks: Sequence[Check]) -> str:
         out.append(f'<h3 id="fabric-layer-{_e(layer)}">{_e(layer)}: {_e(summary)}</h3>')
         problems = [c for c in mine if c.get("outcome") in ("failed", "error", "waived")]
         if problems:
-            out.append(f'<table class="fabric-table fabric-problems">{head}{_check_rows(problems, with_change)}</table>')
+            out.append(f'<table class="fabric-table fabric-problems">{head}'
+                       f'{_check_rows(problems[:PROBLEM_LIMIT], with_change)}</table>')
+            if len(problems) > PROBLEM_LIMIT:
+                out.append(f'<p class="fabric-note">and {len(problems) - PROBLEM_LIMIT} more problems: '
+                           "see all checks below, or the nodes table (one node down errs every pair it is in)</p>")
         shown = mine[:FULL_TABLE_LIMIT]
         more = f" (first {FULL_TABLE_LIMIT}; the results table below has all)" if len(mine) > len(shown) else ""
         out.append(f'<details class="fabric-all"><summary>all {len(mine)} {_e(layer)} checks{more}</summary>'
@@ -159,8 +164,7 @@ def node_table(info: RunInfo, checks: Sequence[Check]) -> str:
             attribution += f" {_e(a['message'])}"
         if a.get("bad_peers"):
             attribution += f" <small>(bad peers: {_e(', '.join(map(str, a['bad_peers'])))})</small>"
-        first = (r.errored or r.failed or [None])[0]
-        cause = _e(first.get("message")) if first else ""
+        cause = _problems(r.node, r.failed + r.errored)
         body.append(
             f"<tr><td>{_e(r.node)}</td><td>{_e(r.labels.get('leaf', ''))}</td><td class=\"num\">{r.checks}</td>"
             f'<td class="num">{len(r.failed)}</td><td class="num">{len(r.errored)}</td><td class="num">{r.waived}</td>'
@@ -169,8 +173,24 @@ def node_table(info: RunInfo, checks: Sequence[Check]) -> str:
     return (
         '<div class="fabric-section" id="fabric-nodes"><h2>Nodes</h2>'
         '<table class="fabric-table"><tr><th>Node</th><th>Leaf</th><th>Checks</th><th>Failed</th><th>Errored</th>'
-        "<th>Waived</th><th>Attribution</th><th>First problem</th></tr>" + "".join(body) + "</table></div>"
+        "<th>Waived</th><th>Attribution</th><th>Problems</th></tr>" + "".join(body) + "</table></div>"
     )
+
+
+def _problems(node: str, checks: Sequence[Check], limit: int = 3) -> str:
+    """A node's own problems with their message, then pair problems as the peer's name."""
+    own = [c for c in checks if len(c.get("nodes") or []) < 2]
+    pairs = [c for c in checks if len(c.get("nodes") or []) >= 2]
+    parts = [f"{_e(c.get('check'))} {_e(c.get('subject'))}: {_e(c.get('message'))}" for c in own[:limit]]
+    by_check: dict[str, list[str]] = {}
+    for c in pairs:
+        peers = [n for n in c.get("nodes") or [] if n != node]
+        by_check.setdefault(f"{c.get('check')} {c.get('outcome')}", []).extend(peers)
+    for what, peers in by_check.items():
+        shown = ", ".join(peers[:6]) + (f" +{len(peers) - 6} more" if len(peers) > 6 else "")
+        parts.append(f"{_e(what)} with {_e(shown)}")
+    more = len(own) - limit
+    return "<br>".join(parts) + (f"<br>+{more} more" if more > 0 else "")
 
 
 def heatmaps_html(info: RunInfo, checks: Sequence[Check]) -> str:
@@ -182,7 +202,7 @@ def heatmaps_html(info: RunInfo, checks: Sequence[Check]) -> str:
                    "and the expectation. Red outline and hatching: the pair failed; dark grey: it could not be measured.</p>")
     for check, grid, svg in maps:
         note = f'<p class="fabric-note">{_e(grid.note)}</p>' if grid.note else ""
-        out.append(f'<div class="fabric-map" data-check="{_e(check)}"><h3>{_e(check)}</h3>{note}{svg}</div>')
+        out.append(f'<div class="fabric-map" data-check="{_e(check)}">{note}{svg}</div>')
     matrices = matrix_heatmaps(checks)
     if matrices:
         failing = [m for m in matrices if any(cell.failed for cell in m[1].cells.values())]
