@@ -203,6 +203,36 @@ class Outlier(CheckSpec):
     max_below_median: QuantityField | None = None
 
 
+class LatencyOutlier(CheckSpec):
+    """Latency that differs between node pairs: a pair this far above the median is a finding."""
+
+    BOUNDS = _bounds(("max_above_median", Op.MAX, Dimension.PERCENT),)
+    SCALAR_FIELD = "max_above_median"
+    max_above_median: QuantityField | None = None
+
+
+class Share(CheckSpec):
+    """A ratio that must stay high: all ports at once vs one port times N, all pairs vs alone, N nodes vs 2."""
+
+    BOUNDS = _bounds(("min", Op.MIN, Dimension.PERCENT),)
+    min: QuantityField | None = None
+
+
+class Attribution(CheckSpec):
+    """Blame bad pairs on nodes or on links; ``retest`` re-measures suspects against known-good nodes."""
+
+    check: Literal["rdma_bandwidth", "tcp_throughput"] | None = None  # default: rdma_bandwidth if set, else tcp
+    retest: bool = True
+    node_fault_share: QuantityField = Field(default_factory=lambda: parse_quantity("50%"))
+
+    @model_validator(mode="after")
+    def _dimensions(self) -> CheckSpec:
+        return self
+
+    def bounds(self) -> list[tuple[str, Op, Quantity | str | int | bool]]:
+        return [("verdict", Op.EQUAL, "ok")]
+
+
 class Roce(CheckSpec):
     pfc_priorities: list[int] = Field(default_factory=list)
     ecn: bool | None = None
@@ -210,10 +240,22 @@ class Roce(CheckSpec):
 
     @model_validator(mode="after")
     def _dimensions(self) -> CheckSpec:
+        if not self.pfc_priorities and self.ecn is None and self.trust is None:
+            raise ValueError("give pfc_priorities, ecn or trust")
+        for priority in self.pfc_priorities:
+            if not 0 <= priority <= 7:
+                raise ValueError(f"pfc_priorities: {priority} is not a priority 0-7")
         return self
 
     def bounds(self) -> list[tuple[str, Op, Quantity | str | int | bool]]:
-        return []
+        out: list[tuple[str, Op, Quantity | str | int | bool]] = []
+        if self.trust is not None:
+            out.append(("trust", Op.EQUAL, self.trust))
+        if self.pfc_priorities:
+            out.append(("pfc_priorities", Op.EQUAL, ",".join(str(p) for p in sorted(self.pfc_priorities))))
+        if self.ecn is not None:
+            out.append(("ecn", Op.EQUAL, "on" if self.ecn else "off"))
+        return out
 
 
 # ---------------------------------------------------------------------------
@@ -239,6 +281,7 @@ class IntraNode(_Section):
 class InterNode(_Section):
     link_layer: Text | None = None
     ports: Count | None = None
+    port_state: Text | None = None
     port_rate: PortRate | None = None
     mtu: Mtu | None = None
     error_counters: ErrorCounters | None = None
@@ -247,6 +290,11 @@ class InterNode(_Section):
     tcp_throughput: TcpThroughput | None = None
     nccl_allreduce: NcclBandwidth | None = None
     outlier: Outlier | None = None
+    latency_outlier: LatencyOutlier | None = None
+    aggregate_rdma_bandwidth: Share | None = None
+    oversubscription: Share | None = None
+    scaling_efficiency: Share | None = None
+    attribution: Attribution | None = None
     roce: Roce | None = None
     pairs: str = "all"
 

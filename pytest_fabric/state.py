@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import pytest
 
@@ -29,6 +29,12 @@ class FabricState:
     rounds: RoundCache = field(default_factory=RoundCache)
     #: pair ids selected for each check after -k/-m deselection: a round measures only these
     selected_pairs: dict[str, set[str]] = field(default_factory=dict)
+    #: per node: the RDMA ports it reports, listed once per run
+    ports: dict[str, Any] = field(default_factory=dict)
+    #: (node, device, port) -> error counters read before any traffic of this run
+    counter_baseline: dict[tuple[str, str, int], dict[str, int]] = field(default_factory=dict)
+    #: results computed once per run for the whole cluster (attribution, scaling, ...)
+    cluster_results: dict[str, Any] = field(default_factory=dict)
 
 
 @dataclass(frozen=True)

@@ -54,6 +54,8 @@ class Measurement:
     line_rate: Quantity | None = None  # the port rate the link reports, for '% line' floors
     evidence: tuple[CommandResult, ...] = ()
     samples: tuple[Quantity, ...] = ()
+    #: a value per named bound when one measurement answers several (rdma_latency: max and p99)
+    bounds: dict[str, Quantity | str | int | bool] = field(default_factory=dict)
     #: set when the subject the profile expects is not there (a mount not mounted,
     #: a name that does not resolve): the check fails with this reason
     missing: str | None = None
@@ -124,7 +126,7 @@ def judge(subject: str, measurement: Measurement, expectation: Expectation) -> V
         expected = expected.of(measurement.line_rate)
 
     unit = display_unit(expectation)
-    got = measurement.value
+    got = measurement.bounds.get(expectation.key.rsplit(".", 1)[-1], measurement.value)
     margin: Decimal | None = None
     if expectation.op in (Op.MIN, Op.MAX):
         if not isinstance(got, Quantity) or not isinstance(expected, Quantity):

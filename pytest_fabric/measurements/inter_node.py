@@ -1,21 +1,123 @@
-"""Inter-node measurements: TCP throughput between pairs, MTU per node."""
+"""Inter-node measurements: ports, links, pair traffic (TCP, RDMA, NCCL) and whole-fabric checks.
+
+Pair measurements go through the run's :class:`~pytest_fabric.probes.rounds.RoundCache`:
+the first pair test of a round measures every selected pair of that round at
+once, and the consistency, attribution and aggregate checks reuse those results
+instead of measuring again.
+"""
 
 from __future__ import annotations
 
+import math
+from concurrent.futures import ThreadPoolExecutor
 from typing import Any, Callable
 
 import pytest
 
-from ..cluster import NodeHandle, NodePair
-from ..probes import netdev, tcp
-from ..state import get_state
-from ..verdict import Measurement
+from .. import attribution as attribution_rules
+from .. import consistency
+from ..cluster import Cluster, NodeHandle, NodePair
+from ..fixtures import HcaHandle
+from ..probes import nccl, netdev, qos, rdma, tcp
+from ..probes.base import MeasurementError
+from ..state import CHECK_KEY, FabricState, get_state
+from ..units import Quantity, parse_quantity
+from ..verdict import Measurement, judge as judge_measurement
+
+PAIR_CHECKS = ("rdma_bandwidth", "rdma_latency", "tcp_throughput", "nccl_allreduce", "aggregate_rdma_bandwidth")
+# Each pair check gets its own port range so that a server left by one check can
+# never be mistaken for another's; pairs of one round get consecutive ports.
+BASE_PORT = {
+    "rdma_bandwidth": 18515,
+    "rdma_latency": 18715,
+    "aggregate_rdma_bandwidth": 18915,
+    "oversubscription": 19115,
+    "tcp_throughput": 5201,
+}
 
 
-def _round_pairs(request: pytest.FixtureRequest, check: str, pair: NodePair) -> list[NodePair]:
-    """The selected pairs of ``pair``'s round: measured together, each link loaded once."""
+def _state(request: pytest.FixtureRequest) -> FabricState:
     state = get_state(request.config)
-    assert state is not None and state.cluster is not None
+    assert state is not None
+    return state
+
+
+def _link_layer(state: FabricState) -> str | None:
+    spec = state.profile.spec("inter_node", "link_layer")
+    return spec.value if spec is not None else None  # type: ignore[attr-defined,no-any-return]
+
+
+def _expected_ports(state: FabricState) -> int | None:
+    spec = state.profile.spec("inter_node", "ports")
+    if spec is None:
+        return None
+    value = getattr(spec, "equal", None) or getattr(spec, "min", None)
+    return int(value.value) if value is not None else None
+
+
+def _gpus_per_node(state: FabricState) -> int:
+    spec = state.profile.spec("intra_node", "gpu_count")
+    value = getattr(spec, "equal", None) or getattr(spec, "min", None) if spec is not None else None
+    return int(value.value) if value is not None else 1
+
+
+# --------------------------------------------------------------------------- pair measurement
+
+
+def measure_function(state: FabricState, check: str, *, port_offset: int = 0) -> Callable[[NodePair], Measurement]:
+    """How to measure one pair for ``check`` with the profile's settings."""
+    profile = state.profile
+    link_layer = _link_layer(state)
+    ports = _expected_ports(state)
+    if check == "tcp_throughput":
+        spec: Any = profile.spec("inter_node", "tcp_throughput")
+        need_line = spec.min is not None and spec.min.is_line_share
+
+        def measure_tcp(pair: NodePair) -> Measurement:
+            settings = tcp.TcpSettings(
+                streams=spec.streams,
+                duration_s=float(spec.duration.to("s")),
+                processes=spec.processes,
+                port=BASE_PORT["tcp_throughput"] + port_offset + pair.slot * spec.processes,
+            )
+            return tcp.measure_pair(pair, settings, need_line_rate=need_line)
+
+        return measure_tcp
+    if check == "rdma_bandwidth":
+        spec = profile.spec("inter_node", "rdma_bandwidth")
+
+        def measure_rdma(pair: NodePair) -> Measurement:
+            settings = rdma.RdmaSettings(
+                size_bytes=int(spec.size.to("B")),
+                qps=spec.qps,
+                repeat=spec.repeat,
+                port=BASE_PORT["rdma_bandwidth"] + port_offset + pair.slot,
+            )
+            return rdma.pair_bandwidth(pair, settings, link_layer=link_layer, ports=ports)
+
+        return measure_rdma
+    if check == "rdma_latency":
+        spec = profile.spec("inter_node", "rdma_latency")
+
+        def measure_latency(pair: NodePair) -> Measurement:
+            return rdma.pair_latency(
+                pair, size=spec.size, link_layer=link_layer, port=BASE_PORT["rdma_latency"] + port_offset + pair.slot
+            )
+
+        return measure_latency
+    if check == "nccl_allreduce":
+        spec = profile.spec("inter_node", "nccl_allreduce")
+
+        def measure_nccl(pair: NodePair) -> Measurement:
+            return nccl.allreduce([pair.a, pair.b], size_bytes=int(spec.size.to("B")), gpus_per_node=_gpus_per_node(state))
+
+        return measure_nccl
+    raise KeyError(check)
+
+
+def _round_pairs(state: FabricState, check: str, pair: NodePair) -> list[NodePair]:
+    """The selected pairs of ``pair``'s round: measured together, each link loaded once."""
+    assert state.cluster is not None
     selected = state.selected_pairs.get(check)
     return [
         state.cluster.pair(p.a, p.b, p.round, p.slot)
@@ -24,33 +126,411 @@ def _round_pairs(request: pytest.FixtureRequest, check: str, pair: NodePair) -> 
     ]
 
 
+def pair_measurement(request: pytest.FixtureRequest, check: str, pair: NodePair) -> Measurement:
+    state = _state(request)
+    return state.rounds.measure(check, pair, _round_pairs(state, check, pair), measure_function(state, check))
+
+
+def all_pair_measurements(state: FabricState, check: str) -> dict[str, Measurement | BaseException]:
+    """Every scheduled pair's measurement for ``check``, measuring the rounds not measured yet."""
+    assert state.cluster is not None
+    measure = measure_function(state, check)
+    out: dict[str, Measurement | BaseException] = {}
+    for round_no in sorted({p.round for p in state.pairs}):
+        round_pairs = [state.cluster.pair(p.a, p.b, p.round, p.slot) for p in state.pairs if p.round == round_no]
+        for pair in round_pairs:
+            try:
+                out[pair.id] = state.rounds.measure(check, pair, round_pairs, measure)
+            except Exception as exc:  # reported by that pair's own test
+                out[pair.id] = exc
+    return out
+
+
+def _values(measurements: dict[str, Measurement | BaseException]) -> dict[str, float]:
+    return {k: float(m.value.value) for k, m in measurements.items() if isinstance(m, Measurement) and isinstance(m.value, Quantity)}
+
+
+# --------------------------------------------------------------------------- per-node and per-port
+
+
+def node_ports(request: pytest.FixtureRequest, node: NodeHandle) -> tuple[list[rdma.RdmaPort], list[Any]]:
+    """The node's RDMA ports of the profile's link layer (listed once per run)."""
+    state = _state(request)
+    if node.name not in state.ports:
+        state.ports[node.name] = rdma.list_ports(node, _link_layer(state))
+    return state.ports[node.name]  # type: ignore[no-any-return]
+
+
+def _hca_port(request: pytest.FixtureRequest, hca: HcaHandle) -> tuple[rdma.RdmaPort | None, Measurement | None]:
+    ports, evidence = node_ports(request, hca.node)
+    if hca.index < len(ports):
+        return ports[hca.index], None
+    state = _state(request)
+    layer = _link_layer(state)
+    kind = f"{layer} " if layer else ""
+    return None, Measurement.absent(
+        f"{hca.node.name} has {len(ports)} {kind}RDMA port(s) ({', '.join(p.name for p in ports) or 'none'}); "
+        f"profile {state.profile.name} expects {_expected_ports(state)}",
+        tuple(evidence),
+    )
+
+
+@pytest.fixture
+def link_layer(request: pytest.FixtureRequest, node: NodeHandle, spec: Callable[[str], Any]) -> Measurement:
+    spec("inter_node.link_layer")
+    ports, evidence = rdma.list_ports(node, None)
+    if not ports:
+        return Measurement.absent(f"{node.name} reports no RDMA ports (ibstat lists none)", tuple(evidence))
+    counts: dict[str, int] = {}
+    for port in ports:
+        counts[port.link_layer] = counts.get(port.link_layer, 0) + 1
+    text = ", ".join(f"{layer} x{count}" for layer, count in sorted(counts.items()))
+    return Measurement(value=text, detail=", ".join(f"{p.name}: {p.link_layer}" for p in ports), evidence=tuple(evidence))
+
+
+@pytest.fixture
+def ports(request: pytest.FixtureRequest, node: NodeHandle, spec: Callable[[str], Any]) -> Measurement:
+    spec("inter_node.ports")
+    found, evidence = node_ports(request, node)
+    active = [p for p in found if p.state.lower() == "active"]
+    detail = ", ".join(f"{p.name} {p.state}/{p.physical_state} {p.rate_gbps} Gb/s" for p in found) or "no ports"
+    return Measurement(value=parse_quantity(len(active)), detail=f"active: {len(active)} of {len(found)} ({detail})", evidence=tuple(evidence))
+
+
+@pytest.fixture
+def port_state(request: pytest.FixtureRequest, hca: HcaHandle, spec: Callable[[str], Any]) -> Measurement:
+    spec("inter_node.port_state")
+    port, absent = _hca_port(request, hca)
+    if absent is not None:
+        return absent
+    assert port is not None
+    return Measurement(value=f"{port.state} ({port.physical_state})", detail=f"{port.name} on {hca.node.name}")
+
+
+@pytest.fixture
+def port_rate(request: pytest.FixtureRequest, hca: HcaHandle, spec: Callable[[str], Any]) -> Measurement:
+    spec("inter_node.port_rate")
+    port, absent = _hca_port(request, hca)
+    if absent is not None:
+        return absent
+    assert port is not None
+    return Measurement(value=port.rate, detail=f"{port.name} on {hca.node.name} reports Rate {port.rate_gbps} ({port.state})")
+
+
+@pytest.fixture(scope="session", autouse=True)
+def _error_counter_baseline(request: pytest.FixtureRequest) -> None:
+    """Read every port's error counters before any traffic, so the check can say which counter grew."""
+    state = get_state(request.config)
+    if state is None or state.profile.spec("inter_node", "error_counters") is None:
+        return
+    if not any(
+        (info := item.stash.get(CHECK_KEY, None)) is not None and info.check == "error_counters"
+        for item in request.session.items
+    ):
+        return
+    cluster: Cluster = request.getfixturevalue("cluster")
+    layer = _link_layer(state)
+
+    def snapshot(node: NodeHandle) -> None:
+        try:
+            ports, _ = rdma.list_ports(node, layer)
+            for port in ports:
+                counters, _ = rdma.read_counters(node, port)
+                state.counter_baseline[(node.name, port.device, port.port)] = counters
+        except Exception:  # the node's own error_counters tests report why
+            pass
+
+    with ThreadPoolExecutor(max_workers=min(32, len(cluster.nodes))) as pool:
+        list(pool.map(snapshot, cluster.nodes))
+
+
+@pytest.fixture
+def error_counters(request: pytest.FixtureRequest, hca: HcaHandle, spec: Callable[[str], Any]) -> Measurement:
+    spec("inter_node.error_counters")
+    port, absent = _hca_port(request, hca)
+    if absent is not None:
+        return absent
+    assert port is not None
+    state = _state(request)
+    now, result = rdma.read_counters(hca.node, port)
+    baseline = state.counter_baseline.get((hca.node.name, port.device, port.port))
+    if baseline is None:
+        grown = {k: v for k, v in now.items() if v > 0}
+        detail = "no reading from before the run: judging absolute counters"
+    else:
+        grown = {k: v - baseline.get(k, 0) for k, v in now.items() if v - baseline.get(k, 0) > 0}
+        detail = "growth during this run"
+    nonzero = {k: v for k, v in now.items() if v > 0}
+    if grown:
+        detail += ": " + ", ".join(f"{k} +{v}" for k, v in sorted(grown.items()))
+    if nonzero:
+        detail += "; nonzero now: " + ", ".join(f"{k}={v}" for k, v in sorted(nonzero.items()))
+    return Measurement(
+        value=parse_quantity(sum(grown.values())),
+        detail=f"{port.name}: {detail}",
+        evidence=(result,),
+        extra={"counters_grown": grown, "counters_now": now},
+    )
+
+
+@pytest.fixture
+def mtu(request: pytest.FixtureRequest, node: NodeHandle, spec: Callable[[str], Any]) -> Measurement:
+    """InfiniBand: the smallest active MTU of the node's IB ports.  Otherwise: the data interface's MTU."""
+    spec("inter_node.mtu")
+    state = _state(request)
+    if (_link_layer(state) or "").lower() != "infiniband":
+        return netdev.mtu(node)
+    found, evidence = node_ports(request, node)
+    active = [p for p in found if p.state.lower() == "active" and p.active_mtu]
+    if not active:
+        raise MeasurementError(node.name, "no active InfiniBand port reports an active MTU", command="ibv_devinfo")
+    smallest = min(active, key=lambda p: p.active_mtu or 0)
+    listing = ", ".join(f"{p.name} {p.active_mtu}" for p in active)
+    return Measurement(value=parse_quantity(smallest.active_mtu), detail=f"IB active MTU: {listing}", evidence=tuple(evidence))
+
+
+@pytest.fixture
+def roce(request: pytest.FixtureRequest, node: NodeHandle, spec: Callable[[str], Any]) -> Measurement:
+    settings = spec("inter_node.roce")
+    return qos.roce_settings(node, ecn_priorities=list(settings.pfc_priorities) if settings.ecn is not None else [])
+
+
+# --------------------------------------------------------------------------- pair checks
+
+
 @pytest.fixture
 def tcp_throughput(request: pytest.FixtureRequest, node_pair: NodePair, spec: Callable[[str], Any]) -> Measurement:
     """iperf3 from ``node_pair.a`` to ``node_pair.b``; the whole round runs at once."""
-    settings = spec("inter_node.tcp_throughput")
-    state = get_state(request.config)
-    assert state is not None
-    need_line = settings.min is not None and settings.min.is_line_share
-
-    def measure(pair: NodePair) -> Measurement:
-        # Pairs of a round run at once: give each its own port range.
-        port = 5201 + pair.slot * settings.processes
-        return tcp.measure_pair(
-            pair,
-            tcp.TcpSettings(
-                streams=settings.streams,
-                duration_s=float(settings.duration.to("s")),
-                processes=settings.processes,
-                port=port,
-            ),
-            need_line_rate=need_line,
-        )
-
-    return state.rounds.measure("tcp_throughput", node_pair, _round_pairs(request, "tcp_throughput", node_pair), measure)
+    spec("inter_node.tcp_throughput")
+    return pair_measurement(request, "tcp_throughput", node_pair)
 
 
 @pytest.fixture
-def mtu(node: NodeHandle, spec: Callable[[str], Any]) -> Measurement:
-    """The MTU of the interface that carries the node's data address."""
-    spec("inter_node.mtu")
-    return netdev.mtu(node)
+def rdma_bandwidth(request: pytest.FixtureRequest, node_pair: NodePair, spec: Callable[[str], Any]) -> Measurement:
+    spec("inter_node.rdma_bandwidth")
+    return pair_measurement(request, "rdma_bandwidth", node_pair)
+
+
+@pytest.fixture
+def rdma_latency(request: pytest.FixtureRequest, node_pair: NodePair, spec: Callable[[str], Any]) -> Measurement:
+    spec("inter_node.rdma_latency")
+    return pair_measurement(request, "rdma_latency", node_pair)
+
+
+@pytest.fixture
+def nccl_allreduce(request: pytest.FixtureRequest, node_pair: NodePair, spec: Callable[[str], Any]) -> Measurement:
+    spec("inter_node.nccl_allreduce")
+    return pair_measurement(request, "nccl_allreduce", node_pair)
+
+
+def _outlier(request: pytest.FixtureRequest, check: str, pair: NodePair, *, lower_is_better: bool) -> Measurement:
+    state = _state(request)
+    measurements = all_pair_measurements(state, check)
+    own = measurements.get(pair.id)
+    if isinstance(own, BaseException):
+        raise own
+    values = _values(measurements)
+    if len(values) < 3:
+        pytest.skip(f"{check}: {len(values)} pair(s) measured; a median needs at least 3")
+    deviation = (consistency.above_median if lower_is_better else consistency.below_median)(values, pair.id)
+    # base units are seconds (latency) and bit/s (bandwidth); show us and Gb/s
+    unit, scale = ("us", 1e6) if lower_is_better else ("Gb/s", 1e-9)
+    value = f"{deviation.value * scale:.3f}".rstrip("0").rstrip(".")
+    median = f"{deviation.median * scale:.3f}".rstrip("0").rstrip(".")
+    direction = "above" if lower_is_better else "below"
+    return Measurement(
+        value=parse_quantity(f"{deviation.fraction * 100:.4f}%"),
+        detail=f"{check} {value} {unit} vs median {median} {unit} over {deviation.peers} pairs ({direction} the median)",
+    )
+
+
+@pytest.fixture
+def rdma_bandwidth_outlier(request: pytest.FixtureRequest, node_pair: NodePair, spec: Callable[[str], Any]) -> Measurement:
+    spec("inter_node.outlier")
+    spec("inter_node.rdma_bandwidth")
+    return _outlier(request, "rdma_bandwidth", node_pair, lower_is_better=False)
+
+
+@pytest.fixture
+def tcp_throughput_outlier(request: pytest.FixtureRequest, node_pair: NodePair, spec: Callable[[str], Any]) -> Measurement:
+    spec("inter_node.outlier")
+    spec("inter_node.tcp_throughput")
+    return _outlier(request, "tcp_throughput", node_pair, lower_is_better=False)
+
+
+@pytest.fixture
+def rdma_latency_outlier(request: pytest.FixtureRequest, node_pair: NodePair, spec: Callable[[str], Any]) -> Measurement:
+    spec("inter_node.latency_outlier")
+    spec("inter_node.rdma_latency")
+    return _outlier(request, "rdma_latency", node_pair, lower_is_better=True)
+
+
+@pytest.fixture
+def aggregate_rdma_bandwidth(request: pytest.FixtureRequest, node_pair: NodePair, spec: Callable[[str], Any]) -> Measurement:
+    """All rails of a pair at once against the rail count times one rail alone."""
+    spec("inter_node.aggregate_rdma_bandwidth")
+    rdma_spec = spec("inter_node.rdma_bandwidth")
+    state = _state(request)
+    single = pair_measurement(request, "rdma_bandwidth", node_pair)
+    rails = single.extra.get("rails", [])
+    if len(rails) < 2:
+        pytest.skip(f"{node_pair.id} has {len(rails)} rail(s); aggregation needs at least 2")
+    a_ports, a_ev = node_ports(request, node_pair.a)
+    b_ports, b_ev = node_ports(request, node_pair.b)
+    by_name_a = {p.name: p for p in a_ports}
+    by_name_b = {p.name: p for p in b_ports}
+    pairs = [(by_name_a[r["a"]], by_name_b[r["b"]]) for r in rails]
+    settings = rdma.RdmaSettings(size_bytes=int(rdma_spec.size.to("B")), qps=rdma_spec.qps, repeat=1)
+    base = BASE_PORT["aggregate_rdma_bandwidth"] + node_pair.slot * len(pairs)
+
+    def one(index: int) -> tuple[Quantity, list[Any]]:
+        a_port, b_port = pairs[index]
+        median, _, evidence = rdma.rail_bandwidth(node_pair, a_port, b_port, settings, base + index)
+        return median, evidence
+
+    with ThreadPoolExecutor(max_workers=len(pairs)) as pool:
+        together = list(pool.map(one, range(len(pairs))))
+    total = sum(float(q.to("Gb/s")) for q, _ in together)
+    alone = sum(r["gbps"] for r in rails)
+    evidence = [e for _, ev in together for e in ev]
+    return Measurement(
+        value=parse_quantity(f"{total / alone * 100:.4f}%"),
+        detail=(
+            f"{len(pairs)} rails at once: {total:.1f} Gb/s vs {alone:.1f} Gb/s as the sum of each rail alone "
+            f"({', '.join(q.display('Gb/s') for q, _ in together)})"
+        ),
+        evidence=tuple(evidence),
+    )
+
+
+# --------------------------------------------------------------------------- whole-fabric checks
+
+
+def _attribution_check(state: FabricState) -> str:
+    spec: Any = state.profile.spec("inter_node", "attribution")
+    if spec is not None and spec.check:
+        return str(spec.check)
+    return "rdma_bandwidth" if state.profile.spec("inter_node", "rdma_bandwidth") is not None else "tcp_throughput"
+
+
+def _is_bad(state: FabricState, check: str, pair_id: str, measured: Measurement | BaseException, values: dict[str, float]) -> bool:
+    if isinstance(measured, BaseException):
+        return True
+    for expectation in state.profile.expectations("inter_node", check):
+        try:
+            if not judge_measurement(pair_id, measured, expectation).passed:
+                return True
+        except (ValueError, TypeError):
+            return True
+    outlier: Any = state.profile.spec("inter_node", "outlier")
+    if outlier is not None and outlier.max_below_median is not None and len(values) >= 3 and pair_id in values:
+        deviation = consistency.below_median(values, pair_id)
+        if deviation.fraction > float(outlier.max_below_median.value):
+            return True
+    return False
+
+
+def cluster_attribution(request: pytest.FixtureRequest) -> dict[str, attribution_rules.NodeAttribution]:
+    """Per-node attribution for the whole run, computed once (retests included)."""
+    state = _state(request)
+    if "attribution" in state.cluster_results:
+        return state.cluster_results["attribution"]  # type: ignore[no-any-return]
+    assert state.cluster is not None
+    check = _attribution_check(state)
+    if state.profile.spec("inter_node", check) is None:
+        pytest.skip(f"attribution reads {check}, which profile {state.profile.name} does not set")
+    spec: Any = state.profile.spec("inter_node", "attribution")
+    measurements = all_pair_measurements(state, check)
+    values = _values(measurements)
+    names = {p.id: (p.a, p.b) for p in state.pairs}
+    bad = [names[k] for k, m in measurements.items() if _is_bad(state, check, k, m, values)]
+    measure = measure_function(state, check, port_offset=100)
+
+    def retest(node: str, helper: str) -> bool:
+        pair = state.cluster.pair(node, helper)  # type: ignore[union-attr]
+        try:
+            fresh = measure(pair)
+        except Exception:
+            return False
+        return not _is_bad(state, check, pair.id, fresh, values)
+
+    results = attribution_rules.attribute(
+        state.inventory.node_names,
+        [names[k] for k in measurements],
+        bad,
+        node_fault_share=float(spec.node_fault_share.value) if spec is not None else 0.5,
+        retest=retest if spec is None or spec.retest else None,
+        what=check.replace("_", " "),
+    )
+    state.cluster_results["attribution"] = results
+    return results
+
+
+@pytest.fixture
+def attribution(request: pytest.FixtureRequest, node: NodeHandle, spec: Callable[[str], Any]) -> Measurement:
+    spec("inter_node.attribution")
+    result = cluster_attribution(request)[node.name]
+    return Measurement(value=result.verdict, detail=result.message, extra={"attribution": result.to_dict()})
+
+
+@pytest.fixture
+def scaling_efficiency(request: pytest.FixtureRequest, cluster: Cluster, spec: Callable[[str], Any]) -> Measurement:
+    """NCCL bus bandwidth as nodes are added (2, 4, 8, ... all) against the two-node figure."""
+    spec("inter_node.scaling_efficiency")
+    nccl_spec = spec("inter_node.nccl_allreduce")
+    state = _state(request)
+    nodes = cluster.nodes
+    if len(nodes) < 3:
+        pytest.skip(f"scaling needs at least 3 nodes; the inventory has {len(nodes)}")
+    counts = sorted({2 ** k for k in range(1, int(math.log2(len(nodes))) + 1)} | {len(nodes)})
+    curve: list[tuple[int, Quantity]] = []
+    evidence = []
+    for count in counts:
+        measured = nccl.allreduce(nodes[:count], size_bytes=int(nccl_spec.size.to("B")), gpus_per_node=_gpus_per_node(state))
+        curve.append((count, measured.value))  # type: ignore[arg-type]
+        evidence += list(measured.evidence)
+    base = float(curve[0][1].value)
+    ratios = [(count, float(q.value) / base) for count, q in curve[1:]]
+    worst = min(ratios, key=lambda r: r[1])
+    text = ", ".join(f"{c} nodes {q.display('GB/s')}" for c, q in curve)
+    return Measurement(
+        value=parse_quantity(f"{worst[1] * 100:.4f}%"),
+        detail=f"worst at {worst[0]} nodes vs 2 nodes; busbw: {text}",
+        evidence=tuple(evidence),
+        extra={"scaling": [{"nodes": c, "busbw_gbytes": float(q.to("GB/s"))} for c, q in curve]},
+    )
+
+
+@pytest.fixture
+def oversubscription(request: pytest.FixtureRequest, cluster: Cluster, spec: Callable[[str], Any]) -> Measurement:
+    """Pairs that cross leaves, measured one at a time and then all at once."""
+    spec("inter_node.oversubscription")
+    state = _state(request)
+    leaves: dict[str, list[NodeHandle]] = {}
+    for node in cluster.nodes:
+        leaf = node.labels.get("leaf")
+        if leaf:
+            leaves.setdefault(leaf, []).append(node)
+    if len(leaves) < 2:
+        pytest.skip("oversubscription needs nodes labelled with at least two `leaf` values in the inventory")
+    names = sorted(leaves)
+    crossing: list[NodePair] = []
+    for first, second in zip(names[0::2], names[1::2]):
+        for a, b in zip(leaves[first], leaves[second]):
+            crossing.append(NodePair(a, b, 0, len(crossing)))
+    check = "rdma_bandwidth" if state.profile.spec("inter_node", "rdma_bandwidth") is not None else "tcp_throughput"
+    measure = measure_function(state, check, port_offset=200)
+    alone = [measure(pair) for pair in crossing]
+    with ThreadPoolExecutor(max_workers=len(crossing)) as pool:
+        together = list(pool.map(measure, crossing))
+    alone_sum = sum(float(m.value.value) for m in alone)  # type: ignore[union-attr]
+    together_sum = sum(float(m.value.value) for m in together)  # type: ignore[union-attr]
+    ratio = together_sum / alone_sum if alone_sum else 0.0
+    return Measurement(
+        value=parse_quantity(f"{ratio * 100:.4f}%"),
+        detail=(
+            f"{len(crossing)} cross-leaf pairs ({check}): {together_sum / 1e9:.1f} Gb/s all at once vs "
+            f"{alone_sum / 1e9:.1f} Gb/s summed one at a time"
+        ),
+        evidence=tuple(e for m in alone + together for e in m.evidence),
+    )

@@ -1,0 +1,29 @@
+"""Inter-node, across the fabric: no pair lags its peers, and every bad pair is blamed on a node or a link."""
+
+import pytest
+
+pytestmark = pytest.mark.inter_node
+
+
+def test_rdma_bandwidth_outlier(node_pair, rdma_bandwidth_outlier, judge):
+    """A pair far below the cluster median fails even when it clears the floor (one bad cable)."""
+    judge(rdma_bandwidth_outlier, "inter_node.outlier")
+
+
+def test_tcp_throughput_outlier(node_pair, tcp_throughput_outlier, judge):
+    judge(tcp_throughput_outlier, "inter_node.outlier")
+
+
+def test_rdma_latency_outlier(node_pair, rdma_latency_outlier, judge):
+    """Latency that differs between pairs is a finding, even under the ceiling."""
+    judge(rdma_latency_outlier, "inter_node.latency_outlier")
+
+
+def test_oversubscription(oversubscription, judge):
+    """Pairs across leaves all at once move as much as one at a time: the fabric is non-blocking."""
+    judge(oversubscription, "inter_node.oversubscription")
+
+
+def test_attribution(node, attribution, judge):
+    """After the pair rounds: a node bad with most peers is a node fault; a single bad pair, a link fault."""
+    judge(attribution, "inter_node.attribution")

@@ -1,0 +1,15 @@
+"""Inter-node: NCCL all_reduce bus bandwidth between pairs, and as the job grows."""
+
+import pytest
+
+pytestmark = pytest.mark.inter_node
+
+
+def test_nccl_allreduce(node_pair, nccl_allreduce, judge):
+    """all_reduce_perf across two nodes: bus bandwidth at the profile's message size."""
+    judge(nccl_allreduce, "inter_node.nccl_allreduce")
+
+
+def test_scaling_efficiency(scaling_efficiency, judge):
+    """Bus bandwidth at 4, 8, ... all nodes stays close to the two-node figure."""
+    judge(scaling_efficiency, "inter_node.scaling_efficiency")

@@ -1,0 +1,35 @@
+"""Inter-node, per node and per port: the RDMA ports are there, up, at full rate, and clean."""
+
+import pytest
+
+pytestmark = pytest.mark.inter_node
+
+
+def test_link_layer(node, link_layer, judge):
+    """The node's RDMA ports run the profile's link layer (InfiniBand, or Ethernet for RoCE)."""
+    judge(link_layer, "inter_node.link_layer")
+
+
+def test_ports(node, ports, judge):
+    """The node has as many active RDMA ports as the profile says."""
+    judge(ports, "inter_node.ports")
+
+
+def test_port_state(hca, port_state, judge):
+    """Each expected port is Active (LinkUp), not Down, Polling or Initializing."""
+    judge(port_state, "inter_node.port_state")
+
+
+def test_port_rate(hca, port_rate, judge):
+    """Each port trained at the rate bought: a 200G port that came up at 100G fails."""
+    judge(port_rate, "inter_node.port_rate")
+
+
+def test_roce(node, roce, judge):
+    """RoCE ports are lossless: trust mode, PFC on the right priorities, ECN."""
+    judge(roce, "inter_node.roce")
+
+
+def test_error_counters(hca, error_counters, judge):
+    """No symbol, link-downed, receive or discard errors grew on the port during the run."""
+    judge(error_counters, "inter_node.error_counters")
