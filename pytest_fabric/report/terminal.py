@@ -3,7 +3,8 @@
     ======================= fabric conformance: pod1 vs hdr200 =======================
     inter_node:
       FAILED tcp_throughput node01<->node03: 120.5 Gb/s, expected >= 180 Gb/s (-33.1%)
-      ERROR  tcp_throughput node01<->node04: node04 unreachable: ssh node04 ...
+      ERROR  tcp_throughput node01<->node04 (+2 more: node02<->node04, ...): node04 unreachable: ...
+             fix: check the node is up and sshd listens on 10.0.0.14:22
     waived: port_rate node03:mlx5_0/1 (cable swap scheduled)
     compared with previous.json: 1 regressed, 2 fixed, 60 unchanged
     REJECT: 3 failed, 1 errored (40 passed, 1 waived, 2 skipped; 47 checks on 4 nodes)
@@ -21,7 +22,7 @@ from .compare import summary_line
 from .collect import get_checks, is_controller
 from .summary import format_expected, format_margin, format_quantity, outcome_counts, run_verdict, worst_per_layer
 
-__all__ = ["problem_line", "verdict_line"]
+__all__ = ["error_groups", "error_lines", "problem_line", "verdict_line"]
 
 WORST_PER_LAYER = 5
 
@@ -45,6 +46,26 @@ def problem_line(c: Mapping[str, Any]) -> str:
     return f"FAILED {what}: {numbers}" + (f" ({margin})" if margin else "")
 
 
+def error_groups(errors: Sequence[Mapping[str, Any]]) -> list[list[Mapping[str, Any]]]:
+    """Errors with the same message together: one node down errs every pair it is in, for one cause."""
+    groups: dict[str, list[Mapping[str, Any]]] = {}
+    for c in errors:
+        groups.setdefault(f"{c.get('check')}\0{c.get('message')}", []).append(c)
+    return sorted(groups.values(), key=len, reverse=True)
+
+
+def error_lines(group: Sequence[Mapping[str, Any]]) -> list[str]:
+    """``ERROR  check subject (+6 more: a, b, c, ...): cause`` and the message's further lines (the fix)."""
+    first = group[0]
+    lines = problem_line(first).splitlines() or [""]
+    if len(group) > 1:
+        others = [str(c.get("subject")) for c in group[1:]]
+        shown = ", ".join(others[:3]) + (", ..." if len(others) > 3 else "")
+        head, _, cause = lines[0].partition(": ")
+        lines[0] = f"{head} (+{len(others)} more: {shown}): {cause}"
+    return lines
+
+
 @pytest.hookimpl(trylast=True)
 def pytest_terminal_summary(terminalreporter: Any, exitstatus: int, config: pytest.Config) -> None:
     info = get_run_info(config)
@@ -55,11 +76,18 @@ def pytest_terminal_summary(terminalreporter: Any, exitstatus: int, config: pyte
     tr.write_sep("=", f"fabric conformance: {info.cluster_name} vs {info.profile_name}")
     if not checks:
         tr.write_line("no conformance checks ran (deselected, or collection failed)", yellow=True)
-    for layer, rows in worst_per_layer(checks, WORST_PER_LAYER).items():
-        total = sum(1 for c in checks if c.get("layer") == layer and c.get("outcome") in ("failed", "error"))
-        tr.write_line(f"{layer}:" + (f" (worst {len(rows)} of {total})" if total > len(rows) else ""))
-        for c in rows:
+    for layer, rows in worst_per_layer(checks, len(checks)).items():
+        failed = [c for c in rows if c.get("outcome") == "failed"]
+        errors = error_groups([c for c in rows if c.get("outcome") == "error"])
+        more = f" (worst {WORST_PER_LAYER} of {len(failed)} failed)" if len(failed) > WORST_PER_LAYER else ""
+        tr.write_line(f"{layer}:{more}")
+        for c in failed[:WORST_PER_LAYER]:
             tr.write_line("  " + problem_line(c), red=True)
+        for group in errors[:WORST_PER_LAYER]:
+            for n, line in enumerate(error_lines(group)):
+                tr.write_line(("  " if n == 0 else "         ") + line, red=True)
+        if len(errors) > WORST_PER_LAYER:
+            tr.write_line(f"  ... and {len(errors) - WORST_PER_LAYER} more causes of errors", red=True)
     for c in (c for c in checks if c.get("outcome") == "waived"):
         tr.write_line(f"waived: {c.get('check')} {c.get('subject')} ({c.get('waiver')})", yellow=True)
     line = summary_line(config, checks)
