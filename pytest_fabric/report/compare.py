@@ -21,7 +21,7 @@ import pytest
 from ..runinfo import get_run_info
 from .summary import format_number, higher_is_better, numeric_value
 
-__all__ = ["STATUSES", "Previous", "PREVIOUS_KEY", "compare_check", "index_checks", "load_previous", "summary_line"]
+__all__ = ["PREVIOUS_KEY", "STATUSES", "Previous", "compare_check", "index_checks", "load_previous", "summary_line"]
 
 # In the order the terminal line lists them: what needs attention first.
 STATUSES = ("regressed", "newly failing", "fixed", "improved", "unchanged", "new")

@@ -24,7 +24,7 @@ from typing import Any
 
 from .summary import format_expected, format_number, higher_is_better, numeric_value
 
-__all__ = ["MAX_NODES", "Cell", "Grid", "pair_grid", "pair_heatmaps", "matrix_heatmaps", "render_svg"]
+__all__ = ["MAX_NODES", "Cell", "Grid", "matrix_heatmaps", "pair_grid", "pair_heatmaps", "render_svg"]
 
 MAX_NODES = 64
 
@@ -238,12 +238,12 @@ def render_svg(grid: Grid, *, title: str, id_prefix: str) -> str:
     span = (hi - lo) or 1.0
 
     out = [
-        f'<svg xmlns="http://www.w3.org/2000/svg" class="fabric-heatmap" width="{width}" height="{height}" '
-        f'viewBox="0 0 {width} {height}" role="img" aria-label="{_e(title)}" font-family="Helvetica, Arial, sans-serif">',
+        (f'<svg xmlns="http://www.w3.org/2000/svg" class="fabric-heatmap" width="{width}" height="{height}" '
+         f'viewBox="0 0 {width} {height}" role="img" aria-label="{_e(title)}" font-family="Helvetica, Arial, sans-serif">'),
         f"<title>{_e(title)}</title>",
-        f'<defs><pattern id="{pid}-hatch" width="6" height="6" patternUnits="userSpaceOnUse" '
-        'patternTransform="rotate(45)"><rect width="6" height="6" fill="none"/>'
-        '<line x1="0" y1="0" x2="0" y2="6" stroke="#ffffff" stroke-width="2.5" stroke-opacity="0.9"/></pattern></defs>',
+        (f'<defs><pattern id="{pid}-hatch" width="6" height="6" patternUnits="userSpaceOnUse" '
+         'patternTransform="rotate(45)"><rect width="6" height="6" fill="none"/>'
+         '<line x1="0" y1="0" x2="0" y2="6" stroke="#ffffff" stroke-width="2.5" stroke-opacity="0.9"/></pattern></defs>'),
         f'<text x="4" y="14" font-size="13" font-weight="bold" fill="#000">{_e(title)}</text>',
     ]
     for i, name in enumerate(grid.rows):
@@ -289,7 +289,7 @@ def render_svg(grid: Grid, *, title: str, id_prefix: str) -> str:
 
 def _legend(x: int, y: int, lo: float, hi: float, grid: Grid, pid: str) -> str:
     h = 100
-    parts = [f'<g class="fabric-legend" font-size="11" fill="#000">']
+    parts = ['<g class="fabric-legend" font-size="11" fill="#000">']
     steps = 20
     for k in range(steps):
         t = 1 - k / (steps - 1)  # top of the bar is the best value

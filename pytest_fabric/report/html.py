@@ -23,8 +23,8 @@ import pytest
 
 from ..runinfo import get_run_info, utc_now
 from . import page
-from .compare import summary_line
 from .collect import CHECKS_KEY, get_checks, is_controller, record_of
+from .compare import summary_line
 
 __all__ = ["FabricHtml"]
 
@@ -73,7 +73,7 @@ class FabricHtml:
         extras = list(getattr(report, "extras", []) or [])
         extras.append({"name": "evidence", "format_type": "html", "content": page.evidence_html(rec),
                        "mime_type": None, "extension": None})
-        report.extras = extras
+        report.extras = extras  # type: ignore[attr-defined]  # pytest-html's convention
 
     def pytest_html_results_summary(self, prefix: list[str], summary: list[str], postfix: list[str],
                                     session: pytest.Session) -> None:

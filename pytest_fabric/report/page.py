@@ -15,8 +15,16 @@ from typing import Any
 from ..runinfo import RunInfo
 from .heatmap import MAX_NODES, matrix_heatmaps, pair_heatmaps
 from .summary import (
-    LAYERS, format_expected, format_margin, format_quantity, node_rows, numeric_value, outcome_counts,
-    run_verdict, sort_problems_first, tool_versions,
+    LAYERS,
+    format_expected,
+    format_margin,
+    format_quantity,
+    node_rows,
+    numeric_value,
+    outcome_counts,
+    run_verdict,
+    sort_problems_first,
+    tool_versions,
 )
 
 __all__ = [
@@ -48,6 +56,7 @@ table.fabric-table td.num{text-align:right;font-variant-numeric:tabular-nums}
 .fabric-evidence pre{background:#f6f6f6;border:1px solid #ddd;padding:4px;max-height:300px;overflow:auto;white-space:pre-wrap}
 .fabric-evidence code{background:#f0f0f0;padding:1px 3px}
 .fabric-sortkey{display:none}
+#results-table td.col-subject,#results-table td.col-measured,#results-table td.col-margin{white-space:nowrap}
 details.fabric-all>summary{cursor:pointer;color:#0645ad}
 </style>"""
 
@@ -253,8 +262,11 @@ def evidence_html(c: Check) -> str:
             + (f"; waiver: {_e(c.get('waiver'))}" if c.get("waiver") else "") + "</p>"
         )
     items = c.get("evidence") or []
+    if not items:
+        parts.append("<p>No command output recorded for this check.</p>")
+        return '<div class="fabric-evidence">' + "".join(parts) + "</div>"
     parts.append(f"<details><summary>Evidence: {len(items)} command(s) on "
-                 f"{_e(', '.join(sorted({str(i.get('node')) for i in items})) or 'no node')}</summary>")
+                 f"{_e(', '.join(sorted({str(i.get('node')) for i in items})))}</summary>")
     for i in items:
         parts.append(
             f"<p>on <b>{_e(i.get('node'))}</b>: <code>{_e(i.get('command'))}</code> &rarr; exit {_e(i.get('exit_code'))}"

@@ -34,7 +34,7 @@ from .collect import CHECKS_KEY, is_controller, record_of
 from .summary import OUTCOMES, outcome_counts, tool_versions
 from .verify import canonical_json
 
-__all__ = ["SCHEMA_VERSION", "RecordWriter", "WRITER_KEY", "build_run"]
+__all__ = ["SCHEMA_VERSION", "WRITER_KEY", "RecordWriter", "build_run"]
 
 SCHEMA_VERSION = 1
 MIN_INTERVAL_S = 0.2

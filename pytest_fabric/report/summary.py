@@ -173,7 +173,7 @@ def tool_versions(checks: Iterable[Check]) -> dict[str, list[str]]:
     return {tool: sorted(v) for tool, v in sorted(seen.items())}
 
 
-def format_number(v: float | int) -> str:
+def format_number(v: float) -> str:
     """A measurement as people read it: ``191.2``, ``2.35``, ``0.0123``, ``50000``."""
     if isinstance(v, int) or float(v).is_integer():
         return str(int(v))

@@ -18,9 +18,16 @@ from typing import Any
 import pytest
 
 from ..runinfo import get_run_info
-from .compare import summary_line
 from .collect import get_checks, is_controller
-from .summary import format_expected, format_margin, format_quantity, outcome_counts, run_verdict, worst_per_layer
+from .compare import summary_line
+from .summary import (
+    format_expected,
+    format_margin,
+    format_quantity,
+    outcome_counts,
+    run_verdict,
+    worst_per_layer,
+)
 
 __all__ = ["error_groups", "error_lines", "problem_line", "verdict_line"]
 
@@ -84,8 +91,8 @@ def pytest_terminal_summary(terminalreporter: Any, exitstatus: int, config: pyte
         for c in failed[:WORST_PER_LAYER]:
             tr.write_line("  " + problem_line(c), red=True)
         for group in errors[:WORST_PER_LAYER]:
-            for n, line in enumerate(error_lines(group)):
-                tr.write_line(("  " if n == 0 else "         ") + line, red=True)
+            for n, text in enumerate(error_lines(group)):
+                tr.write_line(("  " if n == 0 else "         ") + text, red=True)
         if len(errors) > WORST_PER_LAYER:
             tr.write_line(f"  ... and {len(errors) - WORST_PER_LAYER} more causes of errors", red=True)
     for c in (c for c in checks if c.get("outcome") == "waived"):

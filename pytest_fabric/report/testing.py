@@ -16,8 +16,8 @@ from pathlib import Path
 from typing import Any
 
 from ..record import CheckRecord, evidence_from_results
-from ..transport.base import CommandResult
 from ..runinfo import RunInfo
+from ..transport.base import CommandResult
 
 __all__ = ["make_check", "sample_cluster", "sample_run_info", "write_fake_project"]
 

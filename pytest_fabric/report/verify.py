@@ -22,7 +22,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-__all__ = ["canonical_json", "record_sha256", "verify_record", "verify_file", "main"]
+__all__ = ["canonical_json", "main", "record_sha256", "verify_file", "verify_record"]
 
 
 def canonical_json(obj: Any) -> str:

@@ -13,7 +13,6 @@ import json
 import re
 import xml.etree.ElementTree as ET
 from importlib import resources
-from pathlib import Path
 from typing import Any
 
 import pytest

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import itertools
 import re
 import xml.etree.ElementTree as ET
 
@@ -41,7 +42,7 @@ def test_latency_map_knows_lower_is_better() -> None:
 
 def test_sixty_four_nodes_stay_per_node_and_legible() -> None:
     info, checks = sample_cluster(64, slow="node10", down="node64")
-    check, grid, svg = next(m for m in pair_heatmaps(checks, info.nodes, info.node_labels) if m[0] == "tcp_throughput")
+    _, grid, svg = next(m for m in pair_heatmaps(checks, info.nodes, info.node_labels) if m[0] == "tcp_throughput")
     assert len(grid.rows) == 64 and not grid.note
     assert len(_cells(svg)) == 64 * 63
     root = ET.fromstring(svg)
@@ -58,7 +59,7 @@ def test_five_hundred_twelve_nodes_aggregate_by_leaf() -> None:
                    value=50.0 if "n100" in (a, b) else 190.0 + (i % 7), unit="Gb/s", expected=180, nodes=[a, b])
         for i, (a, b) in enumerate((nodes[i], nodes[(i + k) % 512]) for i in range(512) for k in (1, 33, 97))
     ]
-    check, grid, svg = pair_heatmaps(checks, info.nodes, info.node_labels)[0]
+    _, grid, svg = pair_heatmaps(checks, info.nodes, info.node_labels)[0]
     assert grid.rows == [f"leaf{i}" for i in range(1, 17)]
     assert "512 nodes" in grid.note and "leaf" in grid.note and "median" in grid.note
     cells = _cells(svg)
@@ -72,7 +73,7 @@ def test_five_hundred_twelve_nodes_aggregate_by_leaf() -> None:
 def test_many_nodes_without_leaf_labels_aggregate_in_blocks() -> None:
     nodes = [f"n{i:03d}" for i in range(130)]
     checks = [make_check("tcp_throughput", f"{a}<->{b}", "passed", value=190.0, unit="Gb/s", expected=180, nodes=[a, b])
-              for a, b in zip(nodes, nodes[1:])]
+              for a, b in itertools.pairwise(nodes)]
     grid = pair_grid(checks, nodes, {})
     assert len(grid.rows) <= 64 and "block of 3 consecutive nodes" in grid.note
 
@@ -90,7 +91,7 @@ def test_nvlink_matrix_marks_pairs_below_the_floor() -> None:
     values = [[None, 240.0, 100.0], [240.0, None, 240.0], [100.0, 240.0, None]]
     check = make_check("nvlink_bandwidth", "node01", "failed", value=100.0, unit="GB/s", expected=230,
                        nodes=["node01"], extra={"matrix": {"gpus": ["0", "1", "2"], "values": values}})
-    [(rec, grid, svg)] = matrix_heatmaps([check])
+    [(_, _, svg)] = matrix_heatmaps([check])
     failed = [c for c in _cells(svg) if "fabric-cell-failed" in c.get("class", "")]
     assert len(failed) == 2
     assert "GPU 0 -> GPU 2: 100 GB/s" in failed[0].find(f"{SVG}title").text

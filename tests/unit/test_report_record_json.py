@@ -18,7 +18,13 @@ from pytest_fabric.report.collect import json_safe
 from pytest_fabric.report.evidence import slim_evidence
 from pytest_fabric.report.record_json import RecordWriter
 from pytest_fabric.report.testing import make_check, sample_cluster
-from pytest_fabric.report.verify import canonical_json, main, record_sha256, verify_file, verify_record
+from pytest_fabric.report.verify import (
+    canonical_json,
+    main,
+    record_sha256,
+    verify_file,
+    verify_record,
+)
 
 jsonschema = pytest.importorskip("jsonschema")
 

@@ -3,8 +3,15 @@
 from __future__ import annotations
 
 from pytest_fabric.report.summary import (
-    attributions, format_expected, format_margin, format_quantity, node_rows, outcome_counts, run_verdict,
-    tool_versions, worst_per_layer,
+    attributions,
+    format_expected,
+    format_margin,
+    format_quantity,
+    node_rows,
+    outcome_counts,
+    run_verdict,
+    tool_versions,
+    worst_per_layer,
 )
 from pytest_fabric.report.testing import make_check, sample_cluster
 
