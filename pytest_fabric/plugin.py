@@ -31,6 +31,14 @@ pytest_plugins = [
     "pytest_fabric.measurements.inter_node",
     "pytest_fabric.measurements.storage",
     "pytest_fabric.measurements.egress",
+    # reporting, one feature per module (report/): order matters only for assertion rewriting
+    "pytest_fabric.report.evidence",
+    "pytest_fabric.report.compare",
+    "pytest_fabric.report.collect",
+    "pytest_fabric.report.record_json",
+    "pytest_fabric.report.terminal",
+    "pytest_fabric.report.html",
+    "pytest_fabric.report.junit",
 ]
 
 LAYER_HELP = {
@@ -340,7 +348,9 @@ def _failure_text(report: pytest.TestReport) -> str:
     if report.failed:
         crash = getattr(report.longrepr, "reprcrash", None)
         if crash is not None:
-            return str(crash.message)
+            # "pytest_fabric.transport.base.NodeUnreachable: node x: ..." -> "node x: ..."
+            head, sep, rest = str(crash.message).partition(": ")
+            return rest if sep and "." in head and " " not in head else str(crash.message)
         return str(report.longrepr)[-2000:]
     return ""
 
