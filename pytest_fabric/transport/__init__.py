@@ -22,19 +22,19 @@ from .ssh import SSHSettings, SSHTransport
 from .ssh_background import SSHBackgroundProcess
 
 __all__ = [
+    "HOST_KEY_POLICIES",
+    "PACKAGES",
     "AuthenticationFailed",
     "BackgroundProcess",
     "CommandFailed",
     "CommandResult",
     "CommandTimeout",
     "ConnectionPool",
-    "HOST_KEY_POLICIES",
     "HostKeyMismatch",
     "HostKeyPolicy",
     "LocalBackgroundProcess",
     "LocalTransport",
     "NodeUnreachable",
-    "PACKAGES",
     "SSHBackgroundProcess",
     "SSHSettings",
     "SSHTransport",

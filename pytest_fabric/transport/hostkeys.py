@@ -29,14 +29,14 @@ from paramiko.hostkeys import HostKeys
 from .base import HostKeyMismatch
 
 __all__ = [
-    "HostKeyPolicy",
-    "HOST_KEY_POLICIES",
     "DEFAULT_KNOWN_HOSTS",
     "GLOBAL_KNOWN_HOSTS",
-    "known_hosts_name",
-    "configure_client",
+    "HOST_KEY_POLICIES",
+    "HostKeyPolicy",
     "changed_key_error",
+    "configure_client",
     "entry_lines",
+    "known_hosts_name",
 ]
 
 HostKeyPolicy = Literal["strict", "accept-new", "ignore"]
@@ -94,7 +94,9 @@ class _RejectUnknown(paramiko.MissingHostKeyPolicy):
     def __init__(self, node: str, path: Path, host: str, port: int) -> None:
         self._node, self._path, self._host, self._port = node, path, host, port
 
-    def missing_host_key(self, client: paramiko.SSHClient, hostname: str, key: paramiko.PKey) -> None:
+    def missing_host_key(
+        self, client: paramiko.SSHClient, hostname: str, key: paramiko.PKey
+    ) -> None:
         port_flag = f"-p {self._port} " if self._port != 22 else ""
         raise HostKeyMismatch(
             self._node,
@@ -113,7 +115,9 @@ class _AcceptNew(paramiko.MissingHostKeyPolicy):
     def __init__(self, path: Path) -> None:
         self._path = path
 
-    def missing_host_key(self, client: paramiko.SSHClient, hostname: str, key: paramiko.PKey) -> None:
+    def missing_host_key(
+        self, client: paramiko.SSHClient, hostname: str, key: paramiko.PKey
+    ) -> None:
         client.get_host_keys().add(hostname, key.get_name(), key)
         _append(self._path, hostname, key)
 
@@ -121,7 +125,9 @@ class _AcceptNew(paramiko.MissingHostKeyPolicy):
 class _AcceptAny(paramiko.MissingHostKeyPolicy):
     """``ignore``: accept whatever the node presents, remember nothing."""
 
-    def missing_host_key(self, client: paramiko.SSHClient, hostname: str, key: paramiko.PKey) -> None:
+    def missing_host_key(
+        self, client: paramiko.SSHClient, hostname: str, key: paramiko.PKey
+    ) -> None:
         return None
 
 
@@ -137,7 +143,9 @@ def configure_client(
     """Replace Fabric's AutoAddPolicy on ``client`` by ``policy``; return the known_hosts file used."""
     path = (known_hosts or DEFAULT_KNOWN_HOSTS).expanduser()
     if policy not in HOST_KEY_POLICIES:
-        raise ValueError(f"host_key_policy must be one of {', '.join(HOST_KEY_POLICIES)}, got {policy!r}")
+        raise ValueError(
+            f"host_key_policy must be one of {', '.join(HOST_KEY_POLICIES)}, got {policy!r}"
+        )
     if policy == "ignore":
         client.set_missing_host_key_policy(_AcceptAny())
         return path
@@ -153,7 +161,9 @@ def configure_client(
     return path
 
 
-def changed_key_error(node: str, exc: paramiko.BadHostKeyException, path: Path, host: str, port: int) -> HostKeyMismatch:
+def changed_key_error(
+    node: str, exc: paramiko.BadHostKeyException, path: Path, host: str, port: int
+) -> HostKeyMismatch:
     """The error for a node whose key differs from the one on file: which file, which line, what to run."""
     name = known_hosts_name(host, port)
     lines = entry_lines(path, name)

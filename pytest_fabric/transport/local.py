@@ -7,19 +7,22 @@ TERM first and KILL after a grace period, just as timeout(1) does on an SSH node
 
 from __future__ import annotations
 
+import logging
 import os
 import signal
 import subprocess
 import threading
 import time
-from typing import Callable
+from collections.abc import Callable
 
 from .base import CommandResult, CommandTimeout
 from .outcome import judge
 from .packages import missing_tool
 from .shellwrap import KILL_AFTER_S
 
-__all__ = ["LocalTransport", "LocalBackgroundProcess"]
+__all__ = ["LocalBackgroundProcess", "LocalTransport"]
+
+logger = logging.getLogger(__name__)
 
 # Output still held open by a process that escaped the group is not waited for longer than this.
 _DRAIN_S = 2.0
@@ -91,13 +94,20 @@ class LocalTransport:
             _kill_group(proc, 0.5)
             raise
         result = CommandResult(
-            self.node, command, proc.returncode, _text(stdout), _text(stderr), time.monotonic() - started
+            self.node,
+            command,
+            proc.returncode,
+            _text(stdout),
+            _text(stderr),
+            time.monotonic() - started,
         )
         return judge(result, check=check)
 
     def start(self, command: str, *, timeout: float) -> LocalBackgroundProcess:
         """Start ``command`` in the background; it is killed after ``timeout`` at the latest."""
-        process = LocalBackgroundProcess(self.node, command, timeout_s=timeout, on_finish=self._forget)
+        process = LocalBackgroundProcess(
+            self.node, command, timeout_s=timeout, on_finish=self._forget
+        )
         with self._lock:
             self._background.append(process)
         return process
@@ -114,14 +124,21 @@ class LocalTransport:
         for process in background:
             try:
                 process.stop()
-            except Exception:  # noqa: BLE001 - closing must go on
-                pass
+            except Exception:  # closing must go on
+                logger.debug("stopping %s on %s failed", process.command, self.node, exc_info=True)
 
 
 class LocalBackgroundProcess:
     """A command running in the background on this machine; see :class:`base.BackgroundProcess`."""
 
-    def __init__(self, node: str, command: str, *, timeout_s: float, on_finish: Callable[[LocalBackgroundProcess], None] | None = None) -> None:
+    def __init__(
+        self,
+        node: str,
+        command: str,
+        *,
+        timeout_s: float,
+        on_finish: Callable[[LocalBackgroundProcess], None] | None = None,
+    ) -> None:
         self.node = node
         self.command = command
         self.timeout_s = timeout_s
@@ -129,7 +146,9 @@ class LocalBackgroundProcess:
         self._on_finish = on_finish
         self._proc = _spawn(command)
         self._output: tuple[bytes, bytes] | None = None
-        self._reader = threading.Thread(target=self._read, name=f"pytest-fabric bg {node}", daemon=True)
+        self._reader = threading.Thread(
+            target=self._read, name=f"pytest-fabric bg {node}", daemon=True
+        )
         self._reader.start()
         # The node-side deadline, as timeout(1) gives it on SSH nodes.
         self._timer = threading.Timer(timeout_s, _kill_group, args=(self._proc, KILL_AFTER_S))
@@ -156,7 +175,12 @@ class LocalBackgroundProcess:
         stdout, stderr = self._output or (b"", b"")
         returncode = self._proc.returncode if self._proc.returncode is not None else -1
         result = CommandResult(
-            self.node, self.command, returncode, _text(stdout), _text(stderr), time.monotonic() - self._started
+            self.node,
+            self.command,
+            returncode,
+            _text(stdout),
+            _text(stderr),
+            time.monotonic() - self._started,
         )
         if result.exit_code != 0 and missing_tool(result.exit_code, result.stderr, result.command):
             judge(result, check=True)

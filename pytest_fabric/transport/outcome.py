@@ -9,7 +9,7 @@ from __future__ import annotations
 from .base import CommandFailed, CommandResult, ToolMissing
 from .packages import missing_tool, package_for
 
-__all__ = ["judge", "is_wrapper_timeout", "TIMEOUT_EXIT_CODES"]
+__all__ = ["TIMEOUT_EXIT_CODES", "is_wrapper_timeout", "judge"]
 
 # coreutils timeout(1) exits 124 when it had to send TERM.  When the command ignores
 # TERM, timeout KILLs the whole group after the grace period, itself included: the

@@ -10,10 +10,10 @@ from __future__ import annotations
 
 import re
 import shlex
+from collections.abc import Mapping
 from types import MappingProxyType
-from typing import Mapping
 
-__all__ = ["PACKAGES", "package_for", "missing_tool"]
+__all__ = ["PACKAGES", "missing_tool", "package_for"]
 
 _PERFTEST = "perftest"
 _IB_DIAGS = "infiniband-diags"
@@ -28,17 +28,32 @@ PACKAGES: Mapping[str, str] = MappingProxyType(
         **{
             tool: _PERFTEST
             for tool in (
-                "ib_write_bw", "ib_write_lat", "ib_read_bw", "ib_read_lat",
-                "ib_send_bw", "ib_send_lat", "ib_atomic_bw", "ib_atomic_lat",
-                "raw_ethernet_bw", "raw_ethernet_lat",
+                "ib_write_bw",
+                "ib_write_lat",
+                "ib_read_bw",
+                "ib_read_lat",
+                "ib_send_bw",
+                "ib_send_lat",
+                "ib_atomic_bw",
+                "ib_atomic_lat",
+                "raw_ethernet_bw",
+                "raw_ethernet_lat",
             )
         },
         # InfiniBand diagnostics
         **{
             tool: _IB_DIAGS
             for tool in (
-                "ibstat", "ibstatus", "perfquery", "iblinkinfo", "ibnetdiscover",
-                "ibdiagnet", "ibswitches", "ibhosts", "smpquery", "sminfo",
+                "ibstat",
+                "ibstatus",
+                "perfquery",
+                "iblinkinfo",
+                "ibnetdiscover",
+                "ibdiagnet",
+                "ibswitches",
+                "ibhosts",
+                "smpquery",
+                "sminfo",
             )
         },
         "ibv_devinfo": "ibverbs-utils",
@@ -90,7 +105,9 @@ _NOT_FOUND = (
 )
 
 # Words that may lead a command line without being the program that runs.
-_LEADERS = frozenset({"sudo", "env", "exec", "nice", "ionice", "stdbuf", "timeout", "numactl", "taskset"})
+_LEADERS = frozenset(
+    {"sudo", "env", "exec", "nice", "ionice", "stdbuf", "timeout", "numactl", "taskset"}
+)
 
 
 def package_for(tool: str) -> str | None:

@@ -8,13 +8,16 @@ timeout, so its first error is remembered and raised again at once.
 
 from __future__ import annotations
 
+import logging
 import threading
+from collections.abc import Callable, Iterable
 from concurrent.futures import ThreadPoolExecutor
-from typing import Callable, Iterable
 
 from .base import Transport, TransportError
 
 __all__ = ["ConnectionPool"]
+
+logger = logging.getLogger(__name__)
 
 
 class _Slot:
@@ -67,7 +70,9 @@ class ConnectionPool:
             slot = self._slots.get(node)
         return slot.error if slot else None
 
-    def connect_all(self, nodes: Iterable[str], max_workers: int = 32) -> dict[str, TransportError | None]:
+    def connect_all(
+        self, nodes: Iterable[str], max_workers: int = 32
+    ) -> dict[str, TransportError | None]:
         """Connect to ``nodes`` in parallel; return each node's error, or None where it worked."""
         names = list(dict.fromkeys(nodes))
 
@@ -80,21 +85,27 @@ class ConnectionPool:
 
         if not names:
             return {}
-        with ThreadPoolExecutor(max_workers=max(1, min(max_workers, len(names))), thread_name_prefix="pf-connect") as pool:
+        with ThreadPoolExecutor(
+            max_workers=max(1, min(max_workers, len(names))), thread_name_prefix="pf-connect"
+        ) as pool:
             return dict(zip(names, pool.map(attempt, names)))
 
     def close_all(self, max_workers: int = 32) -> None:
         """Close every transport (stopping their background processes) in parallel.  Never raises."""
         with self._lock:
-            transports = [slot.transport for slot in self._slots.values() if slot.transport is not None]
+            transports = [
+                slot.transport for slot in self._slots.values() if slot.transport is not None
+            ]
             self._slots.clear()
 
         def close(transport: Transport) -> None:
             try:
                 transport.close()
-            except Exception:  # noqa: BLE001 - one node's trouble must not keep the others open
-                pass
+            except Exception:  # one node's trouble must not keep the others open
+                logger.debug("closing %s failed", transport.node, exc_info=True)
 
         if transports:
-            with ThreadPoolExecutor(max_workers=max(1, min(max_workers, len(transports))), thread_name_prefix="pf-close") as pool:
+            with ThreadPoolExecutor(
+                max_workers=max(1, min(max_workers, len(transports))), thread_name_prefix="pf-close"
+            ) as pool:
                 list(pool.map(close, transports))

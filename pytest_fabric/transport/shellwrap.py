@@ -12,7 +12,7 @@ from __future__ import annotations
 import re
 import shlex
 
-__all__ = ["KILL_AFTER_S", "seconds", "with_timeout", "in_background", "PID_MARKER", "split_pid"]
+__all__ = ["KILL_AFTER_S", "PID_MARKER", "in_background", "seconds", "split_pid", "with_timeout"]
 
 # Grace between TERM and KILL, on the node and when we stop a background process.
 KILL_AFTER_S = 5.0

@@ -16,6 +16,7 @@ wrapped in timeout(1) so the node kills what overruns (:mod:`shellwrap`).
 
 from __future__ import annotations
 
+import logging
 import socket
 import threading
 import time
@@ -23,7 +24,7 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
-import fabric
+import fabric  # type: ignore[import-untyped]
 import paramiko
 
 from .base import CommandResult, CommandTimeout, TransportError
@@ -35,6 +36,8 @@ from .ssh_channel import exit_code_of, pump
 from .ssh_errors import Endpoint, connect_error, lost_error
 
 __all__ = ["SSHSettings", "SSHTransport"]
+
+logger = logging.getLogger(__name__)
 
 # How long past the node-side kill we wait before deciding the connection itself hangs.
 _LOCAL_SLACK_S = 3.0
@@ -98,7 +101,9 @@ class SSHTransport:
     def __init__(self, node: str, settings: SSHSettings, *, _tcp_nodelay: bool = True) -> None:
         self.node = node
         self.settings = settings
-        self._tcp_nodelay = _tcp_nodelay  # private switch, for the benchmark's with/without comparison
+        self._tcp_nodelay = (
+            _tcp_nodelay  # private switch, for the benchmark's with/without comparison
+        )
         self._lock = threading.RLock()
         self._conn: fabric.Connection | None = None
         self._jump: SSHTransport | None = None
@@ -140,10 +145,16 @@ class SSHTransport:
 
     def _new_connection(self) -> fabric.Connection:
         s = self.settings
-        config = fabric.Config(runtime_ssh_path=str(Path(s.ssh_config).expanduser())) if s.ssh_config else fabric.Config()
+        config = (
+            fabric.Config(runtime_ssh_path=str(Path(s.ssh_config).expanduser()))
+            if s.ssh_config
+            else fabric.Config()
+        )
         # gateway=False: we open the path to the node ourselves (see _socket), reading
         # ProxyJump/ProxyCommand from the same ssh_config lookup.
-        conn = fabric.Connection(s.host, user=s.user, port=s.port, config=config, gateway=False, forward_agent=False)
+        conn = fabric.Connection(
+            s.host, user=s.user, port=s.port, config=config, gateway=False, forward_agent=False
+        )
         identity = [str(Path(s.identity_file).expanduser())] if s.identity_file else []
         keys = identity or [str(k) for k in conn.ssh_config.get("identityfile", [])]
         kwargs: dict[str, Any] = {
@@ -195,12 +206,17 @@ class SSHTransport:
             user, host, port = _split_hop(last)
             self._jump = SSHTransport(
                 f"{self.node} (jump host {last})",
-                replace(self.settings, host=host, port=port, user=user, jump=",".join(earlier) or None),
+                replace(
+                    self.settings, host=host, port=port, user=user, jump=",".join(earlier) or None
+                ),
                 _tcp_nodelay=self._tcp_nodelay,
             )
             transport = self._jump.connection.transport
             return transport.open_channel(
-                "direct-tcpip", (conn.host, conn.port), ("127.0.0.1", 0), timeout=self.settings.connect_timeout
+                "direct-tcpip",
+                (conn.host, conn.port),
+                ("127.0.0.1", 0),
+                timeout=self.settings.connect_timeout,
             )
         proxy_command = conn.ssh_config.get("proxycommand")
         if proxy_command and proxy_command.lower() != "none":
@@ -224,9 +240,9 @@ class SSHTransport:
         return lost_error(self.node, host, port, command, exc)
 
     def _channel(self, command: str, remote_command: str) -> paramiko.Channel:
-        transport = self._open().transport
+        transport: paramiko.Transport = self._open().transport
         try:
-            chan = transport.open_session(timeout=self.settings.connect_timeout)
+            chan: paramiko.Channel = transport.open_session(timeout=self.settings.connect_timeout)
             chan.exec_command(remote_command)
         except paramiko.ChannelException as exc:
             # The connection is fine but sshd would not open another session (MaxSessions).
@@ -248,7 +264,12 @@ class SSHTransport:
         stderr: list[bytes] = []
         started = time.monotonic()
         try:
-            finished = pump(chan, started + timeout + KILL_AFTER_S + _LOCAL_SLACK_S, stdout.append, stderr.append)
+            finished = pump(
+                chan,
+                started + timeout + KILL_AFTER_S + _LOCAL_SLACK_S,
+                stdout.append,
+                stderr.append,
+            )
             elapsed = time.monotonic() - started
             code = exit_code_of(chan) if finished else None
         finally:
@@ -263,7 +284,9 @@ class SSHTransport:
             raise self._lost(command)
         if is_wrapper_timeout(code, elapsed, timeout):
             raise CommandTimeout(self.node, command, timeout, out)
-        result = CommandResult(self.node, command, code, out, b"".join(stderr).decode(errors="replace"), elapsed)
+        result = CommandResult(
+            self.node, command, code, out, b"".join(stderr).decode(errors="replace"), elapsed
+        )
         return judge(result, check=check)
 
     def start(self, command: str, *, timeout: float) -> SSHBackgroundProcess:
@@ -308,15 +331,18 @@ class SSHTransport:
         """
         with self._lock:
             background, self._background = list(self._background), []
-            alive = self._conn is not None and self._conn.transport is not None and self._conn.transport.is_active()
+            alive = (
+                self._conn is not None
+                and self._conn.transport is not None
+                and self._conn.transport.is_active()
+            )
         for process in background:
             if not alive:
                 break
             try:
                 process.stop()
-            except Exception:  # noqa: BLE001 - closing must go on
-                pass
+            except Exception:  # closing must go on
+                logger.debug("stopping %s on %s failed", process.command, self.node, exc_info=True)
         with self._lock:
             self._drop()
             self._failure = None
-

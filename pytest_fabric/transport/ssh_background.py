@@ -9,10 +9,11 @@ full SSH window.
 
 from __future__ import annotations
 
+import logging
 import threading
 import time
+from collections.abc import Callable
 from dataclasses import replace
-from typing import Callable
 
 import paramiko
 
@@ -23,6 +24,8 @@ from .shellwrap import KILL_AFTER_S, split_pid
 from .ssh_channel import exit_code_of, pump
 
 __all__ = ["SSHBackgroundProcess"]
+
+logger = logging.getLogger(__name__)
 
 # How long after its timeout we stop reading a background channel if the node stays silent.
 _READ_SLACK_S = 5.0
@@ -53,7 +56,9 @@ class SSHBackgroundProcess:
         self._lock = threading.Lock()
         self._got_output = threading.Condition(self._lock)
         self._result: CommandResult | None = None
-        self._reader = threading.Thread(target=self._read, name=f"pytest-fabric bg {node}", daemon=True)
+        self._reader = threading.Thread(
+            target=self._read, name=f"pytest-fabric bg {node}", daemon=True
+        )
         self._reader.start()
 
     # -- reading ---------------------------------------------------------------
@@ -71,12 +76,12 @@ class SSHBackgroundProcess:
                 lambda data: self._append(self._stdout, data),
                 lambda data: self._append(self._stderr, data),
             )
-        except Exception:  # noqa: BLE001 - a dead transport ends the reading, the result says so
-            pass
+        except Exception:  # a dead transport ends the reading; the result says so
+            logger.debug("reading %s on %s ended", self.command, self.node, exc_info=True)
         code = exit_code_of(self._chan) if self._chan.exit_status_ready() else None
         self._chan.close()
         with self._got_output:
-            pid, stdout = split_pid(self._stdout.decode(errors="replace"))
+            _, stdout = split_pid(self._stdout.decode(errors="replace"))
             self._result = CommandResult(
                 node=self.node,
                 command=self.command,
@@ -155,7 +160,9 @@ class SSHBackgroundProcess:
                 self._finished(grace_s)
         result = self._result
         if result is None:  # pragma: no cover - the reader always ends once the channel is closed
-            result = CommandResult(self.node, self.command, -1, self._stdout.decode(errors="replace"), "")
+            result = CommandResult(
+                self.node, self.command, -1, self._stdout.decode(errors="replace"), ""
+            )
         if result.exit_code == -1 and sent:
             # sshd reports death by signal as "exit-signal", which paramiko drops (-1);
             # we know which signal we sent, so say it the way subprocess does: -N.

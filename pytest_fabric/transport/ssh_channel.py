@@ -11,18 +11,20 @@ from __future__ import annotations
 
 import select
 import time
-from typing import Callable
+from collections.abc import Callable
 
 import paramiko
 
-__all__ = ["CHUNK", "pump", "exit_code_of", "LOST"]
+__all__ = ["CHUNK", "LOST", "exit_code_of", "pump"]
 
 CHUNK = 65536
 # exit_code_of() answers this when the channel ended without an exit status.
 LOST = None
 
 
-def _drain(chan: paramiko.Channel, on_stdout: Callable[[bytes], None], on_stderr: Callable[[bytes], None]) -> None:
+def _drain(
+    chan: paramiko.Channel, on_stdout: Callable[[bytes], None], on_stderr: Callable[[bytes], None]
+) -> None:
     while chan.recv_ready():
         on_stdout(chan.recv(CHUNK))
     while chan.recv_stderr_ready():

@@ -88,7 +88,9 @@ def connect_error(ep: Endpoint, exc: BaseException) -> TransportError:
     if isinstance(exc, ConnectionRefusedError):
         return _unreachable(ep, "connection refused (nothing listens on that port)")
     if isinstance(exc, (socket.timeout, TimeoutError)):
-        return _unreachable(ep, f"TCP connect timed out after {ep.connect_timeout:g} s (host down or filtered)")
+        return _unreachable(
+            ep, f"TCP connect timed out after {ep.connect_timeout:g} s (host down or filtered)"
+        )
     if isinstance(exc, OSError) and exc.errno in _NO_ROUTE:
         return _unreachable(ep, f"no route to host ({exc.strerror})")
     if isinstance(exc, paramiko.SSHException) and "banner" in str(exc).lower():
@@ -99,14 +101,17 @@ def connect_error(ep: Endpoint, exc: BaseException) -> TransportError:
         )
     if isinstance(exc, paramiko.SSHException) and "No existing session" in str(exc):
         return _unreachable(
-            ep, f"SSH handshake did not complete within {2 * ep.connect_timeout:g} s (sshd hung or overloaded)"
+            ep,
+            f"SSH handshake did not complete within {2 * ep.connect_timeout:g} s (sshd hung or overloaded)",
         )
     if isinstance(exc, (paramiko.SSHException, EOFError, OSError)):
         return _unreachable(ep, f"SSH handshake failed: {exc or type(exc).__name__}")
     raise exc
 
 
-def lost_error(node: str, host: str, port: int, command: str, exc: BaseException | None = None) -> NodeUnreachable:
+def lost_error(
+    node: str, host: str, port: int, command: str, exc: BaseException | None = None
+) -> NodeUnreachable:
     """The error for a connection that dropped while a command was running or starting."""
     cause = f" ({exc})" if exc else ""
     return NodeUnreachable(

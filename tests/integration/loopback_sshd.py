@@ -15,7 +15,7 @@ import subprocess
 import time
 from pathlib import Path
 
-__all__ = ["SSHD", "LoopbackSshd", "sshd_unavailable", "free_port", "make_key"]
+__all__ = ["SSHD", "LoopbackSshd", "free_port", "make_key", "sshd_unavailable"]
 
 SSHD = "/usr/sbin/sshd"
 
@@ -41,7 +41,18 @@ def free_port() -> int:
 def make_key(path: Path, kind: str = "ed25519") -> Path:
     """Create an unencrypted key pair at ``path`` / ``path.pub``."""
     subprocess.run(
-        ["ssh-keygen", "-q", "-t", kind, "-N", "", "-C", f"pytest-fabric-{path.name}", "-f", str(path)],
+        [
+            "ssh-keygen",
+            "-q",
+            "-t",
+            kind,
+            "-N",
+            "",
+            "-C",
+            f"pytest-fabric-{path.name}",
+            "-f",
+            str(path),
+        ],
         check=True,
         stdin=subprocess.DEVNULL,
     )
@@ -51,7 +62,9 @@ def make_key(path: Path, kind: str = "ed25519") -> Path:
 class LoopbackSshd:
     """``sshd -D`` on 127.0.0.1:``port`` accepting ``client_key`` for the current user."""
 
-    def __init__(self, workdir: Path, *, port: int | None = None, host_key: Path | None = None) -> None:
+    def __init__(
+        self, workdir: Path, *, port: int | None = None, host_key: Path | None = None
+    ) -> None:
         self.workdir = workdir
         workdir.mkdir(parents=True, exist_ok=True)
         self.port = port or free_port()
@@ -104,17 +117,24 @@ class LoopbackSshd:
         """Start sshd and return once it answers with a banner."""
         os.makedirs("/run/sshd", exist_ok=True)  # privilege separation directory sshd insists on
         self._write_config()
-        check = subprocess.run([SSHD, "-t", "-f", str(self.config)], capture_output=True, text=True)
+        check = subprocess.run(
+            [SSHD, "-t", "-f", str(self.config)], capture_output=True, text=True, check=False
+        )
         if check.returncode != 0:
             raise RuntimeError(f"sshd rejects {self.config}: {check.stderr.strip()}")
         with open(self.log, "ab") as log:
             self.process = subprocess.Popen(
-                [SSHD, "-D", "-e", "-f", str(self.config)], stdin=subprocess.DEVNULL, stdout=log, stderr=log
+                [SSHD, "-D", "-e", "-f", str(self.config)],
+                stdin=subprocess.DEVNULL,
+                stdout=log,
+                stderr=log,
             )
         deadline = time.monotonic() + timeout
         while time.monotonic() < deadline:
             if self.process.poll() is not None:
-                raise RuntimeError(f"sshd exited with {self.process.returncode}: {self.log.read_text()[-2000:]}")
+                raise RuntimeError(
+                    f"sshd exited with {self.process.returncode}: {self.log.read_text()[-2000:]}"
+                )
             try:
                 with socket.create_connection(("127.0.0.1", self.port), timeout=1.0) as sock:
                     if sock.recv(64).startswith(b"SSH-"):

@@ -13,9 +13,9 @@ import random
 import socket
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
 import pytest
 
@@ -35,7 +35,12 @@ from pytest_fabric.transport import (
 try:  # tests/ is not a package: pytest puts this directory on sys.path
     from loopback_sshd import LoopbackSshd, free_port, make_key, sshd_unavailable
 except ImportError:  # pragma: no cover - when tests/ is imported as a package
-    from tests.integration.loopback_sshd import LoopbackSshd, free_port, make_key, sshd_unavailable
+    from tests.integration.loopback_sshd import (  # type: ignore[no-redef]
+        LoopbackSshd,
+        free_port,
+        make_key,
+        sshd_unavailable,
+    )
 
 pytestmark = pytest.mark.skipif(sshd_unavailable() is not None, reason=sshd_unavailable() or "")
 
@@ -124,15 +129,15 @@ def ssh_config(tmp_path: Path) -> Path:
 @pytest.fixture
 def settings(sshd: LoopbackSshd, known_hosts: Path, ssh_config: Path) -> Callable[..., SSHSettings]:
     def make(**overrides: Any) -> SSHSettings:
-        values: dict[str, Any] = dict(
-            host="127.0.0.1",
-            port=sshd.port,
-            user=sshd.user,
-            identity_file=sshd.client_key,
-            known_hosts=known_hosts,
-            connect_timeout=2.0,
-            ssh_config=ssh_config,
-        )
+        values: dict[str, Any] = {
+            "host": "127.0.0.1",
+            "port": sshd.port,
+            "user": sshd.user,
+            "identity_file": sshd.client_key,
+            "known_hosts": known_hosts,
+            "connect_timeout": 2.0,
+            "ssh_config": ssh_config,
+        }
         values.update(overrides)
         return SSHSettings(**values)
 
@@ -151,7 +156,12 @@ def transport(settings: Callable[..., SSHSettings]) -> Iterator[SSHTransport]:
 
 def test_run_returns_output_and_exit_code(transport: SSHTransport) -> None:
     result = transport.run("echo out; echo err >&2", timeout=10)
-    assert (result.node, result.exit_code, result.stdout, result.stderr) == ("node1", 0, "out\n", "err\n")
+    assert (result.node, result.exit_code, result.stdout, result.stderr) == (
+        "node1",
+        0,
+        "out\n",
+        "err\n",
+    )
     assert result.ok and result.command == "echo out; echo err >&2"
 
 
@@ -297,7 +307,9 @@ def test_background_iperf3_server_serves_a_client(transport: SSHTransport) -> No
     assert result.exit_code == 0 and "Server listening" in result.stdout
 
 
-def test_close_stops_background_processes_and_is_idempotent(settings: Callable[..., SSHSettings]) -> None:
+def test_close_stops_background_processes_and_is_idempotent(
+    settings: Callable[..., SSHSettings],
+) -> None:
     t = SSHTransport("node1", settings())
     first, second = marker(), marker()
     processes = [t.start(f"sleep {first}", timeout=60), t.start(f"sleep {second}", timeout=60)]
@@ -313,7 +325,9 @@ def test_close_stops_background_processes_and_is_idempotent(settings: Callable[.
 # -- host keys -------------------------------------------------------------------------------
 
 
-def test_strict_refuses_an_unknown_host(settings: Callable[..., SSHSettings], tmp_path: Path, sshd: LoopbackSshd) -> None:
+def test_strict_refuses_an_unknown_host(
+    settings: Callable[..., SSHSettings], tmp_path: Path, sshd: LoopbackSshd
+) -> None:
     empty = tmp_path / "empty_known_hosts"
     t = SSHTransport("node1", settings(known_hosts=empty))
     with pytest.raises(HostKeyMismatch) as info:
@@ -345,14 +359,21 @@ def test_accept_new_remembers_the_key_then_refuses_a_changed_one(
     path = tmp_path / "ssh" / "known_hosts"  # not there yet, nor its directory
     with LoopbackSshd(tmp_path / "first") as first:
         accept = SSHSettings(
-            host="127.0.0.1", port=first.port, identity_file=first.client_key, known_hosts=path,
-            connect_timeout=2.0, host_key_policy="accept-new", ssh_config=ssh_config,
+            host="127.0.0.1",
+            port=first.port,
+            identity_file=first.client_key,
+            known_hosts=path,
+            connect_timeout=2.0,
+            host_key_policy="accept-new",
+            ssh_config=ssh_config,
         )
         t = SSHTransport("node1", accept)
         assert t.run("echo in", timeout=10).stdout == "in\n"
         t.close()
         saved = path.read_text()
-        assert saved.startswith("|1|") and first.host_public_key in saved  # hashed, like HashKnownHosts
+        assert (
+            saved.startswith("|1|") and first.host_public_key in saved
+        )  # hashed, like HashKnownHosts
         t = SSHTransport("node1", accept)  # known now: connects, adds nothing
         t.connect()
         t.close()
@@ -366,7 +387,9 @@ def test_accept_new_remembers_the_key_then_refuses_a_changed_one(
     assert path.read_text() == saved
 
 
-def test_ignore_accepts_any_key_and_saves_nothing(settings: Callable[..., SSHSettings], tmp_path: Path) -> None:
+def test_ignore_accepts_any_key_and_saves_nothing(
+    settings: Callable[..., SSHSettings], tmp_path: Path
+) -> None:
     path = tmp_path / "never_written"
     t = SSHTransport("node1", settings(known_hosts=path, host_key_policy="ignore"))
     assert t.run("echo in", timeout=10).stdout == "in\n"
@@ -402,11 +425,15 @@ def test_failed_connect_is_not_retried(settings: Callable[..., SSHSettings]) -> 
     t = SSHTransport("node1", settings(port=free_port()))
     with pytest.raises(NodeUnreachable):
         t.connect()
-    with pytest.raises(NodeUnreachable, match="not retried in this run; first failure: cannot reach"):
+    with pytest.raises(
+        NodeUnreachable, match="not retried in this run; first failure: cannot reach"
+    ):
         t.run("true", timeout=5)
 
 
-def test_frozen_sshd_gives_up_after_connect_timeout(settings: Callable[..., SSHSettings], sshd: LoopbackSshd) -> None:
+def test_frozen_sshd_gives_up_after_connect_timeout(
+    settings: Callable[..., SSHSettings], sshd: LoopbackSshd
+) -> None:
     sshd.pause()
     try:
         started = time.monotonic()
@@ -423,8 +450,14 @@ def test_connection_lost_mid_command(tmp_path: Path, ssh_config: Path) -> None:
         known.write_text(doomed.known_hosts_line())
         t = SSHTransport(
             "node1",
-            SSHSettings(host="127.0.0.1", port=doomed.port, identity_file=doomed.client_key,
-                        known_hosts=known, connect_timeout=2.0, ssh_config=ssh_config),
+            SSHSettings(
+                host="127.0.0.1",
+                port=doomed.port,
+                identity_file=doomed.client_key,
+                known_hosts=known,
+                connect_timeout=2.0,
+                ssh_config=ssh_config,
+            ),
         )
         t.connect()
         errors: list[BaseException] = []
@@ -441,7 +474,9 @@ def test_connection_lost_mid_command(tmp_path: Path, ssh_config: Path) -> None:
     assert "was lost" in str(errors[0])
 
 
-def _capture(errors: list[BaseException], fn: Callable[..., object], *args: Any, **kwargs: Any) -> None:
+def _capture(
+    errors: list[BaseException], fn: Callable[..., object], *args: Any, **kwargs: Any
+) -> None:
     try:
         fn(*args, **kwargs)
     except BaseException as exc:  # noqa: BLE001 - the test inspects it
@@ -463,18 +498,24 @@ def _children(ppid: int) -> list[int]:
 # -- ssh_config and jump hosts ---------------------------------------------------------------------
 
 
-def test_ssh_config_alias_is_honoured(tmp_path: Path, sshd: LoopbackSshd, known_hosts: Path) -> None:
+def test_ssh_config_alias_is_honoured(
+    tmp_path: Path, sshd: LoopbackSshd, known_hosts: Path
+) -> None:
     config = tmp_path / "config"
     config.write_text(
         f"Host gpu-alias\n  HostName 127.0.0.1\n  Port {sshd.port}\n  User {sshd.user}\n"
         f"  IdentityFile {sshd.client_key}\n"
     )
-    t = SSHTransport("gpu01", SSHSettings(host="gpu-alias", known_hosts=known_hosts, ssh_config=config))
+    t = SSHTransport(
+        "gpu01", SSHSettings(host="gpu-alias", known_hosts=known_hosts, ssh_config=config)
+    )
     assert t.run("echo via alias", timeout=10).stdout == "via alias\n"
     t.close()
 
 
-def test_inventory_values_win_over_ssh_config(tmp_path: Path, sshd: LoopbackSshd, known_hosts: Path) -> None:
+def test_inventory_values_win_over_ssh_config(
+    tmp_path: Path, sshd: LoopbackSshd, known_hosts: Path
+) -> None:
     config = tmp_path / "config"
     stranger = make_key(tmp_path / "id_stranger")
     config.write_text(
@@ -482,8 +523,14 @@ def test_inventory_values_win_over_ssh_config(tmp_path: Path, sshd: LoopbackSshd
     )
     t = SSHTransport(
         "gpu01",
-        SSHSettings(host="127.0.0.1", port=sshd.port, user=sshd.user, identity_file=sshd.client_key,
-                    known_hosts=known_hosts, ssh_config=config),
+        SSHSettings(
+            host="127.0.0.1",
+            port=sshd.port,
+            user=sshd.user,
+            identity_file=sshd.client_key,
+            known_hosts=known_hosts,
+            ssh_config=config,
+        ),
     )
     assert t.run("id -un", timeout=10).stdout.strip() == sshd.user
     t.close()

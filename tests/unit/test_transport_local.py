@@ -41,7 +41,9 @@ def running(arg: str) -> bool:
     for entry in Path("/proc").iterdir():
         if entry.name.isdigit():
             try:
-                if arg.encode() in (entry / "cmdline").read_bytes().split(b"\0") and _alive(int(entry.name)):
+                if arg.encode() in (entry / "cmdline").read_bytes().split(b"\0") and _alive(
+                    int(entry.name)
+                ):
                     return True
             except OSError:
                 continue
@@ -74,7 +76,12 @@ def test_is_a_transport(local: LocalTransport) -> None:
 
 def test_run_returns_output_and_exit_code(local: LocalTransport) -> None:
     result = local.run("echo out; echo err >&2", timeout=10)
-    assert (result.node, result.exit_code, result.stdout, result.stderr) == ("head", 0, "out\n", "err\n")
+    assert (result.node, result.exit_code, result.stdout, result.stderr) == (
+        "head",
+        0,
+        "out\n",
+        "err\n",
+    )
 
 
 def test_check_false(local: LocalTransport) -> None:
@@ -102,7 +109,9 @@ def test_timeout_kills_the_process_group(local: LocalTransport) -> None:
     assert eventually(lambda: not running(child) and not running(grandchild))
 
 
-def test_timeout_kills_a_command_that_ignores_term(local: LocalTransport, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_timeout_kills_a_command_that_ignores_term(
+    local: LocalTransport, monkeypatch: pytest.MonkeyPatch
+) -> None:
     monkeypatch.setattr("pytest_fabric.transport.local.KILL_AFTER_S", 0.3)
     stubborn = marker()
     with pytest.raises(CommandTimeout):
@@ -156,8 +165,18 @@ def test_close_stops_background_processes(local: LocalTransport) -> None:
         ("sh: 1: iperf3: not found\n", "iperf3 -c x", 127, "iperf3"),
         ("bash: line 1: ib_write_bw: command not found\n", "ib_write_bw", 127, "ib_write_bw"),
         ("zsh:1: command not found: fio\n", "fio x", 127, "fio"),
-        ("timeout: failed to run command 'nvbandwidth': No such file or directory\n", "x", 127, "nvbandwidth"),
-        ("", "sudo -n env FOO=1 /opt/nccl-tests/all_reduce_perf -b 8", 127, "/opt/nccl-tests/all_reduce_perf"),
+        (
+            "timeout: failed to run command 'nvbandwidth': No such file or directory\n",
+            "x",
+            127,
+            "nvbandwidth",
+        ),
+        (
+            "",
+            "sudo -n env FOO=1 /opt/nccl-tests/all_reduce_perf -b 8",
+            127,
+            "/opt/nccl-tests/all_reduce_perf",
+        ),
         ("sh: 1: mpirun: not found\n", "cd /tmp && mpirun -np 2 x", 1, "mpirun"),
         ("error: file not found\n", "cat x", 1, None),
         ("", "false", 1, None),
