@@ -104,8 +104,14 @@ def connect_error(ep: Endpoint, exc: BaseException) -> TransportError:
             ep,
             f"SSH handshake did not complete within {2 * ep.connect_timeout:g} s (sshd hung or overloaded)",
         )
-    if isinstance(exc, (paramiko.SSHException, EOFError, OSError)):
-        return _unreachable(ep, f"SSH handshake failed: {exc or type(exc).__name__}")
+    if isinstance(exc, EOFError) or (isinstance(exc, OSError) and exc.errno == errno.ECONNRESET):
+        return _unreachable(
+            ep,
+            "the node closed the connection during the SSH handshake "
+            "(sshd at MaxStartups, or a firewall/tcp_wrappers rule)",
+        )
+    if isinstance(exc, (paramiko.SSHException, OSError)):
+        return _unreachable(ep, f"SSH handshake failed: {str(exc) or type(exc).__name__}")
     raise exc
 
 

@@ -21,6 +21,7 @@ import pytest
 
 from pytest_fabric.transport import (
     AuthenticationFailed,
+    BackgroundProcess,
     CommandFailed,
     CommandTimeout,
     ConnectionPool,
@@ -266,6 +267,7 @@ def test_background_stop_ends_the_process_group(transport: SSHTransport) -> None
 
 def test_background_wait_returns_when_it_ends(transport: SSHTransport) -> None:
     process = transport.start("sleep 0.2; echo done; exit 2", timeout=10)
+    assert isinstance(process, BackgroundProcess) and isinstance(transport, Transport)
     result = process.wait(5)
     assert (result.exit_code, result.stdout) == (2, "done\n")
 
