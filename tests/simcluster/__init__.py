@@ -8,5 +8,9 @@ from __future__ import annotations
 
 from tests.simcluster.breaker import NodeBreaker
 from tests.simcluster.cluster import SimCluster, SimClusterError, SimNode, missing_prerequisites
+from tests.simcluster.hardware import FakeHardware, FakePort, install_hardware, uninstall_hardware
 
-__all__ = ["NodeBreaker", "SimCluster", "SimClusterError", "SimNode", "missing_prerequisites"]
+__all__ = [
+    "FakeHardware", "FakePort", "NodeBreaker", "SimCluster", "SimClusterError", "SimNode",
+    "install_hardware", "missing_prerequisites", "uninstall_hardware",
+]

@@ -1,0 +1,243 @@
+"""The hardware stand-ins print what the real tools print, and what the model says.
+
+One model for the whole module: node03's mlx5_0 trained at 100G, node04's mlx5_0 gains symbol
+errors on every read, node05<->node06 is a bad cable (half bandwidth). Every output is read with
+our own parsers, over real SSH, so a test of the plugin against these stand-ins exercises the same
+parsing it does on a real cluster.
+"""
+
+from __future__ import annotations
+
+import shlex
+import subprocess
+import time
+from collections.abc import Iterator
+
+import pytest
+
+from pytest_fabric.parsers import (
+    ibdev2netdev,
+    ibstat,
+    ibv_devinfo,
+    mlnx_qos,
+    nccl_tests,
+    perfquery,
+    perftest,
+    rdma_link,
+)
+from pytest_fabric.parsers.base import ToolReportedError
+from tests.simcluster import SimCluster
+from tests.simcluster.hardware import (
+    STANDIN_TOOLS,
+    FakeHardware,
+    FakePort,
+    default_ports,
+    install_hardware,
+    uninstall_hardware,
+)
+
+LINE_GBPS = 200 * 0.98  # default HDR port x default rdma_bw_fraction
+EIGHT_MIB = 8 * 2**20
+EIGHT_GIB = 8 * 2**30
+
+
+def ssh(cluster: SimCluster, node: str, command: str, timeout: float = 20
+        ) -> subprocess.CompletedProcess[str]:
+    """Run `command` on the node over real SSH."""
+    return subprocess.run(cluster.ssh_argv(node, command), capture_output=True, text=True, check=False,
+                          timeout=timeout)
+
+
+def _model() -> dict[str, FakeHardware]:
+    """The module's hardware: one degraded port, one erroring port, one bad cable, one RoCE node."""
+    node03_ports = default_ports()
+    node03_ports[0].rate_gbps = 100
+    node04_ports = default_ports()
+    node04_ports[0].counter_growth = {"SymbolErrorCounter": 3}
+    return {
+        "node03": FakeHardware(ports=node03_ports),
+        "node04": FakeHardware(ports=node04_ports),
+        "node05": FakeHardware(slow_peers={"node06": 0.5}),
+        # Short retry: the "no server" test waits out the client's whole retry window.
+        "node07": FakeHardware(perftest_connect_retry_s=0.5),
+        "node08": FakeHardware(ports=[FakePort(link_layer="Ethernet", netdev="eth2",
+                                               rate_gbps=400, active_mtu=1024)]),
+    }
+
+
+@pytest.fixture(scope="module")
+def fabric(simcluster: SimCluster) -> Iterator[SimCluster]:
+    """The module's model installed on the shared cluster, removed however the module ends."""
+    install_hardware(simcluster, _model())
+    try:
+        yield simcluster
+    finally:
+        uninstall_hardware(simcluster)
+
+
+def test_ibstat_shows_the_port_that_trained_down(fabric: SimCluster) -> None:
+    run = ssh(fabric, "node03", "ibstat")
+    assert run.returncode == 0, run.stderr
+    cas = {ca.name: ca for ca in ibstat.parse_ibstat(run.stdout)}
+    assert sorted(cas) == ["mlx5_0", "mlx5_1", "mlx5_2", "mlx5_3"]
+    assert cas["mlx5_0"].ports[0].rate_gbps == 100
+    assert cas["mlx5_1"].ports[0].rate_gbps == 200
+    assert cas["mlx5_0"].ports[0].state == "Active"
+    assert cas["mlx5_0"].ports[0].link_layer == "InfiniBand"
+
+    listed = ssh(fabric, "node03", "ibstat -l; ibstat mlx5_2; ibstat mlx5_9")
+    names, _, rest = listed.stdout.partition("CA '")
+    assert names.split() == ["mlx5_0", "mlx5_1", "mlx5_2", "mlx5_3"]
+    assert [ca.name for ca in ibstat.parse_ibstat("CA '" + rest)] == ["mlx5_2"]
+    assert "stat of IB device 'mlx5_9' failed" in listed.stderr
+
+
+def test_port_inventory_tools_parse(fabric: SimCluster) -> None:
+    run = ssh(fabric, "node08", "ibv_devinfo; echo @@; ibv_devinfo -d mlx5_0; echo @@; "
+                               "ibdev2netdev; echo @@; rdma link; echo @@; mlnx_qos -i eth2")
+    assert run.returncode == 0, run.stderr
+    devinfo, one, mapping, links, qos = run.stdout.split("@@\n")
+    for text in (devinfo, one):
+        [device] = ibv_devinfo.parse_ibv_devinfo(text)
+        assert device.name == "mlx5_0"
+        assert device.ports[0].link_layer == "Ethernet"
+        assert device.ports[0].active_mtu_bytes == 1024
+        assert device.ports[0].state == "PORT_ACTIVE"
+    [entry] = ibdev2netdev.parse_ibdev2netdev(mapping)
+    assert (entry.device, entry.port, entry.netdev, entry.is_up) == ("mlx5_0", 1, "eth2", True)
+    [link] = rdma_link.parse_rdma_link(links)
+    assert (link.device, link.state, link.netdev) == ("mlx5_0", "ACTIVE", "eth2")
+    parsed = mlnx_qos.parse_mlnx_qos(qos)
+    assert parsed.trust == "dscp"
+    assert parsed.pfc_priorities == (3,)
+
+    ib = ssh(fabric, "node01", "ibv_devinfo")
+    assert [d.name for d in ibv_devinfo.parse_ibv_devinfo(ib.stdout)] == [f"mlx5_{i}" for i in range(4)]
+
+
+def test_perfquery_counters_grow_between_reads(fabric: SimCluster) -> None:
+    command = "perfquery -x -C mlx5_0 -P 1"
+    first = perfquery.parse_perfquery(ssh(fabric, "node04", command).stdout)
+    second = perfquery.parse_perfquery(ssh(fabric, "node04", command).stdout)
+    grown = (perfquery.error_counters(second[0])["SymbolErrorCounter"]
+             - perfquery.error_counters(first[0])["SymbolErrorCounter"])
+    assert grown == 3
+    # A port without growth reads the same each time.
+    quiet = [perfquery.parse_perfquery(ssh(fabric, "node04", "perfquery -x -C mlx5_1 -P 1").stdout)
+             for _ in range(2)]
+    assert all(set(perfquery.error_counters(p[0]).values()) == {0} for p in quiet)
+    # The positional LID form reaches the same port.
+    lid = first[0].lid
+    by_lid = perfquery.parse_perfquery(ssh(fabric, "node04", f"perfquery -x {lid} 1").stdout)
+    assert by_lid[0].lid == lid and by_lid[0].port == 1
+
+
+def _pair(cluster: SimCluster, tool: str, server: str, client: str, args: str
+          ) -> tuple[subprocess.Popen[str], subprocess.Popen[str]]:
+    """Start a perftest server and its client (the client retries while the server starts)."""
+    srv = subprocess.Popen(cluster.ssh_argv(server, f"{tool} {args}"), stdout=subprocess.PIPE,
+                           stderr=subprocess.PIPE, text=True)
+    address = cluster.node(server).address
+    cli = subprocess.Popen(cluster.ssh_argv(client, f"{tool} {args} {shlex.quote(address)}"),
+                           stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    return srv, cli
+
+
+def _finish(proc: subprocess.Popen[str]) -> tuple[int, str, str]:
+    try:
+        out, err = proc.communicate(timeout=20)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+    return proc.returncode, out, err
+
+
+def test_ib_write_bw_pairs_see_port_rate_and_bad_cable(fabric: SimCluster) -> None:
+    args = f"-d mlx5_0 -i 1 -p 18515 -F -s {EIGHT_MIB} -q 2 --report_gbits"
+    # Both pairs at once: separate nodes, so the same TCP port does not clash.
+    slow = _pair(fabric, "ib_write_bw", "node06", "node05", args)
+    good = _pair(fabric, "ib_write_bw", "node02", "node01", args)
+    results = {name: [_finish(p) for p in procs] for name, procs in (("slow", slow), ("good", good))}
+    for name, expected in (("slow", 0.5 * LINE_GBPS), ("good", LINE_GBPS)):
+        (s_rc, s_out, s_err), (c_rc, c_out, c_err) = results[name]
+        assert (s_rc, c_rc) == (0, 0), f"{name}: {s_err} {c_err}"
+        client = perftest.parse_bandwidth(c_out)
+        row = client.row_at(EIGHT_MIB)
+        assert row.bw_average_gbps == pytest.approx(expected, rel=0.01)
+        assert (client.device, client.num_qps, client.link_type, client.mtu_bytes) == ("mlx5_0", 2, "IB", 4096)
+        assert client.reported_unit == "Gb/sec"
+        server = perftest.parse_bandwidth(s_out)
+        assert server.row_at(EIGHT_MIB).bw_average_gbps == pytest.approx(expected, rel=0.01)
+
+
+def test_ib_write_bw_sweep_in_mb_per_s_and_trained_down_port(fabric: SimCluster) -> None:
+    # node03's mlx5_0 runs at 100G: the pair gets the slower side's rate. MB/sec is 2^20 B/s.
+    srv, cli = _pair(fabric, "ib_write_bw", "node03", "node04", "-d mlx5_0 -p 18520 -a -n 1000")
+    (s_rc, _, s_err), (c_rc, c_out, c_err) = _finish(srv), _finish(cli)
+    assert (s_rc, c_rc) == (0, 0), s_err + c_err
+    parsed = perftest.parse_bandwidth(c_out)
+    assert parsed.reported_unit == "MB/sec"
+    assert [r.size_bytes for r in parsed.rows] == [2**k for k in range(1, 24)]
+    assert parsed.largest_row.bw_average_gbps == pytest.approx(100 * 0.98, rel=0.01)
+    assert parsed.rows[0].bw_average_gbps < parsed.largest_row.bw_average_gbps / 10
+
+
+def test_ib_write_lat_pair(fabric: SimCluster) -> None:
+    srv, cli = _pair(fabric, "ib_write_lat", "node02", "node07", "-d mlx5_0 -p 18516 -F -s 2 -n 1000")
+    (s_rc, _, s_err), (c_rc, c_out, c_err) = _finish(srv), _finish(cli)
+    assert (s_rc, c_rc) == (0, 0), s_err + c_err
+    row = perftest.parse_latency(c_out).smallest_row
+    assert row.size_bytes == 2 and row.iterations == 1000
+    assert row.latency_typical_us == pytest.approx(1.6, abs=0.01)
+    assert row.latency_p99_us == pytest.approx(1.9, abs=0.01)
+    assert row.latency_min_us is not None and row.latency_min_us < 1.6
+
+
+def test_client_without_server_reports_couldnt_connect(fabric: SimCluster) -> None:
+    address = fabric.node("node08").address
+    run = ssh(fabric, "node07", f"ib_write_bw -d mlx5_0 -p 18599 --report_gbits {address}")
+    assert run.returncode == 1
+    assert f"Couldn't connect to {address}:18599" in run.stderr
+    with pytest.raises(ToolReportedError, match="Couldn't connect"):
+        perftest.parse_bandwidth(run.stdout + run.stderr)
+
+
+def test_mpirun_all_reduce_across_four_nodes(fabric: SimCluster) -> None:
+    nodes = ["node01", "node02", "node03", "node04"]
+    hosts = ",".join(f"{fabric.node(n).address}:8" for n in nodes)
+    run = ssh(fabric, "node01", f"mpirun --allow-run-as-root -H {hosts} -np 32 --bind-to none "
+                                "-x NCCL_DEBUG=VERSION all_reduce_perf -b 8 -e 8G -f 2 -g 1")
+    assert run.returncode == 0, run.stderr
+    parsed = nccl_tests.parse(run.stdout)
+    assert parsed.hosts == tuple(nodes)
+    assert parsed.num_ranks == 32
+    assert parsed.nccl_version is not None and parsed.concluded
+    # 4 nodes: one doubling beyond 2, so 190 x 0.97.
+    assert nccl_tests.busbw_at(parsed, EIGHT_GIB) == pytest.approx(190 * 0.97, rel=0.01)
+    assert nccl_tests.busbw_at(parsed, 2**20) < 50  # small sizes are latency bound
+
+    # The bad cable between node05 and node06 caps a run that includes both.
+    pair = ",".join(f"{fabric.node(n).address}:8" for n in ("node05", "node06"))
+    slow = ssh(fabric, "node05", f"mpirun --allow-run-as-root -H {pair} -np 16 all_reduce_perf "
+                                 "-b 8G -e 8G -g 1")
+    assert nccl_tests.busbw_at(nccl_tests.parse(slow.stdout), EIGHT_GIB) == pytest.approx(95, rel=0.01)
+
+    unknown = ssh(fabric, "node01", "mpirun -H 10.255.255.1:8,node02:8 -np 16 all_reduce_perf -b 8 -e 8")
+    assert unknown.returncode == 1
+    assert "Could not resolve hostname 10.255.255.1" in unknown.stderr
+
+
+def test_no_standin_left_running_and_uninstall_is_clean(fabric: SimCluster) -> None:
+    deadline = time.monotonic() + 5
+    while any(fabric.processes(n) for n in fabric.nodes) and time.monotonic() < deadline:
+        time.sleep(0.05)  # an SSH session that just ended may take a moment to go
+    assert {n.name: fabric.processes(n) for n in fabric.nodes if fabric.processes(n)} == {}
+    uninstall_hardware(fabric)
+    try:
+        node = fabric.node("node04")
+        assert not any((node.bindir / t).exists() for t in STANDIN_TOOLS)
+        assert ssh(fabric, "node04", "command -v perfquery").returncode != 0
+    finally:
+        # Put the module's model back for any test that runs after this one.
+        install_hardware(fabric, _model())

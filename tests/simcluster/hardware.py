@@ -1,0 +1,224 @@
+"""Fake RDMA / GPU hardware for the simulated cluster: a model, and stand-in tools that print it.
+
+Tests describe what each node's fabric looks like (a port that trained at 100G, a symbol-error
+counter that grows, a slow cable between two nodes) and install it::
+
+    install_hardware(cluster, {
+        "node03": FakeHardware(ports=[FakePort(rate_gbps=100), *default_ports()[1:]]),
+        "node04": FakeHardware(ports=[FakePort(counter_growth={"SymbolErrorCounter": 7})]),
+        "node05": FakeHardware(slow_peers={"node06": 0.5}),
+    })
+    try:
+        ...  # ibstat, perfquery, ib_write_bw, mpirun all_reduce_perf ... over SSH
+    finally:
+        uninstall_hardware(cluster)
+
+Nodes not named get ``FakeHardware()`` (4 x HDR 200G InfiniBand, 8 GPUs). The whole cluster's
+hardware goes into one JSON file (:data:`HARDWARE_FILE`) next to the stand-ins in every node's
+/usr/local/bin, because two-sided tools need the other side's model too: ``mpirun`` computes a
+multi-node result from every host's entry, and perftest's two sides exchange theirs over a real
+TCP connection between the nodes' namespaces, exactly as perftest exchanges QP numbers.
+
+The stand-ins are one Python program (``standins/fabric_standin.py``) installed under each tool
+name; it dispatches on the name it was started as. Outputs follow the recorded real outputs in
+the shared corpus and are checked with our own parsers (tests/integration/test_standins.py).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import dataclasses
+import json
+import os
+import sys
+import uuid
+from collections.abc import Iterator, Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from tests.simcluster.cluster import SimCluster, SimNode
+
+__all__ = [
+    "HARDWARE_FILE",
+    "STANDIN_TOOLS",
+    "FakeHardware",
+    "FakePort",
+    "default_ports",
+    "hardware_installed",
+    "install_hardware",
+    "uninstall_hardware",
+]
+
+# Next to the stand-ins in each node's /usr/local/bin; the stand-ins find it beside themselves.
+HARDWARE_FILE = "fabric-hardware.json"
+STANDIN_SOURCE = Path(__file__).parent / "standins" / "fabric_standin.py"
+# Every name the multi-call stand-in answers to.
+STANDIN_TOOLS: tuple[str, ...] = (
+    "ibstat", "ibv_devinfo", "ibdev2netdev", "rdma", "perfquery",
+    "ib_write_bw", "ib_read_bw", "ib_send_bw", "ib_write_lat", "ib_read_lat", "ib_send_lat",
+    "mpirun", "all_reduce_perf", "all_gather_perf", "reduce_scatter_perf", "alltoall_perf",
+    "broadcast_perf", "mlnx_qos",
+)
+# First LID handed out to InfiniBand ports that do not set one; LID 1 is the subnet manager.
+_FIRST_LID = 11
+
+
+@dataclass
+class FakePort:
+    """One RDMA port as ibstat / ibv_devinfo / perfquery see it."""
+
+    device: str = "mlx5_0"
+    port: int = 1
+    state: str = "Active"  # ibstat State: Active, Down, Initializing, Armed
+    phys_state: str = "LinkUp"  # ibstat Physical state: LinkUp, Polling, Disabled, ...
+    rate_gbps: int = 200  # what the port trained at (ibstat 'Rate')
+    link_layer: str = "InfiniBand"  # or "Ethernet" (RoCE)
+    active_mtu: int = 4096
+    netdev: str = "ib0"
+    # perfquery names; the stand-in prints 0 for every counter not named here.
+    counters: dict[str, int] = field(default_factory=dict)
+    # Added to the stored counters on every perfquery call: errors growing during a run.
+    counter_growth: dict[str, int] = field(default_factory=dict)
+    lid: int = 0  # 0: install_hardware assigns a cluster-unique LID to InfiniBand ports
+
+
+def default_ports() -> list[FakePort]:
+    """Four HDR InfiniBand ports at 200G, mlx5_0..3 on ib0..3 (a fresh list each call)."""
+    return [FakePort(device=f"mlx5_{i}", netdev=f"ib{i}") for i in range(4)]
+
+
+@dataclass
+class FakeHardware:
+    """One node's RDMA ports, GPUs and how its links perform."""
+
+    ports: list[FakePort] = field(default_factory=default_ports)
+    # ib_*_bw large-message bandwidth as a fraction of the slower side's port rate.
+    rdma_bw_fraction: float = 0.98
+    rdma_lat_us: float = 1.6  # ib_*_lat typical latency at small sizes
+    rdma_lat_p99_us: float = 1.9
+    # Peer node name -> fraction of normal bandwidth on that link (a bad cable). Either side's
+    # entry applies (the smaller wins); it also caps an NCCL run that includes both nodes.
+    slow_peers: dict[str, float] = field(default_factory=dict)
+    slow_peer_latency: dict[str, float] = field(default_factory=dict)  # peer -> extra us
+    # all_reduce busbw (GB/s) this node sustains in a multi-node run; a run gets the minimum over
+    # its nodes, times 0.97 per doubling beyond 2 nodes.
+    nccl_busbw_gbytes: float = 190.0
+    nccl_local_busbw_gbytes: float = 480.0  # a single-node run (NVLink only)
+    gpus: int = 8
+    gpu_name: str = "NVIDIA H100 80GB HBM3"
+    roce_trust: str = "dscp"  # mlnx_qos 'Priority trust state': dscp or pcp
+    roce_pfc: list[int] = field(default_factory=lambda: [3])  # priorities with PFC enabled
+    # How long an ib_*_bw/lat client retries a refused connection (the server may be starting).
+    perftest_connect_retry_s: float = 5.0
+    # A perftest server with no client gives up after this long, so none is ever left behind.
+    perftest_server_timeout_s: float = 120.0
+
+
+def _python_for_nodes() -> str:
+    """An interpreter path visible inside the nodes.
+
+    Their /usr/local/bin and /root are other directories (the node's bin dir and home), so an
+    interpreter from either (python Docker images, pyenv) would not be found there.
+    """
+    candidates = ["/usr/bin/python3", sys.executable]
+    for path in candidates:
+        real = os.path.realpath(path)
+        hidden = any(p == d or p.startswith(d + "/") for p in (path, real)
+                     for d in ("/usr/local/bin", "/root", "/tmp"))
+        if os.access(path, os.X_OK) and not hidden:
+            return path
+    raise RuntimeError(
+        "no python3 that the simulated nodes can see (tried /usr/bin/python3 and "
+        f"{sys.executable}); apt-get install python3"
+    )
+
+
+def _standin_script() -> str:
+    """The stand-in program with a shebang naming an interpreter the nodes can run."""
+    source = STANDIN_SOURCE.read_text()
+    body = source.split("\n", 1)[1] if source.startswith("#!") else source
+    return f"#!{_python_for_nodes()}\n{body}"
+
+
+def _cluster_document(cluster: SimCluster, hardware: Mapping[str, FakeHardware]) -> dict[str, Any]:
+    """The JSON every node gets: each node's hardware, the address->name map, a generation id."""
+    unknown = sorted(set(hardware) - {n.name for n in cluster.nodes})
+    if unknown:
+        raise KeyError(f"install_hardware: no node {', '.join(unknown)} in cluster "
+                       f"{cluster.prefix}; have {[n.name for n in cluster.nodes]}")
+    nodes: dict[str, Any] = {}
+    used = {p.lid for hw in hardware.values() for p in hw.ports if p.lid}
+    next_lid = _FIRST_LID
+    for node in cluster.nodes:
+        entry = dataclasses.asdict(hardware.get(node.name) or FakeHardware())
+        for port in entry["ports"]:
+            # Ethernet (RoCE) ports have no LID; InfiniBand ones get one unique in the fabric,
+            # which is what `perfquery LID PORT` addresses.
+            if port["link_layer"].lower() == "infiniband" and not port["lid"]:
+                while next_lid in used:
+                    next_lid += 1
+                port["lid"] = next_lid
+                used.add(next_lid)
+        entry["address"] = node.address
+        nodes[node.name] = entry
+    return {
+        # A new id per install: perfquery keeps counter state per id in the node's /tmp, so a
+        # reinstall starts from the model's counters, not from an earlier test's.
+        "generation": uuid.uuid4().hex[:12],
+        "nodes": nodes,
+        "addresses": {n.address: n.name for n in cluster.nodes},
+    }
+
+
+def install_hardware(cluster: SimCluster, hardware: Mapping[str, FakeHardware]) -> None:
+    """Describe the cluster's hardware and put the stand-in tools on every node's PATH.
+
+    `hardware` maps node name -> FakeHardware; nodes not named get ``FakeHardware()``. Calling it
+    again replaces the model everywhere (and resets perfquery counters). Raises KeyError for a
+    node name the cluster does not have.
+    """
+    doc = _cluster_document(cluster, hardware)
+    text = json.dumps(doc, indent=1, sort_keys=True)
+    script = _standin_script()
+    for node in cluster.nodes:
+        # The model first: a tool that starts meanwhile must find the new model, not none.
+        tmp = node.bindir / f".{HARDWARE_FILE}.tmp"
+        tmp.write_text(text)
+        tmp.replace(node.bindir / HARDWARE_FILE)
+        for name in STANDIN_TOOLS:
+            cluster.install_tool(node, name, script)
+
+
+def uninstall_hardware(cluster: SimCluster) -> None:
+    """Remove the stand-ins, the model and perfquery's counter state from every node.
+
+    Safe to call when nothing is installed, and on nodes whose sshd is stopped (their /tmp is
+    gone with their mount namespace anyway).
+    """
+    for node in cluster.nodes:
+        for name in STANDIN_TOOLS:
+            cluster.remove_tool(node, name)
+        (node.bindir / HARDWARE_FILE).unlink(missing_ok=True)
+        _clear_node_state(cluster, node)
+
+
+def _clear_node_state(cluster: SimCluster, node: SimNode) -> None:
+    """Delete perfquery's state files from the node's private /tmp (best effort)."""
+    if node.sshd_pid is None or node.frozen:
+        return
+    # The node's /tmp is visible only inside its mount namespace, hence exec, not a host path.
+    with contextlib.suppress(Exception):
+        cluster.exec(node, ["sh", "-c", "rm -f /tmp/.fabric-standin-*"], timeout=10)
+
+
+@contextlib.contextmanager
+def hardware_installed(cluster: SimCluster, hardware: Mapping[str, FakeHardware]
+                       ) -> Iterator[SimCluster]:
+    """install_hardware for the duration of the block, uninstall_hardware however it ends."""
+    install_hardware(cluster, hardware)
+    try:
+        yield cluster
+    finally:
+        uninstall_hardware(cluster)
+

@@ -1,0 +1,1104 @@
+#!/usr/bin/python3
+"""Stand-ins for RDMA and NCCL tools on a simulated node; one program, dispatched on argv[0].
+
+Installed by tests/simcluster/hardware.py under each tool name in the node's /usr/local/bin,
+beside ``fabric-hardware.json`` (the whole cluster's model). Each tool prints what the real tool
+prints, in the layout of the recorded outputs in the shared corpus, computed from the model:
+
+- ibstat, ibv_devinfo, ibdev2netdev, rdma link: the node's ports.
+- perfquery: a port's counters; every call adds the port's counter_growth (state in /tmp).
+- ib_{write,read,send}_{bw,lat}: a real TCP rendezvous between the two nodes (server listens on
+  -p, client connects) carrying each side's model; both sides then print the pair's result.
+- mpirun + all_reduce_perf (and the other *_perf): nccl-tests output for the hosts named.
+- mlnx_qos -i NETDEV: trust mode and PFC.
+
+Standard library only: it runs under the nodes' system python3.
+"""
+
+from __future__ import annotations
+
+import fcntl
+import json
+import math
+import os
+import signal
+import socket
+import sys
+import time
+import zlib
+from typing import Any, NoReturn
+
+HARDWARE_FILE = "fabric-hardware.json"
+STATE_DIR = "/tmp"
+DASHES = "-" * 87
+
+Model = dict[str, Any]
+Port = dict[str, Any]
+
+
+# --------------------------------------------------------------------------- model access
+
+def die(message: str, code: int = 1) -> NoReturn:
+    """Print to stderr and exit, as the real tools do on usage and lookup errors."""
+    sys.stderr.write(message.rstrip("\n") + "\n")
+    sys.exit(code)
+
+
+def load_cluster() -> Model:
+    """The cluster-wide model, from beside this program."""
+    path = os.path.join(os.path.dirname(os.path.abspath(__file__)), HARDWARE_FILE)
+    try:
+        with open(path) as handle:
+            doc: Model = json.load(handle)
+    except FileNotFoundError:
+        die(f"fabric stand-in: {path} missing (install_hardware was not called)", 127)
+    return doc
+
+
+def self_name(doc: Model) -> str:
+    """This node's name: the UTS hostname the cluster gave it (FABRIC_SIM_NODE overrides)."""
+    name = os.environ.get("FABRIC_SIM_NODE") or socket.gethostname()
+    if name not in doc["nodes"]:
+        die(f"fabric stand-in: this node ({name}) is not in {HARDWARE_FILE}", 127)
+    return name
+
+
+def resolve_host(doc: Model, host: str) -> str | None:
+    """Node name for an address or a node name, None when the cluster has no such host."""
+    if host in doc["nodes"]:
+        return host
+    name = doc["addresses"].get(host)
+    return str(name) if name is not None else None
+
+
+def devices(hw: Model) -> list[tuple[str, list[Port]]]:
+    """Ports grouped by device, in model order."""
+    grouped: dict[str, list[Port]] = {}
+    for port in hw["ports"]:
+        grouped.setdefault(port["device"], []).append(port)
+    return list(grouped.items())
+
+
+def find_port(hw: Model, device: str | None, port: int | None) -> Port | None:
+    """The port of `device` (first device when None) numbered `port` (its first when None)."""
+    for name, ports in devices(hw):
+        if device is None or name == device:
+            for p in ports:
+                if port is None or p["port"] == port:
+                    return p
+            return None
+    return None
+
+
+def crc(*parts: object) -> int:
+    """A stable 32-bit number from some strings: GUIDs, QPNs and PIDs that never change."""
+    return zlib.crc32("/".join(str(p) for p in parts).encode())
+
+
+def is_ib(port: Port) -> bool:
+    return str(port["link_layer"]).lower() == "infiniband"
+
+
+def ca_kind(hw: Model) -> tuple[str, str, int]:
+    """(CA type, firmware, vendor_part_id) of the ConnectX generation the node's fastest port needs.
+
+    Judged on the whole node, so a port that trained down (100G on an HDR card) keeps its card.
+    """
+    rate = max((p["rate_gbps"] for p in hw["ports"]), default=200)
+    if rate >= 400:
+        return "MT4129", "28.39.2048", 4129  # ConnectX-7
+    if rate >= 200:
+        return "MT4123", "20.39.1002", 4123  # ConnectX-6
+    return "MT4119", "16.35.2000", 4119  # ConnectX-5
+
+
+def node_guid(node: str, device: str) -> int:
+    return 0x1070FD0300000000 | (crc(node, device) & 0xFFFFFF)
+
+
+def port_guid(node: str, device: str, port: Port) -> int:
+    if is_ib(port):
+        return node_guid(node, device) + int(port["port"]) - 1
+    # RoCE port GUIDs derive from the MAC (EUI-64 with ff:fe in the middle).
+    return 0x1270FDFFFE000000 | ((crc(node, device, port["port"]) + 1) & 0xFFFFFF)
+
+
+def port_lid(port: Port) -> int:
+    return int(port.get("lid") or 0) if is_ib(port) else 0
+
+
+# --------------------------------------------------------------------------- ibstat
+
+def cmd_ibstat(argv: list[str]) -> int:
+    """ibstat [-l | -s | -p] [CA [PORT]]."""
+    doc = load_cluster()
+    me = self_name(doc)
+    hw = doc["nodes"][me]
+    flags = [a for a in argv if a.startswith("-")]
+    args = [a for a in argv if not a.startswith("-")]
+    cas = devices(hw)
+    if "-V" in flags or "--version" in flags:
+        print("ibstat BUILD VERSION: 50.0 Build date: 2024-01-01 00:00:00")
+        return 0
+    if "-l" in flags or "--list_of_cas" in flags:
+        for name, _ in cas:
+            print(name)
+        return 0
+    if args:
+        chosen = [(n, p) for n, p in cas if n == args[0]]
+        if not chosen:
+            # ibpanic exits with -1, i.e. 255.
+            die(f"ibpanic: [{os.getpid()}] main: stat of IB device '{args[0]}' failed: "
+                "No such file or directory", 255)
+        cas = chosen
+        if len(args) > 1:
+            wanted = int(args[1])
+            cas = [(n, [p for p in ports if p["port"] == wanted]) for n, ports in cas]
+            if not cas[0][1]:
+                die(f"ibpanic: [{os.getpid()}] main: stat of IB device '{args[0]}' port "
+                    f"{wanted} failed: No such file or directory", 255)
+    if "-p" in flags or "--port_list" in flags:
+        for name, ports in cas:
+            for p in ports:
+                print(f"0x{port_guid(me, name, p):016x}")
+        return 0
+    short = "-s" in flags or "--short" in flags
+    out: list[str] = []
+    for name, ports in cas:
+        all_ports = dict(devices(hw))[name]
+        ca_type, fw, _ = ca_kind(hw)
+        guid = node_guid(me, name)
+        out += [
+            f"CA '{name}'",
+            f"\tCA type: {ca_type}",
+            f"\tNumber of ports: {len(all_ports)}",
+            f"\tFirmware version: {fw}",
+            "\tHardware version: 0",
+            f"\tNode GUID: 0x{guid:016x}",
+            f"\tSystem image GUID: 0x{guid:016x}",
+        ]
+        if short:
+            continue
+        for p in ports:
+            ib = is_ib(p)
+            out += [
+                f"\tPort {p['port']}:",
+                f"\t\tState: {p['state']}",
+                f"\t\tPhysical state: {p['phys_state']}",
+                f"\t\tRate: {p['rate_gbps']}",
+                f"\t\tBase lid: {port_lid(p)}",
+                "\t\tLMC: 0",
+                f"\t\tSM lid: {1 if ib else 0}",
+                f"\t\tCapability mask: {'0xa651e848' if ib else '0x00010000'}",
+                f"\t\tPort GUID: 0x{port_guid(me, name, p):016x}",
+                f"\t\tLink layer: {p['link_layer']}",
+            ]
+    print("\n".join(out))
+    return 0
+
+
+# --------------------------------------------------------------------------- ibv_devinfo
+
+_IBV_STATE = {"active": "PORT_ACTIVE (4)", "down": "PORT_DOWN (1)",
+              "initializing": "PORT_INIT (2)", "init": "PORT_INIT (2)", "armed": "PORT_ARMED (3)"}
+_MTU_CODE = {256: 1, 512: 2, 1024: 3, 2048: 4, 4096: 5}
+_PHYS = {"linkup": "LINK_UP", "polling": "POLLING", "disabled": "DISABLED", "sleep": "SLEEP",
+         "linkerrorrecovery": "LINK_ERROR_RECOVERY", "phytest": "PHY_TEST"}
+
+
+def _colon_guid(value: int) -> str:
+    text = f"{value:016x}"
+    return ":".join(text[i:i + 4] for i in range(0, 16, 4))
+
+
+def cmd_ibv_devinfo(argv: list[str]) -> int:
+    """ibv_devinfo [-d DEV] [-i PORT] [-l] [-v]."""
+    doc = load_cluster()
+    me = self_name(doc)
+    hw = doc["nodes"][me]
+    device, ib_port = None, None
+    it = iter(argv)
+    for arg in it:
+        if arg in ("-d", "--ib-dev"):
+            device = next(it, "")
+        elif arg.startswith("--ib-dev="):
+            device = arg.split("=", 1)[1]
+        elif arg in ("-i", "--ib-port"):
+            ib_port = int(next(it, "0"))
+        elif arg == "-l" or arg == "--list":
+            names = [n for n, _ in devices(hw)]
+            print(f"{len(names)} HCA{'s' if len(names) != 1 else ''} found:")
+            for n in names:
+                print(f"\t{n}")
+            return 0
+    cas = devices(hw)
+    if device is not None:
+        cas = [(n, p) for n, p in cas if n == device]
+        if not cas:
+            die(f"IB device '{device}' wasn't found", 255)
+    blocks: list[str] = []
+    key = "        {:<32}{}"
+    pkey = "                        {:<24}{}"
+    for name, ports in cas:
+        _, fw, part = ca_kind(hw)
+        guid = _colon_guid(node_guid(me, name))
+        lines = [
+            f"hca_id: {name}",
+            key.format("transport:", "InfiniBand (0)"),
+            key.format("fw_ver:", fw),
+            key.format("node_guid:", guid),
+            key.format("sys_image_guid:", guid),
+            key.format("vendor_id:", "0x02c9"),
+            key.format("vendor_part_id:", part),
+            key.format("hw_ver:", "0x0"),
+            key.format("board_id:", f"MT_{crc(me, name) % 10**10:010d}"),
+            key.format("phys_port_cnt:", len(ports)),
+            "        Device ports:",
+        ]
+        for p in ports:
+            if ib_port is not None and p["port"] != ib_port:
+                continue
+            mtu = int(p["active_mtu"])
+            lines += [
+                f"                port:   {p['port']}",
+                pkey.format("state:", _IBV_STATE.get(str(p["state"]).lower(), "PORT_DOWN (1)")),
+                pkey.format("max_mtu:", "4096 (5)"),
+                pkey.format("active_mtu:", f"{mtu} ({_MTU_CODE.get(mtu, 5)})"),
+                pkey.format("sm_lid:", 1 if is_ib(p) else 0),
+                pkey.format("port_lid:", port_lid(p)),
+                pkey.format("port_lmc:", "0x00"),
+                pkey.format("link_layer:", p["link_layer"]),
+                "",
+            ]
+        blocks.append("\n".join(lines))
+    print("\n".join(blocks), end="")
+    return 0
+
+
+# --------------------------------------------------------------------------- ibdev2netdev, rdma
+
+def cmd_ibdev2netdev(argv: list[str]) -> int:
+    """ibdev2netdev: 'mlx5_0 port 1 ==> ib0 (Up)' per port."""
+    doc = load_cluster()
+    hw = doc["nodes"][self_name(doc)]
+    for port in hw["ports"]:
+        up = "Up" if str(port["state"]).lower() == "active" else "Down"
+        print(f"{port['device']} port {port['port']} ==> {port['netdev']} ({up})")
+    return 0
+
+
+def cmd_rdma(argv: list[str]) -> int:
+    """rdma [-j] link [show [DEV[/PORT]]] (iproute2); other objects are not modelled."""
+    doc = load_cluster()
+    hw = doc["nodes"][self_name(doc)]
+    as_json = any(a in ("-j", "-json", "--json") for a in argv)
+    words = [a for a in argv if not a.startswith("-")]
+    if not words or words[0] not in ("link", "l", "li", "lin"):
+        die("fabric stand-in rdma: only 'rdma link [show [DEV[/PORT]]]' is simulated", 1)
+    selector = words[2] if len(words) > 2 and words[1] == "show" else None
+    links: list[dict[str, Any]] = []
+    for index, port in enumerate(hw["ports"], start=1):
+        name = f"{port['device']}/{port['port']}"
+        if selector and selector not in (port["device"], name):
+            continue
+        links.append({
+            "ifindex": index, "ifname": port["device"], "port": port["port"],
+            "state": "ACTIVE" if str(port["state"]).lower() == "active" else "DOWN",
+            "physical_state": _PHYS.get(str(port["phys_state"]).lower(), "DISABLED"),
+            "netdev": port["netdev"], "lid": port_lid(port), "ib": is_ib(port),
+        })
+    if as_json:
+        print(json.dumps([{k: v for k, v in link.items() if k not in ("lid", "ib")}
+                          for link in links]))
+        return 0
+    for link in links:
+        ib = (f" subnet_prefix fe80:0000:0000:0000 lid {link['lid']} sm_lid 1 lmc 0"
+              if link["ib"] else "")
+        print(f"link {link['ifname']}/{link['port']}{ib} state {link['state']} "
+              f"physical_state {link['physical_state']} netdev {link['netdev']} ")
+    return 0
+
+
+# --------------------------------------------------------------------------- perfquery
+
+_EXT_DATA = ("PortXmitData", "PortRcvData", "PortXmitPkts", "PortRcvPkts",
+             "PortUnicastXmitPkts", "PortUnicastRcvPkts", "PortMulticastXmitPkts",
+             "PortMulticastRcvPkts")
+_ERRORS = ("SymbolErrorCounter", "LinkErrorRecoveryCounter", "LinkDownedCounter",
+           "PortRcvErrors", "PortRcvRemotePhysicalErrors", "PortRcvSwitchRelayErrors",
+           "PortXmitDiscards", "PortXmitConstraintErrors", "PortRcvConstraintErrors",
+           "LocalLinkIntegrityErrors", "ExcessiveBufferOverrunErrors", "VL15Dropped",
+           "PortXmitWait", "QP1Dropped")
+_BASIC_ORDER = ("SymbolErrorCounter", "LinkErrorRecoveryCounter", "LinkDownedCounter",
+                "PortRcvErrors", "PortRcvRemotePhysicalErrors", "PortRcvSwitchRelayErrors",
+                "PortXmitDiscards", "PortXmitConstraintErrors", "PortRcvConstraintErrors",
+                "CounterSelect2", "LocalLinkIntegrityErrors", "ExcessiveBufferOverrunErrors",
+                "QP1Dropped", "VL15Dropped", "PortXmitData", "PortRcvData", "PortXmitPkts",
+                "PortRcvPkts", "PortXmitWait")
+
+
+def _field(name: str, value: object) -> str:
+    # perfquery pads 'Name:' with dots to 33 columns, then the value.
+    return f"{name}:".ljust(33, ".") + str(value)
+
+
+def _bump_counters(doc: Model, owner: str, port: Port, reset_after: bool) -> dict[str, int]:
+    """Add the port's growth to its stored counters, return them; state lives in this node's /tmp.
+
+    Keyed by the install's generation, so a new install_hardware starts from the model again.
+    """
+    path = os.path.join(STATE_DIR, f".fabric-standin-perfquery-{doc['generation']}.json")
+    key = f"{owner}:{port['device']}:{port['port']}"
+    with open(path, "a+") as handle:
+        # Parallel perfquery calls (a probe per port) must not lose each other's growth.
+        fcntl.flock(handle, fcntl.LOCK_EX)
+        handle.seek(0)
+        text = handle.read()
+        state: dict[str, dict[str, int]] = json.loads(text) if text.strip() else {}
+        counters = dict(state.get(key, {k: int(v) for k, v in port["counters"].items()}))
+        for name, delta in port["counter_growth"].items():
+            counters[name] = counters.get(name, 0) + int(delta)
+        state[key] = {} if reset_after else counters
+        handle.seek(0)
+        handle.truncate()
+        handle.write(json.dumps(state))
+    return counters
+
+
+def cmd_perfquery(argv: list[str]) -> int:
+    """perfquery [-x] [-r] [-C CA] [-P PORT] [LID [PORT]]."""
+    doc = load_cluster()
+    me = self_name(doc)
+    extended = reset_after = False
+    ca: str | None = None
+    ca_port: int | None = None
+    positional: list[str] = []
+    it = iter(argv)
+    for arg in it:
+        if arg in ("-x", "--extended"):
+            extended = True
+        elif arg in ("-r", "--reset_after_read"):
+            reset_after = True
+        elif arg in ("-C", "--Ca"):
+            ca = next(it, "")
+        elif arg in ("-P", "--Port"):
+            ca_port = int(next(it, "0"))
+        elif arg.startswith("-"):
+            die(f"perfquery: unrecognized option '{arg}' (not simulated)", 255)
+        else:
+            positional.append(arg)
+    owner, port = me, None
+    if positional:
+        # Query by LID, anywhere in the fabric, as through the subnet manager.
+        lid = int(positional[0], 0)
+        wanted = int(positional[1]) if len(positional) > 1 else None
+        for node, hw in doc["nodes"].items():
+            for p in hw["ports"]:
+                if port_lid(p) == lid and (wanted is None or p["port"] == wanted):
+                    owner, port = node, p
+        if port is None:
+            pid = os.getpid()
+            die(f"ibwarn: [{pid}] mad_rpc: _do_madrpc failed; dport (Lid {lid})\n"
+                f"perfquery: iberror: [pid {pid}] main: failed: classportinfo query", 255)
+    else:
+        port = find_port(doc["nodes"][me], ca, ca_port)
+        if port is None:
+            die(f"ibwarn: [{os.getpid()}] mad_rpc_open_port: can't open UMAD port "
+                f"({ca}:{ca_port or 1})\nperfquery: iberror: failed: Failed to open "
+                f"'{ca}' port '{ca_port or 1}'", 255)
+    assert port is not None
+    counters = _bump_counters(doc, owner, port, reset_after)
+    lid, number = port_lid(port), port["port"]
+    if extended:
+        out = [(f"# Port extended counters: Lid {lid} port {number} "
+               "(CapMask: 0x5A00 CapMask2: 0x0000000)"),
+               _field("PortSelect", number), _field("CounterSelect", "0x0000")]
+        out += [_field(n, counters.get(n, 0)) for n in _EXT_DATA]
+        out.append(_field("CounterSelect2", "0x00000000"))
+        out += [_field(n, counters.get(n, 0)) for n in _ERRORS]
+    else:
+        out = [f"# Port counters: Lid {lid} port {number} (CapMask: 0x5A00)",
+               _field("PortSelect", number), _field("CounterSelect", "0x0000")]
+        for n in _BASIC_ORDER:
+            if n == "CounterSelect2":
+                out.append(_field(n, "0x00"))
+            else:
+                # The basic counters are 32 bits wide and saturate.
+                out.append(_field(n, min(counters.get(n, 0), 0xFFFFFFFF)))
+    print("\n".join(out))
+    return 0
+
+
+# --------------------------------------------------------------------------- mlnx_qos
+
+def cmd_mlnx_qos(argv: list[str]) -> int:
+    """mlnx_qos -i NETDEV (show only)."""
+    doc = load_cluster()
+    hw = doc["nodes"][self_name(doc)]
+    netdev = None
+    it = iter(argv)
+    for arg in it:
+        if arg in ("-i", "--interface"):
+            netdev = next(it, None)
+        elif arg.startswith("--interface="):
+            netdev = arg.split("=", 1)[1]
+        elif arg.startswith("-"):
+            die(f"mlnx_qos stand-in: {arg}: changing settings is not simulated", 1)
+    if netdev is None:
+        die("Usage: mlnx_qos -i <interface> [options]\n\nmlnx_qos: error: Interface name is "
+            "required", 2)
+    if not any(p["netdev"] == netdev for p in hw["ports"]):
+        die(f"Interface {netdev} doesn't exist", 1)
+    trust = hw["roce_trust"]
+    pfc = set(hw["roce_pfc"])
+    out = ["DCBX mode: OS controlled", f"Priority trust state: {trust}"]
+    if trust == "dscp":
+        out.append("dscp2prio mapping:")
+        for prio in range(8):
+            codes = ",".join(f"{d:02d}" for d in range(prio * 8 + 7, prio * 8 - 1, -1))
+            out.append(f"        prio:{prio} dscp:{codes},")
+    else:
+        out.append("Receive buffer size (bytes): 524160,0,0,0,0,0,0,0,")
+    out += [
+        "Cable len: 7",
+        "PFC configuration:",
+        "        priority    0   1   2   3   4   5   6   7",
+        "        enabled     " + "".join(f"{int(p in pfc)}   " for p in range(8)),
+    ]
+    # The default priority -> tc map swaps 0 and 1 (tc 0 carries priority 1), as printed.
+    for tc in range(8):
+        prio = {0: 1, 1: 0}.get(tc, tc)
+        out += [f"tc: {tc} ratelimit: unlimited, tsa: vendor", f"         priority:  {prio}"]
+    print("\n".join(out))
+    return 0
+
+
+# --------------------------------------------------------------------------- perftest
+
+_PERFTEST_VALUE_OPTS = {
+    "-d": "ib-dev", "--ib-dev": "ib-dev", "-i": "ib-port", "--ib-port": "ib-port",
+    "-p": "port", "--port": "port", "-s": "size", "--size": "size", "-q": "qp", "--qp": "qp",
+    "-x": "gid-index", "--gid-index": "gid-index", "-D": "duration", "--duration": "duration",
+    "-n": "iters", "--iters": "iters", "-m": "mtu", "--mtu": "mtu", "-T": "tos", "--tos": "tos",
+    "-t": "tx-depth", "--tx-depth": "tx-depth", "-r": "rx-depth", "--rx-depth": "rx-depth",
+    "-I": "inline", "--inline_size": "inline", "-S": "sl", "--sl": "sl",
+    "-c": "connection", "--connection": "connection", "-Q": "cq-mod", "--cq-mod": "cq-mod",
+    "-u": "qp-timeout", "--qp-timeout": "qp-timeout", "-l": "post-list", "--post_list": "post-list",
+    "-E": "ethertype", "-B": "source-mac", "-J": "dest-ip", "-j": "source-ip",
+    "-k": "dest-port", "-K": "source-port", "-w": "limit-bw", "-y": "limit-msgrate",
+    "--use_cuda": "use-cuda", "--use_rocm": "use-rocm", "--source_ip": "source-ip",
+}
+_PERFTEST_FLAGS = {
+    "-a": "all", "--all": "all", "-F": "cpu-freq", "--CPU-freq": "cpu-freq",
+    "-R": "rdma-cm", "--rdma_cm": "rdma-cm", "-b": "bidirectional", "--bidirectional": "bidirectional",
+    "--report_gbits": "report-gbits", "-N": "noPeak", "--noPeak": "noPeak", "-z": "com-rdma-cm",
+    "-e": "events", "--events": "events", "-H": "report-histogram", "-U": "report-unsorted",
+    "-C": "report-cycles", "-h": "help", "--help": "help", "-V": "version", "--version": "version",
+    "-O": "dualport", "--run_infinitely": "run-infinitely", "--use_cuda_dmabuf": "cuda-dmabuf",
+    "--report-both": "report-both", "--odp": "odp", "-o": "outs",
+}
+_TITLES = {
+    ("write", "bw"): "RDMA_Write BW Test", ("read", "bw"): "RDMA_Read BW Test",
+    ("send", "bw"): "Send BW Test", ("write", "lat"): "RDMA_Write Latency Test",
+    ("read", "lat"): "RDMA_Read Latency Test", ("send", "lat"): "Send Latency Test",
+}
+
+
+def _size(text: str) -> int:
+    """perftest sizes: plain bytes, or with a K/M/G suffix (binary)."""
+    text = text.strip()
+    mult = {"k": 2**10, "m": 2**20, "g": 2**30}.get(text[-1:].lower(), 1)
+    return int(text[:-1] if mult > 1 else text) * mult
+
+
+def _parse_perftest(tool: str, argv: list[str]) -> tuple[dict[str, str], str | None]:
+    """Options by long name, and the server host (None: server mode)."""
+    opts: dict[str, str] = {}
+    host: str | None = None
+    it = iter(argv)
+    for arg in it:
+        if arg.startswith("--") and "=" in arg:
+            name, value = arg.split("=", 1)
+            if name in _PERFTEST_VALUE_OPTS:
+                opts[_PERFTEST_VALUE_OPTS[name]] = value
+                continue
+        if arg in _PERFTEST_VALUE_OPTS:
+            following = next(it, None)
+            if following is None:
+                die(f"{tool}: option requires an argument -- '{arg.lstrip('-')}'", 1)
+            opts[_PERFTEST_VALUE_OPTS[arg]] = following
+        elif arg in _PERFTEST_FLAGS:
+            opts[_PERFTEST_FLAGS[arg]] = "1"
+        elif arg.startswith("-"):
+            die(f"{tool}: invalid option -- '{arg.lstrip('-')}'\n Invalid command line. "
+                "Please check command rerun", 1)
+        else:
+            host = arg
+    return opts, host
+
+
+def _sizes(opts: dict[str, str], kind: str) -> list[int]:
+    if "all" in opts:
+        return [2**k for k in range(1, 24)]
+    if "size" in opts:
+        return [_size(opts["size"])]
+    return [65536 if kind == "bw" else 2]
+
+
+def _side_info(doc: Model, me: str, tool: str, opts: dict[str, str]) -> Model:
+    """What one side tells the other: its node, port and model."""
+    hw = doc["nodes"][me]
+    port = find_port(hw, opts.get("ib-dev"), int(opts["ib-port"]) if "ib-port" in opts else 1)
+    return {
+        "node": me, "tool": tool, "address": hw["address"], "port": port,
+        "rdma_bw_fraction": hw["rdma_bw_fraction"], "rdma_lat_us": hw["rdma_lat_us"],
+        "rdma_lat_p99_us": hw["rdma_lat_p99_us"], "slow_peers": hw["slow_peers"],
+        "slow_peer_latency": hw["slow_peer_latency"], "opts": opts,
+    }
+
+
+def _check_port(tool: str, opts: dict[str, str], info: Model, doc: Model) -> None:
+    """Fail as perftest does when the device or port is missing or not active."""
+    hw = doc["nodes"][info["node"]]
+    device = opts.get("ib-dev")
+    if device is not None and not any(p["device"] == device for p in hw["ports"]):
+        die(f" IB device {device} not found\n Unable to find the Infiniband/RoCE device", 1)
+    port = info["port"]
+    if port is None:
+        die(f" Couldn't get context for the device\n Unable to query port "
+            f"{opts.get('ib-port', '1')} attributes", 1)
+    if str(port["state"]).lower() != "active":
+        die(f" Port number {port['port']} state is {port['state']}\n Couldn't set the link layer\n"
+            " Couldn't get context for the device", 1)
+
+
+def _pair_model(client: Model, server: Model) -> dict[str, float]:
+    """The pair's bandwidth (Gb/s) and latency (us): same numbers on both sides."""
+    rate = min(float(client["port"]["rate_gbps"]), float(server["port"]["rate_gbps"]))
+    # A bad cable is one link: whichever side's model names it, the worse factor holds.
+    factor = min(float(client["slow_peers"].get(server["node"], 1.0)),
+                 float(server["slow_peers"].get(client["node"], 1.0)))
+    extra = max(float(client["slow_peer_latency"].get(server["node"], 0.0)),
+                float(server["slow_peer_latency"].get(client["node"], 0.0)))
+    return {
+        "bw_gbps": rate * float(client["rdma_bw_fraction"]) * factor,
+        "rate_gbps": rate * factor,
+        "lat_us": max(float(client["rdma_lat_us"]), float(server["rdma_lat_us"])) + extra,
+        "p99_us": max(float(client["rdma_lat_p99_us"]), float(server["rdma_lat_p99_us"])) + extra,
+        "mtu": float(min(int(client["port"]["active_mtu"]), int(server["port"]["active_mtu"]))),
+    }
+
+
+def _gid(address: str) -> str:
+    """An IPv4-mapped RoCE GID printed as perftest does (decimal bytes, zero-padded)."""
+    return "00:00:00:00:00:00:00:00:00:00:255:255:" + ":".join(
+        f"{int(b):02d}" for b in address.split("."))
+
+
+def _header(tool: str, opts: dict[str, str], me: Model, peer: Model, model: dict[str, float]) -> list[str]:
+    verb, kind = tool[3:].split("_")
+    port = me["port"]
+    roce = not is_ib(port)
+    qps = int(opts.get("qp", "1"))
+    cm = "rdma-cm" in opts
+    lines = [DASHES, f"                    {_TITLES[(verb, kind)]}",
+             f" Dual-port       : OFF\t\tDevice         : {port['device']}",
+             f" Number of qps   : {qps}\t\tTransport type : IB",
+             " Connection type : RC\t\tUsing SRQ      : OFF",
+             f" TX depth        : {128 if kind == 'bw' else 1}"]
+    if kind == "bw":
+        lines.append(" CQ Moderation   : 100")
+    lines += [f" Mtu             : {int(model['mtu'])}[B]",
+              f" Link type       : {'Ethernet' if roce else 'IB'}"]
+    if roce:
+        lines.append(f" GID index       : {opts.get('gid-index', '3')}")
+    lines += [f" Max inline data : {0 if kind == 'bw' else 220}[B]",
+              f" rdma_cm QPs\t : {'ON' if cm else 'OFF'}"]
+    method = "rdma_cm" if cm else "Ethernet"
+    lines.append(f" Data ex. method : {method}" + (f" \tTOS    : {opts['tos']}" if "tos" in opts else ""))
+    lines.append(DASHES)
+    for who, side in (("local", me), ("remote", peer)):
+        for q in range(qps):
+            qpn = 0x100 + crc(side["node"], q) % 0x7000
+            psn = crc(side["node"], "psn", q) & 0xFFFFFF
+            if roce:
+                lines += [f" {who} address: LID 0000 QPN 0x{qpn:04x} PSN 0x{psn:06x}",
+                          f" GID: {_gid(side['address'])}"]
+            else:
+                lid = port_lid(side["port"])
+                lines.append(f" {who} address: LID 0x{lid:02x} QPN 0x{qpn:04x} PSN 0x{psn:06x}"
+                             f" RKey 0x{crc(side['node'], 'rkey') & 0xFFFFFF:06x}"
+                             f" VAddr 0x{0x7F0000000000 | (crc(side['node'], 'va') << 12):014x}")
+    lines.append(DASHES)
+    return lines
+
+
+def _bw_rows(opts: dict[str, str], model: dict[str, float]) -> list[str]:
+    gbits = "report-gbits" in opts
+    unit = "Gb/sec" if gbits else "MB/sec"
+    duration = float(opts["duration"]) if "duration" in opts else None
+    rows = [f" #bytes     #iterations    BW peak[{unit}]    BW average[{unit}]   MsgRate[Mpps]"]
+    for size in _sizes(opts, "bw"):
+        # Small messages are limited by the message rate; large ones reach the model's rate.
+        gbps = model["bw_gbps"] * size / (size + 256)
+        if "bidirectional" in opts:
+            gbps *= 2
+        bytes_per_s = gbps * 1e9 / 8
+        value = gbps if gbits else bytes_per_s / 2**20
+        peak = 0.0 if duration is not None else value * 1.0004
+        iters = int(bytes_per_s * duration / size) if duration else int(opts.get("iters", "5000"))
+        rows.append(f" {size:<10} {iters:<10}       {peak:<7.2f}            {value:<7.2f}"
+                    f"\t\t   {bytes_per_s / size / 1e6:<7.6f}")
+    return rows
+
+
+def _lat_rows(opts: dict[str, str], model: dict[str, float]) -> list[str]:
+    duration = float(opts["duration"]) if "duration" in opts else None
+    if duration is not None:
+        rows = [" #bytes        #iterations       t_avg[usec]    tps average"]
+    else:
+        rows = [(" #bytes #iterations    t_min[usec]    t_max[usec]  t_typical[usec]    t_avg[usec]"
+                "    t_stdev[usec]   99% percentile[usec]   99.9% percentile[usec] ")]
+    for size in _sizes(opts, "lat"):
+        # Serialization on the wire adds to the fixed latency for large messages.
+        wire = size * 8 / (model["rate_gbps"] * 1e3)
+        typical = model["lat_us"] + wire
+        p99 = model["p99_us"] + wire
+        avg = typical * 1.02
+        if duration is not None:
+            iters = int(duration * 1e6 / avg)
+            rows.append(f" {size:<13} {iters:<17} {avg:<14.2f} {1e6 / avg:.2f}")
+            continue
+        iters = int(opts.get("iters", "1000"))
+        rows.append(f" {size:<7} {iters:<7}        {typical * 0.92:<7.2f}        {typical * 4.5:<7.2f}"
+                    f"      {typical:<7.2f}            {avg:<7.2f}       {typical * 0.08:<7.2f}"
+                    f"         {p99:<7.2f}                 {p99 * 1.8:<7.2f}")
+    return rows
+
+
+def _send_line(sock: socket.socket, payload: Model) -> None:
+    sock.sendall(json.dumps(payload).encode() + b"\n")
+
+
+def _recv_line(sock: socket.socket, reader: Any) -> Model | None:
+    line = reader.readline()
+    return json.loads(line) if line else None
+
+
+def cmd_perftest(tool: str, argv: list[str]) -> int:
+    """ib_{write,read,send}_{bw,lat}: server without a host argument, client with one."""
+    opts, host = _parse_perftest(tool, argv)
+    if "version" in opts:
+        print("Version: 6.10")
+        return 0
+    if "help" in opts:
+        print(f"Usage:\n  {tool}            start a server and wait for connection\n"
+              f"  {tool} <host>     connect to server at <host>")
+        return 0
+    doc = load_cluster()
+    me = self_name(doc)
+    info = _side_info(doc, me, tool, opts)
+    _check_port(tool, opts, info, doc)
+    tcp_port = int(opts.get("port", "18515"))
+    kind = tool.rsplit("_", 1)[1]
+    if "duration" in opts and "bw" == kind:
+        print(" WARNING: BW peak won't be measured in this run.")
+    if host is None:
+        return _perftest_server(tool, kind, opts, info, doc, tcp_port)
+    return _perftest_client(tool, kind, opts, info, doc, host, tcp_port)
+
+
+def _results(tool: str, kind: str, opts: dict[str, str], me: Model, peer: Model,
+             client: Model, server: Model) -> list[str]:
+    model = _pair_model(client, server)
+    rows = _bw_rows(opts, model) if kind == "bw" else _lat_rows(opts, model)
+    return _header(tool, opts, me, peer, model) + rows + [DASHES]
+
+
+def _run_seconds(opts: dict[str, str]) -> float:
+    # Real runs take seconds; tests need the shape of one (a server that is busy for a while).
+    return min(float(opts["duration"]), 0.3) if "duration" in opts else 0.25
+
+
+def _perftest_server(tool: str, kind: str, opts: dict[str, str], info: Model, doc: Model,
+                     tcp_port: int) -> int:
+    listener = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+    listener.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    try:
+        listener.bind(("0.0.0.0", tcp_port))
+        listener.listen(1)
+    except OSError:
+        die(f"Couldn't listen to port {tcp_port}", 1)
+    print("\n************************************\n* Waiting for client to connect... *\n"
+          "************************************", flush=True)
+    timeout = float(doc["nodes"][info["node"]]["perftest_server_timeout_s"])
+    listener.settimeout(timeout)
+    try:
+        conn, _ = listener.accept()
+    except TimeoutError:
+        die(f" server accept: no client within {timeout:g} s (stand-in safety timeout)", 1)
+    finally:
+        listener.close()
+    with conn:
+        conn.settimeout(timeout)
+        reader = conn.makefile("r")
+        client = _recv_line(conn, reader)
+        if client is None or client.get("tool", "").rsplit("_", 1)[-1] != kind:
+            _send_line(conn, {"error": "mismatch"})
+            die(" Failed to exchange data between server and clients", 1)
+        _send_line(conn, info)
+        done = _recv_line(conn, reader)  # the client says when its run is over
+        if not done or not done.get("done"):
+            die(" Failed to exchange data between server and clients", 1)
+    # The server prints the client's sizes and QPs: perftest agrees them during the exchange.
+    merged = {**opts, **{k: v for k, v in client["opts"].items()
+                         if k in ("size", "all", "qp", "iters", "duration")}}
+    print("\n".join(_results(tool, kind, merged, info, client, client, info)))
+    return 0
+
+
+def _perftest_client(tool: str, kind: str, opts: dict[str, str], info: Model, doc: Model,
+                     host: str, tcp_port: int) -> int:
+    retry = float(doc["nodes"][info["node"]]["perftest_connect_retry_s"])
+    deadline = time.monotonic() + retry
+    target = doc["nodes"][resolve_host(doc, host)]["address"] if resolve_host(doc, host) else host
+    while True:
+        try:
+            sock = socket.create_connection((target, tcp_port), timeout=2)
+            break
+        except OSError:
+            if time.monotonic() >= deadline:
+                # perftest's own words, on stderr as perftest writes them.
+                die(f"Couldn't connect to {host}:{tcp_port}\nUnable to open file descriptor for "
+                    "socket connection Unable to init the socket connection", 1)
+            time.sleep(0.05)
+    with sock:
+        sock.settimeout(30)
+        reader = sock.makefile("r")
+        _send_line(sock, info)
+        server = _recv_line(sock, reader)
+        if server is None or "error" in server:
+            die(" Failed to exchange data between server and clients", 1)
+        time.sleep(_run_seconds(opts))
+        _send_line(sock, {"done": True})
+    print("\n".join(_results(tool, kind, opts, info, server, info, server)))
+    return 0
+
+
+# --------------------------------------------------------------------------- nccl-tests
+
+_MPI_VALUE_OPTS = {
+    "-np", "-n", "-c", "--np", "-H", "-host", "--host", "-hostfile", "--hostfile", "-machinefile",
+    "--machinefile", "-x", "--bind-to", "-bind-to", "--map-by", "-map-by", "--rank-by",
+    "-npernode", "--npernode", "-N", "--prefix", "-wdir", "--wdir", "-output-filename",
+    "--output-filename", "--launch-agent", "-launch-agent", "-rf", "--rankfile", "--cpus-per-proc",
+    "--cpus-per-rank", "-display", "--use-hwthread-cpus-with",
+}
+_MPI_TWO_VALUE_OPTS = {"--mca", "-mca", "-gmca", "--gmca"}
+_TYPE_SIZES = {"int8": 1, "char": 1, "uint8": 1, "int32": 4, "int": 4, "uint32": 4, "int64": 8,
+               "uint64": 8, "half": 2, "float16": 2, "float": 4, "float32": 4, "double": 8,
+               "float64": 8, "bfloat16": 2, "f8e4m3": 1, "f8e5m2": 1}
+_BUS_IDS = ("0000:18:00", "0000:2a:00", "0000:3a:00", "0000:5d:00", "0000:9a:00", "0000:ab:00",
+            "0000:ba:00", "0000:db:00")
+_ORTE_HELP = (
+    "--------------------------------------------------------------------------\n"
+    "ORTE was unable to reliably start one or more daemons.\n"
+    "This usually is caused by:\n\n"
+    "* not finding the required libraries and/or binaries on\n"
+    "  one or more nodes. Please check your PATH and LD_LIBRARY_PATH\n"
+    "  settings, or configure OMPI with --enable-orterun-prefix-by-default\n\n"
+    "* lack of authority to execute on one or more specified nodes.\n"
+    "  Please verify your allocation and authorities.\n\n"
+    "* the inability to write startup files into /tmp (--tmpdir/orte_tmpdir_base).\n"
+    "  Please check with your sys admin to determine the correct location to use.\n"
+    "--------------------------------------------------------------------------"
+)
+
+
+def _nccl_size(text: str) -> int:
+    """nccl-tests' parsesize: K, M, G suffixes are binary."""
+    text = text.strip()
+    mult = {"k": 2**10, "m": 2**20, "g": 2**30, "t": 2**40}.get(text[-1:].lower(), 1)
+    return int(float(text[:-1] if mult > 1 else text) * mult)
+
+
+def _parse_mpirun(argv: list[str]) -> tuple[list[tuple[str, int | None]], int | None, int | None,
+                                            dict[str, str], list[str]]:
+    """(hosts with slots, -np, -npernode, -x env, program argv)."""
+    hosts: list[tuple[str, int | None]] = []
+    np_: int | None = None
+    per_node: int | None = None
+    env: dict[str, str] = {}
+    i = 0
+    while i < len(argv):
+        arg = argv[i]
+        if not arg.startswith("-"):
+            return hosts, np_, per_node, env, argv[i:]
+        name, _, inline = arg.partition("=") if arg.startswith("--") else (arg, "", "")
+        if name in _MPI_TWO_VALUE_OPTS:
+            i += 3
+            continue
+        if name in _MPI_VALUE_OPTS:
+            value = inline or (argv[i + 1] if i + 1 < len(argv) else "")
+            i += 1 if inline else 2
+            if name in ("-np", "-n", "-c", "--np"):
+                np_ = int(value)
+            elif name in ("-H", "-host", "--host"):
+                for item in value.split(","):
+                    host, _, slots = item.partition(":")
+                    hosts.append((host, int(slots) if slots else None))
+            elif name in ("-hostfile", "--hostfile", "-machinefile", "--machinefile"):
+                try:
+                    with open(value) as handle:
+                        for line in handle:
+                            words = line.split("#", 1)[0].split()
+                            if words:
+                                found = next((w.split("=", 1)[1] for w in words[1:]
+                                              if w.startswith(("slots=", "max_slots="))), None)
+                                hosts.append((words[0], int(found) if found else None))
+                except OSError:
+                    die(f"Open RTE was unable to open the hostfile:\n    {value}\n"
+                        "Check to make sure the path and filename are correct.", 1)
+            elif name in ("-npernode", "--npernode", "-N"):
+                per_node = int(value)
+            elif name == "-x":
+                key, sep, val = value.partition("=")
+                env[key] = val if sep else os.environ.get(key, "")
+            continue
+        i += 1  # a flag: --allow-run-as-root, --oversubscribe, --report-bindings, -v, ...
+    return hosts, np_, per_node, env, []
+
+
+def cmd_mpirun(argv: list[str]) -> int:
+    """mpirun [options] -H h1:N,h2:N -np M PROGRAM [ARGS]: nccl-tests across the named nodes."""
+    doc = load_cluster()
+    me = self_name(doc)
+    hosts, np_, per_node, env, program = _parse_mpirun(argv)
+    if not program:
+        die("mpirun could not find anything to do.", 1)
+    if not hosts:
+        hosts = [(me, None)]
+    nodes: list[tuple[str, int]] = []
+    for host, slots in hosts:
+        name = resolve_host(doc, host)
+        if name is None:
+            die(f"ssh: Could not resolve hostname {host}: Name or service not known\n" + _ORTE_HELP, 1)
+        if name != me and not _ssh_answers(doc["nodes"][name]["address"]):
+            die(f"ssh: connect to host {host} port 22: Connection refused\n" + _ORTE_HELP, 1)
+        default_slots = per_node or int(doc["nodes"][name]["gpus"]) or 1
+        nodes.append((name, slots if slots is not None else default_slots))
+    # By-slot mapping: fill each host's slots in order (or -npernode per host).
+    total = sum(s for _, s in nodes) if per_node is None else per_node * len(nodes)
+    count = np_ if np_ is not None else total
+    if count > total:
+        die("--------------------------------------------------------------------------\n"
+            f"There are not enough slots available in the system to satisfy the {count}\n"
+            f"slots that were requested by the application:\n\n  {program[0]}\n\n"
+            "Either request fewer slots for your application, or make more slots\n"
+            "available for use.\n"
+            "--------------------------------------------------------------------------", 1)
+    placed: list[tuple[str, int]] = []
+    left = count
+    for name, slots in nodes:
+        take = min(per_node if per_node is not None else slots, left)
+        if take:
+            placed.append((name, take))
+        left -= take
+    tool = os.path.basename(program[0])
+    if tool not in NCCL_TESTS:
+        die("--------------------------------------------------------------------------\n"
+            "mpirun was unable to find the specified executable file, and therefore\n"
+            "did not launch the job.  This error was first reported for process\n"
+            f"rank 0; it may have occurred for other processes as well.\n\n"
+            f"Executable: {program[0]}\nNode: {me}\n"
+            "--------------------------------------------------------------------------", 1)
+    return nccl_test(doc, tool, program[1:], placed, env)
+
+
+def _ssh_answers(address: str) -> bool:
+    """Whether the host's sshd accepts TCP (mpirun starts its daemons over ssh)."""
+    try:
+        with socket.create_connection((address, 22), timeout=1):
+            return True
+    except OSError:
+        return False
+
+
+def _busbw_factor(tool: str, nranks: int) -> float:
+    """nccl-tests' busbw/algbw factor for each collective (see its doc/PERFORMANCE.md)."""
+    if nranks <= 1:
+        return 0.0 if tool != "broadcast_perf" else 1.0
+    if tool == "all_reduce_perf":
+        return 2 * (nranks - 1) / nranks
+    if tool == "broadcast_perf":
+        return 1.0
+    return (nranks - 1) / nranks
+
+
+def _time_text(us: float) -> str:
+    # nccl-tests keeps the time column 7 wide by dropping decimals as the number grows.
+    if us < 10000:
+        return f"{us:.2f}"
+    if us < 100000:
+        return f"{us:.1f}"
+    return f"{us:.0f}"
+
+
+def nccl_test(doc: Model, tool: str, argv: list[str], placed: list[tuple[str, int]],
+              env: dict[str, str]) -> int:
+    """Print an nccl-tests run over `placed` (node, processes) in the 2.29-era layout."""
+    opts: dict[str, str] = {"b": "32M", "e": "32M", "f": "2", "g": "1", "t": "1", "n": "20",
+                            "w": "5", "c": "1", "d": "float", "o": "sum", "m": "1", "a": "3",
+                            "G": "0", "z": "0"}
+    it = iter(argv)
+    for arg in it:
+        if arg.startswith("--"):
+            continue  # long options (--minbytes=...) are rare in probes; keep defaults
+        if arg.startswith("-") and len(arg) >= 2:
+            key, rest = arg[1], arg[2:]
+            opts[key] = rest if rest else next(it, "")
+    min_b, max_b = _nccl_size(opts["b"]), _nccl_size(opts["e"])
+    gpus_per_proc = int(opts["g"]) * int(opts["t"])
+    wsize = _TYPE_SIZES.get(opts["d"], 4)
+    pid0 = os.getpid()
+    # Every process drives gpus_per_proc GPUs; a node runs out when processes x GPUs > gpus.
+    for node, procs in placed:
+        gpus = int(doc["nodes"][node]["gpus"])
+        if gpus == 0:
+            print(f"{node}: Test CUDA failure common.cu:1030 'no CUDA-capable device is detected'\n"
+                  f" .. {node} pid {pid0}: Test failure common.cu:891")
+            return _mpi_failure(node)
+        if procs * gpus_per_proc > gpus:
+            print(f"{node}: Test CUDA failure common.cu:1030 'invalid device ordinal'\n"
+                  f" .. {node} pid {pid0}: Test failure common.cu:891")
+            return _mpi_failure(node)
+    nranks = sum(procs for _, procs in placed) * gpus_per_proc
+    names = [node for node, _ in placed]
+    if len(names) >= 2:
+        # A ring crosses every node: the slowest node and the worst link bound the whole run.
+        busbw = min(float(doc["nodes"][n]["nccl_busbw_gbytes"]) for n in names)
+        busbw *= 0.97 ** max(math.log2(len(names)) - 1, 0)
+        worst = min((float(doc["nodes"][a]["slow_peers"].get(b, 1.0))
+                     for a in names for b in names if a != b), default=1.0)
+        busbw *= worst
+    else:
+        busbw = float(doc["nodes"][names[0]]["nccl_local_busbw_gbytes"])
+    factor = _busbw_factor(tool, nranks)
+    peak_algbw = busbw / factor if factor else busbw
+    base_us = 20.0 + 40.0 * math.log2(len(names) + 1)
+    step = opts["f"]
+    step_text = f"{int(opts['i'])}(bytes)" if "i" in opts and int(opts["i"]) else f"{step}(factor)"
+    out = [(f"# nThread {opts['t']} nGpus {opts['g']} minBytes {min_b} maxBytes {max_b} step: "
+           f"{step_text} warmup iters: {opts['w']} iters: {opts['n']} agg iters: {opts['m']} "
+           f"validation: {opts['c']} graph: {opts['G']}"),
+           "#", "# Using devices"]
+    rank = 0
+    for node, procs in placed:
+        gpu_name = doc["nodes"][node]["gpu_name"]
+        for proc in range(procs):
+            pid = 1000 + crc(node, proc) % 60000
+            for g in range(gpus_per_proc):
+                dev = proc * gpus_per_proc + g
+                out.append(f"#  Rank {rank:2d} Group  0 Pid {pid:6d} on {node:>10} device {dev:2d} "
+                           f"[{_BUS_IDS[dev % len(_BUS_IDS)]}] {gpu_name}")
+                rank += 1
+    if env.get("NCCL_DEBUG") or os.environ.get("NCCL_DEBUG"):
+        out.append("NCCL version 2.21.5+cuda12.4")
+    out += [
+        "#",
+        ("#                                                              out-of-place"
+        "                       in-place"),
+        ("#       size         count      type   redop    root     time   algbw   busbw  #wrong"
+        "     time   algbw   busbw  #wrong"),
+        ("#        (B)    (elements)                               (us)  (GB/s)  (GB/s)"
+        "             (us)  (GB/s)  (GB/s)"),
+    ]
+    sizes: list[int] = []
+    size = min_b
+    inc = int(opts.get("i", "0") or 0)
+    while size <= max_b:
+        sizes.append(size)
+        nxt = size + inc if inc else size * max(int(step), 2)
+        if nxt == size:
+            break
+        size = nxt
+    check = opts["c"] != "0"
+    busbws: list[float] = []
+    redop = opts["o"] if tool in ("all_reduce_perf", "reduce_scatter_perf") else "none"
+    root = "0" if tool == "broadcast_perf" else "-1"
+    for size in sizes:
+        count = size // wsize
+        cells = []
+        for jitter in (0.0, (crc(size) % 7 - 3) * 0.001):  # in-place wobbles by a few 0.1%
+            time_us = (base_us + size / (peak_algbw * 1e3)) * (1 + jitter)
+            algbw = size / time_us / 1e3
+            bus = algbw * factor
+            busbws.append(bus)
+            wrong = "0" if check else "N/A"
+            cells.append(f"{_time_text(time_us):>9}  {algbw:6.2f}  {bus:6.2f}  {wrong:>6}")
+        out.append(f"{size:12d}  {count:12d}  {opts['d']:>8}  {redop:>6}  {root:>6}"
+                   f"{cells[0]}{cells[1]}")
+    time.sleep(0.3)  # a run is not instant; probes and timeouts see a process that works
+    out += ["# Out of bounds values : 0 OK",
+            f"# Avg bus bandwidth    : {sum(busbws) / max(len(busbws), 1):.3f} ",
+            "#", f"# Collective test concluded: {tool}", "#"]
+    print("\n".join(out))
+    return 0
+
+
+def _mpi_failure(node: str) -> int:
+    sys.stderr.write(
+        "-------------------------------------------------------\n"
+        "Primary job  terminated normally, but 1 process returned\n"
+        "a non-zero exit code. Per user-direction, the job has been aborted.\n"
+        "-------------------------------------------------------\n"
+        "--------------------------------------------------------------------------\n"
+        "mpirun detected that one or more processes exited with non-zero status, thus causing\n"
+        "the job to be terminated. The first process to do so was:\n\n"
+        "  Process name: [[4242,1],0]\n  Exit code:    3\n"
+        "--------------------------------------------------------------------------\n")
+    return 1
+
+
+NCCL_TESTS = ("all_reduce_perf", "all_gather_perf", "reduce_scatter_perf", "alltoall_perf",
+              "broadcast_perf")
+
+
+def cmd_nccl_direct(tool: str, argv: list[str]) -> int:
+    """An nccl-tests binary started without mpirun: one process on this node."""
+    doc = load_cluster()
+    return nccl_test(doc, tool, argv, [(self_name(doc), 1)], {})
+
+
+# --------------------------------------------------------------------------- dispatch
+
+def main() -> int:
+    """Run the tool this program was started as."""
+    # Die quietly on a closed pipe (`ibstat | head`), as C tools do.
+    signal.signal(signal.SIGPIPE, signal.SIG_DFL)
+    tool = os.path.basename(sys.argv[0])
+    argv = sys.argv[1:]
+    if tool == "ibstat":
+        return cmd_ibstat(argv)
+    if tool == "ibv_devinfo":
+        return cmd_ibv_devinfo(argv)
+    if tool == "ibdev2netdev":
+        return cmd_ibdev2netdev(argv)
+    if tool == "rdma":
+        return cmd_rdma(argv)
+    if tool == "perfquery":
+        return cmd_perfquery(argv)
+    if tool == "mlnx_qos":
+        return cmd_mlnx_qos(argv)
+    if tool in ("ib_write_bw", "ib_read_bw", "ib_send_bw",
+                "ib_write_lat", "ib_read_lat", "ib_send_lat"):
+        return cmd_perftest(tool, argv)
+    if tool == "mpirun":
+        return cmd_mpirun(argv)
+    if tool in NCCL_TESTS:
+        return cmd_nccl_direct(tool, argv)
+    die(f"fabric stand-in: unknown tool name {tool!r}", 127)
+
+
+if __name__ == "__main__":
+    sys.exit(main())
