@@ -241,3 +241,18 @@ def test_no_standin_left_running_and_uninstall_is_clean(fabric: SimCluster) -> N
     finally:
         # Put the module's model back for any test that runs after this one.
         install_hardware(fabric, _model())
+
+
+def test_another_standin_sets_tool_is_left_alone(fabric: SimCluster) -> None:
+    # The GPU stand-ins also provide all_reduce_perf; whoever installed it first keeps it.
+    node = fabric.node("node08")
+    fabric.install_tool(node, "all_reduce_perf", "echo other stand-in\n")
+    try:
+        install_hardware(fabric, _model())
+        assert ssh(fabric, "node08", "all_reduce_perf").stdout == "other stand-in\n"
+        uninstall_hardware(fabric)
+        assert (node.bindir / "all_reduce_perf").exists()
+        assert not (node.bindir / "mpirun").exists()
+    finally:
+        fabric.remove_tool(node, "all_reduce_perf")
+        install_hardware(fabric, _model())

@@ -60,6 +60,9 @@ STANDIN_TOOLS: tuple[str, ...] = (
     "mpirun", "all_reduce_perf", "all_gather_perf", "reduce_scatter_perf", "alltoall_perf",
     "broadcast_perf", "mlnx_qos",
 )
+# Text every installed copy of our stand-in contains: install and uninstall touch only those, so
+# another stand-in set (tests/simcluster/gpu.py also provides all_reduce_perf) keeps its tools.
+_MARKER = "Stand-ins for RDMA and NCCL tools on a simulated node"
 # First LID handed out to InfiniBand ports that do not set one; LID 1 is the subnet manager.
 _FIRST_LID = 11
 
@@ -175,8 +178,9 @@ def install_hardware(cluster: SimCluster, hardware: Mapping[str, FakeHardware]) 
     """Describe the cluster's hardware and put the stand-in tools on every node's PATH.
 
     `hardware` maps node name -> FakeHardware; nodes not named get ``FakeHardware()``. Calling it
-    again replaces the model everywhere (and resets perfquery counters). Raises KeyError for a
-    node name the cluster does not have.
+    again replaces the model everywhere (and resets perfquery counters). A tool name another
+    stand-in set already installed on a node (the GPU stand-ins' all_reduce_perf) is left to it.
+    Raises KeyError for a node name the cluster does not have.
     """
     doc = _cluster_document(cluster, hardware)
     text = json.dumps(doc, indent=1, sort_keys=True)
@@ -187,18 +191,29 @@ def install_hardware(cluster: SimCluster, hardware: Mapping[str, FakeHardware]) 
         tmp.write_text(text)
         tmp.replace(node.bindir / HARDWARE_FILE)
         for name in STANDIN_TOOLS:
+            if _foreign(node.bindir / name):
+                continue  # another stand-in set owns this name on this node; leave it be
             cluster.install_tool(node, name, script)
 
 
+def _foreign(path: Path) -> bool:
+    """True when `path` is a tool some other stand-in set installed (not ours, not absent)."""
+    try:
+        return _MARKER not in path.read_text(errors="replace")
+    except FileNotFoundError:
+        return False
+
+
 def uninstall_hardware(cluster: SimCluster) -> None:
-    """Remove the stand-ins, the model and perfquery's counter state from every node.
+    """Remove our stand-ins (not another set's), the model and perfquery's state from every node.
 
     Safe to call when nothing is installed, and on nodes whose sshd is stopped (their /tmp is
     gone with their mount namespace anyway).
     """
     for node in cluster.nodes:
         for name in STANDIN_TOOLS:
-            cluster.remove_tool(node, name)
+            if not _foreign(node.bindir / name):
+                cluster.remove_tool(node, name)
         (node.bindir / HARDWARE_FILE).unlink(missing_ok=True)
         _clear_node_state(cluster, node)
 
