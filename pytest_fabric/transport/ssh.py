@@ -39,6 +39,13 @@ __all__ = ["SSHSettings", "SSHTransport"]
 
 logger = logging.getLogger(__name__)
 
+# paramiko logs a frozen sshd's banner timeout as an ERROR with a traceback, which
+# Python's last-resort handler prints to stderr even though we raise a clear typed
+# error for it.  Its records go to this child logger instead: a NullHandler keeps them
+# off a bare stderr; pytest's log capture and the user's logging still receive them.
+_PARAMIKO_LOG = f"{__name__}.paramiko"
+logging.getLogger(_PARAMIKO_LOG).addHandler(logging.NullHandler())
+
 # How long past the node-side kill we wait before deciding the connection itself hangs.
 _LOCAL_SLACK_S = 3.0
 
@@ -170,6 +177,7 @@ class SSHTransport:
             "auth_timeout": s.connect_timeout,
         }
         conn.connect_timeout = None  # ours is in kwargs, as a float (Fabric would truncate to int)
+        conn.client.set_log_channel(_PARAMIKO_LOG)
         known_hosts = configure_client(
             conn.client,
             node=self.node,
