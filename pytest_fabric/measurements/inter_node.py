@@ -147,7 +147,12 @@ def all_pair_measurements(state: FabricState, check: str) -> dict[str, Measureme
 
 
 def _values(measurements: dict[str, Measurement | BaseException]) -> dict[str, float]:
-    return {k: float(m.value.value) for k, m in measurements.items() if isinstance(m, Measurement) and isinstance(m.value, Quantity)}
+    """Each pair's figure for peer comparison (base units), from the pairs that were measured."""
+    out = {}
+    for key, m in measurements.items():
+        if isinstance(m, Measurement) and isinstance(m.value, Quantity):
+            out[key] = float(m.extra.get("consistency_value", m.value.value))
+    return out
 
 
 # --------------------------------------------------------------------------- per-node and per-port

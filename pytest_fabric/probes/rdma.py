@@ -197,7 +197,7 @@ def pair_bandwidth(pair: NodePair, settings: RdmaSettings, *, link_layer: str | 
         evidence += ev
         line = min(a_port.rate, b_port.rate)
         results.append((median.value / line.value, median, samples, line, a_port, b_port))
-    worst = min(results, key=lambda r: r[0])
+    worst = min(results, key=lambda r: (r[0], r[1].value))
     _, value, samples, line, a_port, b_port = worst
     rails_text = ", ".join(
         f"{a.name}->{b.name} {m.display('Gb/s')}" for _, m, _, _, a, b in results
@@ -212,7 +212,12 @@ def pair_bandwidth(pair: NodePair, settings: RdmaSettings, *, link_layer: str | 
         line_rate=line,
         evidence=tuple(evidence),
         samples=tuple(samples),
-        extra={"rails": [{"a": a.name, "b": b.name, "gbps": float(m.to("Gb/s"))} for _, m, _, _, a, b in results]},
+        extra={
+            "rails": [{"a": a.name, "b": b.name, "gbps": float(m.to("Gb/s"))} for _, m, _, _, a, b in results],
+            # Peers are compared on the slowest rail in absolute terms: a port that trained
+            # at 100G meets '90% line' of its own rate but is still half its peers.
+            "consistency_value": float(min(m.value for _, m, _, _, _, _ in results)),
+        },
     )
 
 

@@ -1,0 +1,109 @@
+"""The inter-node layer against stand-in RDMA hardware: the right subjects fail, the right node is blamed.
+
+One run of the real command line on six simulated nodes with four faults at once:
+node03's first port trained at 100G, node04's symbol errors grow, the cable
+between node05 and node06 is slow, and node01<->node02 has extra latency.
+The JSON record is read to check every verdict, subject by subject.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from tests.simcluster import SimCluster
+from tests.simcluster.hardware import FakeHardware, FakePort, default_ports, hardware_installed
+
+PROFILE = Path(__file__).resolve().parents[1] / "data" / "profiles" / "sim-rdma.yaml"
+NODES = 6
+
+
+@pytest.fixture(scope="module")
+def record(simcluster: SimCluster, tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict]:
+    import subprocess
+    import sys
+
+    work = tmp_path_factory.mktemp("inter_node")
+    nodes = simcluster.nodes[:NODES]
+    inventory = simcluster.write_inventory(work / "inventory.yaml", nodes=nodes)
+    hardware = {
+        "node03": FakeHardware(ports=[FakePort(rate_gbps=100), *default_ports()[1:]]),
+        "node04": FakeHardware(ports=[FakePort(counter_growth={"SymbolErrorCounter": 7}), *default_ports()[1:]]),
+        "node05": FakeHardware(slow_peers={"node06": 0.5}),
+        "node01": FakeHardware(slow_peer_latency={"node02": 3.0}),
+    }
+    with hardware_installed(simcluster, hardware):
+        result = subprocess.run(
+            [sys.executable, "-m", "pytest", "--cluster", str(inventory), "--profile", str(PROFILE), "-m", "inter_node",
+             "-p", "no:cacheprovider", "--conformance-json", "record.json", "-q", "-rfE"],
+            cwd=work, capture_output=True, text=True, timeout=400,
+        )
+        leftovers = {n.name: simcluster.processes(n) for n in nodes}
+    data = json.loads((work / "record.json").read_text())
+    data["_stdout"] = result.stdout
+    data["_leftovers"] = leftovers
+    yield data
+
+
+def outcomes(record: dict, check: str) -> dict[str, str]:
+    return {c["subject"]: c["outcome"] for c in record["checks"] if c["check"] == check}
+
+
+def failing(record: dict, check: str) -> set[str]:
+    return {s for s, o in outcomes(record, check).items() if o in ("failed", "error")}
+
+
+def test_port_trained_at_100g_fails_port_rate_for_that_port_only(record: dict) -> None:
+    assert failing(record, "port_rate") == {"node03:port0"}
+    message = next(c["message"] for c in record["checks"] if c["check"] == "port_rate" and c["subject"] == "node03:port0")
+    assert "100 Gb/s" in message and "200 Gb/s" in message
+    assert len(outcomes(record, "port_rate")) == NODES * 4
+
+
+def test_growing_symbol_errors_fail_that_port_and_name_the_counter(record: dict) -> None:
+    assert failing(record, "error_counters") == {"node04:port0"}
+    check = next(c for c in record["checks"] if c["check"] == "error_counters" and c["subject"] == "node04:port0")
+    assert "SymbolErrorCounter" in check["message"]
+
+
+def test_slow_cable_fails_rdma_bandwidth_for_exactly_that_pair(record: dict) -> None:
+    assert failing(record, "rdma_bandwidth") == {"node05<->node06"}
+    check = next(c for c in record["checks"] if c["check"] == "rdma_bandwidth" and c["subject"] == "node05<->node06")
+    # '90% line' is resolved against what the ports report, and both numbers are in the message
+    assert "90% line of the 200 Gb/s the port reports" in check["message"]
+
+
+def test_port_at_100g_passes_its_own_line_rate_but_is_a_peer_outlier(record: dict) -> None:
+    # node03's worst rail does 98% of its own (100G) line, so the floor holds;
+    # against its peers (196 Gb/s) it is far below the median.
+    assert not {s for s in failing(record, "rdma_bandwidth") if "node03" in s}
+    slow = failing(record, "rdma_bandwidth_outlier")
+    assert {s for s in slow if "node03" in s} == {s for s in outcomes(record, "rdma_bandwidth_outlier") if "node03" in s}
+    assert slow - {s for s in slow if "node03" in s} == {"node05<->node06"}
+
+
+def test_latency_fails_for_the_slow_pair_and_stands_out(record: dict) -> None:
+    assert failing(record, "rdma_latency") == {"node01<->node02"}
+    assert failing(record, "rdma_latency_outlier") == {"node01<->node02"}
+
+
+def test_attribution_blames_the_node_and_the_cable(record: dict) -> None:
+    verdicts = {c["subject"]: c for c in record["checks"] if c["check"] == "attribution"}
+    assert {s: c["outcome"] for s, c in verdicts.items() if c["outcome"] != "passed"}.keys() == {"node03", "node05", "node06"}
+    assert "node fault" in verdicts["node03"]["message"] and "Send node03 to the provider" in verdicts["node03"]["message"]
+    assert "link fault" in verdicts["node05"]["message"] and "node05 and node06" in verdicts["node05"]["message"]
+    assert "retest" in verdicts["node05"]["message"]
+    assert verdicts["node01"]["outcome"] == "passed"
+
+
+def test_nccl_and_scaling_pass_on_a_healthy_fabric_except_the_slow_cable(record: dict) -> None:
+    assert failing(record, "nccl_allreduce") == {"node05<->node06"}
+    assert outcomes(record, "scaling_efficiency") in ({"cluster": "passed"}, {"cluster": "failed"})
+
+
+def test_nothing_is_left_running(record: dict) -> None:
+    assert record["_leftovers"] == {n: [] for n in record["_leftovers"]}
+    assert record["run"]["verdict"] == "reject"
