@@ -11,8 +11,8 @@ from __future__ import annotations
 
 import enum
 import re
-from dataclasses import dataclass
-from decimal import Decimal, InvalidOperation
+from dataclasses import dataclass, field
+from decimal import Decimal, InvalidOperation, localcontext
 from typing import Annotated, Any
 
 from pydantic import BeforeValidator, PlainSerializer, WithJsonSchema
@@ -96,7 +96,8 @@ class Quantity:
 
     value: Decimal
     dimension: Dimension
-    text: str = ""
+    # Equality is by value: '25 GB/s' == '200 Gb/s'; the spelling is only for messages.
+    text: str = field(default="", compare=False)
 
     def to(self, unit: str) -> Decimal:
         """This quantity in ``unit`` (``"Gb/s"``, ``"GB/s"``, ``"us"``, ``"MiB"``)."""
@@ -114,7 +115,9 @@ class Quantity:
             raise QuantityError(f"unknown unit {unit!r}") from None
         if dimension is not self.dimension:
             raise QuantityError(f"{self} is a {self.dimension.value}, not a {dimension.value}")
-        return self.value / factor
+        with localcontext() as context:  # enough digits that the division is exact when it can be
+            context.prec = max(28, len(self.value.as_tuple().digits) + 20)
+            return self.value / factor
 
     def of(self, line: Quantity) -> Quantity:
         """Resolve a ``90% line`` share against the rate the port reports."""
@@ -204,8 +207,9 @@ def parse_quantity(text: Any, *, dimension: Dimension | None = None) -> Quantity
     if dimension is not None and quantity.dimension is not dimension:
         if dimension is Dimension.BANDWIDTH and quantity.dimension is Dimension.LINE_SHARE:
             return quantity
+        written = quantity.text or str(quantity) if isinstance(text, Quantity) else text
         raise QuantityError(
-            f"{text!r} is a {quantity.dimension.value.replace('_', ' ')}; expected a "
+            f"{written!r} is a {quantity.dimension.value.replace('_', ' ')}; expected a "
             f"{dimension.value.replace('_', ' ')} such as {_EXAMPLES[dimension]}"
         )
     return quantity
@@ -252,7 +256,12 @@ def _parse(text: Any) -> Quantity:
     for candidate in (unit, normalized):
         if candidate in _UNITS:
             dimension, factor = _UNITS[candidate]
-            return Quantity(number * factor, dimension, text.strip())
+            try:
+                with localcontext() as context:  # every digit written is kept: no rounding
+                    context.prec = len(number.as_tuple().digits) + 20
+                    return Quantity(number * factor, dimension, text.strip())
+            except ArithmeticError:  # an exponent beyond what Decimal holds (1e9999999 Gb/s)
+                raise QuantityError(f"{text!r}: the number is out of range") from None
     hint = ""
     if unit in ("Gb", "Mb", "Tb", "Kb", "kb"):
         hint = f" ('{unit}' is an amount of bits; for a rate write '{unit}/s')"
