@@ -138,5 +138,7 @@ def describe_errors(
             message = f"unknown key{hint}"
         elif error["type"] == "missing":
             message = "required but missing"
+        elif error["type"] in ("model_type", "dict_type"):
+            message = f"write a mapping (key: value), not {error['input']!r}"
         out.append(f"{where}: {path_text(loc)}: {message}")
     return "\n".join(out)
