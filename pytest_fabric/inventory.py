@@ -11,10 +11,10 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 from urllib.parse import urlsplit
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+from pydantic import AfterValidator, BaseModel, BeforeValidator, ConfigDict, Field, ValidationError, field_validator
 
 from . import hostlist, yamlsource
 from .yamlsource import SourceError
@@ -26,7 +26,8 @@ LOCAL_HOSTS = frozenset({"localhost", "127.0.0.1", "::1"})
 # What may reach a shell or an ssh command line.  Anything else (spaces, quotes,
 # ';', '$', backticks) is refused when the inventory loads, not quoted later.
 _NAME_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,62}$")
-_HOST_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._:%-]{0,252}$")
+# A leading ':' is for IPv6 (::1); a leading '-' would read as an ssh option.
+_HOST_RE = re.compile(r"^[A-Za-z0-9:][A-Za-z0-9._:%-]{0,252}$")
 _USER_RE = re.compile(r"^[A-Za-z_][A-Za-z0-9._-]{0,31}$")
 _PATH_RE = re.compile(r"^[A-Za-z0-9._/@+~=,-]+$")
 _LABEL_RE = re.compile(r"^[A-Za-z0-9._-]+$")
@@ -83,48 +84,74 @@ class _NodeEntry(_Connection):
     name: str
     host: str | None = None
     data_address: str | None = None  # where data-plane traffic (iperf3) goes, if not `host`
-    labels: dict[str, str] = Field(default_factory=dict)
+    labels: dict[str, str | int] = Field(default_factory=dict)  # `rack: 3` is a label too
 
     @field_validator("labels")
     @classmethod
-    def _labels(cls, value: dict[str, str]) -> dict[str, str]:
+    def _labels(cls, value: dict[str, str | int]) -> dict[str, str]:
         for key, label in value.items():
             if not _LABEL_RE.match(str(key)) or not _LABEL_RE.match(str(label)):
                 raise ValueError(f"label {key}: {label} may use only letters, digits and ._-")
         return {str(k): str(v) for k, v in value.items()}
 
 
+def _check_mount(mount: str) -> str:
+    if not mount.startswith("/"):
+        raise ValueError(f"{mount!r}: a mount must be an absolute path")
+    return _check_path(mount, "mount path")
+
+
+def _check_target(target: str) -> str:
+    if any(c in target for c in " '\"`$;\\|&<>"):
+        raise ValueError(f"{target!r}: contains characters a URL does not need")
+    try:
+        parts = urlsplit(target if "://" in target else f"tcp://{target}")
+        scheme, hostname = parts.scheme, parts.hostname
+    except ValueError:  # urlsplit refuses some malformed netlocs (unbalanced '[', bad port)
+        scheme, hostname = "", None
+    if scheme not in ("http", "https", "tcp") or not hostname:
+        raise ValueError(f"{target!r}: write a URL (https://host/file) or host:port")
+    _check_host(hostname)
+    return target
+
+
+# Validated one item at a time, so an error points at the line of that item.
+_Mount = Annotated[str, AfterValidator(_check_mount)]
+_Target = Annotated[str, AfterValidator(_check_target)]
+
+
 class _Storage(BaseModel):
     model_config = ConfigDict(extra="forbid")
-    mounts: list[str] = Field(default_factory=list)
+    mounts: list[_Mount] = Field(default_factory=list)
 
     @field_validator("mounts")
     @classmethod
     def _mounts(cls, value: list[str]) -> list[str]:
-        for mount in value:
-            if not mount.startswith("/"):
-                raise ValueError(f"{mount!r}: a mount must be an absolute path")
-            _check_path(mount, "mount path")
         if len(set(value)) != len(value):
             raise ValueError("a mount is listed twice")
         return value
 
 
+class _TargetEntry(BaseModel):
+    """One egress target: ``{url: ..., upload: true}``; a plain string is ``{url: string}``."""
+
+    model_config = ConfigDict(extra="forbid")
+    url: _Target
+    upload: bool = False  # the URL accepts an HTTP PUT, so the upload check may send to it
+
+
+def _target_entry(value: Any) -> Any:
+    # Plain strings stay the usual form; the mapping is only for what a string cannot say.
+    # Checked here so an error points at the item itself (`egress.targets[0]`), not at `.url`.
+    return {"url": _check_target(value)} if isinstance(value, str) else value
+
+
+_TargetItem = Annotated[_TargetEntry, BeforeValidator(_target_entry)]
+
+
 class _Egress(BaseModel):
     model_config = ConfigDict(extra="forbid")
-    targets: list[str] = Field(default_factory=list)
-
-    @field_validator("targets")
-    @classmethod
-    def _targets(cls, value: list[str]) -> list[str]:
-        for target in value:
-            parts = urlsplit(target if "://" in target else f"tcp://{target}")
-            if parts.scheme not in ("http", "https", "tcp") or not parts.hostname:
-                raise ValueError(f"{target!r}: write a URL (https://host/file) or host:port")
-            _check_host(parts.hostname)
-            if any(c in target for c in " '\"`$;\\|&<>"):
-                raise ValueError(f"{target!r}: contains characters a URL does not need")
-        return value
+    targets: list[_TargetItem] = Field(default_factory=list)
 
 
 class _InventoryFile(BaseModel):
@@ -173,6 +200,8 @@ class Inventory:
     nodes: tuple[Node, ...]
     mounts: tuple[str, ...]
     egress_targets: tuple[str, ...]
+    #: the egress targets that accept uploads (``upload: true``), a subset of egress_targets
+    upload_targets: tuple[str, ...] = ()
 
     def node(self, name: str) -> Node:
         for node in self.nodes:
@@ -189,6 +218,8 @@ def _known_fields(loc: tuple[Any, ...]) -> list[str]:
     model: type[BaseModel] = _InventoryFile
     if loc and loc[0] == "nodes":
         model = _NodeEntry
+    elif len(loc) >= 3 and loc[:2] == ("egress", "targets"):
+        model = _TargetEntry
     elif loc and loc[0] in ("defaults", "storage", "egress"):
         model = {"defaults": _Connection, "storage": _Storage, "egress": _Egress}[loc[0]]
     return list(model.model_fields)
@@ -261,7 +292,7 @@ def load_inventory(path: Path | str) -> Inventory:
                     jump=pick("jump", None),
                     transport=transport,
                     data_address=entry.data_address or "",
-                    labels=dict(entry.labels),
+                    labels={k: str(v) for k, v in entry.labels.items()},
                 )
             )
     return Inventory(
@@ -269,5 +300,6 @@ def load_inventory(path: Path | str) -> Inventory:
         path=path,
         nodes=tuple(nodes),
         mounts=tuple(parsed.storage.mounts),
-        egress_targets=tuple(parsed.egress.targets),
+        egress_targets=tuple(t.url for t in parsed.egress.targets),
+        upload_targets=tuple(t.url for t in parsed.egress.targets if t.upload),
     )
