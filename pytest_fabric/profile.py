@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import Any, ClassVar, Literal
 
 import yaml
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, ValidationInfo, field_validator, model_validator
 
 from . import yamlsource
 from .units import Dimension, Quantity, QuantityField, parse_quantity
@@ -49,20 +49,22 @@ class CheckSpec(BaseModel):
     @model_validator(mode="before")
     @classmethod
     def _scalar(cls, value: Any) -> Any:
-        if isinstance(value, (str, int, float)) and not isinstance(value, bool):
+        if isinstance(value, (str, int, float)) and not isinstance(value, bool) and cls.SCALAR_FIELD in cls.model_fields:
             return {cls.SCALAR_FIELD: value}
+        return value
+
+    @field_validator("*")
+    @classmethod
+    def _dimension(cls, value: Any, info: ValidationInfo) -> Any:
+        # Checked per field, so the error points at the line of the value (or at --expect).
+        wanted = {name: dimension for name, _op, dimension in cls.BOUNDS}.get(str(info.field_name))
+        wanted = wanted or _PARAM_DIMENSIONS.get(str(info.field_name))
+        if wanted is not None and isinstance(value, Quantity):
+            parse_quantity(value, dimension=wanted)
         return value
 
     @model_validator(mode="after")
     def _dimensions(self) -> CheckSpec:
-        for name, _op, dimension in self.BOUNDS:
-            value = getattr(self, name, None)
-            if value is None:
-                continue
-            try:
-                parse_quantity(value, dimension=dimension)
-            except ValueError as exc:
-                raise ValueError(f"{name}: {exc}") from None
         if not any(getattr(self, name, None) is not None for name, _, _ in self.BOUNDS):
             names = " or ".join(name for name, _, _ in self.BOUNDS)
             raise ValueError(f"give {names}")
@@ -81,6 +83,16 @@ class CheckSpec(BaseModel):
         return {
             k: v for k, v in self.__dict__.items() if k not in bound_names and k not in ("source", "waiver")
         }
+
+
+# Measurement parameters that are quantities, by name: the dimension each must have.
+_PARAM_DIMENSIONS = {
+    "size": Dimension.SIZE,
+    "block_size": Dimension.SIZE,
+    "duration": Dimension.TIME,
+    "runtime": Dimension.TIME,
+    "node_fault_share": Dimension.PERCENT,
+}
 
 
 def _bounds(*spec: tuple[str, Op, Dimension]) -> Any:
@@ -384,7 +396,8 @@ class Profile:
         return getattr(self.document, layer)  # type: ignore[no-any-return]
 
     def spec(self, layer: str, check: str) -> CheckSpec | None:
-        return getattr(self.section(layer), check, None)
+        value = getattr(self.section(layer), check, None)
+        return value if isinstance(value, CheckSpec) else None  # `pairs` is a setting, not a check
 
     def expectations(self, layer: str, check: str) -> list[Expectation]:
         """Every bound the profile sets for a check (empty when it sets none)."""
@@ -471,7 +484,13 @@ def _read_chain(path: Path, seen: list[Path]) -> tuple[dict[str, Any], dict[tupl
         return data, where, chain, raw
     if not isinstance(extends, str):
         raise SourceError(f"{path}:{lines.get(('extends',), '?')}: extends: write the name or path of one profile")
-    parent_path = _resolve(extends, path)
+    where_extends = f"{path}:{lines.get(('extends',), '?')}: extends"
+    try:
+        parent_path = _resolve(extends, path)
+    except SourceError as exc:
+        raise SourceError(f"{where_extends}: {exc}") from None
+    if not parent_path.is_file():
+        raise SourceError(f"{where_extends}: {parent_path}: no such file")
     parent, parent_where, parent_chain, parent_raw = _read_chain(parent_path, seen + [resolved])
     merged = _merge(parent, {k: v for k, v in data.items() if k != "extends"})
     merged["extends"] = extends
@@ -479,7 +498,8 @@ def _read_chain(path: Path, seen: list[Path]) -> tuple[dict[str, Any], dict[tupl
     return merged, parent_where, chain + parent_chain, raw + parent_raw
 
 
-def _apply_override(data: dict[str, Any], override: str) -> None:
+def _apply_override(data: dict[str, Any], override: str) -> tuple[str, ...]:
+    """Apply one ``--expect KEY=VALUE``; return the key path it set (for error messages)."""
     key, sep, text = override.partition("=")
     if not sep or not key.strip():
         raise SourceError(f"--expect {override!r}: write KEY=VALUE, e.g. inter_node.rdma_bandwidth.min=150Gb/s")
@@ -492,7 +512,14 @@ def _apply_override(data: dict[str, Any], override: str) -> None:
     known = _known_fields(tuple(parts[:1]))
     if parts[1] not in known:
         raise SourceError(f"--expect {override!r}: {parts[0]} has no check {parts[1]!r}{yamlsource.suggest(parts[1], known)}")
-    value: Any = yaml.safe_load(text) if text.strip() else text
+    try:
+        value: Any = yaml.safe_load(text) if text.strip() else text
+    except yaml.YAMLError:
+        raise SourceError(f"--expect {override!r}: {text!r} is not a value (e.g. 150Gb/s, 9000, '2 us')") from None
+    existing = data.get(parts[0], {}).get(parts[1]) if isinstance(data.get(parts[0]), dict) else None
+    if len(parts) == 2 and isinstance(existing, dict) and not isinstance(value, dict):
+        # `inter_node.rdma_bandwidth=150Gb/s` sets the bound and keeps size, qps, source...
+        parts = [*parts, _scalar_field_of(parts)]
     target = data
     for part in parts[:-1]:
         current = target.get(part)
@@ -502,6 +529,7 @@ def _apply_override(data: dict[str, Any], override: str) -> None:
             target[part] = current
         target = current
     target[parts[-1]] = value
+    return tuple(parts)
 
 
 def _scalar_field_of(parts: list[str]) -> str:
@@ -519,8 +547,7 @@ def load_profile(reference: str, overrides: list[str] | None = None) -> Profile:
     data, where, chain, raw = _read_chain(path, [])
     overrides = list(overrides or [])
     for override in overrides:
-        _apply_override(data, override)
-        where[tuple(override.partition("=")[0].strip().split("."))] = ("--expect", 0)
+        where[_apply_override(data, override)] = ("--expect", 0)
     try:
         document = ProfileDocument.model_validate(data)
     except ValidationError as exc:
@@ -546,5 +573,7 @@ def _describe(exc: ValidationError, where: dict[tuple[Any, ...], tuple[str, int]
             message = f"unknown key{yamlsource.suggest(str(loc[-1]), _known_fields(loc[:-1]))}"
         elif error["type"] == "missing":
             message = "required but missing"
+        elif error["type"] in ("model_type", "dict_type"):
+            message = f"write a mapping (key: value), not {error['input']!r}"
         out.append(f"{place}: {yamlsource.path_text(loc)}: {message}")
     return "\n".join(out)
