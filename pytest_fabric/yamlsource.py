@@ -32,6 +32,12 @@ class _LineLoader(yaml.SafeLoader):
 def _construct_mapping(loader: _LineLoader, node: yaml.MappingNode, deep: bool = False) -> dict[Any, Any]:
     seen: set[Any] = set()
     for key_node, _ in node.value:
+        if key_node.tag == "tag:yaml.org,2002:merge":
+            continue  # `<<: *defaults` merges; construct_mapping below flattens it
+        if not isinstance(key_node, yaml.ScalarNode):
+            raise yaml.constructor.ConstructorError(
+                None, None, "a key must be a plain word, not a list or mapping", key_node.start_mark
+            )
         key = loader.construct_object(key_node, deep=deep)  # type: ignore[no-untyped-call]
         if key in seen:
             raise yaml.constructor.ConstructorError(
@@ -70,7 +76,10 @@ def loads(text: str, source: str) -> tuple[Any, dict[Loc, int]]:
         raise SourceError(f"{source}: not valid YAML: {exc}") from None
     lines: dict[Loc, int] = {}
     if tree is not None:
-        _index_lines(tree, (), lines)
+        try:
+            _index_lines(tree, (), lines)
+        except RecursionError:  # `a: &x [*x]`: an alias inside what it names
+            raise SourceError(f"{source}: not valid here: an alias (*name) refers to a list or mapping that contains it") from None
     return data, lines
 
 
