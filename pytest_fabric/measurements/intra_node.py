@@ -1,3 +1,111 @@
-"""Intra-node measurements: GPUs, their links (NVLink/NVSwitch/PCIe), and NCCL inside one node."""
+"""Intra-node measurements: GPUs, their links (NVLink/NVSwitch/PCIe), and NCCL inside one node.
+
+Per node: ``gpu_count``, ``gpu_interconnect``, ``nic_pcie``, ``nvlink_bandwidth``,
+``host_to_device_bandwidth``, ``device_to_host_bandwidth``, ``node_nccl_allreduce``.
+Per GPU (``node01:gpu3``, as many as the profile's ``gpu_count``): ``gpu_model``,
+``gpu_pcie``; a GPU the node does not show fails as missing.
+
+The GPU inventory (``nvidia-smi -q -x``) is read once per node and run and
+shared by the count, model and PCIe checks: it is one command, and every GPU
+subject of a node must be judged on the same reading.
+"""
 
 from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+import pytest
+
+from ..cluster import NodeHandle
+from ..fixtures import GpuHandle
+from ..probes import gpu as gpu_probe
+from ..state import FabricState, get_state
+from ..verdict import Measurement
+
+_INVENTORY_KEY = "intra_node.gpu_inventory"
+
+
+def _state(request: pytest.FixtureRequest) -> FabricState:
+    state = get_state(request.config)
+    assert state is not None
+    return state
+
+
+def node_gpus(request: pytest.FixtureRequest, node: NodeHandle) -> gpu_probe.GpuInventory:
+    """The node's GPU inventory, read once per run (only successes are kept: a failure is retried)."""
+    cache: dict[str, gpu_probe.GpuInventory] = _state(request).cluster_results.setdefault(_INVENTORY_KEY, {})
+    if node.name not in cache:
+        cache[node.name] = gpu_probe.inventory(node)
+    return cache[node.name]
+
+
+def _expected_gpus(state: FabricState, node: NodeHandle) -> int:
+    """GPUs the profile expects per node (0 when it sets no gpu_count)."""
+    spec = state.profile.spec("intra_node", "gpu_count")
+    value = getattr(spec, "equal", None) or getattr(spec, "min", None) if spec is not None else None
+    return int(value.value) if value is not None else 0
+
+
+@pytest.fixture
+def gpu_count(request: pytest.FixtureRequest, node: NodeHandle, spec: Callable[[str], Any]) -> Measurement:
+    spec("intra_node.gpu_count")
+    return gpu_probe.gpu_count(node_gpus(request, node))
+
+
+@pytest.fixture
+def gpu_model(request: pytest.FixtureRequest, gpu: GpuHandle, spec: Callable[[str], Any]) -> Measurement:
+    spec("intra_node.gpu_model")
+    return gpu_probe.gpu_model(node_gpus(request, gpu.node), gpu.index)
+
+
+@pytest.fixture
+def gpu_pcie(request: pytest.FixtureRequest, gpu: GpuHandle, spec: Callable[[str], Any]) -> Measurement:
+    spec("intra_node.gpu_pcie")
+    return gpu_probe.gpu_pcie(gpu.node, node_gpus(request, gpu.node), gpu.index)
+
+
+@pytest.fixture
+def gpu_interconnect(node: NodeHandle, spec: Callable[[str], Any]) -> Measurement:
+    spec("intra_node.gpu_interconnect")
+    return gpu_probe.gpu_interconnect(node)
+
+
+@pytest.fixture
+def nic_pcie(node: NodeHandle, spec: Callable[[str], Any]) -> Measurement:
+    spec("intra_node.nic_pcie")
+    return gpu_probe.nic_pcie(node)
+
+
+@pytest.fixture
+def nvlink_bandwidth(node: NodeHandle, spec: Callable[[str], Any]) -> Measurement:
+    spec("intra_node.nvlink_bandwidth")
+    return gpu_probe.nvlink_bandwidth(node)
+
+
+@pytest.fixture
+def host_to_device_bandwidth(node: NodeHandle, spec: Callable[[str], Any]) -> Measurement:
+    spec("intra_node.host_to_device_bandwidth")
+    return gpu_probe.host_bandwidth(node, gpu_probe.H2D_TESTCASE)
+
+
+@pytest.fixture
+def device_to_host_bandwidth(node: NodeHandle, spec: Callable[[str], Any]) -> Measurement:
+    spec("intra_node.device_to_host_bandwidth")
+    return gpu_probe.host_bandwidth(node, gpu_probe.D2H_TESTCASE)
+
+
+@pytest.fixture
+def node_nccl_allreduce(request: pytest.FixtureRequest, node: NodeHandle, spec: Callable[[str], Any]) -> Measurement:
+    """Single-node all_reduce (the inter-node layer's ``nccl_allreduce`` fixture is the multi-node one)."""
+    settings = spec("intra_node.nccl_allreduce")
+    inv = node_gpus(request, node)
+    expected = _expected_gpus(_state(request), node)
+    if expected and len(inv.gpus) < expected:
+        # A bus bandwidth over fewer GPUs is not comparable with the profile's
+        # figure, and all_reduce_perf -g N would only die with "invalid device ordinal".
+        return Measurement.absent(
+            f"{node.name} shows {len(inv.gpus)} GPU(s) ({inv.command}); the all_reduce needs the profile's {expected}",
+            inv.evidence,
+        )
+    return gpu_probe.node_allreduce(node, size_bytes=int(settings.size.to("B")), gpus=expected or len(inv.gpus))

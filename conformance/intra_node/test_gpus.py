@@ -1,0 +1,25 @@
+"""Intra-node, per node and per GPU: the GPUs the node was sold with, and their PCIe links."""
+
+import pytest
+
+pytestmark = pytest.mark.intra_node
+
+
+def test_gpu_count(node, gpu_count, judge):
+    """nvidia-smi -q -x shows as many GPUs as the profile's gpu_count."""
+    judge(gpu_count, "intra_node.gpu_count")
+
+
+def test_gpu_model(gpu, gpu_model, judge):
+    """Each GPU's product name contains the profile's gpu_model; a GPU the node lacks fails as missing."""
+    judge(gpu_model, "intra_node.gpu_model")
+
+
+def test_gpu_pcie(gpu, gpu_pcie, judge):
+    """Each GPU's PCIe link: width as trained; generation as trained, or the link's max when the GPU is idle."""
+    judge(gpu_pcie, "intra_node.gpu_pcie")
+
+
+def test_nic_pcie(node, nic_pcie, judge):
+    """The slowest and narrowest Mellanox/NVIDIA NIC link (lspci LnkSta) meets the profile."""
+    judge(nic_pcie, "intra_node.nic_pcie")

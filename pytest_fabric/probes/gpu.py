@@ -1,0 +1,426 @@
+"""GPUs inside one node: inventory, links, copy bandwidth and single-node NCCL.
+
+Commands (one node each, nothing runs across nodes):
+
+- ``nvidia-smi -q -x`` (falls back to ``nvidia-smi -q`` on drivers whose XML
+  output is broken or absent): GPU names, bus ids, PCIe link, driver/CUDA.
+- ``nvidia-smi --query-gpu=index,pci.bus_id,pstate,utilization.gpu --format=csv``:
+  performance state, read only when a GPU's link runs below its maximum
+  generation (to tell power saving from a degraded link; see :func:`gpu_pcie`).
+- ``nvidia-smi topo -m``: the GPU-GPU link matrix (NV# or a PCIe path).
+- ``nvidia-smi nvlink --status``: per-GPU NVLink state (all links inactive).
+- ``nvbandwidth -t <testcase>``: copy-engine (CE) bandwidth.  SM copies are
+  asymmetric (NVIDIA/nvbandwidth#24), so every figure here is a CE copy.
+- ``all_reduce_perf -b S -e S -f 2 -g N``: bus bandwidth at the profile's size.
+- ``lspci -vv -d 15b3:``: PCIe link of Mellanox/NVIDIA NICs, named from
+  ``/sys/class/infiniband/*/device``.
+"""
+
+from __future__ import annotations
+
+import statistics
+from dataclasses import dataclass
+from typing import Any
+
+from ..cluster import NodeHandle
+from ..parsers import (
+    lspci,
+    nccl_tests,
+    nvbandwidth,
+    nvidia_smi_nvlink,
+    nvidia_smi_q,
+    nvidia_smi_query_gpu,
+    nvidia_smi_topo,
+    nvidia_smi_xml,
+)
+from ..parsers._nvidia_smi_gpu import GpuInfo, NvidiaSmiReport
+from ..parsers.base import ParseError
+from ..transport.base import CommandResult
+from ..transport.outcome import judge as judge_result
+from ..units import bandwidth, parse_quantity
+from ..verdict import Measurement
+from .base import MeasurementError, parse_or_raise
+
+__all__ = [
+    "D2D_TESTCASE",
+    "D2H_TESTCASE",
+    "H2D_TESTCASE",
+    "GpuInventory",
+    "gpu_count",
+    "gpu_interconnect",
+    "gpu_model",
+    "gpu_pcie",
+    "host_bandwidth",
+    "inventory",
+    "nic_pcie",
+    "node_allreduce",
+    "nvlink_bandwidth",
+]
+
+D2D_TESTCASE = "device_to_device_memcpy_read_ce"
+H2D_TESTCASE = "host_to_device_memcpy_ce"
+D2H_TESTCASE = "device_to_host_memcpy_ce"
+# nvbandwidth on 8 GPUs takes tens of seconds per testcase; a hung GPU must not hang the run.
+NVBANDWIDTH_TIMEOUT_S = 600.0
+NCCL_TIMEOUT_S = 900.0
+MELLANOX_VENDOR = "15b3"  # ConnectX NICs keep the Mellanox PCI vendor id under NVIDIA
+NVSMI_FIX = "run `nvidia-smi -q` on the node by hand; a driver/library version mismatch needs a reboot or driver reinstall"
+
+
+@dataclass(frozen=True)
+class GpuInventory:
+    """What ``nvidia-smi`` says about a node's GPUs, in nvidia-smi index order, and the commands run."""
+
+    node: str
+    report: NvidiaSmiReport
+    command: str
+    evidence: tuple[CommandResult, ...]
+
+    @property
+    def gpus(self) -> tuple[GpuInfo, ...]:
+        return self.report.gpus
+
+    def tool_versions(self) -> dict[str, str]:
+        """Driver and CUDA versions, for the report's per-node tool table."""
+        out: dict[str, str] = {}
+        if self.report.driver_version:
+            out["nvidia-driver"] = self.report.driver_version
+        if self.report.cuda_version:
+            out["cuda"] = self.report.cuda_version
+        return out
+
+
+def _run_checked_for_missing(node: NodeHandle, command: str, timeout: float) -> CommandResult:
+    """Run ``command`` without failing on exit status, but still raise ToolMissing for exit 127.
+
+    nvidia-smi exits non-zero for answers we want to read (``-q -x`` on some
+    drivers, ``nvlink`` when all links are inactive), so the exit status alone
+    cannot decide; a missing program, though, must be an error that says so.
+    """
+    result = node.run(command, timeout=timeout, check=False)
+    if result.exit_code == 127:
+        judge_result(result, check=True)
+    return result
+
+
+def inventory(node: NodeHandle) -> GpuInventory:
+    """The node's GPUs from ``nvidia-smi -q -x``, or ``nvidia-smi -q`` where the XML cannot be read."""
+    xml = _run_checked_for_missing(node, "nvidia-smi -q -x", timeout=60)
+    evidence: list[CommandResult] = [xml]
+    if xml.exit_code == 0:
+        try:
+            return GpuInventory(node.name, nvidia_smi_xml.parse_nvidia_smi_xml(xml.stdout), xml.command, (xml,))
+        except ParseError:
+            pass  # some vGPU/old drivers print broken XML; the text log carries the same facts
+    text = node.run("nvidia-smi -q", timeout=60, check=False)
+    evidence.append(text)
+    if text.exit_code != 0 and not text.stdout.strip():
+        judge_result(text, check=True)  # raises CommandFailed with the tool's own words
+    report = parse_or_raise(nvidia_smi_q.parse_nvidia_smi_q, text, fix=NVSMI_FIX)
+    return GpuInventory(node.name, report, text.command, tuple(evidence))
+
+
+def gpu_count(inv: GpuInventory) -> Measurement:
+    """How many GPUs the driver shows, with their names."""
+    names: dict[str, int] = {}
+    for gpu in inv.gpus:
+        names[gpu.product_name or "unnamed GPU"] = names.get(gpu.product_name or "unnamed GPU", 0) + 1
+    shown = ", ".join(f"{n} x {name}" for name, n in names.items()) or "none"
+    detail = f"{inv.command} shows {shown}"
+    if inv.report.attached_gpus is not None and inv.report.attached_gpus != len(inv.gpus):
+        detail += f" (driver reports {inv.report.attached_gpus} attached)"
+    return Measurement(
+        value=parse_quantity(len(inv.gpus)),
+        detail=detail,
+        evidence=inv.evidence,
+        extra={"tool_versions": inv.tool_versions()},
+    )
+
+
+def _missing_gpu(inv: GpuInventory, index: int) -> Measurement:
+    return Measurement.absent(
+        f"gpu{index} is missing: {inv.command} on {inv.node} shows {len(inv.gpus)} GPU(s) "
+        f"({', '.join(g.bus_id or '?' for g in inv.gpus) or 'none'})",
+        inv.evidence,
+    )
+
+
+def gpu_model(inv: GpuInventory, index: int) -> Measurement:
+    """The product name of the ``index``-th GPU (nvidia-smi order)."""
+    if index >= len(inv.gpus):
+        return _missing_gpu(inv, index)
+    gpu = inv.gpus[index]
+    return Measurement(
+        value=gpu.product_name or "unnamed",
+        detail=f"GPU {index} at {gpu.bus_id}",
+        evidence=inv.evidence,
+        extra={"tool_versions": inv.tool_versions()},
+    )
+
+
+def performance_states(node: NodeHandle) -> tuple[dict[str, str | None], CommandResult]:
+    """PCI bus id (upper case) -> performance state (``P0`` busy .. ``P8`` idle), from ``--query-gpu``."""
+    result = node.run("nvidia-smi --query-gpu=index,pci.bus_id,pstate,utilization.gpu --format=csv", timeout=60)
+    parsed = parse_or_raise(nvidia_smi_query_gpu.parse_nvidia_smi_query_gpu, result, fix=NVSMI_FIX)
+    return {(row.get("pci.bus_id") or "").upper(): row.get("pstate") for row in parsed.rows}, result
+
+
+def gpu_pcie(node: NodeHandle, inv: GpuInventory, index: int) -> Measurement:
+    """The GPU's PCIe link as the bounds ``generation`` and ``width`` (each judged as a floor).
+
+    Rule: width is judged as trained (``Current``): it does not change with power
+    state.  Generation is judged as trained too, unless the GPU is idle: GPUs drop
+    the link to Gen1-3 when idle to save power, so an idle reading below ``Max``
+    says nothing about the link.  When ``Current < Max`` we read the performance
+    state: busy (``P0``-``P2``) means the link really trained slow and the current
+    generation is judged; idle (``P3``+) means the maximum the link negotiated
+    (``Max``, already limited by the host slot) is judged and the detail says so.
+    An idle GPU on a degraded link therefore passes; the detail asks for a run
+    under load.  A link that reads ``Current == Max`` needs no load to trust.
+    """
+    if index >= len(inv.gpus):
+        return _missing_gpu(inv, index)
+    gpu = inv.gpus[index]
+    current, maximum = gpu.pcie_generation_current, gpu.pcie_generation_max
+    width, max_width = gpu.pcie_link_width_current, gpu.pcie_link_width_max
+    if current is None or width is None:
+        raise MeasurementError(
+            node.name,
+            f"GPU {index} ({gpu.bus_id}): nvidia-smi reports no current PCIe generation/width (N/A)",
+            command=inv.command,
+            fix="a VM or MIG instance may hide the PCIe link; measure on the host",
+        )
+    evidence = list(inv.evidence)
+    judged = current
+    note = f"Gen{current} x{width} (max Gen{maximum or '?'} x{max_width or '?'})"
+    if maximum is not None and current < maximum:
+        states, result = performance_states(node)
+        evidence.append(result)
+        pstate = states.get((gpu.bus_id or "").upper())
+        if pstate is not None and pstate.upper().startswith("P") and pstate[1:].isdigit() and int(pstate[1:]) >= 3:
+            judged = maximum
+            note += (
+                f"; GPU idle ({pstate}): the current Gen{current} is power saving, so the link's max Gen{maximum} "
+                "is judged; rerun under load to judge the trained speed"
+            )
+        else:
+            note += f"; GPU busy ({pstate or 'pstate unknown'}): the link trained below its max"
+    return Measurement(
+        value=f"Gen{judged} x{width}",
+        detail=f"GPU {index} at {gpu.bus_id}: {note}",
+        evidence=tuple(evidence),
+        bounds={"generation": parse_quantity(judged), "width": parse_quantity(width)},
+        extra={"pcie": {"current_generation": current, "max_generation": maximum, "width": width, "max_width": max_width}},
+    )
+
+
+def topology(node: NodeHandle) -> tuple[nvidia_smi_topo.TopologyMatrix, CommandResult]:
+    """The ``nvidia-smi topo -m`` matrix."""
+    result = node.run("nvidia-smi topo -m", timeout=60)
+    return parse_or_raise(nvidia_smi_topo.parse_nvidia_smi_topo, result, fix=NVSMI_FIX), result
+
+
+def gpu_interconnect(node: NodeHandle) -> Measurement:
+    """How the node's GPU pairs connect: ``nvlink`` (every pair NV#), ``pcie`` (none) or ``mixed``.
+
+    The value is one of those words so that the profile's ``contains`` test
+    cannot be fooled by text; the detail names every PCIe-only pair with its path
+    (``GPU2<->GPU5 is SYS``) because that is what someone fixes.
+    """
+    matrix, result = topology(node)
+    gpus = matrix.gpus
+    total = len(gpus) * (len(gpus) - 1) // 2
+    without = nvidia_smi_topo.gpu_pairs_without_nvlink(matrix)
+    pairs_text = ", ".join(f"{a}<->{b} is {matrix.link(a, b).text}" for a, b in without)
+    if total == 0:
+        value, detail = "none", f"{len(gpus)} GPU in topo -m: no GPU pairs"
+    elif not without:
+        kinds = sorted({matrix.link(a, b).text for i, a in enumerate(gpus) for b in gpus[i + 1 :]})
+        value, detail = "nvlink", f"all {total} GPU pairs NVLink ({', '.join(kinds)})"
+    elif len(without) == total:
+        value, detail = "pcie", f"no GPU pair has NVLink: {pairs_text}"
+    else:
+        value, detail = "mixed", f"{len(without)} of {total} GPU pairs PCIe-only: {pairs_text}"
+    return Measurement(value=value, detail=detail, evidence=(result,), extra={"pcie_only_pairs": [f"{a}<->{b}" for a, b in without]})
+
+
+def nvlink_status(node: NodeHandle) -> tuple[nvidia_smi_nvlink.NvlinkStatus, CommandResult]:
+    """``nvidia-smi nvlink --status``; a GPU whose links are all down is a finding, not an error."""
+    result = _run_checked_for_missing(node, "nvidia-smi nvlink --status", timeout=60)
+    return parse_or_raise(nvidia_smi_nvlink.parse_nvidia_smi_nvlink, result, fix=NVSMI_FIX), result
+
+
+def run_nvbandwidth(node: NodeHandle, testcase: str) -> tuple[nvbandwidth.NvbandwidthResult, nvbandwidth.NvbandwidthTestcase, CommandResult]:
+    """One nvbandwidth testcase; an ``ERROR`` or ``waived`` testcase is a MeasurementError."""
+    result = node.run(f"nvbandwidth -t {testcase}", timeout=NVBANDWIDTH_TIMEOUT_S)
+    parsed = parse_or_raise(nvbandwidth.parse_nvbandwidth, result)
+    try:
+        case = parsed.testcase(testcase)
+    except KeyError as exc:
+        raise MeasurementError(node.name, str(exc), command=result.command) from None
+    if case.error or case.waived or not case.matrices:
+        raise MeasurementError(
+            node.name,
+            f"nvbandwidth did not measure {testcase}: {case.error or 'waived'}",
+            command=result.command,
+            fix="check that every GPU is visible (CUDA_VISIBLE_DEVICES unset) and peer access is enabled",
+        )
+    return parsed, case, result
+
+
+def _nvbandwidth_versions(parsed: nvbandwidth.NvbandwidthResult) -> dict[str, str]:
+    out = {}
+    if parsed.version:
+        out["nvbandwidth"] = parsed.version.lstrip("v")
+    if parsed.driver_version:
+        out["nvidia-driver"] = parsed.driver_version
+    return out
+
+
+def nvlink_bandwidth(node: NodeHandle) -> Measurement:
+    """The slowest GPU pair's unidirectional CE copy bandwidth (``device_to_device_memcpy_read_ce``).
+
+    The whole GPU x GPU matrix goes into ``extra["matrix"]`` for the report.  The
+    check fails outright (``missing``) when a GPU's NVLinks are all inactive or a
+    pair could not be measured (``N/A``: no peer access), because a floor per
+    pair cannot be met by a pair that moves nothing over NVLink.
+    """
+    status, status_result = nvlink_status(node)
+    parsed, case, result = run_nvbandwidth(node, D2D_TESTCASE)
+    matrix = case.matrix()
+    gpus = sorted(set(matrix.rows) | set(matrix.columns))
+    values: list[list[float | None]] = [[None if a == b else matrix.cells.get((a, b)) for b in gpus] for a in gpus]
+    extra: dict[str, Any] = {
+        "matrix": {"gpus": [f"GPU{g}" for g in gpus], "values": values, "unit": "GB/s", "testcase": D2D_TESTCASE},
+        "tool_versions": _nvbandwidth_versions(parsed),
+    }
+    evidence = (status_result, result)
+    problems = []
+    inactive = [g for g in status.gpus if g.all_links_inactive]
+    if inactive:
+        problems.append("all NVLinks inactive on " + ", ".join(f"GPU{g.index}" for g in inactive))
+    unmeasured = [f"GPU{a}->GPU{b}" for a in gpus for b in gpus if a != b and matrix.cells.get((a, b)) is None]
+    if unmeasured:
+        problems.append(f"no peer copy (N/A) for {len(unmeasured)} pair(s): {', '.join(unmeasured[:8])}" + (" ..." if len(unmeasured) > 8 else ""))
+    measured = {(a, b): v for (a, b), v in matrix.cells.items() if a != b and v is not None}
+    if not measured:
+        problems.append("nvbandwidth measured no GPU pair")
+    if problems:
+        return Measurement(value="absent", missing="; ".join(problems), evidence=evidence, extra=extra)
+    (slow_a, slow_b), slowest = min(measured.items(), key=lambda kv: (kv[1], kv[0]))
+    median = statistics.median(measured.values())
+    detail = (
+        f"slowest pair GPU{slow_a}->GPU{slow_b} {slowest:.2f} GB/s (median of {len(measured)} pairs {median:.2f} GB/s); "
+        f"nvbandwidth {D2D_TESTCASE}"
+    )
+    extra["slowest_pair"] = f"GPU{slow_a}->GPU{slow_b}"
+    return Measurement(
+        value=bandwidth(slowest, "GB/s"),
+        detail=detail,
+        evidence=evidence,
+        samples=tuple(bandwidth(v, "GB/s") for _, v in sorted(measured.items())),
+        extra=extra,
+    )
+
+
+def host_bandwidth(node: NodeHandle, testcase: str) -> Measurement:
+    """The slowest GPU's CE copy bandwidth between host memory and GPU (``host_to_device``/``device_to_host``)."""
+    parsed, case, result = run_nvbandwidth(node, testcase)
+    matrix = case.matrix()
+    per_gpu = {column: matrix.cells.get((matrix.rows[0], column)) for column in matrix.columns}
+    extra: dict[str, Any] = {
+        "per_gpu": {f"GPU{g}": v for g, v in per_gpu.items()},
+        "tool_versions": _nvbandwidth_versions(parsed),
+    }
+    unmeasured = [f"GPU{g}" for g, v in per_gpu.items() if v is None]
+    if unmeasured:
+        return Measurement(value="absent", missing=f"nvbandwidth {testcase} measured nothing (N/A) for {', '.join(unmeasured)}",
+                           evidence=(result,), extra=extra)
+    gpu, slowest = min(((g, v) for g, v in per_gpu.items() if v is not None), key=lambda gv: (gv[1], gv[0]))
+    return Measurement(
+        value=bandwidth(slowest, "GB/s"),
+        detail=f"slowest GPU{gpu} {slowest:.2f} GB/s of {len(per_gpu)} GPUs (nvbandwidth {testcase})",
+        evidence=(result,),
+        samples=tuple(bandwidth(v, "GB/s") for v in per_gpu.values() if v is not None),
+        extra=extra,
+    )
+
+
+def node_allreduce(node: NodeHandle, *, size_bytes: int, gpus: int) -> Measurement:
+    """Single-node all_reduce bus bandwidth at ``size_bytes`` over ``gpus`` GPUs in one process."""
+    command = f"all_reduce_perf -b {size_bytes} -e {size_bytes} -f 2 -g {gpus}"
+    result = node.run(command, timeout=NCCL_TIMEOUT_S)
+    parsed = parse_or_raise(nccl_tests.parse, result, fix="run all_reduce_perf by hand on the node; check that every GPU is visible")
+    try:
+        busbw = nccl_tests.busbw_at(parsed, size_bytes)
+    except ParseError as exc:
+        raise MeasurementError(node.name, str(exc), command=command) from exc
+    version = f" (NCCL {parsed.nccl_version})" if parsed.nccl_version else ""
+    return Measurement(
+        value=bandwidth(busbw, "GB/s"),
+        detail=f"all_reduce_perf busbw at {size_bytes} B over {gpus} GPUs{version}",
+        evidence=(result,),
+        extra={"tool_versions": {"nccl": parsed.nccl_version} if parsed.nccl_version else {}},
+    )
+
+
+# Lists each RDMA device with the PCI function behind it, to name NICs in messages.
+_RDMA_DEVICES = 'for d in /sys/class/infiniband/*; do [ -e "$d/device" ] && echo "${d##*/} $(readlink -f "$d/device")"; done; true'
+
+
+def _rdma_names(node: NodeHandle) -> tuple[dict[str, str], CommandResult]:
+    """PCI address (``3b:00.0``, lower case, no domain) -> RDMA device name (``mlx5_3``)."""
+    result = node.run(_RDMA_DEVICES, timeout=30, check=False)
+    names = {}
+    for line in result.stdout.splitlines():
+        parts = line.split()
+        if len(parts) == 2:
+            address = parts[1].rstrip("/").rsplit("/", 1)[-1].lower()
+            names[address.split(":", 1)[1] if address.count(":") == 2 else address] = parts[0]
+    return names, result
+
+
+def nic_pcie(node: NodeHandle) -> Measurement:
+    """The worst PCIe link among the node's Mellanox/NVIDIA NIC functions, as bounds ``generation``/``width``.
+
+    NICs do not drop their link speed when idle, so the trained link
+    (``LnkSta``) is judged as is.  Functions without a link status (virtual
+    functions) are left out.  Each bound takes its own worst NIC.
+    """
+    result = node.run(f"lspci -vv -d {MELLANOX_VENDOR}:", timeout=60)
+    devices = parse_or_raise(lspci.parse_lspci, result) if result.stdout.strip() else []
+    names, names_result = _rdma_names(node)
+    evidence = (result, names_result)
+    linked = [d for d in devices if d.link_sta_generation is not None and d.link_sta_width is not None]
+    if not devices:
+        return Measurement.absent(f"lspci shows no Mellanox/NVIDIA NIC (vendor {MELLANOX_VENDOR}) on {node.name}", evidence)
+    if not linked:
+        raise MeasurementError(
+            node.name,
+            "lspci shows the NICs but no LnkSta (link status) for any of them",
+            command=result.command,
+            fix="lspci needs root to read PCIe capabilities: connect as root or allow sudo lspci",
+        )
+
+    def label(device: lspci.LspciDevice) -> str:
+        bdf = (device.bdf or "").lower()
+        name = names.get(bdf.split(":", 1)[1] if bdf.count(":") == 2 else bdf)  # lspci -D adds the domain
+        return f"{name} ({device.bdf})" if name else str(device.bdf)
+
+    worst_gen = min(linked, key=lambda d: (d.link_sta_generation or 0, d.bdf or ""))
+    worst_width = min(linked, key=lambda d: (d.link_sta_width or 0, d.bdf or ""))
+    downgraded = [f"{label(d)} Gen{d.link_sta_generation} x{d.link_sta_width} of Gen{d.link_cap_generation} x{d.link_cap_width}"
+                  for d in linked if d.downgraded]
+    detail = f"{len(linked)} NIC function(s); slowest {label(worst_gen)} Gen{worst_gen.link_sta_generation}, narrowest {label(worst_width)} x{worst_width.link_sta_width}"
+    if downgraded:
+        detail += "; downgraded: " + ", ".join(downgraded)
+    return Measurement(
+        value=f"Gen{worst_gen.link_sta_generation} x{worst_width.link_sta_width}",
+        detail=detail,
+        evidence=evidence,
+        bounds={
+            "generation": parse_quantity(worst_gen.link_sta_generation),
+            "width": parse_quantity(worst_width.link_sta_width),
+        },
+        extra={"nics": {label(d): f"Gen{d.link_sta_generation} x{d.link_sta_width}" for d in linked}},
+    )
