@@ -1,0 +1,67 @@
+"""Hostlist expressions: Slurm/pdsh ranges, padding, products, and the errors for bad ones."""
+
+from __future__ import annotations
+
+import pytest
+
+from pytest_fabric.hostlist import HostlistError, expand, is_expression
+
+
+def test_zero_padding_follows_the_lower_bound() -> None:
+    names = expand("gpu[01-16]")
+    assert names == [f"gpu{n:02d}" for n in range(1, 17)]
+
+
+def test_no_padding_when_the_lower_bound_has_none() -> None:
+    assert expand("gpu[9-11]") == ["gpu9", "gpu10", "gpu11"]
+    assert expand("gpu[009-011]") == ["gpu009", "gpu010", "gpu011"]
+
+
+def test_ip_addresses() -> None:
+    assert expand("10.0.0.[11-26]") == [f"10.0.0.{n}" for n in range(11, 27)]
+
+
+def test_lists_and_ranges_mixed() -> None:
+    assert expand("node[1,3,5-7]") == ["node1", "node3", "node5", "node6", "node7"]
+
+
+def test_several_brackets_expand_as_a_product_leftmost_slowest() -> None:
+    assert expand("r[1-2]n[01-02]") == ["r1n01", "r1n02", "r2n01", "r2n02"]
+
+
+def test_suffix_after_the_bracket() -> None:
+    assert expand("gpu[1-2]-ib") == ["gpu1-ib", "gpu2-ib"]
+
+
+@pytest.mark.parametrize("name", ["head", "gpu01", "10.0.0.5", "login-1.example.com"])
+def test_plain_name_expands_to_itself(name: str) -> None:
+    assert not is_expression(name)
+    assert expand(name) == [name]
+
+
+@pytest.mark.parametrize(
+    ("expression", "match"),
+    [
+        ("gpu[01-16", "unbalanced"),
+        ("gpu01-16]", "unbalanced"),
+        ("gpu[1-3]]", "unbalanced"),
+        ("gpu[[1-3]", "unbalanced"),
+        ("gpu[16-01]", "runs backwards"),
+        ("gpu[]", "empty brackets"),
+        ("gpu[ ]", "empty brackets"),
+        ("gpu[a-c]", "'a-c' is not a number or a range"),
+        ("gpu[1-]", "not a number or a range"),
+        ("gpu[1-2,]", "not a number or a range"),
+        ("gpu[1-1000000]", "more than 100000 hosts"),
+        ("r[0-999]n[0-999]", "expands to 1000000 hosts"),
+    ],
+)
+def test_bad_expressions(expression: str, match: str) -> None:
+    with pytest.raises(HostlistError, match=match) as excinfo:
+        expand(expression)
+    assert repr(expression) in str(excinfo.value)  # the message quotes what the user wrote
+
+
+def test_hostlist_error_is_a_value_error() -> None:
+    with pytest.raises(ValueError):
+        expand("gpu[")

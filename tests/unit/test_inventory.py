@@ -1,0 +1,355 @@
+"""The inventory: resolution of nodes, and errors that name file, line and field."""
+
+from __future__ import annotations
+
+import os
+import textwrap
+from pathlib import Path
+
+import pytest
+
+from pytest_fabric.inventory import Inventory, load_inventory
+from pytest_fabric.yamlsource import SourceError
+
+
+def _write(tmp_path: Path, text: str, name: str = "inv.yaml") -> Path:
+    path = tmp_path / name
+    path.write_text(textwrap.dedent(text).lstrip("\n"), encoding="utf-8")
+    return path
+
+
+def _load(tmp_path: Path, text: str) -> Inventory:
+    return load_inventory(_write(tmp_path, text))
+
+
+def _error(tmp_path: Path, text: str) -> str:
+    path = _write(tmp_path, text)
+    with pytest.raises(SourceError) as excinfo:
+        load_inventory(path)
+    message = str(excinfo.value)
+    assert message.startswith(str(path)), message  # always names the file
+    return message.removeprefix(str(path))
+
+
+DESIGN_EXAMPLE = """
+name: bj-a100-pod1
+defaults:
+  user: root
+  port: 22
+  identity_file: ~/.ssh/id_ed25519
+  connect_timeout: 10
+  known_hosts: ~/.ssh/known_hosts
+nodes:
+  - name: gpu[01-16]
+    host: 10.0.0.[11-26]
+    labels: {leaf: leaf1}
+  - name: head
+    host: localhost
+storage:
+  mounts: [/mnt/lustre, /scratch]
+egress:
+  targets: [https://mirror.example.com/100MB.bin]
+"""
+
+
+def test_design_example(tmp_path: Path) -> None:
+    inventory = _load(tmp_path, DESIGN_EXAMPLE)
+    assert inventory.name == "bj-a100-pod1"
+    assert inventory.node_names == [f"gpu{n:02d}" for n in range(1, 17)] + ["head"]
+    first = inventory.node("gpu01")
+    assert (first.host, first.user, first.port, first.connect_timeout) == ("10.0.0.11", "root", 22, 10.0)
+    assert first.identity_file == "~/.ssh/id_ed25519" and first.known_hosts == "~/.ssh/known_hosts"
+    assert first.transport == "ssh"
+    assert first.labels == {"leaf": "leaf1"}
+    assert inventory.node("gpu16").host == "10.0.0.26"
+    head = inventory.node("head")
+    assert head.transport == "local" and head.labels == {}
+    assert inventory.mounts == ("/mnt/lustre", "/scratch")
+    assert inventory.egress_targets == ("https://mirror.example.com/100MB.bin",)
+    assert inventory.path == tmp_path / "inv.yaml"
+    with pytest.raises(KeyError):
+        inventory.node("gpu17")
+
+
+def test_node_overrides_defaults(tmp_path: Path) -> None:
+    inventory = _load(
+        tmp_path,
+        """
+        defaults: {user: root, port: 22, connect_timeout: 5}
+        nodes:
+          - name: a
+          - name: b
+            user: admin
+            port: 2222
+            jump: bastion.example.com
+            data_address: 192.168.1.2
+        """,
+    )
+    a, b = inventory.nodes
+    assert (a.user, a.port, a.connect_timeout, a.jump, a.address) == ("root", 22, 5.0, None, "a")
+    assert (b.user, b.port, b.connect_timeout, b.jump) == ("admin", 2222, 5.0, "bastion.example.com")
+    assert b.address == "192.168.1.2" and b.host == "b"
+
+
+def test_builtin_defaults(tmp_path: Path) -> None:
+    inventory = _load(tmp_path, "nodes: [{name: a}]\n")
+    node = inventory.nodes[0]
+    assert inventory.name == "cluster"
+    assert (node.host, node.port, node.user, node.connect_timeout, node.transport) == ("a", None, None, 10.0, "ssh")
+    assert inventory.mounts == () and inventory.egress_targets == ()
+
+
+@pytest.mark.parametrize("host", ["localhost", "127.0.0.1", "::1"])
+def test_localhost_runs_locally(tmp_path: Path, host: str) -> None:
+    inventory = _load(tmp_path, f"nodes: [{{name: local, host: '{host}'}}]\n")
+    assert inventory.nodes[0].transport == "local"
+
+
+def test_explicit_transport_wins(tmp_path: Path) -> None:
+    inventory = _load(
+        tmp_path,
+        """
+        defaults: {transport: local}
+        nodes:
+          - name: a
+          - name: b
+            host: localhost
+            transport: ssh
+        """,
+    )
+    assert [n.transport for n in inventory.nodes] == ["local", "ssh"]
+
+
+def test_name_expands_alone_when_host_is_absent(tmp_path: Path) -> None:
+    inventory = _load(tmp_path, "nodes: [{name: 'r[1-2]n[01-02]', labels: {rack: r1}}]\n")
+    assert [(n.name, n.host) for n in inventory.nodes] == [
+        ("r1n01", "r1n01"), ("r1n02", "r1n02"), ("r2n01", "r2n01"), ("r2n02", "r2n02"),
+    ]
+    assert all(n.labels == {"rack": "r1"} for n in inventory.nodes)
+
+
+def test_labels_are_strings(tmp_path: Path) -> None:
+    inventory = _load(tmp_path, "nodes: [{name: a, labels: {leaf: 3, rail: r0}}]\n")
+    assert inventory.nodes[0].labels == {"leaf": "3", "rail": "r0"}
+
+
+def test_egress_host_port_target(tmp_path: Path) -> None:
+    inventory = _load(tmp_path, "nodes: [{name: a}]\negress: {targets: ['mirror.example.com:443', 'http://10.1.1.1/x']}\n")
+    assert inventory.egress_targets == ("mirror.example.com:443", "http://10.1.1.1/x")
+
+
+# --- errors: file, line, field ---------------------------------------------------
+
+
+def test_unknown_key_suggests_the_right_one(tmp_path: Path) -> None:
+    message = _error(
+        tmp_path,
+        """
+        name: t
+        defaults:
+          user: root
+          prot: 22
+        nodes:
+          - name: gpu[01-02]
+            hots: x
+        """,
+    )
+    assert ":4: defaults.prot: unknown key (did you mean 'port'?)" in message
+    assert ":7: nodes[0].hots: unknown key (did you mean 'host'?)" in message
+
+
+def test_unknown_top_level_key(tmp_path: Path) -> None:
+    message = _error(tmp_path, "nodes: [{name: a}]\nstorge: {mounts: [/x]}\n")
+    assert message == ":2: storge: unknown key (did you mean 'storage'?)"
+
+
+def test_duplicate_node_names(tmp_path: Path) -> None:
+    message = _error(
+        tmp_path,
+        """
+        nodes:
+          - name: a
+          - name: b
+          - name: a
+        """,
+    )
+    assert message == ":4: nodes[2]: node 'a' is listed twice (first on line 2)"
+
+
+def test_duplicate_node_names_from_two_hostlists(tmp_path: Path) -> None:
+    message = _error(
+        tmp_path,
+        """
+        nodes:
+          - name: gpu[01-04]
+          - name: gpu[03-05]
+        """,
+    )
+    assert message == ":3: nodes[1]: node 'gpu03' is listed twice (first on line 2)"
+
+
+def test_name_and_host_expand_to_different_counts(tmp_path: Path) -> None:
+    message = _error(
+        tmp_path,
+        """
+        nodes:
+          - name: gpu[01-04]
+            host: 10.0.0.[1-3]
+        """,
+    )
+    assert message.startswith(":2: nodes[0]: name 'gpu[01-04]' expands to 4 nodes but host '10.0.0.[1-3]' to 3")
+
+
+@pytest.mark.parametrize("host", ["node1; rm -rf /", "node1 && true", "$(reboot)", "`id`", "a b", "-oProxyCommand=x"])
+def test_host_with_shell_metacharacters(tmp_path: Path, host: str) -> None:
+    message = _error(tmp_path, f"nodes:\n  - name: node1\n    host: '{host}'\n")
+    assert message.startswith(":2: nodes[0].host: "), message  # the line of the node entry
+    assert "is not a hostname or IP address" in message
+
+
+def test_name_with_a_space(tmp_path: Path) -> None:
+    message = _error(tmp_path, "nodes:\n  - name: 'gpu 1'\n")
+    assert message == ":2: nodes[0].name: 'gpu 1' is not a node name (letters, digits, ._-)"
+
+
+def test_bad_hostlist(tmp_path: Path) -> None:
+    message = _error(tmp_path, "nodes:\n  - name: a\n  - name: gpu[16-01]\n")
+    assert message == ":3: nodes[1]: 'gpu[16-01]': range '16-01' runs backwards"
+
+
+def test_mount_that_is_not_absolute(tmp_path: Path) -> None:
+    message = _error(
+        tmp_path,
+        """
+        nodes: [{name: a}]
+        storage:
+          mounts:
+            - /scratch
+            - mnt/lustre
+        """,
+    )
+    assert message == ":5: storage.mounts[1]: 'mnt/lustre': a mount must be an absolute path"
+
+
+def test_mount_listed_twice(tmp_path: Path) -> None:
+    message = _error(tmp_path, "nodes: [{name: a}]\nstorage: {mounts: [/x, /x]}\n")
+    assert ":2: storage.mounts: a mount is listed twice" in message
+
+
+def test_egress_target_with_a_space(tmp_path: Path) -> None:
+    message = _error(
+        tmp_path,
+        """
+        nodes: [{name: a}]
+        egress:
+          targets:
+            - https://ok.example.com/x
+            - "https://mirror.example.com/a b"
+        """,
+    )
+    assert message == ":5: egress.targets[1]: 'https://mirror.example.com/a b': contains characters a URL does not need"
+
+
+@pytest.mark.parametrize("target", ["ftp://x/y", "https:///nohost", "https://[bad/x"])
+def test_egress_target_that_is_not_a_url(tmp_path: Path, target: str) -> None:
+    message = _error(tmp_path, f"nodes: [{{name: a}}]\negress:\n  targets:\n    - '{target}'\n")
+    assert message.startswith(":4: egress.targets[0]: ") and "write a URL" in message
+
+
+def test_bad_port_and_label(tmp_path: Path) -> None:
+    message = _error(
+        tmp_path,
+        """
+        nodes:
+          - name: a
+            port: 70000
+          - name: b
+            labels: {leaf: "x y"}
+        """,
+    )
+    assert ":3: nodes[0].port: Input should be less than or equal to 65535" in message
+    assert ":5: nodes[1].labels: label leaf: x y may use only letters" in message
+
+
+def test_node_written_as_a_plain_string(tmp_path: Path) -> None:
+    message = _error(tmp_path, "nodes:\n  - gpu01\n")
+    assert message == ":2: nodes[0]: write a mapping (key: value), not 'gpu01'"
+
+
+def test_missing_file(tmp_path: Path) -> None:
+    path = tmp_path / "nope.yaml"
+    with pytest.raises(SourceError, match="no such file") as excinfo:
+        load_inventory(path)
+    assert str(path) in str(excinfo.value)
+
+
+def test_unreadable_file(tmp_path: Path) -> None:
+    with pytest.raises(SourceError, match="cannot read") as excinfo:
+        load_inventory(tmp_path)  # a directory
+    assert str(tmp_path) in str(excinfo.value)
+    if os.geteuid() != 0:  # root reads anything
+        path = _write(tmp_path, "nodes: [{name: a}]\n")
+        path.chmod(0)
+        with pytest.raises(SourceError, match="cannot read"):
+            load_inventory(path)
+
+
+def test_not_utf8(tmp_path: Path) -> None:
+    path = tmp_path / "inv.yaml"
+    path.write_bytes(b"\xff\xfe")
+    with pytest.raises(SourceError, match="cannot read"):
+        load_inventory(path)
+
+
+def test_invalid_yaml(tmp_path: Path) -> None:
+    message = _error(tmp_path, "nodes:\n  - name: [a\n")
+    assert message.startswith(":3: not valid YAML: ")
+
+
+def test_duplicate_yaml_keys(tmp_path: Path) -> None:
+    message = _error(
+        tmp_path,
+        """
+        nodes:
+          - name: a
+            host: x
+            host: y
+        """,
+    )
+    assert message == ":4: not valid YAML: duplicate key 'host'"
+
+
+def test_empty_nodes_list(tmp_path: Path) -> None:
+    assert _error(tmp_path, "name: x\nnodes: []\n") == ":2: nodes: list at least one node"
+
+
+def test_no_nodes_key(tmp_path: Path) -> None:
+    assert _error(tmp_path, "name: x\n") == ":1: nodes: required but missing"
+
+
+@pytest.mark.parametrize("text", ["", "- a\n", "just text\n"])
+def test_not_a_mapping(tmp_path: Path, text: str) -> None:
+    assert "an inventory is a mapping with at least `nodes:`" in _error(tmp_path, text)
+
+
+@pytest.mark.parametrize("text", ["nodes: [{name: a}]\n? [a, b]\n: 1\n", "nodes: [{name: a}]\n{a: 1}: 2\n"])
+def test_key_that_is_a_list_or_mapping(tmp_path: Path, text: str) -> None:
+    assert _error(tmp_path, text) == ":2: not valid YAML: a key must be a plain word, not a list or mapping"
+
+
+def test_alias_inside_what_it_names(tmp_path: Path) -> None:
+    assert "an alias (*name) refers to a list or mapping that contains it" in _error(tmp_path, "a: &x [*x]\n")
+
+
+def test_merge_keys_work(tmp_path: Path) -> None:
+    inventory = _load(
+        tmp_path,
+        """
+        defaults: &common {user: root, port: 22}
+        nodes:
+          - name: a
+            <<: *common
+            port: 2222
+        """,
+    )
+    assert (inventory.nodes[0].user, inventory.nodes[0].port) == ("root", 2222)
