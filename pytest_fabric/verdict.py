@@ -151,7 +151,10 @@ def judge(subject: str, measurement: Measurement, expectation: Expectation) -> V
         )
     margin_text = f" ({float(margin) * 100:+.1f}%)" if margin is not None else ""
     verb = "meets" if passed else "does not meet"
-    message = f"{subject}: measured {measured_text}{margin_text}, {verb} {expectation.op.value} {expected_text}"
+    bound = expectation.key.rsplit(".", 1)[-1]
+    # Name the bound when one check has several (gpu_pcie generation/width, rdma_latency p99).
+    what = f"{bound} " if bound not in ("min", "max", "equal", "value") else ""
+    message = f"{subject}: {what}measured {measured_text}{margin_text}, {verb} {expectation.op.value} {expected_text}"
     if measurement.detail:
         message += f"; {measurement.detail}"
     if expectation.source and not passed:

@@ -45,7 +45,7 @@ def test_shaped_node_fails_exactly_its_pairs(
     shaped = simcluster.nodes[2].name
     junit = pytester.path / "junit.xml"
     with break_node.shaped(shaped, 1000):
-        result = run_fabric(pytester, sim_inventory, "-k", "tcp_throughput", f"--junitxml={junit}")
+        result = run_fabric(pytester, sim_inventory, "-k", "tcp_throughput and not outlier", f"--junitxml={junit}")
 
     names = [n.name for n in simcluster.nodes]
     pairs_with = {p for p in itertools.combinations(names, 2) if shaped in p}
@@ -93,7 +93,7 @@ def test_frozen_node_is_tried_once_per_run(
 ) -> None:
     frozen = simcluster.nodes[1].name
     with break_node.frozen(frozen):
-        result = run_fabric(pytester, sim_inventory, "-k", f"tcp_throughput and {frozen}", "--durations=0")
+        result = run_fabric(pytester, sim_inventory, "-k", f"tcp_throughput and not outlier and {frozen}", "--durations=0")
     result.assert_outcomes(errors=7)
     # one connection attempt (3 s) for the node, not one per test
     assert result.duration < 30, result.duration
@@ -103,7 +103,7 @@ def test_frozen_node_is_tried_once_per_run(
 def test_nothing_is_left_running_on_the_nodes(
     pytester: pytest.Pytester, simcluster: SimCluster, sim_inventory: Path
 ) -> None:
-    result = run_fabric(pytester, sim_inventory, "-k", "tcp_throughput or sequential")
+    result = run_fabric(pytester, sim_inventory, "-k", "(tcp_throughput and not outlier) or sequential")
     result.assert_outcomes(passed=28 + 16)
     for node in simcluster.nodes:
         assert simcluster.processes(node) == [], f"{node.name} still runs {simcluster.processes(node)}"
