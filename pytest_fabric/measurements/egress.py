@@ -1,13 +1,15 @@
-"""Egress measurements: name resolution for each target, from each node."""
+"""Egress measurements, for each target from each node: name resolution, TCP connect time, download and upload."""
 
 from __future__ import annotations
 
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 import pytest
 
 from ..fixtures import EgressTarget
 from ..probes import egress
+from ..state import get_state
 from ..verdict import Measurement
 
 
@@ -15,3 +17,33 @@ from ..verdict import Measurement
 def dns_resolve(egress_target: EgressTarget, spec: Callable[[str], Any]) -> Measurement:
     spec("egress.dns_resolve")
     return egress.dns_resolve(egress_target.node, egress_target.target)
+
+
+@pytest.fixture
+def connect_latency(egress_target: EgressTarget, spec: Callable[[str], Any]) -> Measurement:
+    """Median of a few TCP connects to the target's host and port, timed on the node."""
+    spec("egress.connect_latency")
+    return egress.connect_latency(egress_target.node, egress_target.target)
+
+
+@pytest.fixture
+def download(egress_target: EgressTarget, spec: Callable[[str], Any]) -> Measurement:
+    """curl the target URL on the node; the average download rate."""
+    spec("egress.download")
+    if not egress.is_url(egress_target.target):
+        pytest.skip(f"{egress_target.target} is not an http(s) URL: host:port targets get dns_resolve and connect_latency only")
+    return egress.download(egress_target.node, egress_target.target)
+
+
+@pytest.fixture
+def upload(request: pytest.FixtureRequest, egress_target: EgressTarget, spec: Callable[[str], Any]) -> Measurement:
+    """HTTP PUT to the target from the node, only for targets the inventory marks ``upload: true``."""
+    spec("egress.upload")
+    state = get_state(request.config)
+    assert state is not None  # `egress_target` skips first when the plugin is not configured
+    accepting = state.inventory.upload_targets
+    if not accepting:
+        pytest.skip("no target accepts uploads (mark one `upload: true` in the inventory's egress.targets)")
+    if egress_target.target not in accepting:
+        pytest.skip(f"{egress_target.target} does not accept uploads (the inventory does not mark it `upload: true`)")
+    return egress.upload(egress_target.node, egress_target.target)

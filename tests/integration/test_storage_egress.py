@@ -1,0 +1,169 @@
+"""Storage and egress checks, end to end, against the simulated cluster.
+
+Egress targets are a local HTTP server on the cluster bridge (started here, stopped
+afterwards), so every byte stays between the root namespace and the node namespaces.
+The "shared mount" is a fresh directory under /var/tmp (nodes share the host's
+filesystem except /tmp and /root); a mount missing on one node is a directory under
+/root, which is each node's own.
+"""
+
+from __future__ import annotations
+
+import shutil
+import socket
+import threading
+import uuid
+from collections.abc import Iterator
+from http.server import SimpleHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tests.simcluster import NodeBreaker, SimCluster
+
+PROFILE = Path(__file__).resolve().parents[1] / "data" / "profiles" / "sim-storage-egress.yaml"
+FILE_NAME = "20MB.bin"
+FILE_BYTES = 20 * 10**6
+
+
+class _Handler(SimpleHTTPRequestHandler):
+    """Serves the directory it is given; takes PUT uploads and throws the bytes away."""
+
+    def do_PUT(self) -> None:
+        remaining = int(self.headers.get("Content-Length", "0"))
+        while remaining > 0:
+            chunk = self.rfile.read(min(remaining, 1 << 20))
+            if not chunk:
+                break
+            remaining -= len(chunk)
+        self.send_response(201)
+        self.send_header("Content-Length", "0")
+        self.end_headers()
+
+    def log_message(self, format: str, *args: Any) -> None:  # keep the test output clean
+        pass
+
+
+@pytest.fixture(scope="module")
+def http_base(simcluster: SimCluster, tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
+    """``http://<bridge>:<port>``: a server with a 20 MB file, reachable from every node."""
+    root = tmp_path_factory.mktemp("egress-target")
+    (root / FILE_NAME).write_bytes(b"\0" * FILE_BYTES)
+    handler = lambda *a: _Handler(*a, directory=str(root))
+    server = ThreadingHTTPServer((simcluster.bridge_address, 0), handler)
+    thread = threading.Thread(target=server.serve_forever, name="egress-target", daemon=True)
+    thread.start()
+    try:
+        yield f"http://{simcluster.bridge_address}:{server.server_address[1]}"
+    finally:
+        server.shutdown()
+        server.server_close()
+        thread.join(10)
+
+
+@pytest.fixture
+def shared_dir() -> Iterator[str]:
+    """A directory every node sees at the same path, standing in for a shared filesystem."""
+    path = Path("/var/tmp") / f"pytest-fabric-{uuid.uuid4().hex[:8]}"
+    path.mkdir()
+    try:
+        yield str(path)
+    finally:
+        shutil.rmtree(path, ignore_errors=True)
+
+
+def closed_port(address: str) -> int:
+    """A port on ``address`` where nothing listens (bound, then released)."""
+    with socket.socket() as sock:
+        sock.bind((address, 0))
+        return int(sock.getsockname()[1])
+
+
+def run_fabric(pytester: pytest.Pytester, inventory: Path, *args: str) -> pytest.RunResult:
+    return pytester.runpytest_subprocess(
+        "--cluster", str(inventory), "--profile", str(PROFILE), "-p", "no:cacheprovider", "-rA", *args,
+        timeout=180,
+    )
+
+
+def test_healthy_cluster_passes_every_storage_and_egress_check(
+    pytester: pytest.Pytester, simcluster: SimCluster, http_base: str, shared_dir: str
+) -> None:
+    url = f"{http_base}/{FILE_NAME}"
+    inventory = simcluster.write_inventory(
+        pytester.path / "inventory.yaml",
+        extra={"storage": {"mounts": [shared_dir]}, "egress": {"targets": [{"url": url, "upload": True}]}},
+    )
+    result = run_fabric(pytester, inventory, "-m", "storage or egress", "-k", "not sequential")
+    n = len(simcluster.nodes)
+    # per node: random_read_iops, checkpoint_write, dns_resolve, connect_latency, download, upload;
+    # aggregate_write once for the cluster
+    result.assert_outcomes(passed=6 * n + 1)
+    result.stdout.fnmatch_lines([f"PASSED *test_upload*{simcluster.nodes[0].name}*", "PASSED *test_aggregate_write"])
+    # nothing left behind on the shared mount or running on the nodes
+    assert list(Path(shared_dir).iterdir()) == []
+    for node in simcluster.nodes:
+        assert simcluster.processes(node) == [], f"{node.name} still runs {simcluster.processes(node)}"
+
+
+def test_shaped_node_fails_download_and_only_it(
+    pytester: pytest.Pytester, simcluster: SimCluster, http_base: str, break_node: NodeBreaker
+) -> None:
+    shaped = simcluster.nodes[3].name
+    inventory = simcluster.write_inventory(
+        pytester.path / "inventory.yaml", extra={"egress": {"targets": [f"{http_base}/{FILE_NAME}"]}}
+    )
+    with break_node.shaped(shaped, 100):
+        result = run_fabric(pytester, inventory, "-k", "download")
+    result.assert_outcomes(passed=len(simcluster.nodes) - 1, failed=1)
+    failed = [line for line in result.outlines if line.startswith("FAILED")]
+    assert len(failed) == 1 and shaped in failed[0]
+    result.stdout.fnmatch_lines([f"*{shaped}:*: measured * Mb/s (-*%), does not meet >= 300 Mb/s; curl download *"])
+
+
+def test_unreachable_target_fails_and_missing_curl_errors(
+    pytester: pytest.Pytester, simcluster: SimCluster, http_base: str
+) -> None:
+    dead = f"http://{simcluster.bridge_address}:{closed_port(simcluster.bridge_address)}/x.bin"
+    inventory = simcluster.write_inventory(pytester.path / "inventory.yaml", extra={"egress": {"targets": [dead]}})
+    no_curl = simcluster.nodes[0]
+    simcluster.install_tool(no_curl, "curl", 'echo "bash: line 1: curl: command not found" >&2\nexit 127\n')
+    try:
+        result = run_fabric(pytester, inventory, "-k", "connect_latency or download")
+    finally:
+        simcluster.remove_tool(no_curl, "curl")
+    n = len(simcluster.nodes)
+    # Cannot connect to a target the inventory names: the egress does not work, a failure.
+    # No curl on a node: the check could not measure, an error that says what to install.
+    result.assert_outcomes(failed=n + n - 1, errors=1)
+    result.stdout.fnmatch_lines([
+        f"*cannot connect to {simcluster.bridge_address}:* from node02: *Connection refused*",
+        f"*cannot download from {dead} on node02: curl: (7) Failed to connect*",
+        f"*node {no_curl.name}: curl: command not found*",
+        f"*fix: install curl on {no_curl.name}*",
+    ])
+
+
+def test_mount_missing_on_one_node_fails_that_node_only(pytester: pytest.Pytester, simcluster: SimCluster) -> None:
+    # /root is each node's own home directory, so a directory there exists only where it is made.
+    name = f"pf-scratch-{uuid.uuid4().hex[:6]}"
+    lacking = simcluster.nodes[5]
+    made = [node.home / name for node in simcluster.nodes if node is not lacking]
+    for path in made:
+        path.mkdir()
+    try:
+        inventory = simcluster.write_inventory(
+            pytester.path / "inventory.yaml", extra={"storage": {"mounts": [f"/root/{name}"]}}
+        )
+        result = run_fabric(pytester, inventory, "-k", "checkpoint_write or aggregate_write")
+        assert all(list(path.iterdir()) == [] for path in made), "fio work directories were left behind"
+    finally:
+        for path in made:
+            shutil.rmtree(path, ignore_errors=True)
+    n = len(simcluster.nodes)
+    # checkpoint_write fails for that node only; the cluster-level aggregate fails naming it
+    result.assert_outcomes(passed=n - 1, failed=2)
+    failed = [line for line in result.outlines if line.startswith("FAILED") and "[" in line]
+    assert len(failed) == 1 and all(f"{lacking.name}:/root/{name}" in line for line in failed)
+    result.stdout.fnmatch_lines([f"cluster: not shared by every node: /root/{name} does not exist on {lacking.name}"])
