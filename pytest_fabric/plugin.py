@@ -113,7 +113,8 @@ def pytest_configure(config: pytest.Config) -> None:
         return
     # paramiko logs each failed handshake with a traceback at ERROR level; the
     # transport's typed errors already say the same in plain words, with the fix.
-    logging.getLogger("paramiko").setLevel(logging.CRITICAL)
+    for name in ("paramiko", "pytest_fabric.transport.ssh.paramiko"):
+        logging.getLogger(name).setLevel(logging.CRITICAL)
     if not profile_ref:
         raise pytest.UsageError(
             f"--cluster needs --profile NAME: a bundled profile ({', '.join(bundled_profiles())}) or a YAML path"

@@ -144,4 +144,4 @@ def test_nvidia_smi_text_log_is_read_when_the_xml_is_broken(
         simcluster.remove_tool(node, "nvidia-smi-real")
         uninstall_gpus(simcluster, node)
     result.assert_outcomes(passed=8, failed=1)
-    result.stdout.fnmatch_lines([f"*{node}:gpu5: measured 4 *Gen4 x16*busy*"])
+    result.stdout.fnmatch_lines([f"*{node}:gpu5: generation measured 4 *Gen4 x16*busy*"])
