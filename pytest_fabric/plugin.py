@@ -16,6 +16,7 @@ from typing import Any
 import pytest
 
 from . import __version__, hookspecs
+from .bundled import conformance_dir
 from .inventory import Node, load_inventory
 from .pairs import Pair, make_pairs
 from .profile import LAYERS, bundled_profiles, load_profile
@@ -96,9 +97,7 @@ def pytest_addoption(parser: pytest.Parser) -> None:
 
 
 def _conformance_dir() -> Path:
-    from . import conformance
-
-    return Path(next(iter(conformance.__path__)))
+    return conformance_dir()
 
 
 @pytest.hookimpl(tryfirst=True)

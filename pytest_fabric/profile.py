@@ -13,7 +13,6 @@ from __future__ import annotations
 import copy
 import hashlib
 from dataclasses import dataclass, field
-from importlib import resources
 from pathlib import Path
 from typing import Any, ClassVar, Literal
 
@@ -21,6 +20,7 @@ import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, ValidationInfo, field_validator, model_validator
 
 from . import yamlsource
+from .bundled import profiles_dir
 from .units import Dimension, Quantity, QuantityField, parse_quantity
 from .verdict import Expectation, Op
 from .yamlsource import SourceError
@@ -433,12 +433,7 @@ class Profile:
 
 def bundled_profiles() -> dict[str, Path]:
     """Bundled profile names -> paths."""
-    root = resources.files("pytest_fabric.profiles")
-    out = {}
-    for entry in root.iterdir():
-        if entry.name.endswith(".yaml"):
-            out[entry.name[: -len(".yaml")]] = Path(str(entry))
-    return dict(sorted(out.items()))
+    return {path.stem: path for path in sorted(profiles_dir().glob("*.yaml"))}
 
 
 def _resolve(reference: str, relative_to: Path | None) -> Path:
