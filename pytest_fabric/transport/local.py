@@ -146,14 +146,15 @@ class LocalBackgroundProcess:
         self._on_finish = on_finish
         self._proc = _spawn(command)
         self._output: tuple[bytes, bytes] | None = None
+        # The node-side deadline, as timeout(1) gives it on SSH nodes.  Made before the
+        # reader starts: a command that exits at once makes the reader cancel it.
+        self._timer = threading.Timer(timeout_s, _kill_group, args=(self._proc, KILL_AFTER_S))
+        self._timer.daemon = True
+        self._timer.start()
         self._reader = threading.Thread(
             target=self._read, name=f"pytest-fabric bg {node}", daemon=True
         )
         self._reader.start()
-        # The node-side deadline, as timeout(1) gives it on SSH nodes.
-        self._timer = threading.Timer(timeout_s, _kill_group, args=(self._proc, KILL_AFTER_S))
-        self._timer.daemon = True
-        self._timer.start()
 
     @property
     def pid(self) -> int:
