@@ -48,3 +48,16 @@ def above_median(values: Mapping[str, float], subject: str) -> Deviation:
 
 def as_percent(fraction: float) -> Decimal:
     return Decimal(str(round(fraction, 6)))
+
+
+def concurrency_ratio(alone: list[float], together: list[float]) -> float:
+    """What flows moved all at once, as a share of what they moved one at a time.
+
+    On a non-blocking fabric cross-leaf pairs measured together each get their
+    full rate (ratio ~1.0); an oversubscribed spine shares its uplinks, so the
+    ratio falls towards 1/oversubscription (0.5 for 2:1).
+    """
+    total_alone = sum(alone)
+    if total_alone <= 0:
+        raise ValueError("no throughput measured one at a time")
+    return sum(together) / total_alone

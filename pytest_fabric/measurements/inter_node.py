@@ -528,9 +528,10 @@ def oversubscription(request: pytest.FixtureRequest, cluster: Cluster, spec: Cal
     alone = [measure(pair) for pair in crossing]
     with ThreadPoolExecutor(max_workers=len(crossing)) as pool:
         together = list(pool.map(measure, crossing))
-    alone_sum = sum(float(m.value.value) for m in alone)  # type: ignore[union-attr]
-    together_sum = sum(float(m.value.value) for m in together)  # type: ignore[union-attr]
-    ratio = together_sum / alone_sum if alone_sum else 0.0
+    alone_values = [float(m.value.value) for m in alone]  # type: ignore[union-attr]
+    together_values = [float(m.value.value) for m in together]  # type: ignore[union-attr]
+    alone_sum, together_sum = sum(alone_values), sum(together_values)
+    ratio = consistency.concurrency_ratio(alone_values, together_values)
     return Measurement(
         value=parse_quantity(f"{ratio * 100:.4f}%"),
         detail=(

@@ -66,6 +66,26 @@ def _wait_listening(node: NodeHandle, ports: list[int], servers: list[Background
         time.sleep(0.05)
 
 
+def numa_pinning(node: NodeHandle) -> tuple[str, list[CommandResult], str]:
+    """``numactl`` prefix binding to the NUMA node of the node's data NIC, when it has one and numactl exists.
+
+    Several iperf3 processes only add up to line rate on a fast NIC when they run
+    on the cores and memory next to it.
+    """
+    interface, addr = data_interface(node)
+    iface = shlex.quote(interface)
+    result = node.run(
+        f"n=$(cat /sys/class/net/{iface}/device/numa_node 2>/dev/null); "
+        'if [ -n "$n" ] && [ "$n" -ge 0 ] 2>/dev/null && command -v numactl >/dev/null; then echo "$n"; fi',
+        timeout=15,
+        check=False,
+    )
+    numa = result.stdout.strip()
+    if numa.isdigit():
+        return f"numactl --cpunodebind={numa} --membind={numa} ", [addr, result], f"{node.name} pinned to NUMA node {numa}"
+    return "", [addr, result], f"{node.name} not pinned ({interface} reports no NUMA node, or numactl is missing)"
+
+
 def line_rate(pair: NodePair) -> tuple[Quantity | None, list[CommandResult], str]:
     """The slower of the two data interfaces' reported speeds (None if either reports none)."""
     evidence: list[CommandResult] = []
@@ -95,6 +115,16 @@ def measure_pair(pair: NodePair, settings: TcpSettings, *, need_line_rate: bool 
             fix="write an absolute floor (e.g. '90 Gb/s') for inter_node.tcp_throughput.min in the profile",
         )
 
+    server_prefix = client_prefix = ""
+    pin_notes: list[str] = []
+    if settings.processes > 1:
+        server_prefix, ev, note = numa_pinning(pair.b)
+        evidence += ev
+        pin_notes.append(note)
+        client_prefix, ev, note = numa_pinning(pair.a)
+        evidence += ev
+        pin_notes.append(note)
+
     ports = [settings.port + i for i in range(settings.processes)]
     streams_each = max(1, -(-settings.streams // settings.processes))
     duration = max(1, round(settings.duration_s))
@@ -102,13 +132,17 @@ def measure_pair(pair: NodePair, settings: TcpSettings, *, need_line_rate: bool 
     servers: list[BackgroundProcess] = []
     try:
         for port in ports:
-            servers.append(pair.b.start(f"iperf3 -s -1 -p {port}", timeout=budget + SERVER_READY_TIMEOUT_S))
+            servers.append(
+                pair.b.start(f"{server_prefix}iperf3 -s -1 -p {port}", timeout=budget + SERVER_READY_TIMEOUT_S)
+            )
         _wait_listening(pair.b, ports, servers)
         target = shlex.quote(pair.b.address)
 
         def client(port: int) -> CommandResult:
             return pair.a.run(
-                f"iperf3 -c {target} -p {port} -t {duration} -P {streams_each} -J", timeout=budget, check=False
+                f"{client_prefix}iperf3 -c {target} -p {port} -t {duration} -P {streams_each} -J",
+                timeout=budget,
+                check=False,
             )
 
         with ThreadPoolExecutor(max_workers=len(ports)) as pool:
@@ -133,6 +167,8 @@ def measure_pair(pair: NodePair, settings: TcpSettings, *, need_line_rate: bool 
         detail += " (" + " + ".join(f"{v / 1e9:.2f}" for v in per_process) + " Gb/s)"
     if rate_text:
         detail += f"; line rate from {rate_text}"
+    if pin_notes:
+        detail += "; " + ", ".join(pin_notes)
     return Measurement(
         value=measured,
         detail=detail,

@@ -44,8 +44,12 @@ def test_shaped_node_fails_exactly_its_pairs(
 ) -> None:
     shaped = simcluster.nodes[2].name
     junit = pytester.path / "junit.xml"
+    record_path = pytester.path / "record.json"
     with break_node.shaped(shaped, 1000):
-        result = run_fabric(pytester, sim_inventory, "-k", "tcp_throughput and not outlier", f"--junitxml={junit}")
+        result = run_fabric(
+            pytester, sim_inventory, "-k", "tcp_throughput and not outlier", f"--junitxml={junit}",
+            f"--conformance-json={record_path}",
+        )
 
     names = [n.name for n in simcluster.nodes]
     pairs_with = {p for p in itertools.combinations(names, 2) if shaped in p}
@@ -60,6 +64,14 @@ def test_shaped_node_fails_exactly_its_pairs(
     assert sorted(n for n, o in outcomes.items() if o == "failed") == sorted(
         n for n in outcomes if shaped in n
     )
+    # The JSON record says the same, check by check, and rejects the cluster.
+    record = json.loads(record_path.read_text())
+    assert record["run"]["verdict"] == "reject"
+    by_subject = {c["subject"]: c["outcome"] for c in record["checks"]}
+    assert len(by_subject) == 28
+    assert {s for s, o in by_subject.items() if o == "failed"} == {f"{a}<->{b}" for a, b in (
+        (c["nodes"][0], c["nodes"][1]) for c in record["checks"]) if shaped in (a, b)}
+    assert all(c["measured"]["unit"] == "Gb/s" and c["expected"]["op"] == ">=" for c in record["checks"])
     # Measured and expected values travel in JUnit properties too.
     root = ET.parse(junit).getroot()
     props = {p.get("name"): p.get("value") for p in root.iter("property")}
