@@ -110,3 +110,52 @@ def test_nccl_fails_on_the_slow_cable_and_scaling_shows_it(record: dict) -> None
 def test_nothing_is_left_running(record: dict) -> None:
     assert record["_leftovers"] == {n: [] for n in record["_leftovers"]}
     assert record["run"]["verdict"] == "reject"
+
+
+def roce_ports() -> list[FakePort]:
+    return [
+        FakePort(device=f"mlx5_{i}", netdev=f"ens{i}", rate_gbps=100, link_layer="Ethernet", active_mtu=4096)
+        for i in range(2)
+    ]
+
+
+@pytest.fixture(scope="module")
+def roce_record(simcluster: SimCluster, tmp_path_factory: pytest.TempPathFactory) -> dict:
+    """Four RoCE nodes on two leaves; node02 trusts PCP instead of DSCP and has no PFC."""
+    import subprocess
+    import sys
+
+    import yaml
+
+    work = tmp_path_factory.mktemp("roce")
+    nodes = simcluster.nodes[:4]
+    inventory = simcluster.write_inventory(work / "inventory.yaml", nodes=nodes)
+    document = yaml.safe_load(inventory.read_text())
+    for index, entry in enumerate(document["nodes"]):
+        entry["labels"] = {"leaf": f"leaf{index % 2 + 1}"}
+    inventory.write_text(yaml.safe_dump(document, sort_keys=False))
+    hardware = {n.name: FakeHardware(ports=roce_ports()) for n in nodes}
+    hardware["node02"] = FakeHardware(ports=roce_ports(), roce_trust="pcp", roce_pfc=[])
+    with hardware_installed(simcluster, hardware):
+        subprocess.run(
+            [sys.executable, "-m", "pytest", "--cluster", str(inventory), "--profile",
+             str(PROFILE.with_name("sim-roce.yaml")), "-m", "inter_node", "-p", "no:cacheprovider",
+             "--conformance-json", "record.json", "-q"],
+            cwd=work, capture_output=True, text=True, timeout=300,
+        )
+    return json.loads((work / "record.json").read_text())
+
+
+def test_roce_settings_fail_only_the_misconfigured_node(roce_record: dict) -> None:
+    assert outcomes(roce_record, "roce") == {"node01": "passed", "node02": "failed", "node03": "passed", "node04": "passed"}
+    message = next(c["message"] for c in roce_record["checks"] if c["check"] == "roce" and c["subject"] == "node02")
+    assert "trust" in message and "pcp" in message and "pfc_priorities" in message
+
+
+def test_aggregate_and_oversubscription_on_a_non_blocking_fabric(roce_record: dict) -> None:
+    aggregate = outcomes(roce_record, "aggregate_rdma_bandwidth")
+    assert aggregate and set(aggregate.values()) == {"passed"}
+    assert outcomes(roce_record, "oversubscription") == {"cluster": "passed"}
+    check = next(c for c in roce_record["checks"] if c["check"] == "oversubscription")
+    assert "2 cross-leaf pairs" in check["message"]
+    assert outcomes(roce_record, "link_layer") == {f"node0{i}": "passed" for i in range(1, 5)}
