@@ -7,19 +7,15 @@ absent (a checkout without the shared folder).
 
 from __future__ import annotations
 
-import os
 from pathlib import Path
 from typing import Callable
 
 import pytest
 
+from tests.unit.parsers.corpus import corpus_root
+
 REPO = Path(__file__).resolve().parents[3]
 DATA = REPO / "tests" / "data"
-
-
-def corpus_root() -> Path:
-    """The corpus folder, present or not."""
-    return Path(os.environ.get("FABRIC_CORPUS") or REPO.parent / "shared" / "corpus")
 
 
 def corpus_files() -> list[Path]:

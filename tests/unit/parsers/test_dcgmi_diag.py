@@ -2,23 +2,15 @@
 
 from __future__ import annotations
 
-import os
 from pathlib import Path
 
 import pytest
 
 from pytest_fabric.parsers.base import ParseError, ToolReportedError
 from pytest_fabric.parsers.dcgmi_diag import parse_dcgmi_diag
+from tests.unit.parsers.corpus import corpus_text
 
 DATA = Path(__file__).resolve().parents[2] / "data" / "dcgmi-diag"
-
-def corpus_text(folder: str, name: str) -> str:
-    """A file of shared/corpus/<folder>; skips when the corpus is not checked out."""
-    root = Path(os.environ.get("FABRIC_CORPUS") or Path(__file__).resolve().parents[3].parent / "shared" / "corpus")
-    path = root / folder / name
-    if not path.is_file():
-        pytest.skip(f"corpus file {path} not present")
-    return path.read_text()
 
 
 def test_dcgm4_r1_all_pass() -> None:

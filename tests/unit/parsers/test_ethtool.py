@@ -8,7 +8,12 @@ from typing import Callable
 import pytest
 
 from pytest_fabric.parsers.base import ParseError, ToolReportedError, UnrecognizedOutput
-from pytest_fabric.parsers.ethtool import nonzero_error_stats, parse_ethtool, parse_ethtool_driver, parse_ethtool_stats
+from pytest_fabric.parsers.ethtool import (
+    nonzero_error_stats,
+    parse_ethtool,
+    parse_ethtool_driver,
+    parse_ethtool_stats,
+)
 
 Read = Callable[[str], str]
 DATA = Path(__file__).resolve().parents[2] / "data"

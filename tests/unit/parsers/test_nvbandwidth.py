@@ -2,24 +2,20 @@
 
 from __future__ import annotations
 
-import os
 from pathlib import Path
 
 import pytest
 
 from pytest_fabric.parsers.base import ParseError, ToolReportedError
-from pytest_fabric.parsers.nvbandwidth import min_pair_bandwidth, pair_bandwidths_gbytes_per_s, parse_nvbandwidth
+from pytest_fabric.parsers.nvbandwidth import (
+    min_pair_bandwidth,
+    pair_bandwidths_gbytes_per_s,
+    parse_nvbandwidth,
+)
+from tests.unit.parsers.corpus import corpus_text
 
 DATA = Path(__file__).resolve().parents[2] / "data" / "nvbandwidth"
 D2D = "device_to_device_memcpy_read_ce"
-
-def corpus_text(folder: str, name: str) -> str:
-    """A file of shared/corpus/<folder>; skips when the corpus is not checked out."""
-    root = Path(os.environ.get("FABRIC_CORPUS") or Path(__file__).resolve().parents[3].parent / "shared" / "corpus")
-    path = root / folder / name
-    if not path.is_file():
-        pytest.skip(f"corpus file {path} not present")
-    return path.read_text()
 
 
 def test_h800_v02_all_testcases() -> None:

@@ -2,21 +2,11 @@
 
 from __future__ import annotations
 
-import os
-from pathlib import Path
-
 import pytest
 
 from pytest_fabric.parsers.base import ParseError, ToolReportedError
 from pytest_fabric.parsers.nvidia_smi_q import parse_nvidia_smi_q
-
-def corpus_text(folder: str, name: str) -> str:
-    """A file of shared/corpus/<folder>; skips when the corpus is not checked out."""
-    root = Path(os.environ.get("FABRIC_CORPUS") or Path(__file__).resolve().parents[3].parent / "shared" / "corpus")
-    path = root / folder / name
-    if not path.is_file():
-        pytest.skip(f"corpus file {path} not present")
-    return path.read_text()
+from tests.unit.parsers.corpus import corpus_text
 
 
 def test_h100_eight_gpus() -> None:

@@ -2,23 +2,15 @@
 
 from __future__ import annotations
 
-import os
 from pathlib import Path
 
 import pytest
 
 from pytest_fabric.parsers.base import ParseError
 from pytest_fabric.parsers.nvidia_smi_xml import parse_nvidia_smi_xml
+from tests.unit.parsers.corpus import corpus_text
 
 DATA = Path(__file__).resolve().parents[2] / "data" / "nvidia-smi-xml"
-
-def corpus_text(folder: str, name: str) -> str:
-    """A file of shared/corpus/<folder>; skips when the corpus is not checked out."""
-    root = Path(os.environ.get("FABRIC_CORPUS") or Path(__file__).resolve().parents[3].parent / "shared" / "corpus")
-    path = root / folder / name
-    if not path.is_file():
-        pytest.skip(f"corpus file {path} not present")
-    return path.read_text()
 
 
 def test_a100_mig_v12() -> None:
