@@ -14,7 +14,6 @@ namespaces this script creates, which it tears down at the end.
 from __future__ import annotations
 
 import argparse
-import json
 import subprocess
 import sys
 import tempfile
@@ -47,7 +46,6 @@ def main() -> int:
         )
         with SimCluster(args.nodes, work / "sim", name="bench") as cluster:
             inventory = cluster.write_inventory(work / "inventory.yaml")
-            record = work / "record.json"
             started = time.monotonic()
             result = subprocess.run(
                 [sys.executable, "-m", "pytest", "--cluster", str(inventory), "--profile", str(profile),

@@ -375,7 +375,6 @@ def aggregate_rdma_bandwidth(request: pytest.FixtureRequest, node_pair: NodePair
     """All rails of a pair at once against the rail count times one rail alone."""
     spec("inter_node.aggregate_rdma_bandwidth")
     rdma_spec = spec("inter_node.rdma_bandwidth")
-    state = _state(request)
     single = pair_measurement(request, "rdma_bandwidth", node_pair)
     rails = single.extra.get("rails", [])
     if len(rails) < 2:

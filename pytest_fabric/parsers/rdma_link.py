@@ -13,7 +13,6 @@ from __future__ import annotations
 import json
 import re
 from dataclasses import dataclass, field
-from typing import Any
 
 from ._textscan import split_lines, to_int
 from .base import ParseError, UnrecognizedOutput, register

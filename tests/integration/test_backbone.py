@@ -109,7 +109,7 @@ def test_frozen_node_is_tried_once_per_run(
     result.assert_outcomes(errors=7)
     # one connection attempt (3 s) for the node, not one per test
     assert result.duration < 30, result.duration
-    result.stdout.fnmatch_lines([f"*first failure*"])
+    result.stdout.fnmatch_lines(["*first failure*"])
 
 
 def test_nothing_is_left_running_on_the_nodes(
