@@ -13,7 +13,7 @@ from typing import Callable
 
 from .inventory import Inventory, Node
 from .profile import Profile
-from .transport.base import BackgroundProcess, CommandResult, Transport
+from .transport.base import BackgroundProcess, CommandResult, Transport, TransportError
 from .transport.pool import ConnectionPool
 
 __all__ = ["Cluster", "NodeHandle", "NodePair"]
@@ -101,7 +101,7 @@ class Cluster:
     def pair(self, a: str, b: str, round: int = 0, slot: int = 0) -> NodePair:
         return NodePair(self._handles[a], self._handles[b], round, slot)
 
-    def connect(self, names: list[str] | None = None) -> dict[str, Exception | None]:
+    def connect(self, names: list[str] | None = None) -> dict[str, TransportError | None]:
         """Open connections to ``names`` (all nodes by default) in parallel."""
         return self.pool.connect_all(names if names is not None else list(self._handles))
 

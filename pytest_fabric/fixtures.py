@@ -63,7 +63,7 @@ class HcaHandle:
     index: int
 
 
-def _subject_params(metafunc: pytest.Metafunc) -> tuple[str, list[Any], list[str]] | None:
+def _subject_params(metafunc: pytest.Metafunc) -> tuple[str, list[Any], list[str]] | None:  # noqa: C901
     state = get_state(metafunc.config)
     if state is None:
         return None
@@ -73,19 +73,19 @@ def _subject_params(metafunc: pytest.Metafunc) -> tuple[str, list[Any], list[str
         return "node_pair", list(state.pairs), [p.id for p in state.pairs]
     if "mount" in names:
         mounts: list[str | None] = list(state.inventory.mounts) or [None]
-        params = [(n, m) for n in nodes for m in mounts]
-        return "mount", params, [f"{n}:{m or 'tmp'}" for n, m in params]
+        on_mounts = [(n, m) for n in nodes for m in mounts]
+        return "mount", list(on_mounts), [f"{n}:{m or 'tmp'}" for n, m in on_mounts]
     if "egress_target" in names:
-        params = [(n, t) for n in nodes for t in state.inventory.egress_targets]
-        return "egress_target", params, [f"{n}:{_short(t)}" for n, t in params]
+        targets = [(n, t) for n in nodes for t in state.inventory.egress_targets]
+        return "egress_target", list(targets), [f"{n}:{_short(t)}" for n, t in targets]
     if "gpu" in names:
         count = _expected_count(state.profile.spec("intra_node", "gpu_count"))
-        params = [(n, i) for n in nodes for i in range(count)]
-        return "gpu", params, [f"{n}:gpu{i}" for n, i in params]
+        gpus = [(n, i) for n in nodes for i in range(count)]
+        return "gpu", list(gpus), [f"{n}:gpu{i}" for n, i in gpus]
     if "hca" in names:
         count = _expected_count(state.profile.spec("inter_node", "ports"))
-        params = [(n, i) for n in nodes for i in range(count)]
-        return "hca", params, [f"{n}:port{i}" for n, i in params]
+        hcas = [(n, i) for n in nodes for i in range(count)]
+        return "hca", list(hcas), [f"{n}:port{i}" for n, i in hcas]
     if "node" in names:
         return "node", list(nodes), list(nodes)
     return None

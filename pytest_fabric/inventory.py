@@ -221,7 +221,8 @@ def _known_fields(loc: tuple[Any, ...]) -> list[str]:
     elif len(loc) >= 3 and loc[:2] == ("egress", "targets"):
         model = _TargetEntry
     elif loc and loc[0] in ("defaults", "storage", "egress"):
-        model = {"defaults": _Connection, "storage": _Storage, "egress": _Egress}[loc[0]]
+        sections: dict[str, type[BaseModel]] = {"defaults": _Connection, "storage": _Storage, "egress": _Egress}
+        model = sections[loc[0]]
     return list(model.model_fields)
 
 
@@ -290,7 +291,7 @@ def load_inventory(path: Path | str) -> Inventory:
                     known_hosts=pick("known_hosts", None),
                     connect_timeout=float(pick("connect_timeout", 10.0)),
                     jump=pick("jump", None),
-                    transport=transport,
+                    transport="local" if transport == "local" else "ssh",
                     data_address=entry.data_address or "",
                     labels={k: str(v) for k, v in entry.labels.items()},
                 )

@@ -196,7 +196,8 @@ def _check_info(item: pytest.Item) -> CheckInfo | None:
         return None
     check = item.originalname.removeprefix("test_")
     callspec = getattr(item, "callspec", None)
-    subject, nodes = "cluster", ()
+    subject: str = "cluster"
+    nodes: tuple[str, ...] = ()
     if callspec is not None:
         for name in SUBJECT_FIXTURES:
             if name in callspec.params:

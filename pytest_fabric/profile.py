@@ -64,7 +64,7 @@ class CheckSpec(BaseModel):
         return value
 
     @model_validator(mode="after")
-    def _dimensions(self) -> CheckSpec:
+    def _dimensions(self) -> Any:
         if not any(getattr(self, name, None) is not None for name, _, _ in self.BOUNDS):
             names = " or ".join(name for name, _, _ in self.BOUNDS)
             raise ValueError(f"give {names}")
@@ -187,7 +187,7 @@ class Text(CheckSpec):
     SCALAR_FIELD = "value"
 
     @model_validator(mode="after")
-    def _dimensions(self) -> CheckSpec:
+    def _dimensions(self) -> Any:
         return self
 
     def bounds(self) -> list[tuple[str, Op, Quantity | str | int | bool]]:
@@ -199,7 +199,7 @@ class PcieLink(CheckSpec):
     width: int = Field(ge=1, le=32)
 
     @model_validator(mode="after")
-    def _dimensions(self) -> CheckSpec:
+    def _dimensions(self) -> Any:
         return self
 
     def bounds(self) -> list[tuple[str, Op, Quantity | str | int | bool]]:
@@ -238,7 +238,7 @@ class Attribution(CheckSpec):
     node_fault_share: QuantityField = Field(default_factory=lambda: parse_quantity("50%"))
 
     @model_validator(mode="after")
-    def _dimensions(self) -> CheckSpec:
+    def _dimensions(self) -> Any:
         return self
 
     def bounds(self) -> list[tuple[str, Op, Quantity | str | int | bool]]:
@@ -251,7 +251,7 @@ class Roce(CheckSpec):
     trust: Literal["dscp", "pcp"] | None = None
 
     @model_validator(mode="after")
-    def _dimensions(self) -> CheckSpec:
+    def _dimensions(self) -> Any:
         if not self.pfc_priorities and self.ecn is None and self.trust is None:
             raise ValueError("give pfc_priorities, ecn or trust")
         for priority in self.pfc_priorities:

@@ -11,6 +11,7 @@ from .inventory import Inventory
 from .pairs import Pair
 from .probes.rounds import RoundCache
 from .profile import Profile
+from .verdict import Verdict
 
 if TYPE_CHECKING:
     from .cluster import Cluster
@@ -49,7 +50,7 @@ class CheckInfo:
 
 STATE_KEY = pytest.StashKey[FabricState]()
 CHECK_KEY = pytest.StashKey[CheckInfo]()
-VERDICTS_KEY = pytest.StashKey[list]()  # list[Verdict], in the order judged
+VERDICTS_KEY = pytest.StashKey[list[Verdict]]()  # in the order judged
 
 
 def get_state(config: pytest.Config) -> FabricState | None:

@@ -62,7 +62,7 @@ def _register_units() -> None:
         _UNITS[f"{prefix}B/s"] = (Dimension.BANDWIDTH, Decimal(factor) * 8)
         _UNITS[f"{prefix}b/s"] = (Dimension.BANDWIDTH, Decimal(factor))
     _UNITS["bytes"] = (Dimension.SIZE, Decimal(1))
-    for spelling, factor in {
+    times: dict[str, Decimal] = {
         "ns": Decimal("1e-9"),
         "us": Decimal("1e-6"),
         "µs": Decimal("1e-6"),
@@ -72,8 +72,9 @@ def _register_units() -> None:
         "s": Decimal(1),
         "sec": Decimal(1),
         "min": Decimal(60),
-    }.items():
-        _UNITS[spelling] = (Dimension.TIME, factor)
+    }
+    for spelling, seconds in times.items():
+        _UNITS[spelling] = (Dimension.TIME, seconds)
 
 
 _register_units()

@@ -38,7 +38,7 @@ def _construct_mapping(loader: _LineLoader, node: yaml.MappingNode, deep: bool =
             raise yaml.constructor.ConstructorError(
                 None, None, "a key must be a plain word, not a list or mapping", key_node.start_mark
             )
-        key = loader.construct_object(key_node, deep=deep)  # type: ignore[no-untyped-call]
+        key = loader.construct_object(key_node, deep=deep)
         if key in seen:
             raise yaml.constructor.ConstructorError(
                 None, None, f"duplicate key {key!r}", key_node.start_mark

@@ -44,7 +44,7 @@ def _state(request: pytest.FixtureRequest) -> FabricState:
 
 def _link_layer(state: FabricState) -> str | None:
     spec = state.profile.spec("inter_node", "link_layer")
-    return spec.value if spec is not None else None  # type: ignore[attr-defined,no-any-return]
+    return str(getattr(spec, "value")) if spec is not None else None
 
 
 def _expected_ports(state: FabricState) -> int | None:
@@ -163,7 +163,8 @@ def node_ports(request: pytest.FixtureRequest, node: NodeHandle) -> tuple[list[r
     state = _state(request)
     if node.name not in state.ports:
         state.ports[node.name] = rdma.list_ports(node, _link_layer(state))
-    return state.ports[node.name]  # type: ignore[no-any-return]
+    found: tuple[list[rdma.RdmaPort], list[Any]] = state.ports[node.name]
+    return found
 
 
 def _hca_port(request: pytest.FixtureRequest, hca: HcaHandle) -> tuple[rdma.RdmaPort | None, Measurement | None]:

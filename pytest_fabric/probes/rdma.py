@@ -233,7 +233,7 @@ def pair_latency(pair: NodePair, *, size: int, link_layer: str | None, port: int
     typical = row.latency_typical_us if row.latency_typical_us is not None else row.latency_avg_us
     if typical is None:
         raise MeasurementError(pair.a.name, "ib_write_lat printed no typical or average latency", command=client.command)
-    bounds = {"max": parse_quantity(f"{typical} us")}
+    bounds: dict[str, Quantity | str | int | bool] = {"max": parse_quantity(f"{typical} us")}
     if row.latency_p99_us is not None:
         bounds["p99"] = parse_quantity(f"{row.latency_p99_us} us")
     p99 = f", p99 {row.latency_p99_us} us" if row.latency_p99_us is not None else ""

@@ -40,7 +40,7 @@ def _wait_listening(node: NodeHandle, ports: list[int], servers: list[Background
     """Poll until every server port listens, so the client never races the server."""
     wanted = {str(p) for p in ports}
     deadline = time.monotonic() + SERVER_READY_TIMEOUT_S
-    evidence = []
+    evidence: list[CommandResult] = []
     while True:
         result = node.run("ss -Hltn", timeout=10, check=False)
         listening = {line.split()[3].rsplit(":", 1)[-1] for line in result.stdout.splitlines() if len(line.split()) > 3}

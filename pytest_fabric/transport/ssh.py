@@ -24,7 +24,7 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
-import fabric  # type: ignore[import-untyped]
+import fabric
 import paramiko
 
 from .base import CommandResult, CommandTimeout, TransportError
