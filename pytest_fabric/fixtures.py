@@ -63,7 +63,7 @@ class HcaHandle:
     index: int
 
 
-def _subject_params(metafunc: pytest.Metafunc) -> tuple[str, list[Any], list[str]] | None:  # noqa: C901
+def _subject_params(metafunc: pytest.Metafunc) -> tuple[str, list[Any], list[str]] | None:
     state = get_state(metafunc.config)
     if state is None:
         return None

@@ -10,6 +10,7 @@ test's report.
 from __future__ import annotations
 
 import logging
+from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
@@ -23,6 +24,9 @@ from .profile import LAYERS, bundled_profiles, load_profile
 from .record import REPORT_ATTRIBUTE, CheckRecord, quantity_json
 from .runinfo import RUN_INFO_KEY, RunInfo, utc_now
 from .state import CHECK_KEY, STATE_KEY, VERDICTS_KEY, CheckInfo, FabricState, get_state
+
+ELAPSED_KEY = pytest.StashKey[float]()
+STARTED_KEY = pytest.StashKey[str]()
 from .transport.base import Transport
 from .yamlsource import SourceError
 
@@ -150,6 +154,8 @@ def pytest_configure(config: pytest.Config) -> None:
         overrides=list(profile.overrides),
         pytest_fabric_version=__version__,
     )
+    if not hasattr(config, "workerinput"):  # pytest-xdist workers report to the controller
+        config.pluginmanager.register(RecordSink(config), "fabric-record-sink")
     if config.args_source != pytest.Config.ArgsSource.ARGS:
         # No test paths on the command line: run the installed conformance suite
         # (plus whatever extensions add), from any directory.
@@ -306,6 +312,10 @@ def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) ->
     info = item.stash.get(CHECK_KEY, None)
     if info is None:
         return report
+    # Measurements run in fixture setup: a check's time is setup plus call.
+    item.stash[ELAPSED_KEY] = item.stash.get(ELAPSED_KEY, 0.0) + report.duration
+    if report.when == "setup":
+        item.stash[STARTED_KEY] = datetime.fromtimestamp(call.start, timezone.utc).isoformat(timespec="seconds")
     final = report.when == "call" or (report.when == "setup" and not report.passed) or (
         report.when == "teardown" and report.failed
     )
@@ -339,7 +349,8 @@ def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) ->
                 record.expected = quantity_json(e.value, None) or {}
                 record.expected.update({"op": e.op.value, "key": e.key, "source": e.source, "as_written": str(e.value)})
                 record.waiver = e.waiver
-    record.duration_s = round(sum(getattr(r, "duration", 0.0) for r in [report]), 3)
+    record.duration_s = round(item.stash.get(ELAPSED_KEY, report.duration), 3)
+    record.started = item.stash.get(STARTED_KEY, None)
     record.finished = utc_now()
     for verdict in verdicts[:1]:
         record.extra.update(verdict.measured.extra)
@@ -383,8 +394,16 @@ def _junit_properties(record: CheckRecord) -> list[tuple[str, object]]:
     return props
 
 
-def pytest_runtest_logreport(report: pytest.TestReport) -> None:
-    pass
+class RecordSink:
+    """Hands each finished check's record to ``pytest_fabric_check_recorded`` on the controller."""
+
+    def __init__(self, config: pytest.Config) -> None:
+        self.config = config
+
+    def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
+        record = getattr(report, REPORT_ATTRIBUTE, None)
+        if record is not None:
+            self.config.hook.pytest_fabric_check_recorded(record=record, config=self.config)
 
 
 @pytest.hookimpl(trylast=True)
