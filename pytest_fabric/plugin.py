@@ -349,7 +349,8 @@ def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) ->
                 record.expected = quantity_json(e.value, None) or {}
                 record.expected.update({"op": e.op.value, "key": e.key, "source": e.source, "as_written": str(e.value)})
                 record.waiver = e.waiver
-    record.duration_s = round(item.stash.get(ELAPSED_KEY, report.duration), 3)
+    elapsed: float = item.stash.get(ELAPSED_KEY, report.duration)
+    record.duration_s = round(elapsed, 3)
     record.started = item.stash.get(STARTED_KEY, None)
     record.finished = utc_now()
     for verdict in verdicts[:1]:
