@@ -125,3 +125,32 @@ def attribute(
                 )
         out[n] = result
     return out
+
+
+_RANK = {"ok": 0, "link fault": 1, "node fault": 2}
+
+
+def merge(per_check: dict[str, dict[str, NodeAttribution]]) -> dict[str, NodeAttribution]:
+    """One verdict per node from the verdicts of several pair checks (rdma_bandwidth, tcp_throughput).
+
+    The worst verdict wins; the message keeps what each check found, so a node
+    that is fine over RDMA but slow over TCP is still named, with the check.
+    """
+    if len(per_check) == 1:
+        return next(iter(per_check.values()))
+    nodes = sorted({n for results in per_check.values() for n in results})
+    out: dict[str, NodeAttribution] = {}
+    for node in nodes:
+        found = [(check, results[node]) for check, results in per_check.items() if node in results]
+        worst = max(found, key=lambda item: _RANK[item[1].verdict])[1]
+        merged = NodeAttribution(
+            node,
+            worst.verdict,
+            sorted({p for _, r in found for p in r.bad_peers}),
+            max(r.peers for _, r in found),
+            [t for _, r in found for t in r.retests],
+        )
+        problems = [f"{check}: {r.message}" for check, r in found if r.verdict != "ok"]
+        merged.message = " | ".join(problems) if problems else " | ".join(f"{c}: {r.message}" for c, r in found)
+        out[node] = merged
+    return out

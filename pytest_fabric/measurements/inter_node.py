@@ -411,11 +411,12 @@ def aggregate_rdma_bandwidth(request: pytest.FixtureRequest, node_pair: NodePair
 # --------------------------------------------------------------------------- whole-fabric checks
 
 
-def _attribution_check(state: FabricState) -> str:
+def _attribution_checks(state: FabricState) -> list[str]:
+    """The pair checks attribution reads: the one the profile names, else every pair bandwidth check it sets."""
     spec: Any = state.profile.spec("inter_node", "attribution")
     if spec is not None and spec.check:
-        return str(spec.check)
-    return "rdma_bandwidth" if state.profile.spec("inter_node", "rdma_bandwidth") is not None else "tcp_throughput"
+        return [str(spec.check)]
+    return [c for c in ("rdma_bandwidth", "tcp_throughput") if state.profile.spec("inter_node", c) is not None]
 
 
 def _is_bad(state: FabricState, check: str, pair_id: str, measured: Measurement | BaseException, values: dict[str, float]) -> bool:
@@ -435,15 +436,9 @@ def _is_bad(state: FabricState, check: str, pair_id: str, measured: Measurement 
     return False
 
 
-def cluster_attribution(request: pytest.FixtureRequest) -> dict[str, attribution_rules.NodeAttribution]:
-    """Per-node attribution for the whole run, computed once (retests included)."""
-    state = _state(request)
-    if "attribution" in state.cluster_results:
-        return state.cluster_results["attribution"]  # type: ignore[no-any-return]
+def _attribute(state: FabricState, check: str) -> dict[str, attribution_rules.NodeAttribution]:
+    """Per-node attribution from one pair check's results, retesting suspects with that check."""
     assert state.cluster is not None
-    check = _attribution_check(state)
-    if state.profile.spec("inter_node", check) is None:
-        pytest.skip(f"attribution reads {check}, which profile {state.profile.name} does not set")
     spec: Any = state.profile.spec("inter_node", "attribution")
     measurements = all_pair_measurements(state, check)
     values = _values(measurements)
@@ -459,7 +454,7 @@ def cluster_attribution(request: pytest.FixtureRequest) -> dict[str, attribution
             return False
         return not _is_bad(state, check, pair.id, fresh, values)
 
-    results = attribution_rules.attribute(
+    return attribution_rules.attribute(
         state.inventory.node_names,
         [names[k] for k in measurements],
         bad,
@@ -467,7 +462,17 @@ def cluster_attribution(request: pytest.FixtureRequest) -> dict[str, attribution
         retest=retest if spec is None or spec.retest else None,
         what=check.replace("_", " "),
     )
-    state.cluster_results["attribution"] = results
+
+
+def cluster_attribution(request: pytest.FixtureRequest) -> dict[str, attribution_rules.NodeAttribution]:
+    """Per-node attribution for the whole run, computed once (retests included)."""
+    state = _state(request)
+    if "attribution" not in state.cluster_results:
+        checks = _attribution_checks(state)
+        if not checks:
+            pytest.skip(f"attribution reads rdma_bandwidth or tcp_throughput; profile {state.profile.name} sets neither")
+        state.cluster_results["attribution"] = attribution_rules.merge({c: _attribute(state, c) for c in checks})
+    results: dict[str, attribution_rules.NodeAttribution] = state.cluster_results["attribution"]
     return results
 
 

@@ -52,3 +52,14 @@ def test_without_retest_a_lone_bad_pair_stays_a_link_fault() -> None:
 def test_a_healthy_cluster_blames_no_one() -> None:
     result = attribute(NODES, ALL, [])
     assert all(r.verdict == "ok" for r in result.values())
+
+
+def test_verdicts_of_several_checks_merge_worst_first() -> None:
+    from pytest_fabric.attribution import merge
+
+    rdma = attribute(NODES, ALL, [p for p in ALL if "n3" in p], what="rdma bandwidth")
+    tcp = attribute(NODES, ALL, [p for p in ALL if "n7" in p], what="tcp throughput")
+    merged = merge({"rdma_bandwidth": rdma, "tcp_throughput": tcp})
+    assert merged["n3"].verdict == merged["n7"].verdict == "node fault"
+    assert merged["n7"].message.startswith("tcp_throughput: n7 is bad with 7 of 7 peers")
+    assert merged["n0"].verdict == "ok"
