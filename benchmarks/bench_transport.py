@@ -1,8 +1,10 @@
-"""Per-command overhead of SSHTransport against OpenSSH with ControlMaster, on a loopback sshd.
+"""Per-command overhead of SSHTransport against OpenSSH with ControlMaster.
 
     python benchmarks/bench_transport.py [--commands 200] [--rounds 3]
 
-Starts its own sshd on 127.0.0.1 (stopped by PID at the end), then times
+Starts one simulated node (a network namespace with its own sshd and an empty
+home) or, where namespaces are not available, its own sshd on 127.0.0.1, and
+stops it by PID at the end.  Then it times
 ``run("true")`` through SSHTransport with TCP_NODELAY (as shipped) and without
 it, and ``ssh -o ControlMaster=auto ... true`` through a warm master.  The three
 are measured in interleaved rounds so a busy machine slows all of them alike;
@@ -13,6 +15,7 @@ Needs root (the sshd logs in as the current user with a throwaway key).
 from __future__ import annotations
 
 import argparse
+import contextlib
 import os
 import resource
 import subprocess
@@ -26,6 +29,8 @@ _ROOT = Path(__file__).resolve().parents[1]
 sys.path[:0] = [str(_ROOT), str(_ROOT / "tests" / "integration")]
 
 from loopback_sshd import LoopbackSshd, sshd_unavailable
+
+from tests.simcluster import SimCluster, missing_prerequisites
 
 from pytest_fabric.transport import SSHSettings, SSHTransport
 
@@ -66,77 +71,88 @@ def main() -> int:
         print(f"skipped: {why_not}")
         return 0
     os.environ.pop("SSH_AUTH_SOCK", None)
-    with tempfile.TemporaryDirectory(prefix="pf-bench-") as tmp:
+    with tempfile.TemporaryDirectory(prefix="pf-bench-") as tmp, contextlib.ExitStack() as stack:
         work = Path(tmp)
-        with LoopbackSshd(work / "sshd") as sshd:
+        empty_config = work / "ssh_config"
+        empty_config.write_text("")
+        # Prefer a simulated node: its /root is empty.  Logging in to this machine's own root
+        # makes bash source ~/.bashrc for every command (Debian's bash does so for ssh), which
+        # here costs ~90 ms per command for both clients and drowns what is being measured.
+        if not missing_prerequisites():
+            cluster = stack.enter_context(SimCluster(1, work / "sim", name="bench"))
+            node = cluster.nodes[0]
+            host, port, user = node.address, 22, "root"
+            client_key, known_hosts, where = cluster.client_key, cluster.known_hosts, "simulated node (empty home)"
+        else:
+            sshd = stack.enter_context(LoopbackSshd(work / "sshd"))
             known_hosts = work / "known_hosts"
             known_hosts.write_text(sshd.known_hosts_line())
-            empty_config = work / "ssh_config"
-            empty_config.write_text("")
-            settings = SSHSettings(
-                host="127.0.0.1",
-                port=sshd.port,
-                user=sshd.user,
-                identity_file=sshd.client_key,
-                known_hosts=known_hosts,
-                ssh_config=empty_config,
-            )
-            fast = SSHTransport("bench", settings)
-            slow = SSHTransport("bench-nagle", settings, _tcp_nodelay=False)
-            control = work / "cm"
-            ssh = [
-                "ssh",
-                "-F",
-                str(empty_config),
-                "-o",
-                "BatchMode=yes",
-                "-o",
-                f"UserKnownHostsFile={known_hosts}",
-                "-o",
-                "StrictHostKeyChecking=yes",
-                "-o",
-                "ControlMaster=auto",
-                "-o",
-                f"ControlPath={control}",
-                "-o",
-                "ControlPersist=60",
-                "-i",
-                str(sshd.client_key),
-                "-p",
-                str(sshd.port),
-                f"{sshd.user}@127.0.0.1",
-            ]
-            candidates: dict[str, Callable[[], object]] = {
-                "pytest-fabric": lambda: fast.run("true", timeout=30),
-                "pytest-fabric without TCP_NODELAY": lambda: slow.run("true", timeout=30),
-                "OpenSSH ControlMaster": lambda: subprocess.run([*ssh, "true"], check=True),
-            }
-            try:
-                for run_once in candidates.values():  # connect, start the master, warm up
-                    for _ in range(5):
-                        run_once()
-                best = {name: float("inf") for name in candidates}
-                cpu = {name: float("inf") for name in candidates}
-                for round_number in range(1, args.rounds + 1):
-                    for name, run_once in candidates.items():
-                        ms, cpu_ms = per_command_ms(run_once, args.commands)
-                        best[name], cpu[name] = min(best[name], ms), min(cpu[name], cpu_ms)
-                        print(
-                            f"round {round_number}: {name:36s} {ms:7.2f} ms/command "
-                            f"(client CPU {cpu_ms:5.2f} ms)"
-                        )
-            finally:
-                fast.close()
-                slow.close()
-                # Ask the master we started to exit (it has no PID of ours to kill).
-                subprocess.run([*ssh[:-1], "-O", "exit", ssh[-1]], capture_output=True, check=False)
+            host, port, user, client_key = "127.0.0.1", sshd.port, sshd.user, sshd.client_key
+            where = "loopback sshd (this machine's ~/.bashrc runs per command)"
+        settings = SSHSettings(
+            host=host,
+            port=port,
+            user=user,
+            identity_file=client_key,
+            known_hosts=known_hosts,
+            ssh_config=empty_config,
+        )
+        fast = SSHTransport("bench", settings)
+        slow = SSHTransport("bench-nagle", settings, _tcp_nodelay=False)
+        control = work / "cm"
+        ssh = [
+            "ssh",
+            "-F",
+            str(empty_config),
+            "-o",
+            "BatchMode=yes",
+            "-o",
+            f"UserKnownHostsFile={known_hosts}",
+            "-o",
+            "StrictHostKeyChecking=yes",
+            "-o",
+            "ControlMaster=auto",
+            "-o",
+            f"ControlPath={control}",
+            "-o",
+            "ControlPersist=60",
+            "-i",
+            str(client_key),
+            "-p",
+            str(port),
+            f"{user}@{host}",
+        ]
+        candidates: dict[str, Callable[[], object]] = {
+            "pytest-fabric": lambda: fast.run("true", timeout=30),
+            "pytest-fabric without TCP_NODELAY": lambda: slow.run("true", timeout=30),
+            "OpenSSH ControlMaster": lambda: subprocess.run([*ssh, "true"], check=True),
+        }
+        try:
+            for run_once in candidates.values():  # connect, start the master, warm up
+                for _ in range(5):
+                    run_once()
+            best = {name: float("inf") for name in candidates}
+            cpu = {name: float("inf") for name in candidates}
+            for round_number in range(1, args.rounds + 1):
+                for name, run_once in candidates.items():
+                    ms, cpu_ms = per_command_ms(run_once, args.commands)
+                    best[name], cpu[name] = min(best[name], ms), min(cpu[name], cpu_ms)
+                    print(
+                        f"round {round_number}: {name:36s} {ms:7.2f} ms/command "
+                        f"(client CPU {cpu_ms:5.2f} ms)"
+                    )
+        finally:
+            fast.close()
+            slow.close()
+            # Ask the master we started to exit (it has no PID of ours to kill).
+            subprocess.run([*ssh[:-1], "-O", "exit", ssh[-1]], capture_output=True, check=False)
     ours, nagle, openssh = (
         best["pytest-fabric"],
         best["pytest-fabric without TCP_NODELAY"],
         best["OpenSSH ControlMaster"],
     )
     print(
-        f"\n{args.commands} x run('true'), best of {args.rounds} interleaved rounds, loopback sshd"
+        f"\n{args.commands} x run('true'), best of {args.rounds} interleaved rounds, {where}"
     )
     print(f"without TCP_NODELAY: {nagle:.1f} ms/command ({nagle / ours:.1f}x slower than with it)")
     print(
