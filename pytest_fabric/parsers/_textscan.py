@@ -50,3 +50,24 @@ def to_decimal(tool: str, value: str, *, line: int | None = None, what: str = "v
     if DECIMAL_RE.fullmatch(value):
         return Decimal(value)
     raise ParseError(tool, f"{what} {value!r} is not a number", line=line)
+
+
+def json_document(tool: str, text: str) -> object:
+    """The first JSON value in ``text``, skipping noise before it (a terminal's ``^C``, a banner).
+
+    Invalid or absurdly nested JSON becomes :class:`UnrecognizedOutput` naming the tool.
+    """
+    import json
+
+    if not isinstance(text, str):
+        raise UnrecognizedOutput(tool, f"expected text, got {type(text).__name__}")
+    start = text.find("{")
+    if start < 0:
+        raise UnrecognizedOutput(tool, "no JSON object in the output")
+    try:
+        document, _ = json.JSONDecoder().raw_decode(text[start:])
+    except json.JSONDecodeError as exc:
+        raise UnrecognizedOutput(tool, f"invalid JSON: {exc.msg} at line {exc.lineno} column {exc.colno}") from None
+    except RecursionError:
+        raise UnrecognizedOutput(tool, "invalid JSON: nested too deeply") from None
+    return document

@@ -13,11 +13,11 @@ Bandwidth is bytes/s, latency nanoseconds, everywhere in the result.  A job whos
 
 from __future__ import annotations
 
-import json
 import re
 from dataclasses import dataclass, field
 from typing import Any
 
+from pytest_fabric.parsers._textscan import json_document
 from pytest_fabric.parsers.base import ParseError, ToolReportedError, UnrecognizedOutput, register
 
 __all__ = ["FioIo", "FioJob", "FioResult", "parse", "parse_json", "parse_text"]
@@ -204,17 +204,7 @@ def parse_json(text: str) -> FioResult:
     Text fio printed before the document (warnings, ``fio: ...`` errors) is skipped
     but quoted if a job reports an error, which raises :class:`ToolReportedError`.
     """
-    if not isinstance(text, str):
-        raise UnrecognizedOutput(TOOL, f"expected text, got {type(text).__name__}")
-    start = text.find("{")
-    if start < 0:
-        raise UnrecognizedOutput(TOOL, "no JSON object in the output")
-    try:
-        document, _ = json.JSONDecoder().raw_decode(text[start:])
-    except json.JSONDecodeError as exc:
-        raise UnrecognizedOutput(TOOL, f"invalid JSON: {exc.msg} at line {exc.lineno} column {exc.colno}") from None
-    except RecursionError:
-        raise UnrecognizedOutput(TOOL, "invalid JSON: nested too deeply") from None
+    document = json_document(TOOL, text)
     if not isinstance(document, dict) or "jobs" not in document:
         raise UnrecognizedOutput(TOOL, "JSON has no 'jobs' list: not fio output")
     raw_jobs = document["jobs"]
@@ -246,7 +236,8 @@ def parse_json(text: str) -> FioResult:
             )
         )
     if failed:
-        preamble = [line.strip() for line in text[:start].splitlines() if line.strip()]
+        # fio prints its own complaints before the JSON document
+        preamble = [line.strip() for line in text[: text.find("{")].splitlines() if line.strip()]
         detail = f" ({'; '.join(preamble)})" if preamble else ""
         raise ToolReportedError(TOOL, f"{', '.join(failed)}{detail}")
     version = document.get("fio version")

@@ -15,11 +15,11 @@ rounded to the 3 significant digits printed.
 
 from __future__ import annotations
 
-import json
 import re
 from dataclasses import dataclass
 from typing import Any
 
+from pytest_fabric.parsers._textscan import json_document
 from pytest_fabric.parsers.base import ParseError, ToolReportedError, UnrecognizedOutput, register
 
 __all__ = ["Iperf3Interval", "Iperf3Result", "Iperf3Stream", "parse", "parse_json", "parse_text"]
@@ -115,15 +115,7 @@ def _list(value: Any, what: str) -> list[Any]:
 
 def _load_json(text: str) -> dict[str, Any]:
     # Captures can carry a terminal's "^C" or other noise before the document.
-    start = text.find("{")
-    if start < 0:
-        raise UnrecognizedOutput(TOOL, "no JSON object in the output")
-    try:
-        document, _ = json.JSONDecoder().raw_decode(text[start:])
-    except json.JSONDecodeError as exc:
-        raise UnrecognizedOutput(TOOL, f"invalid JSON: {exc.msg} at line {exc.lineno} column {exc.colno}") from None
-    except RecursionError:
-        raise UnrecognizedOutput(TOOL, "invalid JSON: nested too deeply") from None
+    document = json_document(TOOL, text)
     if not isinstance(document, dict):
         raise UnrecognizedOutput(TOOL, f"JSON is a {type(document).__name__}, not an iperf3 report object")
     return document
