@@ -25,8 +25,10 @@ from .cluster import Cluster, NodeHandle, NodePair
 from .pairs import Pair
 from .profile import CheckSpec
 from .state import CHECK_KEY, VERDICTS_KEY, get_state
+from .subjects import subject_id
 from .transport.base import Transport
-from .verdict import Measurement, Verdict, judge as judge_measurement
+from .verdict import Measurement, Verdict
+from .verdict import judge as judge_measurement
 
 __all__ = ["MountHandle", "EgressTarget", "GpuHandle", "HcaHandle"]
 
@@ -70,31 +72,25 @@ def _subject_params(metafunc: pytest.Metafunc) -> tuple[str, list[Any], list[str
     names = metafunc.fixturenames
     nodes = state.inventory.node_names
     if "node_pair" in names:
-        return "node_pair", list(state.pairs), [p.id for p in state.pairs]
+        return "node_pair", list(state.pairs), [subject_id("node_pair", p) for p in state.pairs]
     if "mount" in names:
         mounts: list[str | None] = list(state.inventory.mounts) or [None]
         on_mounts = [(n, m) for n in nodes for m in mounts]
-        return "mount", list(on_mounts), [f"{n}:{m or 'tmp'}" for n, m in on_mounts]
+        return "mount", list(on_mounts), [subject_id("mount", p) for p in on_mounts]
     if "egress_target" in names:
         targets = [(n, t) for n in nodes for t in state.inventory.egress_targets]
-        return "egress_target", list(targets), [f"{n}:{_short(t)}" for n, t in targets]
+        return "egress_target", list(targets), [subject_id("egress_target", p) for p in targets]
     if "gpu" in names:
         count = _expected_count(state.profile.spec("intra_node", "gpu_count"))
         gpus = [(n, i) for n in nodes for i in range(count)]
-        return "gpu", list(gpus), [f"{n}:gpu{i}" for n, i in gpus]
+        return "gpu", list(gpus), [subject_id("gpu", p) for p in gpus]
     if "hca" in names:
         count = _expected_count(state.profile.spec("inter_node", "ports"))
         hcas = [(n, i) for n in nodes for i in range(count)]
-        return "hca", list(hcas), [f"{n}:port{i}" for n, i in hcas]
+        return "hca", list(hcas), [subject_id("hca", p) for p in hcas]
     if "node" in names:
         return "node", list(nodes), list(nodes)
     return None
-
-
-def _short(target: str) -> str:
-    from .probes.egress import target_host
-
-    return target_host(target)
 
 
 def _expected_count(spec: CheckSpec | None) -> int:

@@ -19,11 +19,12 @@ import pytest
 from . import __version__, hookspecs
 from .bundled import conformance_dir
 from .inventory import Node, load_inventory
-from .pairs import Pair, make_pairs
+from .pairs import make_pairs
 from .profile import LAYERS, bundled_profiles, load_profile
 from .record import REPORT_ATTRIBUTE, CheckRecord, quantity_json
 from .runinfo import RUN_INFO_KEY, RunInfo, utc_now
 from .state import CHECK_KEY, STATE_KEY, VERDICTS_KEY, CheckInfo, FabricState, get_state
+from .subjects import SUBJECT_FIXTURES, is_subject, subject_id, subject_nodes
 
 ELAPSED_KEY = pytest.StashKey[float]()
 STARTED_KEY = pytest.StashKey[str]()
@@ -53,7 +54,6 @@ LAYER_HELP = {
     "egress": "egress checks: name resolution and throughput to outside targets",
 }
 
-SUBJECT_FIXTURES = ("node_pair", "mount", "egress_target", "gpu", "hca", "node")
 
 
 def pytest_addhooks(pluginmanager: pytest.PytestPluginManager) -> None:
@@ -208,45 +208,12 @@ def _check_info(item: pytest.Item) -> CheckInfo | None:
         for name in SUBJECT_FIXTURES:
             if name in callspec.params:
                 param = callspec.params[name]
-                if _is_subject(name, param):
-                    subject, nodes = _subject_id(name, param), _subject_nodes(name, param)
+                if is_subject(name, param):
+                    subject, nodes = subject_id(name, param), subject_nodes(name, param)
                 else:  # an empty parameter set: pytest skips the item, there is no subject
                     subject = f"(no {name.replace('_', ' ')})"
                 break
     return CheckInfo(layer=layers[0], check=check, subject=subject, nodes=tuple(nodes))
-
-
-def _is_subject(name: str, param: Any) -> bool:
-    if name == "node_pair":
-        return isinstance(param, Pair)
-    if name == "node":
-        return isinstance(param, str)
-    return isinstance(param, tuple) and len(param) == 2
-
-
-def _subject_id(name: str, param: Any) -> str:
-    if name == "node_pair":
-        return str(param.id)
-    if name == "node":
-        return str(param)
-    node, what = param
-    if name == "mount":
-        return f"{node}:{what or 'tmp'}"
-    if name == "gpu":
-        return f"{node}:gpu{what}"
-    if name == "hca":
-        return f"{node}:port{what}"
-    from .probes.egress import target_host
-
-    return f"{node}:{target_host(what)}"
-
-
-def _subject_nodes(name: str, param: Any) -> tuple[str, ...]:
-    if name == "node_pair":
-        return (param.a, param.b)
-    if name == "node":
-        return (param,)
-    return (param[0],)
 
 
 # Checks judged by a profile key of another name (the test names what is measured,
