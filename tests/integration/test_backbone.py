@@ -119,3 +119,41 @@ def test_nothing_is_left_running_on_the_nodes(
     result.assert_outcomes(passed=28 + 16)
     for node in simcluster.nodes:
         assert simcluster.processes(node) == [], f"{node.name} still runs {simcluster.processes(node)}"
+
+
+def test_interrupted_run_leaves_nothing_running(simcluster: SimCluster, sim_inventory: Path, tmp_path: Path) -> None:
+    """Ctrl-C in the middle of a round: the run ends, and no iperf3 is left on any node."""
+    import signal
+    import subprocess
+    import sys
+
+    profile = tmp_path / "long.yaml"
+    profile.write_text(
+        "name: long\ninter_node:\n  tcp_throughput: {min: 1 Gb/s, streams: 1, duration: 4 s}\n  pairs: all\n"
+    )
+    record = tmp_path / "record.json"
+    run = subprocess.Popen(
+        [sys.executable, "-m", "pytest", "--cluster", str(sim_inventory), "--profile", str(profile),
+         "-p", "no:cacheprovider", "-k", "tcp_throughput and not outlier", f"--conformance-json={record}", "-q"],
+        cwd=tmp_path, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+    )
+    try:
+        deadline = time.monotonic() + 30
+        while time.monotonic() < deadline and not any(
+            "iperf3" in cmd for node in simcluster.nodes for _, cmd in simcluster.processes(node)
+        ):
+            time.sleep(0.1)
+        assert any("iperf3" in cmd for node in simcluster.nodes for _, cmd in simcluster.processes(node))
+        run.send_signal(signal.SIGINT)
+        output, _ = run.communicate(timeout=60)
+    finally:
+        if run.poll() is None:
+            run.kill()
+    assert "KeyboardInterrupt" in output or "Interrupted" in output or "interrupted" in output
+    deadline = time.monotonic() + 15
+    while time.monotonic() < deadline and any(simcluster.processes(n) for n in simcluster.nodes):
+        time.sleep(0.2)
+    assert {n.name: simcluster.processes(n) for n in simcluster.nodes} == {n.name: [] for n in simcluster.nodes}
+    # the record survives the interrupt: valid JSON, marked as such
+    data = json.loads(record.read_text())
+    assert data["run"]["status"] == "interrupted"
