@@ -105,7 +105,25 @@ def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
     if found is None:
         return
     name, params, ids = found
+    if not params:
+        # pytest's own "got empty parameter set" skip, with an id of NOTSET, says nothing
+        # useful; say which inventory or profile entry would give this test subjects.
+        state = get_state(metafunc.config)
+        assert state is not None
+        reason = _NO_SUBJECTS.get(name, "no subjects").format(profile=state.profile.name)
+        metafunc.parametrize(
+            name, [pytest.param(None, marks=pytest.mark.skip(reason=reason))], ids=[f"no-{name}"], indirect=True
+        )
+        return
     metafunc.parametrize(name, params, ids=ids, indirect=True)
+
+
+_NO_SUBJECTS = {
+    "node_pair": "no node pairs: the pairing strategy gave none",
+    "egress_target": "no egress targets: the inventory lists none under egress.targets",
+    "gpu": "no GPUs to test: profile {profile} does not set intra_node.gpu_count",
+    "hca": "no RDMA ports to test: profile {profile} does not set inter_node.ports",
+}
 
 
 def _state(request: pytest.FixtureRequest) -> Any:
