@@ -59,10 +59,11 @@ class GpuHandle:
 
 @dataclass(frozen=True)
 class HcaHandle:
-    """The ``index``-th RDMA port the profile expects on ``node`` (resolved to a device on first use)."""
+    """An RDMA port of ``node``: by name (``mlx5_0/1``) when the inventory lists the node's
+    ``rdma_ports``, else the ``index``-th port the profile expects (resolved on first use)."""
 
     node: NodeHandle
-    index: int
+    index: int | str
 
 
 def _subject_params(metafunc: pytest.Metafunc) -> tuple[str, list[Any], list[str]] | None:
@@ -86,7 +87,11 @@ def _subject_params(metafunc: pytest.Metafunc) -> tuple[str, list[Any], list[str
         return "gpu", list(gpus), [subject_id("gpu", p) for p in gpus]
     if "hca" in names:
         count = _expected_count(state.profile.spec("inter_node", "ports"))
-        hcas = [(n, i) for n in nodes for i in range(count)]
+        hcas: list[tuple[str, int | str]] = []
+        named_ports = {node.name: node.rdma_ports for node in state.inventory.nodes}
+        for n in nodes:
+            named = named_ports[n]
+            hcas += [(n, port) for port in named] if named else [(n, i) for i in range(count)]
         return "hca", list(hcas), [subject_id("hca", p) for p in hcas]
     if "node" in names:
         return "node", list(nodes), list(nodes)

@@ -14,7 +14,15 @@ from pathlib import Path
 from typing import Annotated, Any, Literal
 from urllib.parse import urlsplit
 
-from pydantic import AfterValidator, BaseModel, BeforeValidator, ConfigDict, Field, ValidationError, field_validator
+from pydantic import (
+    AfterValidator,
+    BaseModel,
+    BeforeValidator,
+    ConfigDict,
+    Field,
+    ValidationError,
+    field_validator,
+)
 
 from . import hostlist, yamlsource
 from .yamlsource import SourceError
@@ -30,6 +38,7 @@ _NAME_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,62}$")
 _HOST_RE = re.compile(r"^[A-Za-z0-9:][A-Za-z0-9._:%-]{0,252}$")
 _USER_RE = re.compile(r"^[A-Za-z_][A-Za-z0-9._-]{0,31}$")
 _PATH_RE = re.compile(r"^[A-Za-z0-9._/@+~=,-]+$")
+_RDMA_PORT_RE = re.compile(r"^[A-Za-z0-9_.-]{1,64}(?:/[0-9]{1,3})?$")
 _LABEL_RE = re.compile(r"^[A-Za-z0-9._-]+$")
 
 
@@ -85,6 +94,21 @@ class _NodeEntry(_Connection):
     host: str | None = None
     data_address: str | None = None  # where data-plane traffic (iperf3) goes, if not `host`
     labels: dict[str, str | int] = Field(default_factory=dict)  # `rack: 3` is a label too
+    # The RDMA ports the node must have, by name (mlx5_0 or mlx5_0/1): subjects then
+    # read node:mlx5_0/1 instead of node:port0, and a missing one is named.
+    rdma_ports: list[str] = Field(default_factory=list)
+
+    @field_validator("rdma_ports")
+    @classmethod
+    def _rdma_ports(cls, value: list[str]) -> list[str]:
+        out = []
+        for port in value:
+            if not _RDMA_PORT_RE.match(port):
+                raise ValueError(f"{port!r} is not an RDMA port; write DEVICE or DEVICE/PORT, e.g. mlx5_0/1")
+            out.append(port if "/" in port else f"{port}/1")
+        if len(set(out)) != len(out):
+            raise ValueError("an RDMA port is listed twice")
+        return out
 
     @field_validator("labels")
     @classmethod
@@ -185,6 +209,7 @@ class Node:
     jump: str | None = None
     transport: Literal["ssh", "local"] = "ssh"
     data_address: str = ""
+    rdma_ports: tuple[str, ...] = ()  # DEVICE/PORT names the inventory requires, if it lists them
     labels: dict[str, str] = field(default_factory=dict)
 
     @property
@@ -293,6 +318,7 @@ def load_inventory(path: Path | str) -> Inventory:
                     jump=pick("jump", None),
                     transport="local" if transport == "local" else "ssh",
                     data_address=entry.data_address or "",
+                    rdma_ports=tuple(entry.rdma_ports),
                     labels={k: str(v) for k, v in entry.labels.items()},
                 )
             )

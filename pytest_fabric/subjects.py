@@ -39,7 +39,7 @@ def subject_id(name: str, param: Any) -> str:
     if name == "gpu":
         return f"{node}:gpu{what}"
     if name == "hca":
-        return f"{node}:port{what}"
+        return f"{node}:{what}" if isinstance(what, str) else f"{node}:port{what}"
     return f"{node}:{target_host(what)}"
 
 

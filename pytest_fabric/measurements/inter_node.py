@@ -22,7 +22,8 @@ from ..probes import nccl, netdev, qos, rdma, tcp
 from ..probes.base import MeasurementError
 from ..state import CHECK_KEY, FabricState, get_state
 from ..units import Quantity, parse_quantity
-from ..verdict import Measurement, judge as judge_measurement
+from ..verdict import Measurement
+from ..verdict import judge as judge_measurement
 
 PAIR_CHECKS = ("rdma_bandwidth", "rdma_latency", "tcp_throughput", "nccl_allreduce", "aggregate_rdma_bandwidth")
 # Each pair check gets its own port range so that a server left by one check can
@@ -169,9 +170,18 @@ def node_ports(request: pytest.FixtureRequest, node: NodeHandle) -> tuple[list[r
 
 def _hca_port(request: pytest.FixtureRequest, hca: HcaHandle) -> tuple[rdma.RdmaPort | None, Measurement | None]:
     ports, evidence = node_ports(request, hca.node)
+    state = _state(request)
+    if isinstance(hca.index, str):
+        named = next((p for p in ports if p.name == hca.index), None)
+        if named is not None:
+            return named, None
+        return None, Measurement.absent(
+            f"{hca.node.name} has no RDMA port {hca.index} (it reports {', '.join(p.name for p in ports) or 'none'}); "
+            f"the inventory lists it under rdma_ports",
+            tuple(evidence),
+        )
     if hca.index < len(ports):
         return ports[hca.index], None
-    state = _state(request)
     layer = _link_layer(state)
     kind = f"{layer} " if layer else ""
     return None, Measurement.absent(

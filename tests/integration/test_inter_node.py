@@ -133,6 +133,8 @@ def roce_record(simcluster: SimCluster, tmp_path_factory: pytest.TempPathFactory
     document = yaml.safe_load(inventory.read_text())
     for index, entry in enumerate(document["nodes"]):
         entry["labels"] = {"leaf": f"leaf{index % 2 + 1}"}
+    # node04 names its ports, one of which it does not have
+    document["nodes"][3]["rdma_ports"] = ["mlx5_0", "mlx5_1/1", "mlx5_7"]
     inventory.write_text(yaml.safe_dump(document, sort_keys=False))
     hardware = {n.name: FakeHardware(ports=roce_ports()) for n in nodes}
     hardware["node02"] = FakeHardware(ports=roce_ports(), roce_trust="pcp", roce_pfc=[])
@@ -159,3 +161,15 @@ def test_aggregate_and_oversubscription_on_a_non_blocking_fabric(roce_record: di
     check = next(c for c in roce_record["checks"] if c["check"] == "oversubscription")
     assert "2 cross-leaf pairs" in check["message"]
     assert outcomes(roce_record, "link_layer") == {f"node0{i}": "passed" for i in range(1, 5)}
+
+
+def test_ports_named_in_the_inventory_are_the_subjects(roce_record: dict) -> None:
+    rates = outcomes(roce_record, "port_rate")
+    assert {s: o for s, o in rates.items() if s.startswith("node04")} == {
+        "node04:mlx5_0/1": "passed",
+        "node04:mlx5_1/1": "passed",
+        "node04:mlx5_7/1": "failed",
+    }
+    assert {s for s in rates if s.startswith("node01")} == {"node01:port0", "node01:port1"}
+    message = next(c["message"] for c in roce_record["checks"] if c["subject"] == "node04:mlx5_7/1" and c["check"] == "port_rate")
+    assert "has no RDMA port mlx5_7/1" in message and "mlx5_0/1" in message

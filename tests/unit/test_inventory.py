@@ -353,3 +353,20 @@ def test_merge_keys_work(tmp_path: Path) -> None:
         """,
     )
     assert (inventory.nodes[0].user, inventory.nodes[0].port) == ("root", 2222)
+
+
+def test_rdma_ports_are_normalised_and_checked(tmp_path) -> None:
+    from pytest_fabric.inventory import load_inventory
+    from pytest_fabric.yamlsource import SourceError
+
+    good = tmp_path / "good.yaml"
+    good.write_text("nodes:\n  - name: gpu[1-2]\n    rdma_ports: [mlx5_0, mlx5_1/2]\n")
+    assert load_inventory(good).node("gpu2").rdma_ports == ("mlx5_0/1", "mlx5_1/2")
+    bad = tmp_path / "bad.yaml"
+    bad.write_text("nodes:\n  - name: gpu1\n    rdma_ports: ['mlx5_0; reboot']\n")
+    try:
+        load_inventory(bad)
+    except SourceError as exc:
+        assert "bad.yaml:3" in str(exc) and "rdma_ports" in str(exc) and "DEVICE/PORT" in str(exc)
+    else:
+        raise AssertionError("a port name with a shell metacharacter was accepted")
