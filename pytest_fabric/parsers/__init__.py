@@ -7,6 +7,14 @@ parsed capture as JSON.
 
 from __future__ import annotations
 
-from .base import ParseError, Parser, ToolReportedError, UnrecognizedOutput, get_parser, register, registry
+from .base import (
+    ParseError,
+    Parser,
+    ToolReportedError,
+    UnrecognizedOutput,
+    get_parser,
+    register,
+    registry,
+)
 
 __all__ = ["ParseError", "Parser", "ToolReportedError", "UnrecognizedOutput", "get_parser", "register", "registry"]
