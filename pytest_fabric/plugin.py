@@ -381,10 +381,19 @@ def pytest_report_header(config: pytest.Config) -> list[str] | None:
         return None
     p = state.profile
     extends = f" (extends {', '.join(p.extends)})" if p.extends else ""
-    return [
+    lines = [
         f"fabric: cluster {state.inventory.name} ({len(state.inventory.nodes)} nodes) from {state.inventory.path}",
         f"fabric: profile {p.name}{extends} sha256:{p.sha256[:12]} from {p.path}",
     ]
+    workers = config.getoption("numprocesses", None)
+    if workers:
+        # Rounds keep each link to one flow, but only within one process: other
+        # workers measure other rounds at the same time, through the same links.
+        lines.append(
+            f"fabric: WARNING: -n {workers}: pair bandwidth checks on different workers overlap and depress "
+            "each other; run -m inter_node without -n for figures you would sign"
+        )
+    return lines
 
 
 def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
