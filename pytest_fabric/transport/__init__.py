@@ -16,6 +16,7 @@ from .base import (
 )
 from .hostkeys import HOST_KEY_POLICIES, HostKeyPolicy
 from .local import LocalBackgroundProcess, LocalTransport
+from .mock import CannedCommand, MockTransport
 from .packages import PACKAGES, package_for
 from .pool import ConnectionPool
 from .ssh import SSHSettings, SSHTransport
@@ -26,6 +27,7 @@ __all__ = [
     "PACKAGES",
     "AuthenticationFailed",
     "BackgroundProcess",
+    "CannedCommand",
     "CommandFailed",
     "CommandResult",
     "CommandTimeout",
@@ -34,6 +36,7 @@ __all__ = [
     "HostKeyPolicy",
     "LocalBackgroundProcess",
     "LocalTransport",
+    "MockTransport",
     "NodeUnreachable",
     "SSHBackgroundProcess",
     "SSHSettings",
