@@ -173,3 +173,46 @@ def test_ports_named_in_the_inventory_are_the_subjects(roce_record: dict) -> Non
     assert {s for s in rates if s.startswith("node01")} == {"node01:port0", "node01:port1"}
     message = next(c["message"] for c in roce_record["checks"] if c["subject"] == "node04:mlx5_7/1" and c["check"] == "port_rate")
     assert "has no RDMA port mlx5_7/1" in message and "mlx5_0/1" in message
+
+
+@pytest.fixture(scope="module")
+def port_record(simcluster: SimCluster, tmp_path_factory: pytest.TempPathFactory) -> dict:
+    """Per-node port checks on three nodes: one healthy, one with a port Down/Polling and a
+    2048-byte MTU port, one whose ports are Ethernet in an InfiniBand profile."""
+    import subprocess
+    import sys
+
+    work = tmp_path_factory.mktemp("ports")
+    nodes = simcluster.nodes[:3]
+    inventory = simcluster.write_inventory(work / "inventory.yaml", nodes=nodes)
+    down = default_ports()
+    down[3] = FakePort(device="mlx5_3", netdev="ib3", state="Down", phys_state="Polling", rate_gbps=10)
+    down[1] = FakePort(device="mlx5_1", netdev="ib1", active_mtu=2048)
+    hardware = {
+        "node02": FakeHardware(ports=down),
+        "node03": FakeHardware(ports=[
+            FakePort(device=f"mlx5_{i}", netdev=f"ens{i}", link_layer="Ethernet") for i in range(4)
+        ]),
+    }
+    with hardware_installed(simcluster, hardware):
+        subprocess.run(
+            [sys.executable, "-m", "pytest", "--cluster", str(inventory), "--profile", str(PROFILE),
+             "-k", "link_layer or test_ports or port_state or port_rate or mtu", "-p", "no:cacheprovider",
+             "--conformance-json", "record.json", "-q"],
+            cwd=work, capture_output=True, text=True, timeout=300,
+        )
+    return json.loads((work / "record.json").read_text())
+
+
+def test_port_checks_fail_exactly_the_broken_ports(port_record: dict) -> None:
+    assert failing(port_record, "port_state") == {"node02:port3"} | {f"node03:port{i}" for i in range(4)}
+    assert failing(port_record, "ports") == {"node02", "node03"}
+    assert failing(port_record, "link_layer") == {"node03"}
+    # node03 has no InfiniBand port to read an IB MTU from: that cannot be measured, an error
+    assert outcomes(port_record, "mtu") == {"node01": "passed", "node02": "failed", "node03": "error"}
+    state = next(c for c in port_record["checks"] if c["check"] == "port_state" and c["subject"] == "node02:port3")
+    assert "Down (Polling)" in state["message"]
+    ports = next(c for c in port_record["checks"] if c["check"] == "ports" and c["subject"] == "node02")
+    assert "measured 3" in ports["message"] and "mlx5_3/1 Down/Polling" in ports["message"]
+    layer = next(c for c in port_record["checks"] if c["check"] == "link_layer" and c["subject"] == "node03")
+    assert "Ethernet x4" in layer["message"]
