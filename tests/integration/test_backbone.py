@@ -157,3 +157,13 @@ def test_interrupted_run_leaves_nothing_running(simcluster: SimCluster, sim_inve
     # the record survives the interrupt: valid JSON, marked as such
     data = json.loads(record.read_text())
     assert data["run"]["status"] == "interrupted"
+
+
+def test_wrong_mtu_fails_that_node_only(
+    pytester: pytest.Pytester, simcluster: SimCluster, sim_inventory: Path, break_node: NodeBreaker
+) -> None:
+    wrong = simcluster.nodes[3].name
+    with break_node.mtu(wrong, 1280):
+        result = run_fabric(pytester, sim_inventory, "-k", "test_mtu")
+    result.assert_outcomes(passed=7, failed=1)
+    result.stdout.fnmatch_lines([f"*{wrong}: measured 1280, does not meet == 1500; interface eth0*"])
