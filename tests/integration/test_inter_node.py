@@ -138,6 +138,8 @@ def roce_record(simcluster: SimCluster, tmp_path_factory: pytest.TempPathFactory
     inventory.write_text(yaml.safe_dump(document, sort_keys=False))
     hardware = {n.name: FakeHardware(ports=roce_ports()) for n in nodes}
     hardware["node02"] = FakeHardware(ports=roce_ports(), roce_trust="pcp", roce_pfc=[])
+    # node03's two ports share a 120 Gb/s host path: each does 98 Gb/s alone, not both at once
+    hardware["node03"] = FakeHardware(ports=roce_ports(), host_bw_cap_gbps=120)
     with hardware_installed(simcluster, hardware):
         subprocess.run(
             [sys.executable, "-m", "pytest", "--cluster", str(inventory), "--profile",
@@ -154,9 +156,12 @@ def test_roce_settings_fail_only_the_misconfigured_node(roce_record: dict) -> No
     assert "trust" in message and "pcp" in message and "pfc_priorities" in message
 
 
-def test_aggregate_and_oversubscription_on_a_non_blocking_fabric(roce_record: dict) -> None:
+def test_aggregate_fails_where_rails_share_a_bottleneck_and_oversubscription_passes(roce_record: dict) -> None:
     aggregate = outcomes(roce_record, "aggregate_rdma_bandwidth")
-    assert aggregate and set(aggregate.values()) == {"passed"}
+    assert {s for s, o in aggregate.items() if o == "failed"} == {s for s in aggregate if "node03" in s}
+    assert {o for s, o in aggregate.items() if "node03" not in s} == {"passed"}
+    check = next(c for c in roce_record["checks"] if c["check"] == "aggregate_rdma_bandwidth" and "node03" in c["subject"])
+    assert "2 rails at once: 120.0 Gb/s" in check["message"]
     assert outcomes(roce_record, "oversubscription") == {"cluster": "passed"}
     check = next(c for c in roce_record["checks"] if c["check"] == "oversubscription")
     assert "2 cross-leaf pairs" in check["message"]

@@ -107,6 +107,9 @@ class FakeHardware:
     # all_reduce busbw (GB/s) this node sustains in a multi-node run; a run gets the minimum over
     # its nodes, times 0.97 per doubling beyond 2 nodes.
     nccl_busbw_gbytes: float = 190.0
+    # What all of the node's RDMA flows together can move (a PCIe switch or host bottleneck,
+    # Gb/s): concurrent ib_*_bw clients on the node share it. None: no shared limit.
+    host_bw_cap_gbps: float | None = None
     nccl_local_busbw_gbytes: float = 480.0  # a single-node run (NVLink only)
     gpus: int = 8
     gpu_name: str = "NVIDIA H100 80GB HBM3"
@@ -224,7 +227,7 @@ def _clear_node_state(cluster: SimCluster, node: SimNode) -> None:
         return
     # The node's /tmp is visible only inside its mount namespace, hence exec, not a host path.
     with contextlib.suppress(Exception):
-        cluster.exec(node, ["sh", "-c", "rm -f /tmp/.fabric-standin-*"], timeout=10)
+        cluster.exec(node, ["sh", "-c", "rm -rf /tmp/.fabric-standin-*"], timeout=10)
 
 
 @contextlib.contextmanager

@@ -17,6 +17,7 @@ Standard library only: it runs under the nodes' system python3.
 
 from __future__ import annotations
 
+import contextlib
 import fcntl
 import json
 import math
@@ -26,6 +27,8 @@ import socket
 import sys
 import time
 import zlib
+from collections.abc import Callable, Iterator
+from pathlib import Path
 from typing import Any, NoReturn
 
 HARDWARE_FILE = "fabric-hardware.json"
@@ -554,6 +557,7 @@ def _side_info(doc: Model, me: str, tool: str, opts: dict[str, str]) -> Model:
         "rdma_bw_fraction": hw["rdma_bw_fraction"], "rdma_lat_us": hw["rdma_lat_us"],
         "rdma_lat_p99_us": hw["rdma_lat_p99_us"], "slow_peers": hw["slow_peers"],
         "slow_peer_latency": hw["slow_peer_latency"], "opts": opts,
+        "host_bw_cap_gbps": hw.get("host_bw_cap_gbps"),
     }
 
 
@@ -580,8 +584,12 @@ def _pair_model(client: Model, server: Model) -> dict[str, float]:
                  float(server["slow_peers"].get(client["node"], 1.0)))
     extra = max(float(client["slow_peer_latency"].get(server["node"], 0.0)),
                 float(server["slow_peer_latency"].get(client["node"], 0.0)))
+    bw = rate * float(client["rdma_bw_fraction"]) * factor
+    caps = [float(c) for c in (client.get("host_bw_cap_gbps"), server.get("host_bw_cap_gbps")) if c]
+    if caps:  # concurrent flows between the two nodes share either end's host bottleneck
+        bw = min(bw, min(caps) / max(1, int(client.get("concurrent", 1))))
     return {
-        "bw_gbps": rate * float(client["rdma_bw_fraction"]) * factor,
+        "bw_gbps": bw,
         "rate_gbps": rate * factor,
         "lat_us": max(float(client["rdma_lat_us"]), float(server["rdma_lat_us"])) + extra,
         "p99_us": max(float(client["rdma_lat_p99_us"]), float(server["rdma_lat_p99_us"])) + extra,
@@ -757,6 +765,21 @@ def _perftest_server(tool: str, kind: str, opts: dict[str, str], info: Model, do
     return 0
 
 
+@contextlib.contextmanager
+def _active_flow(kind: str) -> Iterator[Callable[[], int]]:
+    """Register this bandwidth client in the node's private /tmp while it runs; yields a
+    function counting the clients running at once (the node's concurrent flows)."""
+    folder = Path("/tmp/.fabric-standin-flows")
+    folder.mkdir(exist_ok=True)
+    mine = folder / str(os.getpid())
+    if kind == "bw":
+        mine.write_text("")
+    try:
+        yield lambda: max(1, sum(1 for _ in folder.iterdir()))
+    finally:
+        mine.unlink(missing_ok=True)
+
+
 def _perftest_client(tool: str, kind: str, opts: dict[str, str], info: Model, doc: Model,
                      host: str, tcp_port: int) -> int:
     retry = float(doc["nodes"][info["node"]]["perftest_connect_retry_s"])
@@ -779,7 +802,17 @@ def _perftest_client(tool: str, kind: str, opts: dict[str, str], info: Model, do
         server = _recv_line(sock, reader)
         if server is None or "error" in server:
             die(" Failed to exchange data between server and clients", 1)
-        time.sleep(_run_seconds(opts))
+        with _active_flow(kind) as concurrent:
+            # Flows started by one probe begin a few hundred ms apart (each waits for its
+            # server): with a shared host limit, run long enough to overlap, and take the
+            # most flows seen at once.
+            seconds = max(_run_seconds(opts), 0.8) if info.get("host_bw_cap_gbps") else _run_seconds(opts)
+            most = concurrent()
+            end = time.monotonic() + seconds
+            while time.monotonic() < end:
+                time.sleep(0.05)
+                most = max(most, concurrent())
+            info = {**info, "concurrent": most}
         _send_line(sock, {"done": True})
     print("\n".join(_results(tool, kind, opts, info, server, info, server)))
     return 0
