@@ -221,3 +221,37 @@ def test_port_checks_fail_exactly_the_broken_ports(port_record: dict) -> None:
     assert "measured 3" in ports["message"] and "mlx5_3/1 Down/Polling" in ports["message"]
     layer = next(c for c in port_record["checks"] if c["check"] == "link_layer" and c["subject"] == "node03")
     assert "Ethernet x4" in layer["message"]
+
+
+def test_oversubscribed_spine_fails_oversubscription(simcluster: SimCluster, tmp_path: Path) -> None:
+    """Four RoCE nodes on two leaves joined by a spine that carries 150 Gb/s for everyone:
+    each cross-leaf pair does 98 Gb/s alone, but two at once share the spine."""
+    import subprocess
+    import sys
+
+    import yaml
+
+    nodes = simcluster.nodes[:4]
+    inventory = simcluster.write_inventory(tmp_path / "inventory.yaml", nodes=nodes)
+    document = yaml.safe_load(inventory.read_text())
+    leaves = {}
+    for index, entry in enumerate(document["nodes"]):
+        leaves[entry["name"]] = f"leaf{index % 2 + 1}"
+        entry["labels"] = {"leaf": leaves[entry["name"]]}
+    inventory.write_text(yaml.safe_dump(document, sort_keys=False))
+    hardware = {n.name: FakeHardware(ports=roce_ports()[:1], leaf=leaves[n.name]) for n in nodes}
+    profile = tmp_path / "blocking.yaml"
+    profile.write_text(
+        "name: blocking\ninter_node:\n  link_layer: ethernet\n  ports: 1\n"
+        "  rdma_bandwidth: {min: 10 Gb/s, size: 8 MiB, repeat: 1}\n  oversubscription: {min: 90%}\n"
+    )
+    with hardware_installed(simcluster, hardware, spine_gbps=150):
+        subprocess.run(
+            [sys.executable, "-m", "pytest", "--cluster", str(inventory), "--profile", str(profile),
+             "-k", "oversubscription", "-p", "no:cacheprovider", "--conformance-json", "record.json", "-q"],
+            cwd=tmp_path, capture_output=True, text=True, timeout=300,
+        )
+    record = json.loads((tmp_path / "record.json").read_text())
+    assert outcomes(record, "oversubscription") == {"cluster": "failed"}
+    check = next(c for c in record["checks"] if c["check"] == "oversubscription")
+    assert "2 cross-leaf pairs" in check["message"] and "150.0 Gb/s all at once" in check["message"]

@@ -29,6 +29,7 @@ from __future__ import annotations
 import contextlib
 import dataclasses
 import json
+import shutil
 import os
 import sys
 import uuid
@@ -110,6 +111,9 @@ class FakeHardware:
     # What all of the node's RDMA flows together can move (a PCIe switch or host bottleneck,
     # Gb/s): concurrent ib_*_bw clients on the node share it. None: no shared limit.
     host_bw_cap_gbps: float | None = None
+    # The node's leaf switch; with install_hardware(..., spine_gbps=X), flows between nodes on
+    # different leaves share X Gb/s of spine capacity (an oversubscribed fabric).
+    leaf: str | None = None
     nccl_local_busbw_gbytes: float = 480.0  # a single-node run (NVLink only)
     gpus: int = 8
     gpu_name: str = "NVIDIA H100 80GB HBM3"
@@ -147,7 +151,13 @@ def _standin_script() -> str:
     return f"#!{_python_for_nodes()}\n{body}"
 
 
-def _cluster_document(cluster: SimCluster, hardware: Mapping[str, FakeHardware]) -> dict[str, Any]:
+def spine_dir(cluster: SimCluster) -> Path:
+    """Where stand-ins register cross-leaf flows: shared by all nodes (unlike their /tmp)."""
+    return Path("/var/tmp") / f"fabric-standin-spine-{cluster.prefix}"
+
+
+def _cluster_document(cluster: SimCluster, hardware: Mapping[str, FakeHardware],
+                      spine_gbps: float | None = None) -> dict[str, Any]:
     """The JSON every node gets: each node's hardware, the address->name map, a generation id."""
     unknown = sorted(set(hardware) - {n.name for n in cluster.nodes})
     if unknown:
@@ -174,10 +184,12 @@ def _cluster_document(cluster: SimCluster, hardware: Mapping[str, FakeHardware])
         "generation": uuid.uuid4().hex[:12],
         "nodes": nodes,
         "addresses": {n.address: n.name for n in cluster.nodes},
+        "spine": {"capacity_gbps": spine_gbps, "flows_dir": str(spine_dir(cluster))} if spine_gbps else None,
     }
 
 
-def install_hardware(cluster: SimCluster, hardware: Mapping[str, FakeHardware]) -> None:
+def install_hardware(cluster: SimCluster, hardware: Mapping[str, FakeHardware], *,
+                     spine_gbps: float | None = None) -> None:
     """Describe the cluster's hardware and put the stand-in tools on every node's PATH.
 
     `hardware` maps node name -> FakeHardware; nodes not named get ``FakeHardware()``. Calling it
@@ -185,7 +197,9 @@ def install_hardware(cluster: SimCluster, hardware: Mapping[str, FakeHardware]) 
     stand-in set already installed on a node (the GPU stand-ins' all_reduce_perf) is left to it.
     Raises KeyError for a node name the cluster does not have.
     """
-    doc = _cluster_document(cluster, hardware)
+    doc = _cluster_document(cluster, hardware, spine_gbps)
+    if spine_gbps:
+        spine_dir(cluster).mkdir(parents=True, exist_ok=True)
     text = json.dumps(doc, indent=1, sort_keys=True)
     script = _standin_script()
     for node in cluster.nodes:
@@ -219,6 +233,7 @@ def uninstall_hardware(cluster: SimCluster) -> None:
                 cluster.remove_tool(node, name)
         (node.bindir / HARDWARE_FILE).unlink(missing_ok=True)
         _clear_node_state(cluster, node)
+    shutil.rmtree(spine_dir(cluster), ignore_errors=True)
 
 
 def _clear_node_state(cluster: SimCluster, node: SimNode) -> None:
@@ -231,10 +246,10 @@ def _clear_node_state(cluster: SimCluster, node: SimNode) -> None:
 
 
 @contextlib.contextmanager
-def hardware_installed(cluster: SimCluster, hardware: Mapping[str, FakeHardware]
-                       ) -> Iterator[SimCluster]:
+def hardware_installed(cluster: SimCluster, hardware: Mapping[str, FakeHardware], *,
+                       spine_gbps: float | None = None) -> Iterator[SimCluster]:
     """install_hardware for the duration of the block, uninstall_hardware however it ends."""
-    install_hardware(cluster, hardware)
+    install_hardware(cluster, hardware, spine_gbps=spine_gbps)
     try:
         yield cluster
     finally:

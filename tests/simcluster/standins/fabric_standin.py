@@ -557,7 +557,7 @@ def _side_info(doc: Model, me: str, tool: str, opts: dict[str, str]) -> Model:
         "rdma_bw_fraction": hw["rdma_bw_fraction"], "rdma_lat_us": hw["rdma_lat_us"],
         "rdma_lat_p99_us": hw["rdma_lat_p99_us"], "slow_peers": hw["slow_peers"],
         "slow_peer_latency": hw["slow_peer_latency"], "opts": opts,
-        "host_bw_cap_gbps": hw.get("host_bw_cap_gbps"),
+        "host_bw_cap_gbps": hw.get("host_bw_cap_gbps"), "leaf": hw.get("leaf"),
     }
 
 
@@ -588,6 +588,10 @@ def _pair_model(client: Model, server: Model) -> dict[str, float]:
     caps = [float(c) for c in (client.get("host_bw_cap_gbps"), server.get("host_bw_cap_gbps")) if c]
     if caps:  # concurrent flows between the two nodes share either end's host bottleneck
         bw = min(bw, min(caps) / max(1, int(client.get("concurrent", 1))))
+    spine = client.get("spine")
+    if spine and client.get("leaf") and server.get("leaf") and client["leaf"] != server["leaf"]:
+        # cross-leaf flows of the whole cluster share the spine
+        bw = min(bw, float(spine["capacity_gbps"]) / max(1, int(client.get("cross_leaf", 1))))
     return {
         "bw_gbps": bw,
         "rate_gbps": rate * factor,
@@ -766,12 +770,13 @@ def _perftest_server(tool: str, kind: str, opts: dict[str, str], info: Model, do
 
 
 @contextlib.contextmanager
-def _active_flow(kind: str) -> Iterator[Callable[[], int]]:
-    """Register this bandwidth client in the node's private /tmp while it runs; yields a
-    function counting the clients running at once (the node's concurrent flows)."""
-    folder = Path("/tmp/.fabric-standin-flows")
+def _active_flow(kind: str, folder: Path = Path("/tmp/.fabric-standin-flows")) -> Iterator[Callable[[], int]]:
+    """Register this bandwidth client in ``folder`` while it runs (the node's private /tmp by
+    default; the cluster-wide spine folder for cross-leaf flows); yields a function counting
+    the clients registered there at once."""
     folder.mkdir(exist_ok=True)
-    mine = folder / str(os.getpid())
+    # PIDs repeat across nodes (each has its own PID namespace): name the node too.
+    mine = folder / f"{socket.gethostname()}-{os.getpid()}"
     if kind == "bw":
         mine.write_text("")
     try:
@@ -802,17 +807,21 @@ def _perftest_client(tool: str, kind: str, opts: dict[str, str], info: Model, do
         server = _recv_line(sock, reader)
         if server is None or "error" in server:
             die(" Failed to exchange data between server and clients", 1)
-        with _active_flow(kind) as concurrent:
-            # Flows started by one probe begin a few hundred ms apart (each waits for its
-            # server): with a shared host limit, run long enough to overlap, and take the
+        spine = doc.get("spine")
+        cross = bool(spine and info.get("leaf") and server.get("leaf") and info["leaf"] != server["leaf"])
+        spine_folder = Path(spine["flows_dir"]) if cross else Path("/tmp/.fabric-standin-flows-none")
+        with _active_flow(kind) as concurrent, _active_flow(kind if cross else "", spine_folder) as crossing:
+            # Flows started together begin a few hundred ms apart (each waits for its
+            # server): with a shared limit, run long enough to overlap, and take the
             # most flows seen at once.
-            seconds = max(_run_seconds(opts), 0.8) if info.get("host_bw_cap_gbps") else _run_seconds(opts)
-            most = concurrent()
+            shared = info.get("host_bw_cap_gbps") or cross
+            seconds = max(_run_seconds(opts), 0.8) if shared else _run_seconds(opts)
+            most, most_cross = concurrent(), crossing()
             end = time.monotonic() + seconds
             while time.monotonic() < end:
                 time.sleep(0.05)
-                most = max(most, concurrent())
-            info = {**info, "concurrent": most}
+                most, most_cross = max(most, concurrent()), max(most_cross, crossing())
+            info = {**info, "concurrent": most, "cross_leaf": most_cross, "spine": spine}
         _send_line(sock, {"done": True})
     print("\n".join(_results(tool, kind, opts, info, server, info, server)))
     return 0
