@@ -71,3 +71,16 @@ def json_document(tool: str, text: str) -> object:
     except RecursionError:
         raise UnrecognizedOutput(tool, "invalid JSON: nested too deeply") from None
     return document
+
+
+def json_list(tool: str, text: str, what: str) -> list[object]:
+    """``text`` as a JSON list (iproute2's ``-j`` output), or a ParseError naming the tool."""
+    import json
+
+    try:
+        data = json.loads(text)
+    except (ValueError, RecursionError) as exc:
+        raise ParseError(tool, f"looks like JSON but is not: {exc}") from None
+    if not isinstance(data, list):
+        raise UnrecognizedOutput(tool, f"JSON output is not a list of {what}")
+    return data

@@ -10,11 +10,10 @@ Multi-line form::
 
 from __future__ import annotations
 
-import json
 import re
 from dataclasses import dataclass
 
-from ._textscan import split_lines, to_int
+from ._textscan import json_list, split_lines, to_int
 from .base import ParseError, UnrecognizedOutput, register
 
 __all__ = ["IpLinkInterface", "parse_ip_link"]
@@ -62,12 +61,7 @@ def _head_values(rest: str) -> dict[str, str]:
 
 
 def _parse_json(text: str) -> list[IpLinkInterface]:
-    try:
-        data = json.loads(text)
-    except ValueError as exc:
-        raise ParseError(TOOL, f"looks like JSON but is not: {exc}") from None
-    if not isinstance(data, list):
-        raise UnrecognizedOutput(TOOL, "JSON output is not a list of interfaces")
+    data = json_list(TOOL, text, "interfaces")
     interfaces = []
     for item in data:
         if not isinstance(item, dict) or not isinstance(item.get("ifname"), str) or not isinstance(item.get("ifindex"), int):

@@ -10,11 +10,10 @@ Text lines are ``link <dev>/<port>`` followed by ``key value`` pairs::
 
 from __future__ import annotations
 
-import json
 import re
 from dataclasses import dataclass, field
 
-from ._textscan import split_lines, to_int
+from ._textscan import json_list, split_lines, to_int
 from .base import ParseError, UnrecognizedOutput, register
 
 __all__ = ["RdmaLink", "parse_rdma_link"]
@@ -56,12 +55,7 @@ def _from_pairs(device: str, port: int, pairs: dict[str, str], line: int | None)
 
 
 def _parse_json(text: str) -> list[RdmaLink]:
-    try:
-        data = json.loads(text)
-    except ValueError as exc:
-        raise ParseError(TOOL, f"looks like JSON but is not: {exc}") from None
-    if not isinstance(data, list):
-        raise UnrecognizedOutput(TOOL, "JSON output is not a list of links")
+    data = json_list(TOOL, text, "links")
     links = []
     for item in data:
         if not isinstance(item, dict) or not isinstance(item.get("ifname"), str) or not isinstance(item.get("port"), int):
