@@ -17,7 +17,7 @@ from typing import Any
 import pytest
 
 from . import __version__, hookspecs
-from .bundled import conformance_dir
+from .bundled import bundled_inventories, conformance_dir, inventory_path
 from .inventory import Node, load_inventory
 from .pairs import make_pairs
 from .profile import LAYERS, bundled_profiles, load_profile
@@ -66,7 +66,8 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         "--cluster",
         dest="fabric_cluster",
         metavar="INVENTORY",
-        help="inventory YAML: the nodes to measure and how to reach them",
+        help="inventory YAML: the nodes to measure and how to reach them; or a bundled name "
+        f"({', '.join(bundled_inventories())}: this machine, without SSH)",
     )
     profile_help = f"profile: a bundled name ({', '.join(bundled_profiles())}) or a path to a YAML file"
     try:
@@ -108,9 +109,9 @@ def _conformance_dir() -> Path:
 def pytest_configure(config: pytest.Config) -> None:
     for layer, text in LAYER_HELP.items():
         config.addinivalue_line("markers", f"{layer}: {text}")
-    inventory_path = config.getoption("fabric_cluster", None)
+    inventory_ref = config.getoption("fabric_cluster", None)
     profile_ref = config.getoption("fabric_profile", None)
-    if not inventory_path:
+    if not inventory_ref:
         if profile_ref:
             raise pytest.UsageError("--profile needs --cluster INVENTORY (the nodes to measure)")
         return
@@ -123,7 +124,7 @@ def pytest_configure(config: pytest.Config) -> None:
             f"--cluster needs --profile NAME: a bundled profile ({', '.join(bundled_profiles())}) or a YAML path"
         )
     try:
-        inventory = load_inventory(Path(inventory_path).expanduser())
+        inventory = load_inventory(inventory_path(inventory_ref))
         profile = load_profile(profile_ref, config.getoption("fabric_expect") or [])
     except SourceError as exc:
         raise pytest.UsageError(str(exc)) from None
