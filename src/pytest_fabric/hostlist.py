@@ -8,8 +8,11 @@ from __future__ import annotations
 
 import itertools
 import re
+from collections.abc import Iterable
 
-__all__ = ["HostlistError", "expand", "is_expression"]
+from ClusterShell.NodeSet import RESOLVER_NOGROUP, NodeSet
+
+__all__ = ["HostlistError", "expand", "fold", "is_expression"]
 
 _BRACKET = re.compile(r"\[([^\[\]]*)\]")
 _MAX_HOSTS = 100_000  # a typo like [1-1000000] should be an error, not an out-of-memory
@@ -17,6 +20,28 @@ _MAX_HOSTS = 100_000  # a typo like [1-1000000] should be an error, not an out-o
 
 class HostlistError(ValueError):
     """An expression that does not expand; the message says which part and why."""
+
+
+# Characters that mean something in a nodeset; a name holding one would not fold back
+# into the same names (``a,b`` is two nodes), so fold refuses it instead of printing a lie.
+_NODESET_SYNTAX = re.compile(r"[\[\],!&^@*\s]")
+
+
+def fold(names: Iterable[str]) -> str:
+    """Fold node names into one nodeset string, as clush and Slurm print them.
+
+    ``["gpu17", "gpu03", "gpu04"]`` -> ``"gpu[03-04,17]"``: sorted, duplicates dropped, zero
+    padding kept, several numeric parts folded too (``r1n[01-02],r2n01``).  The result pastes
+    into ``srun --exclude``, ``scontrol``, ``clush -w`` and back into an inventory.  No names
+    fold to ``""``.  A name holding nodeset syntax (``[``, ``,``, ``!``, ...) raises
+    :class:`HostlistError`.
+    """
+    listed = list(names)
+    for name in listed:
+        if not name or _NODESET_SYNTAX.search(name):
+            raise HostlistError(f"{name!r} is not a node name that a nodeset can hold")
+    # No group resolver: an inventory's names are names, never @groups from a local groups.conf.
+    return str(NodeSet.fromlist(listed, resolver=RESOLVER_NOGROUP))
 
 
 def is_expression(text: str) -> bool:

@@ -3,8 +3,9 @@
 from __future__ import annotations
 
 import pytest
+from ClusterShell.NodeSet import RESOLVER_NOGROUP, NodeSet
 
-from pytest_fabric.hostlist import HostlistError, expand, is_expression
+from pytest_fabric.hostlist import HostlistError, expand, fold, is_expression
 
 
 def test_zero_padding_follows_the_lower_bound() -> None:
@@ -65,3 +66,39 @@ def test_bad_expressions(expression: str, match: str) -> None:
 def test_hostlist_error_is_a_value_error() -> None:
     with pytest.raises(ValueError):
         expand("gpu[")
+
+
+@pytest.mark.parametrize(
+    ("names", "folded"),
+    [
+        (["gpu17", "gpu03"], "gpu[03,17]"),
+        (["gpu03", "gpu04", "gpu05", "gpu17"], "gpu[03-05,17]"),
+        (["gpu10", "gpu9"], "gpu[9-10]"),  # numeric order, not string order
+        (["gpu01", "gpu100"], "gpu[01,100]"),  # padding as written, per name
+        (["gpu1", "gpu01"], "gpu[1,01]"),  # two different nodes
+        (["r1n01", "r2n01", "r1n02"], "r1n[01-02],r2n01"),
+        (["gpu1", "cpu1", "gpu2"], "cpu1,gpu[1-2]"),
+        (["10.0.0.11", "10.0.0.12", "10.0.1.1"], "10.0.0.[11-12],10.0.1.1"),
+        (["gpu1-ib", "gpu2-ib"], "gpu[1-2]-ib"),
+        (["head"], "head"),
+        (["gpu03", "gpu03"], "gpu03"),
+        ([], ""),
+    ],
+)
+def test_fold(names: list[str], folded: str) -> None:
+    assert fold(names) == folded
+    assert fold(iter(names)) == folded  # any iterable
+
+
+@pytest.mark.parametrize(
+    "names",
+    [[f"gpu{n:02d}" for n in (1, 2, 3, 7, 9, 10, 11)] + ["r1n1", "r2n1"], [f"10.0.0.{n}" for n in range(1, 17)]],
+)
+def test_fold_reads_back_in_clustershell_as_the_same_names(names: list[str]) -> None:
+    assert set(NodeSet(fold(names), resolver=RESOLVER_NOGROUP)) == set(names)
+
+
+@pytest.mark.parametrize("name", ["a,b", "gpu[1]", "x!y", "@rack1", "two words", ""])
+def test_fold_refuses_names_that_would_not_fold_back(name: str) -> None:
+    with pytest.raises(HostlistError, match="not a node name"):
+        fold(["gpu01", name])
