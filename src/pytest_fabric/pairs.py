@@ -11,7 +11,9 @@ Strategies (profile ``inter_node.pairs``):
 - ``leaf``: by the ``leaf`` label: a ring inside each leaf plus, across each pair of
   leaves, node i with node i (the paths through the spine).
 
-Every strategy returns pairs already grouped in rounds of disjoint pairs.
+Every strategy returns pairs already grouped in rounds of disjoint pairs.  The
+first node of a pair sends (runs the client) and the second receives; roles
+alternate so that every node with two or more peers does both over the sweep.
 """
 
 from __future__ import annotations
@@ -21,7 +23,7 @@ import re
 from dataclasses import dataclass
 from typing import Iterable, Mapping
 
-__all__ = ["Pair", "Strategy", "parse_strategy", "make_pairs", "circle_rounds", "disjoint_rounds"]
+__all__ = ["Pair", "Strategy", "parse_strategy", "make_pairs", "circle_rounds", "disjoint_rounds", "balanced"]
 
 
 @dataclass(frozen=True, order=True)
@@ -64,7 +66,14 @@ def parse_strategy(text: str) -> Strategy:
 
 
 def circle_rounds(nodes: list[str]) -> list[list[tuple[str, str]]]:
-    """Round-robin tournament schedule: every pair exactly once, N-1 rounds of N/2 disjoint pairs."""
+    """Round-robin tournament schedule: every pair exactly once, N-1 rounds of N/2 disjoint pairs.
+
+    The first of each pair sends (runs the client).  The circle method keeps
+    one node fixed while the others rotate; the rotating ones take both halves
+    of the circle and so both roles, but the fixed node would send in every
+    round and never receive, hiding a receive-side fault there.  Its role
+    alternates between rounds instead.
+    """
     if len(nodes) < 2:
         return []
     players: list[str | None] = list(nodes)
@@ -72,12 +81,12 @@ def circle_rounds(nodes: list[str]) -> list[list[tuple[str, str]]]:
         players.append(None)  # the bye
     n = len(players)
     rounds = []
-    for _ in range(n - 1):
+    for number in range(n - 1):
         pairs = []
         for i in range(n // 2):
             a, b = players[i], players[n - 1 - i]
             if a is not None and b is not None:
-                pairs.append((a, b))
+                pairs.append((b, a) if i == 0 and number % 2 else (a, b))
         rounds.append(pairs)
         players = [players[0], players[-1], *players[1:-1]]
     return rounds
@@ -97,6 +106,44 @@ def disjoint_rounds(edges: Iterable[tuple[str, str]]) -> list[list[tuple[str, st
             rounds.append([(a, b)])
             busy.append({a, b})
     return rounds
+
+
+def balanced(edges: list[tuple[str, str]]) -> list[tuple[str, str]]:
+    """The same pairs, each turned so that every node sends about as often as it receives.
+
+    Walks closed trails (after joining odd-degree nodes to a virtual one, every
+    degree is even) and points each pair along the walk: in and out differ by
+    at most one at every node, so a node with two or more peers does both.
+    Deterministic for the same input.
+    """
+    virtual = "\0"
+    degree: dict[str, int] = {}
+    for a, b in edges:
+        degree[a] = degree.get(a, 0) + 1
+        degree[b] = degree.get(b, 0) + 1
+    ends = list(edges) + [(n, virtual) for n in degree if degree[n] % 2]
+    touching: dict[str, list[int]] = {}
+    for index, (a, b) in enumerate(ends):
+        touching.setdefault(a, []).append(index)
+        touching.setdefault(b, []).append(index)
+    used = [False] * len(ends)
+    turned: list[tuple[str, str] | None] = [None] * len(ends)
+    cursor = {n: 0 for n in touching}
+    for start in touching:
+        here = start
+        while True:
+            candidates = touching[here]
+            while cursor[here] < len(candidates) and used[candidates[cursor[here]]]:
+                cursor[here] += 1
+            if cursor[here] == len(candidates):
+                break
+            index = candidates[cursor[here]]
+            used[index] = True
+            a, b = ends[index]
+            there = b if a == here else a
+            turned[index] = (here, there)
+            here = there
+    return [t for t in turned[: len(edges)] if t is not None]
 
 
 def _ring(nodes: list[str]) -> list[tuple[str, str]]:
@@ -119,7 +166,7 @@ def _random(nodes: list[str], k: int) -> list[tuple[str, str]]:
             if key not in chosen:
                 chosen.add(key)
                 edges.append((node, peer))
-    return edges
+    return balanced(edges)
 
 
 def _leaf(nodes: list[str], labels: Mapping[str, Mapping[str, str]]) -> list[tuple[str, str]]:
@@ -134,7 +181,7 @@ def _leaf(nodes: list[str], labels: Mapping[str, Mapping[str, str]]) -> list[tup
         for second in names[i + 1 :]:
             for a, b in zip(leaves[first], leaves[second]):
                 edges.append((a, b))
-    return edges
+    return balanced(edges)
 
 
 def make_pairs(

@@ -153,3 +153,46 @@ def test_ring_of_1024_nodes_completes() -> None:
     pairs = make_pairs([f"gpu{i:04d}" for i in range(1024)], "ring")
     assert len(pairs) == 1024
     assert time.perf_counter() - start < 10  # milliseconds in practice; benchmarks/ measures it
+
+
+def _roles(pairs: list[Pair]) -> tuple[dict[str, int], dict[str, int]]:
+    sends: dict[str, int] = {}
+    receives: dict[str, int] = {}
+    for pair in pairs:
+        sends[pair.a] = sends.get(pair.a, 0) + 1
+        receives[pair.b] = receives.get(pair.b, 0) + 1
+    return sends, receives
+
+
+@pytest.mark.parametrize("n", [3, 4, 5, 8, 9, 16, 64])
+def test_every_node_sends_and_receives_over_the_sweep(n: int) -> None:
+    # The circle method keeps its first node fixed: without alternating, it is the
+    # client of every round and a receive-side fault there is never seen.
+    nodes = _nodes(n)
+    sends, receives = _roles(make_pairs(nodes, "all"))
+    assert set(sends) == set(receives) == set(nodes)
+    first = nodes[0]
+    assert abs(sends[first] - receives[first]) <= 1
+
+
+@pytest.mark.parametrize("strategy", ["random:2", "random:3", "leaf"])
+def test_other_strategies_balance_who_sends(strategy: str) -> None:
+    nodes = _nodes(16)
+    labels = {n: {"leaf": f"leaf{i // 4}"} for i, n in enumerate(nodes)}
+    pairs = make_pairs(nodes, strategy, labels)
+    sends, receives = _roles(pairs)
+    for node in nodes:
+        out, into = sends.get(node, 0), receives.get(node, 0)
+        assert abs(out - into) <= 1, (node, out, into)
+        if out + into >= 2:
+            assert out and into, f"{node} only {'sends' if out else 'receives'} under {strategy}"
+    _assert_rounds_disjoint(pairs)
+
+
+def test_balanced_keeps_every_pair_and_turns_them_for_balance() -> None:
+    from pytest_fabric.pairs import balanced
+
+    star = [("hub", f"s{i}") for i in range(6)]  # the hub sends to everyone as written
+    turned = balanced(star)
+    assert {frozenset(p) for p in turned} == {frozenset(p) for p in star}
+    assert sum(1 for a, _ in turned if a == "hub") == 3
