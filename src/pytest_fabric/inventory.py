@@ -63,6 +63,7 @@ class _Connection(BaseModel):
     port: int | None = Field(default=None, ge=1, le=65535)
     identity_file: str | None = None
     connect_timeout: float | None = Field(default=None, gt=0, le=600)
+    max_sessions: int | None = Field(default=None, ge=1, le=1000)  # the node sshd's MaxSessions
     known_hosts: str | None = None
     jump: str | None = None
     transport: Literal["ssh", "local"] | None = None
@@ -206,6 +207,7 @@ class Node:
     identity_file: str | None = None
     known_hosts: str | None = None
     connect_timeout: float = 10.0
+    max_sessions: int = 10  # sshd's MaxSessions (OpenSSH default 10): sessions per connection
     jump: str | None = None
     transport: Literal["ssh", "local"] = "ssh"
     data_address: str = ""
@@ -315,6 +317,7 @@ def load_inventory(path: Path | str) -> Inventory:
                     identity_file=pick("identity_file", None),
                     known_hosts=pick("known_hosts", None),
                     connect_timeout=float(pick("connect_timeout", 10.0)),
+                    max_sessions=int(pick("max_sessions", 10)),
                     jump=pick("jump", None),
                     transport="local" if transport == "local" else "ssh",
                     data_address=entry.data_address or "",

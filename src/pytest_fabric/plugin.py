@@ -190,6 +190,7 @@ def pytest_fabric_make_transport(node: Node, config: pytest.Config) -> Transport
             identity_file=node.identity_file,
             known_hosts=node.known_hosts,
             connect_timeout=node.connect_timeout,
+            max_sessions=node.max_sessions,
             jump=node.jump,
             host_key_policy=state.host_key_policy,  # type: ignore[arg-type]
             ssh_config=state.ssh_config,

@@ -104,9 +104,9 @@ class LoopbackSshd:
                     "PubkeyAuthentication yes",
                     "PermitRootLogin prohibit-password",
                     "AllowTcpForwarding yes",
-                    # Tests open many channels and connections at once.
-                    "MaxSessions 64",
-                    "MaxStartups 200",
+                    # OpenSSH's defaults, as a real node has them: the transport must work within them.
+                    "MaxSessions 10",
+                    "MaxStartups 10:30:100",
                     "LogLevel ERROR",
                     "",
                 ]

@@ -239,6 +239,33 @@ def test_commands_run_concurrently_on_one_connection(transport: SSHTransport) ->
     assert time.monotonic() - started < 5.0  # not 8 x 1 s one after another
 
 
+def test_more_commands_than_max_sessions_all_run(transport: SSHTransport) -> None:
+    """sshd allows 10 sessions per connection (MaxSessions): 12 servers and 25 commands at once still run."""
+    servers = [transport.start(f"sleep {marker()}", timeout=60) for _ in range(12)]
+    results: dict[int, str] = {}
+    errors: list[BaseException] = []
+
+    def work(i: int) -> None:
+        try:
+            results[i] = transport.run(f"sleep 0.5; echo {i}", timeout=20).stdout
+        except BaseException as exc:  # noqa: BLE001 - reported below
+            errors.append(exc)
+
+    threads = [threading.Thread(target=work, args=(i,)) for i in range(25)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    try:
+        assert not errors, errors[0]
+        assert results == {i: f"{i}\n" for i in range(25)}
+        assert all(s.is_running() for s in servers)
+    finally:
+        for server in servers:
+            server.stop()
+    assert not any(s.is_running() for s in servers)
+
+
 def test_tcp_nodelay_is_set(settings: Callable[..., SSHSettings]) -> None:
     on, off = SSHTransport("on", settings()), SSHTransport("off", settings(), _tcp_nodelay=False)
     try:

@@ -667,7 +667,7 @@ class SimCluster:
 
 
 def _sshd_config(address: str) -> str:
-    """sshd_config for one node: key-only root login on its own address, room for parallel tests."""
+    """sshd_config for one node: key-only root login on its own address, stock session limits."""
     return "\n".join([
         f"ListenAddress {address}",
         "Port 22",
@@ -680,8 +680,10 @@ def _sshd_config(address: str) -> str:
         # The home dir lives in a workdir owned by whoever ran the tests; skip the owner checks.
         "StrictModes no",
         "AuthorizedKeysFile .ssh/authorized_keys",
-        "MaxStartups 100:30:200",
-        "MaxSessions 50",
+        # OpenSSH's own limits (MaxSessions 10, MaxStartups 10:30:100), written out so nobody raises
+        # them for convenience: a real cluster's sshd has them, and the plugin must work within them.
+        "MaxStartups 10:30:100",
+        "MaxSessions 10",
         "LogLevel ERROR",
         "UseDNS no",
         "PrintMotd no",

@@ -12,6 +12,11 @@ Two things we do ourselves on top of it:
 
 Commands run on raw exec channels of that connection (:mod:`ssh_channel`), each
 wrapped in timeout(1) so the node kills what overruns (:mod:`shellwrap`).
+
+sshd allows ``MaxSessions`` (OpenSSH default 10) sessions per connection, and a
+round of servers and clients can need more on one node: when every connection to a
+node has that many sessions open, the next command opens another connection to the
+same node, as pdsh would, instead of being refused.
 """
 
 from __future__ import annotations
@@ -68,6 +73,8 @@ class SSHSettings:
     jump: str | None = None
     host_key_policy: HostKeyPolicy = "strict"
     ssh_config: Path | str | None = None
+    #: sessions one connection may hold at once: sshd's MaxSessions (OpenSSH's default is 10)
+    max_sessions: int = 10
 
 
 def _split_hop(spec: str) -> tuple[str | None, str, int | None]:
@@ -117,6 +124,10 @@ class SSHTransport:
         self._endpoint: Endpoint | None = None
         self._failure: TransportError | None = None
         self._background: list[SSHBackgroundProcess] = []
+        #: connections opened because the first one had max_sessions sessions open
+        self._overflow: list[fabric.Connection] = []
+        #: open sessions per connection (its paramiko Transport)
+        self._sessions: dict[paramiko.Transport, int] = {}
 
     def __repr__(self) -> str:
         return f"SSHTransport({self.node!r}, host={self.settings.host!r})"
@@ -209,6 +220,14 @@ class SSHTransport:
 
     def _socket(self, conn: fabric.Connection, jump: str | None) -> Any:
         """The byte stream to the node's sshd: a TCP socket, a jump host channel, or a ProxyCommand."""
+        if jump and self._jump is not None and self._conn is not None:
+            # Another connection to the node (sessions overflow): through the same jump host.
+            return self._jump.connection.transport.open_channel(
+                "direct-tcpip",
+                (conn.host, conn.port),
+                ("127.0.0.1", 0),
+                timeout=self.settings.connect_timeout,
+            )
         if jump:
             *earlier, last = jump.split(",")
             user, host, port = _split_hop(last)
@@ -235,6 +254,10 @@ class SSHTransport:
         """Forget a connection that is dead or being closed (the next command reconnects)."""
         conn, self._conn = self._conn, None
         jump, self._jump = self._jump, None
+        overflow, self._overflow = self._overflow, []
+        self._sessions.clear()
+        for extra in overflow:
+            extra.close()
         if conn is not None:
             conn.close()
         if jump is not None:
@@ -247,20 +270,49 @@ class SSHTransport:
         host, port = (ep.host, ep.port) if ep else (self.settings.host, self.settings.port or 22)
         return lost_error(self.node, host, port, command, exc)
 
+    def _transport_with_room(self) -> paramiko.Transport:
+        """A connection to the node with a free session (opening another one if all are full)."""
+        with self._lock:
+            primary = self._open()
+            for conn in [primary, *self._overflow]:
+                transport: paramiko.Transport | None = conn.transport
+                if transport is None or not transport.is_active():
+                    continue
+                if self._sessions.get(transport, 0) < self.settings.max_sessions:
+                    self._sessions[transport] = self._sessions.get(transport, 0) + 1
+                    return transport
+            self._overflow = [c for c in self._overflow if c.transport is not None and c.transport.is_active()]
+            extra = self._new_connection()
+            self._overflow.append(extra)
+            self._sessions[extra.transport] = 1
+            return extra.transport  # type: ignore[no-any-return]
+
+    def _release(self, transport: paramiko.Transport | None) -> None:
+        """A session of ``transport`` has closed: its slot is free again."""
+        if transport is None:
+            return
+        with self._lock:
+            if self._sessions.get(transport, 0) > 0:
+                self._sessions[transport] -= 1
+
     def _channel(self, command: str, remote_command: str) -> paramiko.Channel:
-        transport: paramiko.Transport = self._open().transport
+        transport = self._transport_with_room()
         try:
             chan: paramiko.Channel = transport.open_session(timeout=self.settings.connect_timeout)
             chan.exec_command(remote_command)
         except paramiko.ChannelException as exc:
-            # The connection is fine but sshd would not open another session (MaxSessions).
+            self._release(transport)
+            # The connection is fine but sshd would not open another session: its MaxSessions
+            # is below the max_sessions we assumed.
             raise TransportError(
                 self.node,
                 f"sshd refused a new session: {exc}",
                 command=command,
-                fix="too many commands/servers at once on this node; raise MaxSessions in sshd_config",
+                fix=f"this node's sshd allows fewer than {self.settings.max_sessions} sessions per "
+                "connection: set max_sessions in the inventory to its MaxSessions",
             ) from exc
         except (paramiko.SSHException, EOFError, OSError) as exc:
+            self._release(transport)
             raise self._lost(command, exc) from exc
         return chan
 
@@ -282,6 +334,7 @@ class SSHTransport:
             code = exit_code_of(chan) if finished else None
         finally:
             chan.close()
+            self._release(chan.get_transport())
         out = b"".join(stdout).decode(errors="replace")
         if not finished:
             # timeout(1) should have ended it long ago: the connection hangs.  Start afresh next time.
@@ -328,6 +381,7 @@ class SSHTransport:
         with self._lock:
             if process in self._background:
                 self._background.remove(process)
+        self._release(process.channel_transport)
 
     # -- closing -------------------------------------------------------------------
     def close(self) -> None:

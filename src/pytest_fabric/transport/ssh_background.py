@@ -93,6 +93,11 @@ class SSHBackgroundProcess:
             self._got_output.notify_all()
         self._on_finish(self)
 
+    @property
+    def channel_transport(self) -> paramiko.Transport | None:
+        """The SSH connection this process's session belongs to."""
+        return self._chan.get_transport()
+
     # -- the PID ---------------------------------------------------------------
     def wait_for_pid(self, timeout_s: float) -> int | None:
         """Block until the node has reported the process group id (None if the channel ended first)."""
