@@ -12,7 +12,7 @@ from decimal import Decimal
 
 from .base import ParseError, UnrecognizedOutput
 
-__all__ = ["split_lines", "to_int", "to_decimal", "DECIMAL_RE"]
+__all__ = ["split_lines", "to_int", "to_decimal", "DECIMAL_RE", "launcher_lines", "strip_launcher_prefixes"]
 
 # ASCII digits only: ``\d`` would also accept other scripts' digits, which
 # int() takes but no tool prints, and '²'-like characters that int() rejects.
@@ -84,3 +84,45 @@ def json_list(tool: str, text: str, what: str) -> list[object]:
     if not isinstance(data, list):
         raise UnrecognizedOutput(tool, f"JSON output is not a list of {what}")
     return data
+
+
+# ``mpirun --tag-output``: ``[jobid,rank]<stdout>:`` (Open MPI 4) or the same with a space
+# after the colon (Open MPI 5 / PRRTE); stderr and stddiag are tagged alike.
+_MPI_TAG_RE = re.compile(r"^\[\d+,(?P<rank>\d+)\]<(?:stdout|stderr|stddiag)>: ?")
+# ``srun -l`` / ``--label``: the task number, space-padded to the widest one (`` 0: ``,
+# ``15: ``), after ``P<component> `` in a heterogeneous job.
+_SRUN_LABEL_RE = re.compile(r"^\s*(?:P\d+\s+)?(?P<rank>\d+):(?: |$)")
+# Lines srun and slurmstepd print themselves, without a label.
+_SLURM_OWN_RE = re.compile(r"^\s*(?:srun|slurmstepd(?:-\S+)?): ")
+
+
+def launcher_lines(text: str) -> list[tuple[int | None, str]]:
+    """The lines of ``text`` with MPI and Slurm rank prefixes removed, each with the rank it named.
+
+    ``mpirun --tag-output`` prefixes are removed wherever they appear (lines mpirun
+    prints itself, such as ssh warnings, carry none).  ``srun -l`` labels are removed
+    only when every line other than srun's and slurmstepd's own carries one: a bare
+    ``0: `` is too common in tool output (``ip -o link``) to strip from one line.
+    The rank is ``None`` on lines that had no prefix.
+    """
+    lines = text.splitlines()
+    tagged: list[tuple[int | None, str]] = []
+    for line in lines:
+        match = _MPI_TAG_RE.match(line)
+        tagged.append((int(match.group("rank")), line[match.end() :]) if match else (None, line))
+    labelled = [
+        line for rank, line in tagged if rank is None and line.strip() and not _SLURM_OWN_RE.match(line)
+    ]
+    if not labelled or not all(_SRUN_LABEL_RE.match(line) for line in labelled):
+        return tagged
+    out: list[tuple[int | None, str]] = []
+    for rank, line in tagged:
+        match = _SRUN_LABEL_RE.match(line) if rank is None else None
+        out.append((int(match.group("rank")), line[match.end() :]) if match else (rank, line))
+    return out
+
+
+def strip_launcher_prefixes(text: str) -> str:
+    """``text`` without the ``[1,0]<stdout>:`` (``mpirun --tag-output``) and ``0: `` (``srun -l``)
+    prefixes, so a parser reads relayed output as the tool printed it (see :func:`launcher_lines`)."""
+    return "\n".join(line for _, line in launcher_lines(text))

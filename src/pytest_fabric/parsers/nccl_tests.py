@@ -6,6 +6,14 @@ whose ``redop`` cell is blank (old ``alltoall_perf``), ``N/A`` in ``#wrong`` whe
 validation is off, and the 2.29-era column widths.  Multi-node runs carry launcher
 noise (ssh ``Warning: Permanently added``, mpirun banners, ``NCCL INFO`` lines in
 the middle of the table); a line is a data row only when it has the row's shape.
+Output relayed by ``mpirun --tag-output`` (``[1,0]<stdout>:``) or ``srun -l``
+(`` 0: ``) is read through its rank prefixes.
+
+The two layouts' last column of each half means different things, and both are
+kept under their own names: ``#wrong`` (newer) counts wrong elements, ``error``
+(older) is the largest deviation from the expected result (``7e-07``), a
+magnitude that rounding makes non-zero on a healthy run.  Whether either is too
+much is what nccl-tests itself says in ``Out of bounds values : N OK|FAILED``.
 
 Bandwidths are GB/s (10^9 bytes/s), as nccl-tests prints them.  Use
 :func:`busbw_at` at the size the profile names, never the ``# Avg bus bandwidth``
@@ -18,6 +26,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
+from pytest_fabric.parsers._textscan import launcher_lines
 from pytest_fabric.parsers.base import ParseError, ToolReportedError, UnrecognizedOutput, register
 
 __all__ = [
@@ -48,11 +57,13 @@ _RANK_RE = re.compile(
     r"\s+device\s+(?P<device>\d+)\s+\[(?P<bus>[^\]]*)\]\s*(?P<name>.*?)\s*$"
 )
 _VERSION_RE = re.compile(r"NCCL version (?P<version>\d+\.\d+\.\d+\S*)")
-_AVG_RE = re.compile(rf"^#\s*Avg bus bandwidth\s*:\s*(?P<value>{_NUMBER})")
-_OOB_RE = re.compile(r"^#\s*Out of bounds values\s*:\s*(?P<count>\d+)\s*(?P<status>\w+)?")
+# The first versions printed these two trailer lines without the leading '#'.
+_AVG_RE = re.compile(rf"^#?\s*Avg bus bandwidth\s*:\s*(?P<value>{_NUMBER})")
+_OOB_RE = re.compile(r"^#?\s*Out of bounds values\s*:\s*(?P<count>\d+)\s*(?P<status>\w+)?")
 _CONCLUDED_RE = re.compile(r"^#\s*Collective test concluded:\s*(?P<name>\S+)")
 _FAILURE_RE = re.compile(r"(?:Test (?:NCCL|CUDA) failure|Test failure|NCCL failure)\b.*", re.IGNORECASE)
 _HEADER_RE = re.compile(r"^#\s*size\s+count\s+type\b")
+_COUNT_CELL_RE = re.compile(r"\d+")
 
 
 @dataclass(frozen=True)
@@ -70,7 +81,12 @@ class NcclRank:
 
 @dataclass(frozen=True)
 class NcclRow:
-    """One message size: out-of-place and in-place time (us), algbw and busbw (GB/s), wrong count."""
+    """One message size: out-of-place and in-place time (us), algbw and busbw (GB/s), and the check.
+
+    The check is ``wrong`` (a count of wrong elements, newer layout) or ``error``
+    (the largest deviation from the expected values, older layout); the other is
+    ``None``, and both are ``None`` when validation was off (``N/A``).
+    """
 
     size_bytes: int
     count: int
@@ -81,11 +97,14 @@ class NcclRow:
     algbw_gbytes_per_s: float
     busbw_gbytes_per_s: float
     wrong: int | None
-    """``None`` when validation was off (``N/A``)."""
+    """``#wrong``: elements that differed from the expected result; ``None`` in the old layout or with ``N/A``."""
     in_place_time_us: float
     in_place_algbw_gbytes_per_s: float
     in_place_busbw_gbytes_per_s: float
     in_place_wrong: int | None
+    error: float | None = None
+    """Old layout's ``error``: the largest deviation from the expected values (``7e-07``), not a count."""
+    in_place_error: float | None = None
 
 
 @dataclass(frozen=True)
@@ -122,9 +141,15 @@ class NcclTestsResult:
 
     @property
     def wrong_total(self) -> int | None:
-        """Sum of the ``#wrong`` cells; ``None`` when validation was off."""
+        """Sum of the ``#wrong`` cells; ``None`` when validation was off or the table has the old ``error`` column."""
         counts = [c for row in self.rows for c in (row.wrong, row.in_place_wrong) if c is not None]
         return sum(counts) if counts else None
+
+    @property
+    def max_error(self) -> float | None:
+        """The largest old-layout ``error`` cell (a deviation, not a count); ``None`` in the newer layout."""
+        errors = [e for row in self.rows for e in (row.error, row.in_place_error) if e is not None]
+        return max(errors) if errors else None
 
 
 # Short alias: probes say ``nccl_tests.NcclResult``.
@@ -159,16 +184,25 @@ def largest_size_row(result: NcclTestsResult) -> NcclRow:
     return [row for row in result.rows if row.size_bytes == largest][-1]
 
 
-def _wrong(cell: str) -> int | None:
+def _check_cells(cell: str, layout: str | None) -> tuple[int | None, float | None]:
+    """(wrong count, error magnitude) of one check cell, read as the header names it.
+
+    Without a header (an excerpt), a bare integer is a ``#wrong`` count and
+    anything else (``7e-07``, ``0.0``) an ``error`` magnitude.
+    """
     if cell == "N/A":
-        return None
-    return int(float(cell))
+        return None, None
+    if layout == "error" or (layout is None and not _COUNT_CELL_RE.fullmatch(cell)):
+        return None, float(cell)
+    return int(float(cell)), None
 
 
-def _row(match: re.Match[str]) -> NcclRow:
+def _row(match: re.Match[str], layout: str | None) -> NcclRow:
     # Every group is digits by the regex, so the conversions cannot fail.
     redop = match.group("redop")
     root = match.group("root")
+    wrong, error = _check_cells(match.group("o_wrong"), layout)
+    in_place_wrong, in_place_error = _check_cells(match.group("i_wrong"), layout)
     return NcclRow(
         size_bytes=int(match.group("size")),
         count=int(match.group("count")),
@@ -178,11 +212,13 @@ def _row(match: re.Match[str]) -> NcclRow:
         time_us=float(match.group("o_time")),
         algbw_gbytes_per_s=float(match.group("o_algbw")),
         busbw_gbytes_per_s=float(match.group("o_busbw")),
-        wrong=_wrong(match.group("o_wrong")),
+        wrong=wrong,
         in_place_time_us=float(match.group("i_time")),
         in_place_algbw_gbytes_per_s=float(match.group("i_algbw")),
         in_place_busbw_gbytes_per_s=float(match.group("i_busbw")),
-        in_place_wrong=_wrong(match.group("i_wrong")),
+        in_place_wrong=in_place_wrong,
+        error=error,
+        in_place_error=in_place_error,
     )
 
 
@@ -209,16 +245,27 @@ def parse(text: str) -> NcclTestsResult:
     oob: int | None = None
     oob_ok: bool | None = None
     header_seen = False
-    for raw in text.splitlines():
+    layout: str | None = None
+    row_tasks: set[int] = set()
+    for task, raw in launcher_lines(text):
         line = raw.strip()
         if not line:
             continue
         if failure := _FAILURE_RE.search(line):
             failures.append(failure.group(0).strip())
             continue
+        if found := _OOB_RE.match(line):
+            oob = int(found.group("count"))
+            oob_ok = None if found.group("status") is None else found.group("status").upper() == "OK"
+            continue
+        if found := _AVG_RE.match(line):
+            avg = float(found.group("value"))
+            continue
         if line.startswith("#"):
             if _HEADER_RE.match(line):
                 header_seen = True
+                columns = line.split()
+                layout = "wrong" if "#wrong" in columns else "error" if "error" in columns else layout
             elif rank := _RANK_RE.match(line):
                 ranks.append(
                     NcclRank(
@@ -233,11 +280,6 @@ def parse(text: str) -> NcclTestsResult:
                 )
             elif found := _PARAMS_RE.match(line):
                 params = params or found
-            elif found := _AVG_RE.match(line):
-                avg = float(found.group("value"))
-            elif found := _OOB_RE.match(line):
-                oob = int(found.group("count"))
-                oob_ok = None if found.group("status") is None else found.group("status").upper() == "OK"
             elif found := _CONCLUDED_RE.match(line):
                 collective = found.group("name")
             continue
@@ -245,13 +287,23 @@ def parse(text: str) -> NcclTestsResult:
             version = version or found.group("version")
             continue
         if row := _ROW_RE.match(line):
-            rows.append(_row(row))
+            rows.append(_row(row, layout))
+            if task is not None:
+                row_tasks.add(task)
     if failures:
         raise ToolReportedError(TOOL, "; ".join(dict.fromkeys(failures)))
     if not rows:
         if header_seen or params:
             raise UnrecognizedOutput(TOOL, "nccl-tests header found but no result rows (run cut short?)")
         raise UnrecognizedOutput(TOOL, "no nccl-tests result table ('# size count type ...' and rows) found")
+    if len(row_tasks) > 1:
+        # Only rank 0 of one job prints the table; rows from several tasks are several jobs.
+        tasks = ", ".join(str(t) for t in sorted(row_tasks))
+        raise UnrecognizedOutput(
+            TOOL,
+            f"result rows from tasks {tasks}: each task ran its own test instead of one job across them "
+            "(nccl-tests built without MPI=1, or srun without --mpi=pmix)",
+        )
     return NcclTestsResult(
         collective=collective,
         nccl_version=version,

@@ -5,6 +5,8 @@ bidirectional SM testcases in v0.7 three (``Read1``, ``Read2``, ``Total``), each
 followed by a ``SUM <name>[_suffix] <value>`` line.  Rows and columns are device
 indexes; for host testcases the single row ``0`` is the CPU.  ``N/A`` marks a pair
 that was not measured (self-copy, or no peer access on PCIe/partial NVLink meshes).
+Output relayed by ``mpirun --tag-output`` or ``srun -l`` (multi-node runs) is read
+through its rank prefixes.
 """
 
 from __future__ import annotations
@@ -12,6 +14,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field
 
+from ._textscan import launcher_lines
 from .base import ToolReportedError, UnrecognizedOutput, register
 
 __all__ = [
@@ -119,7 +122,8 @@ def _number(cell: str, line: int) -> float | None:
 @register(TOOL, "nvbandwidth: per-testcase GPU/host copy bandwidth matrices (v0.2-v0.7) with SUM lines", corpus=("nvbandwidth",))
 def parse_nvbandwidth(text: str) -> NvbandwidthResult:
     """Parse nvbandwidth text output (one or many testcases) into an :class:`NvbandwidthResult`."""
-    lines = [line.rstrip("\r") for line in text.splitlines()]
+    # Multi-node nvbandwidth runs under mpirun (or srun): read through rank prefixes.
+    lines = [line.rstrip("\r") for _, line in launcher_lines(text)]
     version = driver = None
     runtime = cuda_driver = None
     devices: dict[int, str] = {}

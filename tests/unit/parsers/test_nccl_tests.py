@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 
 from pytest_fabric.parsers.base import ParseError, ToolReportedError, UnrecognizedOutput
-from pytest_fabric.parsers.nccl_tests import busbw_at, largest_size_row, parse
+from pytest_fabric.parsers.nccl_tests import busbw_at, largest_size_row, parse, row_at
 
 DATA = Path(__file__).resolve().parents[2] / "data" / "nccl-tests"
 
@@ -109,3 +109,66 @@ def test_header_without_rows_and_garbage(corpus: Path) -> None:
         parse(text.split("  33554432")[0])
     with pytest.raises(UnrecognizedOutput, match="nccl-tests"):
         parse("Warning: Permanently added 'x' (ED25519) to the list of known hosts.\n")
+
+
+def _data(name: str) -> str:
+    return (DATA / name).read_text(encoding="utf-8")
+
+
+@pytest.mark.parametrize(
+    "name",
+    [
+        "all_reduce_perf-2node-mpirun-tag-output-constructed.txt",
+        "all_reduce_perf-2node-ompi5-tag-output-constructed.txt",
+        "all_reduce_perf-2node-16task-srun-label-constructed.txt",
+    ],
+)
+def test_rank_prefixes_of_mpirun_and_srun_are_read_through(name: str) -> None:
+    # Output relayed by `mpirun --tag-output` ([1,0]<stdout>:) or `srun -l` ( 0: ) reads as the tool printed it.
+    result = parse(_data(name))
+    assert result.sizes == (8388608, 16777216, 33554432)
+    assert busbw_at(result, 33554432) == 32.24
+    assert result.num_ranks in (4, 16) and len(result.hosts) == 2
+    assert result.wrong_total == 0 and result.out_of_bounds == 0 and result.out_of_bounds_ok is True
+
+
+def test_tagged_output_keeps_the_version_and_ranks() -> None:
+    result = parse(_data("all_reduce_perf-2node-mpirun-tag-output-constructed.txt"))
+    assert result.nccl_version == "2.19.3+cuda12.3"
+    assert result.hosts == ("gpu-a01", "gpu-a02") and result.ranks[2].pid == 38817
+
+
+def test_tasks_that_each_ran_their_own_test_are_not_one_job() -> None:
+    # srun of an nccl-tests build without MPI: every task prints its own one-rank table.
+    with pytest.raises(UnrecognizedOutput, match=r"tasks 0, 1: each task ran its own test"):
+        parse(_data("all_reduce_perf-srun-without-mpi-two-single-rank-runs-constructed.txt"))
+
+
+def test_old_error_column_is_a_magnitude_not_a_count() -> None:
+    result = parse(_data("all_reduce_perf-8x-v100-old-error-column-constructed.txt"))
+    first = result.rows[0]
+    # 7e-07 is the largest deviation from the expected values, not "0 wrong elements".
+    assert (first.error, first.in_place_error) == (7e-07, 7e-07)
+    assert (first.wrong, first.in_place_wrong) == (None, None)
+    assert result.wrong_total is None
+    assert result.max_error == 1e-06
+    assert result.out_of_bounds == 0 and result.out_of_bounds_ok is True
+
+
+def test_new_wrong_column_is_a_count() -> None:
+    result = parse(_data("all_reduce_perf-2node-wrong-results-constructed.txt"))
+    row = row_at(result, 16777216)
+    assert (row.wrong, row.in_place_wrong, row.error) == (1043, 1043, None)
+    assert result.wrong_total == 1043 + 1043 + 2
+    assert result.max_error is None
+    assert (result.out_of_bounds, result.out_of_bounds_ok) == (3, False)
+
+
+def test_oldest_trailer_without_hash() -> None:
+    # The first nccl-tests printed " Out of bounds values" and " Avg bus bandwidth" without '#'.
+    text = _data("all_reduce_perf-8x-v100-old-error-column-constructed.txt")
+    text = text.replace("# Out of bounds values : 0 OK", " Out of bounds values : 2 FAILED")
+    text = text.replace("# Avg bus bandwidth", " Avg bus bandwidth")
+    result = parse(text)
+    assert (result.out_of_bounds, result.out_of_bounds_ok) == (2, False)
+    assert result.avg_busbw_gbytes_per_s == 79.4433

@@ -97,3 +97,11 @@ def test_truncations_only_raise_parse_error() -> None:
             parse_nvbandwidth(text[:cut])
         except ParseError:
             pass
+
+
+@pytest.mark.parametrize("prefix", ["[1,0]<stdout>:", "[1,0]<stdout>: ", " 0: "])
+def test_rank_prefixed_output_reads_like_the_plain_one(prefix: str) -> None:
+    # A multi-node run under `mpirun --tag-output` or `srun -l` prefixes every line with its rank.
+    text = (DATA / "h100-8gpu-v0.7-d2d-read-ce-one-slow-pair.txt").read_text()
+    relayed = "\n".join(prefix + line if line else prefix.rstrip() for line in text.splitlines())
+    assert parse_nvbandwidth(relayed) == parse_nvbandwidth(text)
