@@ -11,6 +11,14 @@ never from summing intervals.
 Rates are bits per second (10^3 prefixes, as iperf3 prints them); byte amounts in
 text output use iperf3's 2^10 prefixes (``GBytes`` = 2^30 bytes) and are therefore
 rounded to the 3 significant digits printed.
+
+Sender and receiver figures are each read from the side iperf3 wrote them for,
+never copied from the other: a UDP receiver gets less than was sent when packets
+are lost.  Before iperf3 3.11 (esnet/iperf#1174) a UDP client's JSON had only
+``end.sum``, the sender's bytes and rate with the receiver's jitter and loss; the
+receiver's rate and bytes are then ``None`` (iperf3 did not say), not the sender's.
+Durations are what the run took (``seconds`` of each side's summary), not the
+``-t`` asked for, which is 0 for a run bounded by ``-n``/``-k``.
 """
 
 from __future__ import annotations
@@ -61,12 +69,14 @@ class Iperf3Result:
     """``TCP`` or ``UDP``."""
     num_streams: int
     duration_s: float | None
+    """How long the test ran (the sender's side), as measured; not the ``-t`` asked for."""
     remote_host: str | None
     reverse: bool | None
     """``-R`` (server sends); ``None`` where the output does not say."""
     streams: tuple[Iperf3Stream, ...]
     sent_bps: float
-    received_bps: float
+    received_bps: float | None
+    """The receiver's rate; ``None`` where iperf3 did not write the receiver's side (UDP before 3.11)."""
     sent_bytes: int | None
     received_bytes: int | None
     retransmits: int | None
@@ -76,8 +86,14 @@ class Iperf3Result:
     jitter_ms: float | None
     """UDP only."""
     lost_percent: float | None
-    """UDP only."""
+    """UDP only, as the receiver counted it."""
     intervals: tuple[Iperf3Interval, ...]
+    received_duration_s: float | None = None
+    """How long the receiver's side of the test lasted; ``None`` where iperf3 did not write it."""
+    lost_packets: int | None = None
+    """UDP only: datagrams the receiver found missing."""
+    packets: int | None = None
+    """UDP only: datagrams in the test, as the receiver counted them."""
 
 
 # --- JSON ---------------------------------------------------------------------------------------
@@ -144,9 +160,11 @@ def parse_json(text: str) -> Iperf3Result:
     udp_sum = _dict(end.get("sum"), "end.sum")
     if not sum_sent and not sum_received and not udp_sum:
         raise UnrecognizedOutput(TOOL, "JSON has no end.sum_sent / end.sum_received / end.sum (run cut short?)")
-    # UDP runs before 3.x-late have only end.sum, which is the receiver's view with loss.
+    # UDP before 3.11 has only end.sum: the sender's bytes and rate with the receiver's jitter and
+    # loss.  It stands in for the sender's side, never for the receiver's (TCP always has both).
     sent_source = sum_sent or udp_sum
-    received_source = sum_received or udp_sum
+    received_source = sum_received
+    loss_source = sum_received or udp_sum
 
     streams: list[Iperf3Stream] = []
     for index, entry in enumerate(_list(end.get("streams"), "end.streams")):
@@ -158,6 +176,7 @@ def parse_json(text: str) -> Iperf3Result:
         streams.append(
             Iperf3Stream(
                 stream_id=int(_number(socket, f"end.streams[{index}] socket")),
+                # A UDP stream's "udp" entry is the sender's view (bytes sent), like end.sum.
                 sent_bps=_optional_number((sender or udp).get("bits_per_second"), "sender bits_per_second"),
                 received_bps=_optional_number(receiver.get("bits_per_second"), "receiver bits_per_second"),
                 sent_bytes=_optional_int((sender or udp).get("bytes"), "sender bytes"),
@@ -189,25 +208,34 @@ def parse_json(text: str) -> Iperf3Result:
     version = start.get("version")
     num_streams = test_start.get("num_streams")
     reverse = test_start.get("reverse")
+    duration = _optional_number(sent_source.get("seconds"), "end sent seconds")
+    if duration is None:  # iperf3 too old to write the seconds a side took
+        duration = _optional_number(test_start.get("duration"), "duration")
+    is_udp = protocol == "UDP"
     return Iperf3Result(
         format="json",
         version=str(version).removeprefix("iperf ").strip() if version is not None else None,
         protocol=protocol,
         num_streams=int(_number(num_streams, "num_streams")) if num_streams is not None else len(streams),
-        duration_s=_optional_number(test_start.get("duration"), "duration"),
+        duration_s=duration,
         remote_host=None if remote is None else str(remote),
         reverse=None if reverse is None else bool(reverse),
         streams=tuple(streams),
         sent_bps=_number(sent_source.get("bits_per_second"), "end sent bits_per_second"),
-        received_bps=_number(received_source.get("bits_per_second"), "end received bits_per_second"),
+        received_bps=(
+            _number(received_source.get("bits_per_second"), "end received bits_per_second") if received_source else None
+        ),
         sent_bytes=_optional_int(sent_source.get("bytes"), "end sent bytes"),
         received_bytes=_optional_int(received_source.get("bytes"), "end received bytes"),
         retransmits=_optional_int(sum_sent.get("retransmits"), "end.sum_sent.retransmits"),
         cpu_host_total_percent=_optional_number(cpu.get("host_total"), "cpu host_total"),
         cpu_remote_total_percent=_optional_number(cpu.get("remote_total"), "cpu remote_total"),
-        jitter_ms=_optional_number(udp_sum.get("jitter_ms"), "jitter_ms") if udp_sum else None,
-        lost_percent=_optional_number(udp_sum.get("lost_percent"), "lost_percent") if udp_sum else None,
+        jitter_ms=_optional_number(loss_source.get("jitter_ms"), "jitter_ms") if is_udp else None,
+        lost_percent=_optional_number(loss_source.get("lost_percent"), "lost_percent") if is_udp else None,
         intervals=tuple(intervals),
+        received_duration_s=_optional_number(received_source.get("seconds"), "end received seconds"),
+        lost_packets=_optional_int(loss_source.get("lost_packets"), "lost_packets") if is_udp else None,
+        packets=_optional_int(loss_source.get("packets"), "packets") if is_udp else None,
     )
 
 
@@ -238,6 +266,8 @@ class _Summary:
     retransmits: int | None
     jitter_ms: float | None
     lost_percent: float | None
+    lost_packets: int | None = None
+    packets: int | None = None
 
 
 def _summary(match: re.Match[str]) -> _Summary:
@@ -253,6 +283,8 @@ def _summary(match: re.Match[str]) -> _Summary:
         retransmits=int(retr.group("retr")) if retr else None,
         jitter_ms=float(udp.group("jitter")) if udp else None,
         lost_percent=float(udp.group("pct")) if udp else None,
+        lost_packets=int(udp.group("lost")) if udp else None,
+        packets=int(udp.group("total")) if udp else None,
     )
 
 
@@ -318,30 +350,35 @@ def parse_text(text: str) -> Iperf3Result:
     receiver = summaries.get((total_key, "receiver"))
     if sender is None and receiver is None:
         raise UnrecognizedOutput(TOOL, "no total sender/receiver summary line (several streams but no [SUM])")
-    # A server-side capture has only receiver lines; the other figure is then the same transfer.
+    is_udp = udp or any(s.jitter_ms is not None for s in summaries.values())
+    # A TCP server-side capture has only receiver lines; the other figure is then the same
+    # transfer.  UDP loses datagrams, so its receiver's side is never the sender's copied.
     sent = sender or receiver
-    received = receiver or sender
-    assert sent is not None and received is not None
+    received = receiver if is_udp else (receiver or sender)
+    assert sent is not None
     sum_intervals = intervals.get("SUM") or (intervals.get(total_key) if len(stream_ids) == 1 else None) or []
     return Iperf3Result(
         format="text",
         version=None,
-        protocol="UDP" if udp or sent.jitter_ms is not None else "TCP",
+        protocol="UDP" if is_udp else "TCP",
         num_streams=len(stream_ids),
         duration_s=sent.end - sent.start,
         remote_host=remote,
         reverse=None,
         streams=streams,
         sent_bps=sent.bps,
-        received_bps=received.bps,
+        received_bps=received.bps if received else None,
         sent_bytes=sent.bytes,
-        received_bytes=received.bytes,
+        received_bytes=received.bytes if received else None,
         retransmits=sender.retransmits if sender else None,
         cpu_host_total_percent=None,
         cpu_remote_total_percent=None,
-        jitter_ms=received.jitter_ms,
-        lost_percent=received.lost_percent,
+        jitter_ms=received.jitter_ms if received else None,
+        lost_percent=received.lost_percent if received else None,
         intervals=tuple(Iperf3Interval(i.start, i.end, i.bps) for i in sum_intervals),
+        received_duration_s=received.end - received.start if received else None,
+        lost_packets=received.lost_packets if received else None,
+        packets=received.packets if received else None,
     )
 
 

@@ -115,15 +115,15 @@ def measure_pair(pair: NodePair, settings: TcpSettings, *, need_line_rate: bool 
             fix="write an absolute floor (e.g. '90 Gb/s') for inter_node.tcp_throughput.min in the profile",
         )
 
-    server_prefix = client_prefix = ""
+    # Every run is bound to the NIC's NUMA node, one process or several, as
+    # ngc_multinode_perf and Azure's checks do: a run on the far socket is slower.
     pin_notes: list[str] = []
-    if settings.processes > 1:
-        server_prefix, ev, note = numa_pinning(pair.b)
-        evidence += ev
-        pin_notes.append(note)
-        client_prefix, ev, note = numa_pinning(pair.a)
-        evidence += ev
-        pin_notes.append(note)
+    server_prefix, ev, note = numa_pinning(pair.b)
+    evidence += ev
+    pin_notes.append(note)
+    client_prefix, ev, note = numa_pinning(pair.a)
+    evidence += ev
+    pin_notes.append(note)
 
     ports = [settings.port + i for i in range(settings.processes)]
     streams_each = max(1, -(-settings.streams // settings.processes))
@@ -158,6 +158,8 @@ def measure_pair(pair: NodePair, settings: TcpSettings, *, need_line_rate: bool 
         parsed = parse_or_raise(
             iperf3.parse, result, fix=f"check that {pair.a.name} can reach {pair.b.address} (firewall, routing)"
         )
+        if parsed.received_bps is None:  # a TCP run always reports it; an old UDP one does not
+            raise MeasurementError(result.node, "iperf3 reported no receiver rate", command=result.command)
         received += Decimal(str(parsed.received_bps))
         per_process.append(parsed.received_bps)
         version = version or parsed.version

@@ -123,3 +123,50 @@ def test_json_wrong_types_are_parse_errors() -> None:
         parse_json('{"start": [], "end": 3}')
     with pytest.raises(ParseError, match="iperf3: end sent bits_per_second: expected a number, got 'fast'"):
         parse_json('{"end": {"sum_sent": {"bits_per_second": "fast"}}}')
+
+
+def test_udp_receiver_side_as_iperf3_writes_it() -> None:
+    # Captured with real loss: the receiver got fewer bytes than were sent, and says so in sum_received.
+    result = parse(_read(DATA, "json-client-udp-unlimited-lossy-loopback-3.12.json"))
+    assert (result.sent_bytes, result.received_bytes) == (411964000, 408255400)
+    assert result.received_bps == pytest.approx(3265716628.3371663)
+    assert (result.lost_packets, result.packets) == (2649, 294260)
+    assert result.lost_percent == pytest.approx(0.9002242914429416)
+    assert (result.duration_s, result.received_duration_s) == (1.000042, 1.0001)
+
+
+def test_udp_before_311_has_no_receiver_totals() -> None:
+    # iperf3 < 3.11 wrote only end.sum: the sender's bytes and rate with the receiver's loss.
+    # Its receiver rate and bytes are not known; they are not the sender's.
+    result = parse(_read(DATA, "json-client-udp-lossy-pre-3.11-layout-constructed.json"))
+    assert (result.version, result.protocol) == ("3.9", "UDP")
+    assert (result.sent_bytes, result.sent_bps) == (411964000, pytest.approx(3295573585.9093914))
+    assert (result.received_bps, result.received_bytes, result.received_duration_s) == (None, None, None)
+    assert (result.lost_packets, result.packets) == (2649, 294260)
+    assert result.lost_percent == pytest.approx(0.9002242914429416)
+    assert result.duration_s == 1.0001
+    assert result.streams[0].received_bps is None and result.streams[0].sent_bytes == 411964000
+
+
+def test_duration_is_what_the_run_took_not_the_requested_seconds() -> None:
+    # `-n 20M` asks for bytes, not seconds: test_start.duration is 0, the run took 0.42 s.
+    result = parse(_read(DATA, "json-client-udp-n20M-loopback-3.12.json"))
+    assert (result.duration_s, result.received_duration_s) == (0.420203, 0.420251)
+    assert result.received_bytes == 20972000
+
+
+def test_udp_text_receiver_line() -> None:
+    result = parse(_read(DATA, "text-client-udp-unlimited-lossy-loopback-3.12.txt"))
+    assert result.protocol == "UDP"
+    assert (result.sent_bps, result.received_bps) == (2.47e9, 1.29e9)
+    assert result.received_bytes == 154 * 2**20 and result.sent_bytes == 295 * 2**20
+    assert (result.lost_packets, result.packets, result.lost_percent) == (105168, 220650, 48.0)
+    assert result.received_duration_s == 1.0
+
+
+def test_udp_text_without_receiver_line_does_not_copy_the_sender() -> None:
+    text = _read(DATA, "text-client-udp-unlimited-lossy-loopback-3.12.txt")
+    cut = "\n".join(line for line in text.splitlines() if not line.rstrip().endswith("receiver"))
+    result = parse(cut)
+    assert result.sent_bps == 2.47e9
+    assert (result.received_bps, result.received_bytes, result.lost_packets) == (None, None, None)
