@@ -27,7 +27,8 @@ GPU_CHECKS = ("gpu_model", "gpu_pcie")
 # Checks that need nvidia-smi itself (nvlink_bandwidth reads `nvidia-smi nvlink --status` first).
 NEEDS_NVIDIA_SMI = ("gpu_count", "gpu_interconnect", "nvlink_bandwidth", "node_nccl_allreduce", *GPU_CHECKS)
 
-# One fault per node; node01 and node08 are healthy (node08's GPU 1 idles at Gen1, which is power saving).
+# One fault per node; node01 and node08 are healthy (node08's GPU 1 idles at Gen1, which is power saving:
+# under load it wakes to Gen5).
 FAULTS = {
     "node01": FakeGpus(),
     "node02": FakeGpus(inactive=[6]),
@@ -102,15 +103,16 @@ def test_each_gpu_fault_fails_its_own_check_and_subject(
     assert "GPU2<->GPU5 is SYS" in message("gpu_interconnect", "node03")
     assert "measured mixed" in message("gpu_interconnect", "node03")
     pcie = message("gpu_pcie", "node04:gpu3")
-    assert "Gen4" in pcie and "x8" in pcie and "busy" in pcie, pcie
+    assert "Gen4 x8 under load" in pcie and "trained below its max" in pcie, pcie
     assert "gpu7 is missing" in message("gpu_model", "node05:gpu7")
     assert re.search(r"measured 7\b.*== 8", message("gpu_count", "node05")), message("gpu_count", "node05")
     slow = message("nvlink_bandwidth", "node06")
     assert "GPU1->GPU4 150.00 GB/s" in slow and ">= 335 GB/s" in slow, slow
     assert "all NVLinks inactive on GPU6" in message("nvlink_bandwidth", "node02")
     assert "nvidia-smi: command not found" in message("gpu_count", "node07")
-    # An idle GPU at Gen1 is power saving, not a fault: judged on its max and said so.
-    assert "idle (P8)" in message("gpu_pcie", "node08:gpu1")
+    # An idle GPU at Gen1 is power saving, not a fault: under load it reads its trained Gen5.
+    idle = message("gpu_pcie", "node08:gpu1")
+    assert "Gen5 x16 under load" in idle and "before the copy it read Gen1" in idle, idle
     # The report gets the per-node NVLink matrix and the tool versions.
     matrix = checks[("nvlink_bandwidth", "node01")]["extra"]["matrix"]
     assert matrix["gpus"] == [f"GPU{i}" for i in range(8)] and len(matrix["values"]) == 8
@@ -144,4 +146,40 @@ def test_nvidia_smi_text_log_is_read_when_the_xml_is_broken(
         simcluster.remove_tool(node, "nvidia-smi-real")
         uninstall_gpus(simcluster, node)
     result.assert_outcomes(passed=8, failed=1)
-    result.stdout.fnmatch_lines([f"*{node}:gpu5: generation measured 4 *Gen4 x16*busy*"])
+    result.stdout.fnmatch_lines([f"*{node}:gpu5: generation measured 4 *Gen4 x16 under load*"])
+
+
+def test_gpu_pcie_is_judged_on_the_link_under_load(
+    pytester: pytest.Pytester, simcluster: SimCluster, sim_inventory: Path
+) -> None:
+    """A Gen4 GPU whose link trained down to Gen3 fails: idle it reads Gen1 with Max Gen4, so only a
+    reading taken while a host copy keeps it busy shows the fault.  Without nvbandwidth to make the
+    load, gpu_pcie errors and says so (never a quiet pass on Max)."""
+    healthy, degraded, no_load_tool = (n.name for n in simcluster.nodes[:3])
+    a100 = {"max_generation": 4, "idle": list(range(8))}  # every GPU idle (P8, Gen1) until a copy runs
+    record = pytester.path / "record.json"
+    try:
+        install_gpus(simcluster, healthy, FakeGpus(**a100))  # type: ignore[arg-type]
+        install_gpus(simcluster, degraded, FakeGpus(pcie={2: (3, 16)}, **a100))  # type: ignore[arg-type]
+        install_gpus(simcluster, no_load_tool, FakeGpus(**a100))  # type: ignore[arg-type]
+        simcluster.remove_tool(no_load_tool, "nvbandwidth")
+        pytester.runpytest_subprocess(
+            "--cluster", str(sim_inventory), "--profile", str(PROFILE), "-p", "no:cacheprovider", "-rA",
+            "--expect", "intra_node.gpu_pcie.generation=4", f"--conformance-json={record}",
+            "-k", f"gpu_pcie and ({healthy} or {degraded} or {no_load_tool})", timeout=180,
+        )
+    finally:
+        uninstall_gpus(simcluster)
+    checks = outcomes(record)
+    got = {subject: c["outcome"] for (check, subject), c in checks.items() if check == "gpu_pcie"}
+    want = {f"{node}:gpu{i}": "passed" for node in (healthy, degraded) for i in range(8)}
+    want[f"{degraded}:gpu2"] = "failed"
+    want.update({f"{no_load_tool}:gpu{i}": "error" for i in range(8)})
+    assert got == want
+    failed = str(checks[("gpu_pcie", f"{degraded}:gpu2")]["message"])
+    assert "generation measured 3" in failed and "under load" in failed, failed
+    assert "nvbandwidth -t host_to_all_memcpy_ce" in failed and "max Gen4" in failed, failed
+    passed = str(checks[("gpu_pcie", f"{healthy}:gpu2")]["message"])
+    assert "Gen4 x16 under load" in passed, passed
+    error = str(checks[("gpu_pcie", f"{no_load_tool}:gpu0")]["message"])
+    assert "nvbandwidth" in error and "not on PATH" in error and "github.com/NVIDIA/nvbandwidth" in error, error

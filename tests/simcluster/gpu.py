@@ -52,9 +52,13 @@ class FakeGpus:
     nccl_version: str = "2.21.5"
     pcie_only_pairs: list[tuple[int, int]] = field(default_factory=list)
     pcie_path: str = "SYS"  # what topo -m prints for a PCIe-only pair
-    # GPU -> (generation, width) the link trained at; others at Gen5 x16
+    max_generation: int = 5  # pcie.link.gen.max of every GPU (4 for A100-class nodes)
+    # GPU -> (generation, width) the link trained at; others at max_generation x16
     pcie: dict[int, tuple[int, int]] = field(default_factory=dict)
-    idle: list[int] = field(default_factory=list)  # GPUs in P8: the link reads Gen1 (power saving)
+    # GPUs in P8 while nothing copies: the link reads Gen1 (power saving); under load (a running
+    # `nvbandwidth -t host_to_all_memcpy_ce`) they are P0 at their trained link, as real GPUs are
+    idle: list[int] = field(default_factory=list)
+    load_seconds: float = 1.0  # how long host_to_all_memcpy_ce keeps the GPUs busy
     nvlink_gbytes: float = 391.7  # CE read per pair, GB/s
     slow_pairs: dict[tuple[int, int], float] = field(default_factory=dict)  # pair -> GB/s both ways
     inactive: list[int] = field(default_factory=list)  # GPUs whose NVLinks are all down

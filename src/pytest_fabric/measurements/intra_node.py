@@ -7,7 +7,8 @@ Per GPU (``node01:gpu3``, as many as the profile's ``gpu_count``): ``gpu_model``
 
 The GPU inventory (``nvidia-smi -q -x``) is read once per node and run and
 shared by the count, model and PCIe checks: it is one command, and every GPU
-subject of a node must be judged on the same reading.
+subject of a node must be judged on the same reading.  So are the PCIe links
+sampled under load for ``gpu_pcie`` (one copy to every GPU at once per node).
 """
 
 from __future__ import annotations
@@ -21,9 +22,11 @@ from ..cluster import NodeHandle
 from ..fixtures import GpuHandle
 from ..probes import gpu as gpu_probe
 from ..state import FabricState, get_state
+from ..transport.base import TransportError
 from ..verdict import Measurement
 
 _INVENTORY_KEY = "intra_node.gpu_inventory"
+_LOAD_KEY = "intra_node.gpu_links_under_load"
 
 
 def _state(request: pytest.FixtureRequest) -> FabricState:
@@ -38,6 +41,24 @@ def node_gpus(request: pytest.FixtureRequest, node: NodeHandle) -> gpu_probe.Gpu
     if node.name not in cache:
         cache[node.name] = gpu_probe.inventory(node)
     return cache[node.name]
+
+
+def node_links_under_load(request: pytest.FixtureRequest, node: NodeHandle) -> gpu_probe.LinksUnderLoad:
+    """The node's GPU links sampled under load, once per run: every GPU subject is judged on one load.
+
+    A failure is kept too, so the node's other GPUs report the same cause at
+    once instead of each starting the copy (and its sampling window) again.
+    """
+    cache: dict[str, gpu_probe.LinksUnderLoad | TransportError] = _state(request).cluster_results.setdefault(_LOAD_KEY, {})
+    if node.name not in cache:
+        try:
+            cache[node.name] = gpu_probe.links_under_load(node, node_gpus(request, node))
+        except TransportError as exc:
+            cache[node.name] = exc
+    got = cache[node.name]
+    if isinstance(got, TransportError):
+        raise got
+    return got
 
 
 def _expected_gpus(state: FabricState, node: NodeHandle) -> int:
@@ -62,7 +83,11 @@ def gpu_model(request: pytest.FixtureRequest, gpu: GpuHandle, spec: Callable[[st
 @pytest.fixture
 def gpu_pcie(request: pytest.FixtureRequest, gpu: GpuHandle, spec: Callable[[str], Any]) -> Measurement:
     spec("intra_node.gpu_pcie")
-    return gpu_probe.gpu_pcie(gpu.node, node_gpus(request, gpu.node), gpu.index)
+    inv = node_gpus(request, gpu.node)
+    absent = gpu_probe.gpu_absent(inv, gpu.index)
+    if absent is not None:
+        return absent  # no load needed to find a GPU missing
+    return gpu_probe.gpu_pcie(inv, gpu.index, node_links_under_load(request, gpu.node))
 
 
 @pytest.fixture

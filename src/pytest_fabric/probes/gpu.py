@@ -4,9 +4,10 @@ Commands (one node each, nothing runs across nodes):
 
 - ``nvidia-smi -q -x`` (falls back to ``nvidia-smi -q`` on drivers whose XML
   output is broken or absent): GPU names, bus ids, PCIe link, driver/CUDA.
-- ``nvidia-smi --query-gpu=index,pci.bus_id,pstate,utilization.gpu --format=csv``:
-  performance state, read only when a GPU's link runs below its maximum
-  generation (to tell power saving from a degraded link; see :func:`gpu_pcie`).
+- ``nvbandwidth -t host_to_all_memcpy_ce`` in the background, sampled with
+  ``nvidia-smi --query-gpu=index,pstate,pcie.link.gen.current,pcie.link.width.current
+  --format=csv,noheader,nounits``: each GPU's PCIe link while it is busy (see
+  :func:`links_under_load`).
 - ``nvidia-smi topo -m``: the GPU-GPU link matrix (NV# or a PCIe path).
 - ``nvidia-smi nvlink --status``: per-GPU NVLink state (all links inactive).
 - ``nvbandwidth -t <testcase>``: copy-engine (CE) bandwidth.  SM copies are
@@ -19,6 +20,7 @@ Commands (one node each, nothing runs across nodes):
 from __future__ import annotations
 
 import statistics
+import time
 from dataclasses import dataclass
 from typing import Any
 
@@ -45,13 +47,18 @@ __all__ = [
     "D2D_TESTCASE",
     "D2H_TESTCASE",
     "H2D_TESTCASE",
+    "LOAD_TESTCASE",
     "GpuInventory",
+    "LinkReading",
+    "LinksUnderLoad",
+    "gpu_absent",
     "gpu_count",
     "gpu_interconnect",
     "gpu_model",
     "gpu_pcie",
     "host_bandwidth",
     "inventory",
+    "links_under_load",
     "nic_pcie",
     "node_allreduce",
     "nvlink_bandwidth",
@@ -60,6 +67,13 @@ __all__ = [
 D2D_TESTCASE = "device_to_device_memcpy_read_ce"
 H2D_TESTCASE = "host_to_device_memcpy_ce"
 D2H_TESTCASE = "device_to_host_memcpy_ce"
+# The load under which gpu_pcie reads each link: host -> GPU copies on every GPU at once, so no
+# GPU idles while another takes its turn (host_to_device_memcpy_ce copies one GPU at a time).
+LOAD_TESTCASE = "host_to_all_memcpy_ce"
+LINK_FIELDS = ("index", "pstate", "pcie.link.gen.current", "pcie.link.width.current")
+LINK_QUERY = f"nvidia-smi --query-gpu={','.join(LINK_FIELDS)} --format=csv,noheader,nounits"
+LOAD_WINDOW_S = 120.0  # sample at most this long; nvbandwidth ends sooner on a healthy node
+SAMPLE_INTERVAL_S = 0.5
 # nvbandwidth on 8 GPUs takes tens of seconds per testcase; a hung GPU must not hang the run.
 NVBANDWIDTH_TIMEOUT_S = 600.0
 NCCL_TIMEOUT_S = 900.0
@@ -158,59 +172,179 @@ def gpu_model(inv: GpuInventory, index: int) -> Measurement:
     )
 
 
-def performance_states(node: NodeHandle) -> tuple[dict[str, str | None], CommandResult]:
-    """PCI bus id (upper case) -> performance state (``P0`` busy .. ``P8`` idle), from ``--query-gpu``."""
-    result = node.run("nvidia-smi --query-gpu=index,pci.bus_id,pstate,utilization.gpu --format=csv", timeout=60)
-    parsed = parse_or_raise(nvidia_smi_query_gpu.parse_nvidia_smi_query_gpu, result, fix=NVSMI_FIX)
-    return {(row.get("pci.bus_id") or "").upper(): row.get("pstate") for row in parsed.rows}, result
+def gpu_absent(inv: GpuInventory, index: int) -> Measurement | None:
+    """The failing measurement for a GPU the node does not show, or None when it is there."""
+    return _missing_gpu(inv, index) if index >= len(inv.gpus) else None
 
 
-def gpu_pcie(node: NodeHandle, inv: GpuInventory, index: int) -> Measurement:
-    """The GPU's PCIe link as the bounds ``generation`` and ``width`` (each judged as a floor).
+@dataclass(frozen=True)
+class LinkReading:
+    """One GPU in one ``--query-gpu`` sample."""
 
-    Rule: width is judged as trained (``Current``): it does not change with power
-    state.  Generation is judged as trained too, unless the GPU is idle: GPUs drop
-    the link to Gen1-3 when idle to save power, so an idle reading below ``Max``
-    says nothing about the link.  When ``Current < Max`` we read the performance
-    state: busy (``P0``-``P2``) means the link really trained slow and the current
-    generation is judged; idle (``P3``+) means the maximum the link negotiated
-    (``Max``, already limited by the host slot) is judged and the detail says so.
-    An idle GPU on a degraded link therefore passes; the detail asks for a run
-    under load.  A link that reads ``Current == Max`` needs no load to trust.
+    pstate: str | None
+    generation: int | None
+    width: int | None
+
+    @property
+    def busy(self) -> bool:
+        """P0-P2: the GPU is awake, so its link runs at the speed it trained at (P3+ is power saving)."""
+        state = (self.pstate or "").upper()
+        return state.startswith("P") and state[1:].isdigit() and int(state[1:]) <= 2
+
+
+@dataclass(frozen=True)
+class LinksUnderLoad:
+    """Every GPU's PCIe link as sampled while ``load_command`` kept the GPUs busy."""
+
+    node: str
+    load_command: str
+    readings: dict[int, tuple[LinkReading, ...]]  # nvidia-smi index -> one reading per sample
+    samples: int
+    load_ended: str  # why sampling stopped, for messages
+    evidence: tuple[CommandResult, ...]
+
+
+def _all_at_max(readings: dict[int, list[LinkReading]], inv: GpuInventory) -> bool:
+    """True once every GPU has been read busy at its maximum generation and width: nothing can read higher."""
+    for index, gpu in enumerate(inv.gpus):
+        if gpu.pcie_generation_max is None or gpu.pcie_link_width_max is None:
+            return False
+        if not any(r.busy and r.generation is not None and r.width is not None
+                   and r.generation >= gpu.pcie_generation_max and r.width >= gpu.pcie_link_width_max
+                   for r in readings.get(index, [])):
+            return False
+    return True
+
+
+def links_under_load(
+    node: NodeHandle, inv: GpuInventory, *, window_s: float = LOAD_WINDOW_S, interval_s: float = SAMPLE_INTERVAL_S
+) -> LinksUnderLoad:
+    """Sample every GPU's current PCIe generation and width while ``nvbandwidth`` copies host -> GPU.
+
+    An idle GPU drops its link to Gen1-3 to save power, and the link's Max is
+    its capability, which does not change when the link trains down; only a
+    reading taken while the GPU is busy says what the link runs at.  The copy
+    runs in the background; ``nvidia-smi --query-gpu`` is read every
+    ``interval_s`` until every GPU has been seen busy at its maximum (nothing
+    can read higher, so the copy is stopped), the copy ends, or ``window_s``
+    passes.  Readings keep their performance state, so a sample taken before
+    the copy woke a GPU is told apart from one taken under load.
     """
-    if index >= len(inv.gpus):
-        return _missing_gpu(inv, index)
-    gpu = inv.gpus[index]
-    current, maximum = gpu.pcie_generation_current, gpu.pcie_generation_max
-    width, max_width = gpu.pcie_link_width_current, gpu.pcie_link_width_max
-    if current is None or width is None:
+    load_command = f"nvbandwidth -t {LOAD_TESTCASE}"
+    found = node.run("command -v nvbandwidth", timeout=15, check=False)
+    if found.exit_code != 0 or not found.stdout.strip():
         raise MeasurementError(
             node.name,
+            "gpu_pcie reads each link while a host-to-GPU copy keeps the GPU busy (idle, a GPU shows a "
+            "power-saving generation, and Max is only what the link could do); the load generator "
+            "nvbandwidth is not on PATH",
+            command=load_command,
+            fix="install nvbandwidth (https://github.com/NVIDIA/nvbandwidth) on the node's PATH, as the "
+            "nvlink_bandwidth and host_to_device_bandwidth checks also need",
+        )
+    readings: dict[int, list[LinkReading]] = {}
+    sampled: list[CommandResult] = []
+    load = node.start(load_command, timeout=NVBANDWIDTH_TIMEOUT_S)
+    deadline = time.monotonic() + window_s
+    ended = f"`{load_command}` ended"
+    stopped_by_us = False
+    try:
+        while True:
+            running = load.is_running()
+            result = node.run(LINK_QUERY, timeout=60)
+            sampled.append(result)
+            parsed = parse_or_raise(
+                lambda text: nvidia_smi_query_gpu.parse_nvidia_smi_query_gpu(text, LINK_FIELDS), result, fix=NVSMI_FIX
+            )
+            for row in parsed.rows:
+                if row.index is not None:
+                    readings.setdefault(row.index, []).append(
+                        LinkReading(row.get("pstate"), row.pcie_link_gen_current, row.pcie_link_width_current)
+                    )
+            if _all_at_max(readings, inv):
+                ended, stopped_by_us = "stopped once every GPU had read its max under load", True
+                break
+            if not running:
+                break
+            if time.monotonic() >= deadline:
+                ended, stopped_by_us = f"stopped after the {window_s:g} s sampling window", True
+                break
+            time.sleep(interval_s)
+    finally:
+        finished = load.stop() if load.is_running() else load.wait(timeout=30)
+    if not stopped_by_us and finished.exit_code != 0:
+        raise MeasurementError(
+            node.name,
+            f"the load generator failed (exit {finished.exit_code}): "
+            + (finished.stderr or finished.stdout).strip()[-300:],
+            command=load_command,
+            fix=f"run `{load_command}` by hand on the node; every GPU must be visible (CUDA_VISIBLE_DEVICES unset)",
+        )
+    # Every sample would bloat the record on a slow copy; the first and last show the wake-up and the load.
+    kept = sampled if len(sampled) <= 12 else sampled[:6] + sampled[-6:]
+    return LinksUnderLoad(
+        node=node.name,
+        load_command=load_command,
+        readings={index: tuple(r) for index, r in readings.items()},
+        samples=len(sampled),
+        load_ended=ended,
+        evidence=(found, *kept, finished),
+    )
+
+
+def gpu_pcie(inv: GpuInventory, index: int, load: LinksUnderLoad) -> Measurement:
+    """The GPU's PCIe link under load as the bounds ``generation`` and ``width`` (each judged as a floor).
+
+    The best reading among the samples that show the GPU busy (P0-P2) is
+    judged: a link that trained down never reads above what it trained at,
+    and a healthy one reads its maximum as soon as the copy wakes it.  A GPU
+    never seen busy is an error, not a pass on its idle reading or its Max.
+    """
+    absent = gpu_absent(inv, index)
+    if absent is not None:
+        return absent
+    gpu = inv.gpus[index]
+    seen = load.readings.get(index, ())
+    busy = [r for r in seen if r.busy]
+    how = f"{load.samples} sample(s) of `{LINK_QUERY}` while `{load.load_command}` ran ({load.load_ended})"
+    if not busy:
+        states = ", ".join(sorted({r.pstate or "?" for r in seen})) or "GPU not in the output"
+        raise MeasurementError(
+            load.node,
+            f"GPU {index} ({gpu.bus_id}) never showed busy (P0-P2) in {how}; states seen: {states}: "
+            "its link was not read under load",
+            command=load.load_command,
+            fix=f"run `{load.load_command}` by hand and watch `{LINK_QUERY}`; every GPU must be visible to it",
+        )
+    measured = [r for r in busy if r.generation is not None and r.width is not None]
+    if not measured:
+        raise MeasurementError(
+            load.node,
             f"GPU {index} ({gpu.bus_id}): nvidia-smi reports no current PCIe generation/width (N/A)",
-            command=inv.command,
+            command=LINK_QUERY,
             fix="a VM or MIG instance may hide the PCIe link; measure on the host",
         )
-    evidence = list(inv.evidence)
-    judged = current
-    note = f"Gen{current} x{width} (max Gen{maximum or '?'} x{max_width or '?'})"
-    if maximum is not None and current < maximum:
-        states, result = performance_states(node)
-        evidence.append(result)
-        pstate = states.get((gpu.bus_id or "").upper())
-        if pstate is not None and pstate.upper().startswith("P") and pstate[1:].isdigit() and int(pstate[1:]) >= 3:
-            judged = maximum
-            note += (
-                f"; GPU idle ({pstate}): the current Gen{current} is power saving, so the link's max Gen{maximum} "
-                "is judged; rerun under load to judge the trained speed"
-            )
-        else:
-            note += f"; GPU busy ({pstate or 'pstate unknown'}): the link trained below its max"
+    best = max(measured, key=lambda r: (r.generation or 0, r.width or 0))
+    generation, width = int(best.generation or 0), int(best.width or 0)
+    maximum, max_width = gpu.pcie_generation_max, gpu.pcie_link_width_max
+    note = (
+        f"Gen{generation} x{width} under load (best of {len(measured)} busy reading(s), {best.pstate}; {how}); "
+        f"before the copy it read Gen{gpu.pcie_generation_current or '?'} x{gpu.pcie_link_width_current or '?'}, "
+        f"max Gen{maximum or '?'} x{max_width or '?'}"
+    )
+    if maximum is not None and generation < maximum or max_width is not None and width < max_width:
+        note += ": the link trained below its max"
     return Measurement(
-        value=f"Gen{judged} x{width}",
+        value=f"Gen{generation} x{width}",
         detail=f"GPU {index} at {gpu.bus_id}: {note}",
-        evidence=tuple(evidence),
-        bounds={"generation": parse_quantity(judged), "width": parse_quantity(width)},
-        extra={"pcie": {"current_generation": current, "max_generation": maximum, "width": width, "max_width": max_width}},
+        evidence=(*inv.evidence, *load.evidence),
+        bounds={"generation": parse_quantity(generation), "width": parse_quantity(width)},
+        extra={"pcie": {
+            "under_load": {"generation": generation, "width": width, "pstate": best.pstate},
+            "idle": {"generation": gpu.pcie_generation_current, "width": gpu.pcie_link_width_current},
+            "max_generation": maximum, "max_width": max_width,
+            "load": load.load_command, "samples": load.samples,
+        }},
     )
 
 

@@ -10,6 +10,7 @@ import json
 import os
 import socket
 import sys
+import time
 
 MODEL = json.loads(MODEL_JSON)  # noqa: F821 - defined by the installer's first lines
 COUNT = MODEL["count"]
@@ -20,6 +21,9 @@ PCIE_ONLY = {frozenset(p) for p in MODEL["pcie_only_pairs"]}
 SLOW = {frozenset((a, b)): v for a, b, v in MODEL["slow_pairs"]}
 INACTIVE = set(MODEL["inactive"])
 IDLE = set(MODEL["idle"])
+MAX_GEN = MODEL.get("max_generation", 5)
+# A running host copy leaves a file named by its pid here (the node's own /tmp).
+LOAD_DIR = "/tmp/.gpu-standin-load"
 
 
 def bus_id(i):
@@ -30,16 +34,42 @@ def uuid(i):
     return f"GPU-5f3c1a2b-0000-4000-8000-{i:012d}"
 
 
+def under_load():
+    """True while an nvbandwidth host copy runs on this node (real GPUs wake to P0 for it)."""
+    try:
+        names = os.listdir(LOAD_DIR)
+    except OSError:
+        return False
+    for name in names:
+        try:
+            os.kill(int(name), 0)
+            return True
+        except (ValueError, OSError):
+            continue
+    return False
+
+
+def trained(i):
+    """(generation, width) GPU i's link trained at: what it runs at when busy."""
+    gen, width = MODEL["pcie"].get(str(i), (MAX_GEN, 16))
+    return gen, width
+
+
+def resting(i):
+    """An idle GPU in power saving: not busy and nothing copying."""
+    return i in IDLE and not under_load()
+
+
 def link(i):
     """(current generation, max generation, current width, max width) of GPU i."""
-    gen, width = MODEL["pcie"].get(str(i), (5, 16))
-    if i in IDLE:
+    gen, width = trained(i)
+    if resting(i):
         gen = 1  # power saving: an idle H100 trains its link down to Gen1
-    return gen, 5, width, 16
+    return gen, MAX_GEN, width, 16
 
 
 def pstate(i):
-    return "P8" if i in IDLE else "P0"
+    return "P8" if resting(i) else "P0"
 
 
 # ----------------------------------------------------------------- nvidia-smi
@@ -225,7 +255,7 @@ def query_value(field, i):
         "pci.bus_id": bus_id(i),
         "driver_version": MODEL["driver"],
         "pstate": pstate(i),
-        "utilization.gpu": 0 if i in IDLE else 100,
+        "utilization.gpu": 0 if resting(i) else 100,
         "pcie.link.gen.current": gen,
         "pcie.link.gen.max": max_gen,
         "pcie.link.gen.gpucurrent": gen,
@@ -289,10 +319,19 @@ def nvidia_smi(args):
 
 
 def pcie_scale(i):
-    gen, _max_gen, width, _max_width = link(i)
-    if i in IDLE:
-        gen = 5  # copies wake the link up to its trained speed
+    gen, width = trained(i)  # copies wake the link up to its trained speed
     return (2 ** (gen - 5)) * width / 16.0
+
+
+def hold_load(seconds):
+    """Keep the GPUs busy for ``seconds``, as a host copy to every GPU does."""
+    os.makedirs(LOAD_DIR, exist_ok=True)
+    marker = os.path.join(LOAD_DIR, str(os.getpid()))
+    open(marker, "w").close()
+    try:
+        time.sleep(seconds)
+    finally:
+        os.unlink(marker)
 
 
 def d2d(a, b):
@@ -339,11 +378,13 @@ def nvbandwidth(args):
         if name == "device_to_device_memcpy_read_ce":
             out += matrix_lines("memcpy CE GPU(row) -> GPU(column) bandwidth (GB/s)", gpus, gpus, d2d)
             total = sum(v for a in gpus for b in gpus if (v := d2d(a, b)) is not None)
-        elif name in ("host_to_device_memcpy_ce", "device_to_host_memcpy_ce"):
+        elif name in ("host_to_device_memcpy_ce", "device_to_host_memcpy_ce", "host_to_all_memcpy_ce"):
+            if name == "host_to_all_memcpy_ce":
+                hold_load(MODEL.get("load_seconds", 1.0))  # every GPU copies at once, for a while
             base = MODEL["h2d_gbytes"] if name.startswith("host") else MODEL["d2h_gbytes"]
             arrow = "->" if name.startswith("host") else "<-"
             out += matrix_lines(f"memcpy CE CPU(row) {arrow} GPU(column) bandwidth (GB/s)", [0], gpus,
-                                lambda _r, c: base * pcie_scale(c))
+                                lambda _r, c, base=base: base * pcie_scale(c))
             total = sum(base * pcie_scale(c) for c in gpus)
         else:
             sys.stdout.write("\n".join(out) + "\n")

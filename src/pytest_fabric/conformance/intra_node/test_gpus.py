@@ -16,7 +16,7 @@ def test_gpu_model(gpu, gpu_model, judge):
 
 
 def test_gpu_pcie(gpu, gpu_pcie, judge):
-    """Each GPU's PCIe link: width as trained; generation as trained, or the link's max when the GPU is idle."""
+    """Each GPU's PCIe link read under load (nvbandwidth host_to_all_memcpy_ce running): generation and width."""
     judge(gpu_pcie, "intra_node.gpu_pcie")
 
 
