@@ -81,7 +81,10 @@ class NodePair:
 class Cluster:
     """The inventory's nodes, the profile, and their connections."""
 
-    def __init__(self, inventory: Inventory, profile: Profile, make_transport: Callable[[str], Transport]) -> None:
+    def __init__(
+        self, inventory: Inventory, profile: Profile, make_transport: Callable[[str], Transport], *, fanout: int = 64
+    ) -> None:
+        self.fanout = fanout  # at most this many connections are opened at once
         self.inventory = inventory
         self.profile = profile
         self.pool = ConnectionPool(make_transport)
@@ -103,7 +106,7 @@ class Cluster:
 
     def connect(self, names: list[str] | None = None) -> dict[str, TransportError | None]:
         """Open connections to ``names`` (all nodes by default) in parallel."""
-        return self.pool.connect_all(names if names is not None else list(self._handles))
+        return self.pool.connect_all(names if names is not None else list(self._handles), max_workers=self.fanout)
 
     def close(self) -> None:
         self.pool.close_all()

@@ -172,7 +172,18 @@ def cluster(request: pytest.FixtureRequest) -> Cluster:
 @pytest.fixture
 def node(request: pytest.FixtureRequest, cluster: Cluster) -> NodeHandle:
     """One node of the inventory."""
-    return cluster.node(_param(request, "node"))
+    return handle_for(cluster, "node", _param(request, "node"))  # type: ignore[no-any-return]
+
+
+def handle_for(cluster: Cluster, subject: str, param: Any) -> Any:
+    """What a subject fixture gives a test for ``param`` (a wave builds its siblings' with it)."""
+    if subject == "node":
+        return cluster.node(param)
+    if subject == "node_pair":
+        return cluster.pair(param.a, param.b, param.round, param.slot)
+    node_name, what = param
+    handle = {"mount": MountHandle, "egress_target": EgressTarget, "gpu": GpuHandle, "hca": HcaHandle}[subject]
+    return handle(cluster.node(node_name), what)
 
 
 @pytest.fixture

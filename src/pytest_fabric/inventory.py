@@ -253,13 +253,21 @@ def _known_fields(loc: tuple[Any, ...]) -> list[str]:
     return list(model.model_fields)
 
 
-def _expand_entry(source: str, line: int | None, index: int, entry: _NodeEntry) -> list[tuple[str, str | None]]:
-    where = f"{source}:{line}" if line else source
+def _expand_field(where: str, index: int, key: str, value: str) -> list[str]:
     try:
-        names = hostlist.expand(entry.name)
-        hosts = hostlist.expand(entry.host) if entry.host else [None] * len(names)
+        return hostlist.expand(value)
     except hostlist.HostlistError as exc:
-        raise SourceError(f"{where}: nodes[{index}]: {exc}") from None
+        raise SourceError(f"{where}: nodes[{index}].{key}: {exc}") from None
+
+
+def _expand_entry(source: str, line: int | None, index: int, entry: _NodeEntry) -> list[tuple[str, str | None]]:
+    # name and host pair by position: hostlist.expand keeps the order written, where
+    # ClusterShell's NodeSet would sort (gpu[01-04],cpu[1-2] iterates cpu1 first).
+    where = f"{source}:{line}" if line else source
+    names = _expand_field(where, index, "name", entry.name)
+    hosts: list[str | None] = [None] * len(names)
+    if entry.host:
+        hosts = list(_expand_field(where, index, "host", entry.host))
     if len(hosts) != len(names):
         raise SourceError(
             f"{where}: nodes[{index}]: name {entry.name!r} expands to {len(names)} nodes but host "

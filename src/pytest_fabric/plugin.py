@@ -93,6 +93,15 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         "accept-new (add unknown keys, refuse changed ones), ignore",
     )
     group.addoption(
+        "--fabric-fanout",
+        dest="fabric_fanout",
+        type=int,
+        default=DEFAULT_FANOUT,
+        metavar="N",
+        help=f"at most N nodes at once, for commands of a wave and for opening connections, like pdsh -f "
+        f"(default {DEFAULT_FANOUT})",
+    )
+    group.addoption(
         "--ssh-config",
         dest="fabric_ssh_config",
         metavar="PATH",
@@ -129,6 +138,9 @@ def pytest_configure(config: pytest.Config) -> None:
     except SourceError as exc:
         raise pytest.UsageError(str(exc)) from None
 
+    fanout = config.getoption("fabric_fanout")
+    if fanout < 1:
+        raise pytest.UsageError(f"--fabric-fanout {fanout}: at least 1 node at a time")
     labels = {n.name: dict(n.labels) for n in inventory.nodes}
     strategy = profile.document.inter_node.pairs
     pairs = config.hook.pytest_fabric_pairs(
@@ -140,6 +152,7 @@ def pytest_configure(config: pytest.Config) -> None:
         pairs=list(pairs),
         host_key_policy=config.getoption("fabric_host_key_policy"),
         ssh_config=config.getoption("fabric_ssh_config"),
+        batches=BatchCache(fanout),
     )
     config.stash[STATE_KEY] = state
     config.stash[RUN_INFO_KEY] = RunInfo(
@@ -260,11 +273,24 @@ def pytest_collection_finish(session: pytest.Session) -> None:
     state = get_state(session.config)
     if state is None:
         return
-    # A round measures only the pairs still selected after -k / -m / --lf.
+    # A round measures only the pairs still selected after -k / -m / --lf; a wave only the
+    # subjects still selected, per measurement fixture their tests use.
+    seen: dict[str, set[str]] = {}
     for item in session.items:
         info = item.stash.get(CHECK_KEY, None)
-        if info is not None and len(info.nodes) == 2:
+        if info is None:
+            continue
+        if len(info.nodes) == 2:
             state.selected_pairs.setdefault(info.check, set()).add(info.subject)
+        params = getattr(getattr(item, "callspec", None), "params", {})
+        subject = next((name for name in SUBJECT_FIXTURES if is_subject(name, params.get(name))), None)
+        if subject is None:
+            continue
+        for fixture_name in getattr(item, "fixturenames", ()):
+            if fixture_name in SUBJECT_FIXTURES or fixture_name in seen.get(info.subject, set()):
+                continue
+            seen.setdefault(info.subject, set()).add(fixture_name)
+            state.selected_subjects.setdefault(fixture_name, []).append((subject, params[subject]))
 
 
 def _outcome(report: pytest.TestReport) -> str:

@@ -7,6 +7,7 @@ from typing import TYPE_CHECKING, Any
 
 import pytest
 
+from .batches import BatchCache
 from .inventory import Inventory
 from .pairs import Pair
 from .probes.rounds import RoundCache
@@ -30,6 +31,11 @@ class FabricState:
     rounds: RoundCache = field(default_factory=RoundCache)
     #: pair ids selected for each check after -k/-m deselection: a round measures only these
     selected_pairs: dict[str, set[str]] = field(default_factory=dict)
+    #: per measurement fixture, (subject fixture, parameter) of the selected tests using it, in
+    #: run order: a wave measures these
+    selected_subjects: dict[str, list[tuple[str, Any]]] = field(default_factory=dict)
+    #: waves of per-node checks (and, through them, anything measured as a batch)
+    batches: BatchCache = field(default_factory=BatchCache)
     #: per node: the RDMA ports it reports, listed once per run
     ports: dict[str, Any] = field(default_factory=dict)
     #: (node, device, port) -> error counters read before any traffic of this run

@@ -120,6 +120,34 @@ def test_explicit_transport_wins(tmp_path: Path) -> None:
     assert [n.transport for n in inventory.nodes] == ["local", "ssh"]
 
 
+def test_nodesets_as_sinfo_prints_them_expand_in_step(tmp_path: Path) -> None:
+    inventory = _load(
+        tmp_path,
+        """
+        nodes:
+          - name: gpu[01-04],cpu[1-2]
+            host: 10.0.0.[11-16]
+          - name: node[1-8/2]
+            host: 10.0.1.[1-4]
+          - name: big[01-04]!big03
+            host: 10.0.2.[1-3]
+        """,
+    )
+    # The order written, not ClusterShell's sorted one (which puts cpu1 first): gpu01 is .11.
+    assert [(n.name, n.host) for n in inventory.nodes] == [
+        ("gpu01", "10.0.0.11"), ("gpu02", "10.0.0.12"), ("gpu03", "10.0.0.13"), ("gpu04", "10.0.0.14"),
+        ("cpu1", "10.0.0.15"), ("cpu2", "10.0.0.16"),
+        ("node1", "10.0.1.1"), ("node3", "10.0.1.2"), ("node5", "10.0.1.3"), ("node7", "10.0.1.4"),
+        ("big01", "10.0.2.1"), ("big02", "10.0.2.2"), ("big04", "10.0.2.3"),
+    ]
+
+
+def test_bracket_items_pair_in_the_order_written(tmp_path: Path) -> None:
+    # NodeSet sorts both sides (gpu1 would get .10); the user paired gpu3 with .10.
+    inventory = _load(tmp_path, "nodes: [{name: 'gpu[3,1]', host: '10.0.0.[10,30]'}]\n")
+    assert [(n.name, n.host) for n in inventory.nodes] == [("gpu3", "10.0.0.10"), ("gpu1", "10.0.0.30")]
+
+
 def test_name_expands_alone_when_host_is_absent(tmp_path: Path) -> None:
     inventory = _load(tmp_path, "nodes: [{name: 'r[1-2]n[01-02]', labels: {rack: r1}}]\n")
     assert [(n.name, n.host) for n in inventory.nodes] == [
@@ -200,11 +228,23 @@ def test_name_and_host_expand_to_different_counts(tmp_path: Path) -> None:
     assert message.startswith(":2: nodes[0]: name 'gpu[01-04]' expands to 4 nodes but host '10.0.0.[1-3]' to 3")
 
 
-@pytest.mark.parametrize("host", ["node1; rm -rf /", "node1 && true", "$(reboot)", "`id`", "a b", "-oProxyCommand=x"])
-def test_host_with_shell_metacharacters(tmp_path: Path, host: str) -> None:
+@pytest.mark.parametrize(
+    ("host", "reason"),
+    [
+        ("node1; rm -rf /", "is not a hostname or IP address"),
+        # `&` is nodeset intersection, so this one is refused by the nodeset grammar
+        ("node1 && true", "an operator (, ! & ^) with nothing on one side"),
+        ("$(reboot)", "is not a hostname or IP address"),
+        ("`id`", "is not a hostname or IP address"),
+        ("a b", "is not a hostname or IP address"),
+        ("-oProxyCommand=x", "is not a hostname or IP address"),
+        ("10.0.0.[1]; id", "is not a hostname or IP address"),
+    ],
+)
+def test_host_with_shell_metacharacters(tmp_path: Path, host: str, reason: str) -> None:
     message = _error(tmp_path, f"nodes:\n  - name: node1\n    host: '{host}'\n")
     assert message.startswith(":2: nodes[0].host: "), message  # the line of the node entry
-    assert "is not a hostname or IP address" in message
+    assert reason in message
 
 
 def test_name_with_a_space(tmp_path: Path) -> None:
@@ -214,7 +254,25 @@ def test_name_with_a_space(tmp_path: Path) -> None:
 
 def test_bad_hostlist(tmp_path: Path) -> None:
     message = _error(tmp_path, "nodes:\n  - name: a\n  - name: gpu[16-01]\n")
-    assert message == ":3: nodes[1]: 'gpu[16-01]': range '16-01' runs backwards"
+    assert message == ":3: nodes[1].name: 'gpu[16-01]': range '16-01' runs backwards; write it 01-16"
+
+
+def test_bad_host_nodeset_names_the_host_field(tmp_path: Path) -> None:
+    message = _error(tmp_path, "nodes:\n  - name: gpu[01-02]\n    host: '10.0.0.[1-2'\n")
+    assert message == ":2: nodes[0].host: '10.0.0.[1-2': unbalanced brackets (a '[' with no ']')"
+
+
+def test_node_group_is_refused_with_the_fix(tmp_path: Path) -> None:
+    message = _error(tmp_path, "nodes:\n  - name: '@gpus'\n")
+    # a plain '@gpus' is no nodeset expression, so it is refused as a name
+    assert message == ":2: nodes[0].name: '@gpus' is not a node name (letters, digits, ._-)"
+    message = _error(tmp_path, "nodes:\n  - name: 'gpu01,@gpus'\n")
+    assert message == ":2: nodes[0].name: 'gpu01,@gpus': '@gpus' is a node group; write its nodes out"
+
+
+def test_hostlist_size_limit(tmp_path: Path) -> None:
+    message = _error(tmp_path, "nodes:\n  - name: gpu[1-1000000]\n")
+    assert message == ":2: nodes[0].name: 'gpu[1-1000000]': range '1-1000000' has more than 100000 hosts"
 
 
 def test_mount_that_is_not_absolute(tmp_path: Path) -> None:
@@ -355,7 +413,7 @@ def test_merge_keys_work(tmp_path: Path) -> None:
     assert (inventory.nodes[0].user, inventory.nodes[0].port) == ("root", 2222)
 
 
-def test_rdma_ports_are_normalised_and_checked(tmp_path) -> None:
+def test_rdma_ports_are_normalised_and_checked(tmp_path: Path) -> None:
     from pytest_fabric.inventory import load_inventory
     from pytest_fabric.yamlsource import SourceError
 

@@ -48,7 +48,9 @@ INVENTORY_ERRORS = [
         ":2: nodes[0].host: 'node1; rm -rf /' is not a hostname or IP address",
         id="shell-metacharacter",
     ),
-    pytest.param("nodes:\n  - name: gpu[16-01]\n", ":2: nodes[0]: 'gpu[16-01]': range '16-01' runs backwards", id="hostlist"),
+    pytest.param(
+        "nodes:\n  - name: gpu[16-01]\n", ":2: nodes[0].name: 'gpu[16-01]': range '16-01' runs backwards; write it 01-16", id="hostlist"
+    ),
     pytest.param(
         "nodes: [{name: a}]\nstorage:\n  mounts:\n    - mnt/lustre\n",
         ":4: storage.mounts[0]: 'mnt/lustre': a mount must be an absolute path",

@@ -1,4 +1,8 @@
-"""Egress measurements, for each target from each node: name resolution, TCP connect time, download and upload."""
+"""Egress measurements, for each target from each node: name resolution, TCP connect time, download and upload.
+
+Each check runs in a wave over every node and target at once; transfers share the site's
+uplink, so downloads and uploads run one at a time (the profile's ``concurrency:`` raises it).
+"""
 
 from __future__ import annotations
 
@@ -9,17 +13,29 @@ import pytest
 
 from ..fixtures import EgressTarget
 from ..probes import egress
-from ..state import get_state
+from ..batches import Share
+from ..state import FabricState, get_state
 from ..verdict import Measurement
+from ..waves import wave
+
+
+def _uplink(check: str) -> Callable[[FabricState, EgressTarget], Share]:
+    def share(state: FabricState, target: EgressTarget) -> Share:
+        spec = state.profile.spec("egress", check)
+        return Share("the egress uplink", getattr(spec, "concurrency", None) or 1)
+
+    return share
 
 
 @pytest.fixture
+@wave("egress_target")
 def dns_resolve(egress_target: EgressTarget, spec: Callable[[str], Any]) -> Measurement:
     spec("egress.dns_resolve")
     return egress.dns_resolve(egress_target.node, egress_target.target)
 
 
 @pytest.fixture
+@wave("egress_target")
 def connect_latency(egress_target: EgressTarget, spec: Callable[[str], Any]) -> Measurement:
     """Median of a few TCP connects to the target's host and port, timed on the node."""
     spec("egress.connect_latency")
@@ -27,6 +43,7 @@ def connect_latency(egress_target: EgressTarget, spec: Callable[[str], Any]) -> 
 
 
 @pytest.fixture
+@wave("egress_target", shares=_uplink("download"))
 def download(egress_target: EgressTarget, spec: Callable[[str], Any]) -> Measurement:
     """curl the target URL on the node; the average download rate."""
     spec("egress.download")
@@ -36,6 +53,7 @@ def download(egress_target: EgressTarget, spec: Callable[[str], Any]) -> Measure
 
 
 @pytest.fixture
+@wave("egress_target", shares=_uplink("upload"))
 def upload(request: pytest.FixtureRequest, egress_target: EgressTarget, spec: Callable[[str], Any]) -> Measurement:
     """HTTP PUT to the target from the node, only for targets the inventory marks ``upload: true``."""
     spec("egress.upload")

@@ -1,0 +1,145 @@
+"""Batches: subjects measured together, once, when the first of their tests runs.
+
+A round of disjoint node pairs is a batch; so is a wave of every node (or GPU, mount,
+port, egress target) for a per-node check. Each subject keeps its own test and verdict:
+the first test of a batch measures every member at once, the others read their result
+(or the error their subject met) from the cache.
+
+What shares a resource does not run at once: a member may name a resource (a shared
+mount, the egress uplink, one node's GPUs) with a limit, and at most that many members
+holding it run together; everything else runs in parallel up to the fan-out cap
+(``--fabric-fanout``, like ``pdsh -f``). Each result says how it was measured.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Callable, Sequence
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, replace
+from typing import Generic, TypeVar
+
+from .verdict import Measurement
+
+__all__ = ["DEFAULT_FANOUT", "BatchCache", "Member", "Share", "describe_concurrency"]
+
+#: how many subjects one controller measures at once unless --fabric-fanout says otherwise
+DEFAULT_FANOUT = 64
+
+S = TypeVar("S")
+
+
+@dataclass(frozen=True)
+class Share:
+    """A resource members of a batch share, and how many of them may use it at once."""
+
+    resource: str
+    limit: int
+
+
+@dataclass(frozen=True)
+class Member(Generic[S]):
+    """One subject of a batch: its id, the handle a measurement takes, what it shares."""
+
+    id: str
+    subject: S
+    share: Share | None = None
+
+
+Outcome = Measurement | BaseException
+
+
+def describe_concurrency(size: int, share: Share | None, fanout: int) -> str:
+    """How a member of a batch of ``size`` was measured, as the record and report say it."""
+    if size <= 1:
+        return "alone"
+    if share is not None and share.limit < size:
+        at_once = "one at a time" if share.limit == 1 else f"{share.limit} at a time"
+        return f"{at_once} of {size} ({share.resource} is shared)"
+    if fanout < size:
+        return f"{fanout} at a time of {size} (--fabric-fanout {fanout})"
+    return f"all {size} at once"
+
+
+class BatchCache:
+    """Results of measured batches, keyed by (check, batch) and then by member id."""
+
+    def __init__(self, fanout: int = DEFAULT_FANOUT) -> None:
+        if fanout < 1:
+            raise ValueError(f"fan-out must be at least 1, not {fanout}")
+        self.fanout = fanout
+        self._results: dict[tuple[str, object], dict[str, Outcome]] = {}
+        self._lock = threading.Lock()
+
+    def measure(
+        self,
+        check: str,
+        batch: object,
+        member: Member[S],
+        members: Sequence[Member[S]],
+        measure: Callable[[S], Measurement],
+    ) -> Measurement:
+        """``member``'s measurement, measuring every member of its batch the first time.
+
+        ``members`` are the batch's subjects still selected; ``member`` is measured even if
+        a selection left it out of that list. A member already measured is not measured again.
+        """
+        key = (check, batch)
+        with self._lock:
+            results = self._results.setdefault(key, {})
+            if member.id not in results:
+                todo = [m for m in members if m.id not in results]
+                if member.id not in {m.id for m in todo}:
+                    todo.append(member)
+                results.update(self._run(todo, measure))
+            outcome = results[member.id]
+        if isinstance(outcome, BaseException):
+            raise outcome
+        return outcome
+
+    def results(self, check: str, batch: object) -> dict[str, Outcome]:
+        """What a batch has measured so far (a copy)."""
+        with self._lock:
+            return dict(self._results.get((check, batch), {}))
+
+    def _run(self, members: Sequence[Member[S]], measure: Callable[[S], Measurement]) -> dict[str, Outcome]:
+        limits = {m.share.resource: threading.Semaphore(m.share.limit) for m in members if m.share}
+        size = len(members)
+
+        def one(member: Member[S]) -> Outcome:
+            gate = limits.get(member.share.resource) if member.share else None
+            try:
+                if gate is not None:
+                    with gate:
+                        measured = measure(member.subject)
+                else:
+                    measured = measure(member.subject)
+            except (KeyboardInterrupt, SystemExit):
+                raise
+            except BaseException as exc:  # noqa: BLE001 - pytest's skip/fail outcomes too: each test re-raises its own
+                return exc
+            how = describe_concurrency(size, member.share, self.fanout)
+            return replace(measured, extra={**measured.extra, "measured_as": how})
+
+        if size == 1:
+            return {members[0].id: one(members[0])}
+        # Members that wait on a shared resource hold a worker while they wait; order them so
+        # the pool starts one member of every resource before a second of any.
+        ordered = _interleave_by_resource(members)
+        with ThreadPoolExecutor(max_workers=min(self.fanout, size), thread_name_prefix="fabric-batch") as pool:
+            return dict(zip((m.id for m in ordered), pool.map(one, ordered)))
+
+
+def _interleave_by_resource(members: Sequence[Member[S]]) -> list[Member[S]]:
+    """Unshared members first, then members of shared resources round-robin."""
+    free = [m for m in members if m.share is None]
+    queues: dict[str, list[Member[S]]] = {}
+    for m in members:
+        if m.share is not None:
+            queues.setdefault(m.share.resource, []).append(m)
+    interleaved: list[Member[S]] = []
+    while any(queues.values()):
+        for queue in queues.values():
+            if queue:
+                interleaved.append(queue.pop(0))
+    return free + interleaved

@@ -1,0 +1,150 @@
+"""Per-node checks run in waves: every node at once, except what shares a resource.
+
+Each node's tool is wrapped by a stand-in that logs when it starts and ends (into a
+directory every simulated node sees: nodes share the host's filesystem outside /tmp and
+/root), so the test sees real overlap on the nodes, not the controller's idea of it.
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+import threading
+import uuid
+from collections.abc import Iterator
+from http.server import SimpleHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tests.simcluster import SimCluster
+
+PROFILE = """\
+name: sim-waves
+egress:
+  dns_resolve: {max: 5 s}
+  download: {min: 1 Mb/s}
+"""
+
+
+def _logging_wrapper(log: Path, real: str, pause_s: float) -> str:
+    """A stand-in that records its start and end on the node around the real tool."""
+    return (
+        f'echo "start $(hostname) $(date +%s.%N)" >> {log}\n'
+        f"sleep {pause_s}\n"
+        f'{real} "$@"; rc=$?\n'
+        f'echo "end $(hostname) $(date +%s.%N)" >> {log}\n'
+        "exit $rc\n"
+    )
+
+
+def intervals(log: Path) -> dict[str, tuple[float, float]]:
+    """node -> (start, end) of its tool run, from the wrapper's log."""
+    starts: dict[str, float] = {}
+    ends: dict[str, float] = {}
+    for line in log.read_text().splitlines():
+        kind, node, stamp = line.split()
+        (starts if kind == "start" else ends)[node] = float(stamp)
+    return {node: (starts[node], ends[node]) for node in starts}
+
+
+def max_overlap(spans: dict[str, tuple[float, float]]) -> int:
+    """The most tool runs that were going on at one moment."""
+    events = sorted([(s, 1) for s, _ in spans.values()] + [(e, -1) for _, e in spans.values()])
+    running = peak = 0
+    for _, step in events:
+        running += step
+        peak = max(peak, running)
+    return peak
+
+
+@pytest.fixture
+def shared_log() -> Iterator[Path]:
+    directory = Path("/var/tmp") / f"pytest-fabric-waves-{uuid.uuid4().hex[:8]}"
+    directory.mkdir()
+    try:
+        yield directory / "runs.log"
+    finally:
+        shutil.rmtree(directory, ignore_errors=True)
+
+
+class _Quiet(SimpleHTTPRequestHandler):
+    def log_message(self, format: str, *args: Any) -> None:
+        pass
+
+
+@pytest.fixture
+def small_file_url(simcluster: SimCluster, tmp_path: Path) -> Iterator[str]:
+    (tmp_path / "1MB.bin").write_bytes(b"\0" * 10**6)
+    server = ThreadingHTTPServer((simcluster.bridge_address, 0), lambda *a: _Quiet(*a, directory=str(tmp_path)))
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    try:
+        yield f"http://{simcluster.bridge_address}:{server.server_address[1]}/1MB.bin"
+    finally:
+        server.shutdown()
+        server.server_close()
+        thread.join(10)
+
+
+def run(pytester: pytest.Pytester, simcluster: SimCluster, targets: list[str], *args: str) -> tuple[pytest.RunResult, dict[str, Any]]:
+    inventory = simcluster.write_inventory(pytester.path / "inventory.yaml", extra={"egress": {"targets": targets}})
+    profile = pytester.path / "waves.yaml"
+    profile.write_text(PROFILE)
+    record = pytester.path / "record.json"
+    result = pytester.runpytest_subprocess(
+        "--cluster", str(inventory), "--profile", str(profile), "-p", "no:cacheprovider",
+        f"--conformance-json={record}", *args, timeout=180,
+    )
+    return result, json.loads(record.read_text())
+
+
+def test_a_per_node_check_runs_on_every_node_at_once(
+    pytester: pytest.Pytester, simcluster: SimCluster, shared_log: Path
+) -> None:
+    for node in simcluster.nodes:
+        simcluster.install_tool(node, "getent", _logging_wrapper(shared_log, "/usr/bin/getent", 1.0))
+    try:
+        result, record = run(pytester, simcluster, ["localhost"], "-k", "dns_resolve")
+    finally:
+        for node in simcluster.nodes:
+            simcluster.remove_tool(node, "getent")
+    n = len(simcluster.nodes)
+    result.assert_outcomes(passed=n)
+    spans = intervals(shared_log)
+    assert len(spans) == n  # each node measured once, not once per test
+    assert max_overlap(spans) == n, spans
+    assert {c["extra"].get("measured_as") for c in record["checks"]} == {f"all {n} at once"}
+
+
+def test_downloads_share_the_uplink_one_node_at_a_time(
+    pytester: pytest.Pytester, simcluster: SimCluster, shared_log: Path, small_file_url: str
+) -> None:
+    nodes = simcluster.nodes[:4]
+    for node in nodes:
+        simcluster.install_tool(node, "curl", _logging_wrapper(shared_log, "/usr/bin/curl", 0.3))
+    try:
+        result, record = run(pytester, simcluster, [small_file_url], "-k", "download and (" + " or ".join(n.name for n in nodes) + ")")
+    finally:
+        for node in nodes:
+            simcluster.remove_tool(node, "curl")
+    result.assert_outcomes(passed=len(nodes))
+    assert max_overlap(intervals(shared_log)) == 1
+    assert {c["extra"].get("measured_as") for c in record["checks"]} == {
+        f"one at a time of {len(nodes)} (the egress uplink is shared)"
+    }
+
+
+def test_fanout_caps_nodes_at_once(pytester: pytest.Pytester, simcluster: SimCluster, shared_log: Path) -> None:
+    for node in simcluster.nodes:
+        simcluster.install_tool(node, "getent", _logging_wrapper(shared_log, "/usr/bin/getent", 0.5))
+    try:
+        result, record = run(pytester, simcluster, ["localhost"], "-k", "dns_resolve", "--fabric-fanout", "3")
+    finally:
+        for node in simcluster.nodes:
+            simcluster.remove_tool(node, "getent")
+    n = len(simcluster.nodes)
+    result.assert_outcomes(passed=n)
+    assert max_overlap(intervals(shared_log)) == 3
+    assert {c["extra"].get("measured_as") for c in record["checks"]} == {f"3 at a time of {n} (--fabric-fanout 3)"}

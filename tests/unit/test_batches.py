@@ -1,0 +1,115 @@
+"""BatchCache: a batch is measured once, in parallel, within its shared resources' limits."""
+
+from __future__ import annotations
+
+import threading
+import time
+
+import pytest
+
+from pytest_fabric.batches import BatchCache, Member, Share, describe_concurrency
+from pytest_fabric.units import parse_quantity
+from pytest_fabric.verdict import Measurement
+
+
+class Recorder:
+    """A measure function that records when each subject ran and how many ran at once."""
+
+    def __init__(self, duration: float = 0.05, fail: set[str] = frozenset()) -> None:  # type: ignore[assignment]
+        self.duration = duration
+        self.fail = fail
+        self.calls: list[str] = []
+        self.running: dict[str, int] = {}
+        self.peak: dict[str, int] = {}
+        self.lock = threading.Lock()
+
+    def __call__(self, subject: tuple[str, str]) -> Measurement:
+        name, resource = subject
+        with self.lock:
+            self.calls.append(name)
+            self.running[resource] = self.running.get(resource, 0) + 1
+            self.peak[resource] = max(self.peak.get(resource, 0), self.running[resource])
+        time.sleep(self.duration)
+        with self.lock:
+            self.running[resource] -= 1
+        if name in self.fail:
+            raise RuntimeError(f"{name}: tool missing")
+        return Measurement(value=parse_quantity("1 Gb/s"), detail=name)
+
+
+def members(names: list[str], share: Share | None = None, resource: str = "-") -> list[Member[tuple[str, str]]]:
+    return [Member(n, (n, share.resource if share else resource), share) for n in names]
+
+
+def test_first_member_measures_the_whole_batch_once() -> None:
+    cache, measure = BatchCache(), Recorder()
+    batch = members([f"n{i}" for i in range(8)])
+    started = time.monotonic()
+    first = cache.measure("gpu_count", "wave", batch[0], batch, measure)
+    elapsed = time.monotonic() - started
+    assert sorted(measure.calls) == sorted(m.id for m in batch)
+    assert elapsed < 8 * measure.duration / 2  # in parallel, not one after another
+    assert first.extra["measured_as"] == "all 8 at once"
+    for member in batch[1:]:
+        assert cache.measure("gpu_count", "wave", member, batch, measure).detail == member.id
+    assert len(measure.calls) == 8  # the others read the cache
+
+
+def test_each_member_gets_its_own_error() -> None:
+    cache, measure = BatchCache(), Recorder(fail={"n2"})
+    batch = members(["n1", "n2", "n3"])
+    assert cache.measure("c", "wave", batch[0], batch, measure).detail == "n1"
+    with pytest.raises(RuntimeError, match="n2: tool missing"):
+        cache.measure("c", "wave", batch[1], batch, measure)
+    assert cache.measure("c", "wave", batch[2], batch, measure).detail == "n3"
+
+
+def test_pytest_outcomes_stay_with_their_member() -> None:
+    cache = BatchCache()
+
+    def measure(subject: tuple[str, str]) -> Measurement:
+        if subject[0] == "n1":
+            pytest.skip("n1 is not an http(s) URL")
+        return Measurement(value=1)
+
+    batch = members(["n1", "n2"])
+    assert cache.measure("c", "wave", batch[1], batch, measure).value == 1
+    with pytest.raises(pytest.skip.Exception, match="not an http"):
+        cache.measure("c", "wave", batch[0], batch, measure)
+
+
+def test_a_shared_resource_limits_concurrency_and_others_run_beside_it() -> None:
+    cache, measure = BatchCache(), Recorder()
+    uplink = Share("the egress uplink", 1)
+    batch = members(["a", "b", "c"], uplink) + members(["x", "y", "z"], resource="local")
+    result = cache.measure("download", "wave", batch[0], batch, measure)
+    assert measure.peak["the egress uplink"] == 1
+    assert measure.peak["local"] == 3
+    assert result.extra["measured_as"] == "one at a time of 6 (the egress uplink is shared)"
+
+
+def test_fanout_caps_members_at_once() -> None:
+    cache, measure = BatchCache(fanout=2), Recorder()
+    batch = members([f"n{i}" for i in range(6)], resource="r")
+    result = cache.measure("c", "wave", batch[0], batch, measure)
+    assert measure.peak["r"] == 2
+    assert result.extra["measured_as"] == "2 at a time of 6 (--fabric-fanout 2)"
+
+
+def test_a_deselected_member_is_still_measured_when_its_test_runs() -> None:
+    cache, measure = BatchCache(), Recorder()
+    batch = members(["n1", "n2"])
+    extra = members(["n3"])[0]
+    assert cache.measure("c", "wave", extra, batch, measure).detail == "n3"
+    assert sorted(measure.calls) == ["n1", "n2", "n3"]
+
+
+def test_describe_concurrency() -> None:
+    assert describe_concurrency(1, None, 64) == "alone"
+    assert describe_concurrency(4, Share("/mnt/lustre", 2), 64) == "2 at a time of 4 (/mnt/lustre is shared)"
+    assert describe_concurrency(4, Share("/mnt/lustre", 8), 64) == "all 4 at once"
+
+
+def test_fanout_must_be_positive() -> None:
+    with pytest.raises(ValueError, match="at least 1"):
+        BatchCache(fanout=0)
