@@ -9,6 +9,10 @@ JSON differs between fio generations, and we normalize both:
 
 Bandwidth is bytes/s, latency nanoseconds, everywhere in the result.  A job whose
 ``error`` is not 0 makes the whole result a :class:`ToolReportedError`.
+
+A latency fio did not sample is ``None``, never 0: with ``gtod_reduce=1`` (or
+``disable_lat``) fio writes ``0`` for min, max and mean with a sample count ``N``
+of 0 (fio 2.x wrote no ``N``, just the zeros), and a 0 would pass any ``max:`` bound.
 """
 
 from __future__ import annotations
@@ -104,8 +108,9 @@ def _aggregate(jobs: list[FioJob], direction: str) -> FioIo:
         return float(sum(v * w for v, w in known)) / total_ios
 
     runtimes = [p.runtime_ms for p in active if p.runtime_ms is not None]
-    mins = [p.lat_min_ns for p in active if p.lat_min_ns is not None]
-    maxes = [p.lat_max_ns for p in active if p.lat_max_ns is not None]
+    # A bound over some jobs is not the group's bound: a job fio did not sample could hold the max.
+    mins = [p.lat_min_ns for p in active]
+    maxes = [p.lat_max_ns for p in active]
     return FioIo(
         io_bytes=sum(p.io_bytes for p in active),
         bw_bytes_per_s=sum(p.bw_bytes_per_s for p in active),
@@ -113,8 +118,8 @@ def _aggregate(jobs: list[FioJob], direction: str) -> FioIo:
         runtime_ms=max(runtimes) if runtimes else None,
         total_ios=total_ios if any(p.total_ios is not None for p in active) else None,
         lat_mean_ns=weighted("lat_mean_ns"),
-        lat_min_ns=min(mins) if mins else None,
-        lat_max_ns=max(maxes) if maxes else None,
+        lat_min_ns=min(v for v in mins if v is not None) if None not in mins else None,
+        lat_max_ns=max(v for v in maxes if v is not None) if None not in maxes else None,
         lat_stddev_ns=active[0].lat_stddev_ns if len(active) == 1 else None,
         clat_mean_ns=weighted("clat_mean_ns"),
         percentiles_ns=dict(active[0].percentiles_ns) if len(active) == 1 else {},
@@ -143,12 +148,23 @@ def _obj(value: Any, what: str) -> dict[str, Any]:
 
 
 def _latency(io: dict[str, Any], name: str, where: str) -> tuple[dict[str, Any], float]:
-    """The latency object ``name`` (``lat``, ``clat``) and the factor that makes it ns."""
+    """The latency object ``name`` (``lat``, ``clat``) and the factor that makes it ns.
+
+    Empty when fio took no samples (``N`` is 0, or fio 2.x's all-zero object), so
+    every figure read from it is ``None``.
+    """
     if f"{name}_ns" in io:
-        return _obj(io[f"{name}_ns"], f"{where}.{name}_ns"), 1.0
-    if name in io:
-        return _obj(io[name], f"{where}.{name}"), 1000.0  # fio 2.x: microseconds
-    return {}, 1.0
+        found, factor = _obj(io[f"{name}_ns"], f"{where}.{name}_ns"), 1.0
+    elif name in io:
+        found, factor = _obj(io[name], f"{where}.{name}"), 1000.0  # fio 2.x: microseconds
+    else:
+        return {}, 1.0
+    samples = found.get("N")
+    if samples is not None:
+        return (found, factor) if _num(samples, f"{where}.{name} N") > 0 else ({}, factor)
+    if all(found.get(key) in (0, 0.0) for key in ("min", "max", "mean")):
+        return {}, factor
+    return found, factor
 
 
 def _json_io(io: dict[str, Any], where: str) -> FioIo:

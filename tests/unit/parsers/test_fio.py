@@ -109,3 +109,44 @@ def test_unknown_job_and_garbage(corpus: Path) -> None:
         parse("Jobs: 1 (f=1): [R(1)][10.0%][eta 00m:09s]\n")
     with pytest.raises(ParseError, match="fio: jobs\\[0\\].read.iops: expected a number"):
         parse('{"jobs": [{"jobname": "j", "read": {"iops": "many"}}]}')
+
+
+def _gtod() -> str:
+    return (DATA / "json-randread-4k-gtod_reduce-fio-3.33.json").read_text()
+
+
+def test_gtod_reduce_latencies_are_not_measured() -> None:
+    # gtod_reduce=1 turns latency sampling off: fio writes 0 ns with sample count N = 0.
+    result = parse(_gtod())
+    job = result.job("gtod").read
+    assert job.iops > 19000 and job.total_ios == 1024
+    for io in (job, result.read):
+        assert (io.lat_mean_ns, io.lat_min_ns, io.lat_max_ns, io.lat_stddev_ns, io.clat_mean_ns) == (None,) * 5
+        assert io.percentiles_ns == {}
+
+
+def test_fio2_zero_latency_objects_without_sample_count_are_not_measured() -> None:
+    # fio 2.x wrote no N; a latency whose min, max and mean are all 0 was never sampled.
+    import json
+
+    document = json.loads(_gtod())
+    read = document["jobs"][0]["read"]
+    for name in ("slat", "clat", "lat"):
+        values = read.pop(f"{name}_ns")
+        values.pop("N")
+        read[name] = values
+    read.pop("bw_bytes")
+    result = parse_json(json.dumps(document))
+    assert (result.read.lat_max_ns, result.read.lat_mean_ns, result.read.clat_mean_ns) == (None, None, None)
+
+
+def test_aggregate_latency_bounds_need_every_job_measured() -> None:
+    # One job with latencies and one without: the max over the measured one alone is not the group's max.
+    import json
+
+    measured = json.loads((DATA / "json-seqread-1M-8M-fio-3.33.json").read_text())
+    unmeasured = json.loads(_gtod())
+    measured["jobs"].append(unmeasured["jobs"][0])
+    result = parse_json(json.dumps(measured))
+    assert result.jobs[0].read.lat_max_ns is not None
+    assert (result.read.lat_min_ns, result.read.lat_max_ns, result.read.lat_mean_ns) == (None, None, None)
