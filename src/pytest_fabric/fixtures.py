@@ -169,12 +169,6 @@ def cluster(request: pytest.FixtureRequest) -> Cluster:
     return state.cluster  # type: ignore[no-any-return]
 
 
-@pytest.fixture
-def node(request: pytest.FixtureRequest, cluster: Cluster) -> NodeHandle:
-    """One node of the inventory."""
-    return handle_for(cluster, "node", _param(request, "node"))  # type: ignore[no-any-return]
-
-
 def handle_for(cluster: Cluster, subject: str, param: Any) -> Any:
     """What a subject fixture gives a test for ``param`` (a wave builds its siblings' with it)."""
     if subject == "node":
@@ -191,6 +185,12 @@ def node_pair(request: pytest.FixtureRequest, cluster: Cluster) -> NodePair:
     """Two nodes: ``a`` runs clients, ``b`` servers.  Pairs come in rounds of disjoint pairs."""
     pair: Pair = _param(request, "node pair")
     return cluster.pair(pair.a, pair.b, pair.round, pair.slot)
+
+
+@pytest.fixture
+def node(request: pytest.FixtureRequest, cluster: Cluster) -> NodeHandle:
+    """One node of the inventory."""
+    return handle_for(cluster, "node", _param(request, "node"))  # type: ignore[no-any-return]
 
 
 @pytest.fixture
