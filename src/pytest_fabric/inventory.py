@@ -260,9 +260,20 @@ def _expand_field(where: str, index: int, key: str, value: str) -> list[str]:
         raise SourceError(f"{where}: nodes[{index}].{key}: {exc}") from None
 
 
-def _expand_entry(source: str, line: int | None, index: int, entry: _NodeEntry) -> list[tuple[str, str | None]]:
-    # name and host pair by position: hostlist.expand keeps the order written, where
-    # ClusterShell's NodeSet would sort (gpu[01-04],cpu[1-2] iterates cpu1 first).
+def _one_address_each(address: str, count: int) -> str:
+    """A data_address nodeset giving ``count`` nodes one address each, starting at ``address``."""
+    match = re.fullmatch(r"((?:\d{1,3}\.){3})(\d{1,3})", address)
+    if match and int(match.group(2)) + count - 1 <= 255:
+        first = int(match.group(2))
+        return f"{match.group(1)}[{first}-{first + count - 1}]"
+    return f"192.168.0.[1-{count}]"
+
+
+def _expand_entry(
+    source: str, line: int | None, index: int, entry: _NodeEntry
+) -> list[tuple[str, str | None, str | None]]:
+    # name, host and data_address pair by position: hostlist.expand keeps the order written,
+    # where ClusterShell's NodeSet would sort (gpu[01-04],cpu[1-2] iterates cpu1 first).
     where = f"{source}:{line}" if line else source
     names = _expand_field(where, index, "name", entry.name)
     hosts: list[str | None] = [None] * len(names)
@@ -273,13 +284,33 @@ def _expand_entry(source: str, line: int | None, index: int, entry: _NodeEntry) 
             f"{where}: nodes[{index}]: name {entry.name!r} expands to {len(names)} nodes but host "
             f"{entry.host!r} to {len(hosts)}; they expand in step, so give both the same count"
         )
+    addresses: list[str | None] = [None] * len(names)
+    if entry.data_address:
+        addresses = list(_expand_field(where, index, "data_address", entry.data_address))
+        for address in addresses:  # what reaches iperf3's command line, checked as host is
+            if not _HOST_RE.match(address or ""):
+                raise SourceError(
+                    f"{where}: nodes[{index}].data_address: {address!r} is not a hostname or IP address"
+                )
+    if len(addresses) == 1 and len(names) > 1:
+        # iperf3 to one address from 16 nodes measures one node 16 times, never the other 15.
+        raise SourceError(
+            f"{where}: nodes[{index}].data_address: one address {entry.data_address!r} for the "
+            f"{len(names)} nodes of {entry.name!r}; each node needs its own, so write a nodeset "
+            f"that expands in step with name, e.g. {_one_address_each(addresses[0] or '', len(names))}"
+        )
+    if len(addresses) != len(names):
+        raise SourceError(
+            f"{where}: nodes[{index}]: name {entry.name!r} expands to {len(names)} nodes but data_address "
+            f"{entry.data_address!r} to {len(addresses)}; they expand in step, so give both the same count"
+        )
     for name in names:
         if not _NAME_RE.match(name):
             raise SourceError(f"{where}: nodes[{index}].name: {name!r} is not a node name (letters, digits, ._-)")
     for host in hosts:
         if host is not None and not _HOST_RE.match(host):
             raise SourceError(f"{where}: nodes[{index}].host: {host!r} is not a hostname or IP address")
-    return list(zip(names, hosts))
+    return list(zip(names, hosts, addresses))
 
 
 def load_inventory(path: Path | str) -> Inventory:
@@ -298,7 +329,7 @@ def load_inventory(path: Path | str) -> Inventory:
     seen: dict[str, int | None] = {}
     for index, entry in enumerate(parsed.nodes):
         line = lines.get(("nodes", index))
-        for name, host in _expand_entry(str(path), line, index, entry):
+        for name, host, address in _expand_entry(str(path), line, index, entry):
             if name in seen:
                 first = seen[name]
                 raise SourceError(
@@ -328,7 +359,7 @@ def load_inventory(path: Path | str) -> Inventory:
                     max_sessions=int(pick("max_sessions", 10)),
                     jump=pick("jump", None),
                     transport="local" if transport == "local" else "ssh",
-                    data_address=entry.data_address or "",
+                    data_address=address or "",
                     rdma_ports=tuple(entry.rdma_ports),
                     labels={k: str(v) for k, v in entry.labels.items()},
                 )

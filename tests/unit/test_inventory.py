@@ -148,6 +148,61 @@ def test_bracket_items_pair_in_the_order_written(tmp_path: Path) -> None:
     assert [(n.name, n.host) for n in inventory.nodes] == [("gpu3", "10.0.0.10"), ("gpu1", "10.0.0.30")]
 
 
+def test_data_address_expands_in_step_with_name(tmp_path: Path) -> None:
+    inventory = _load(
+        tmp_path,
+        """
+        nodes:
+          - name: gpu[01-16]
+            host: 10.0.0.[11-26]
+            data_address: 192.168.0.[1-16]
+          - name: gpu[17-18],cpu1
+            data_address: gpu[17-18]-ib,cpu1-ib
+          - name: head
+            data_address: 192.168.0.100
+        """,
+    )
+    nodes = {n.name: n for n in inventory.nodes}
+    assert [nodes[f"gpu{i:02d}"].address for i in range(1, 17)] == [f"192.168.0.{i}" for i in range(1, 17)]
+    assert (nodes["gpu01"].host, nodes["gpu16"].host) == ("10.0.0.11", "10.0.0.26")
+    assert [nodes[n].address for n in ("gpu17", "gpu18", "cpu1")] == ["gpu17-ib", "gpu18-ib", "cpu1-ib"]
+    assert nodes["head"].address == "192.168.0.100"
+
+
+def test_one_data_address_for_many_nodes_is_an_error(tmp_path: Path) -> None:
+    message = _error(tmp_path, "nodes:\n  - name: gpu[01-16]\n    data_address: 192.168.0.1\n")
+    assert message == (
+        ":2: nodes[0].data_address: one address '192.168.0.1' for the 16 nodes of 'gpu[01-16]'; "
+        "each node needs its own, so write a nodeset that expands in step with name, e.g. 192.168.0.[1-16]"
+    )
+    message = _error(tmp_path, "nodes:\n  - name: gpu[01-16]\n    data_address: storage-vip\n")
+    assert message.endswith("e.g. 192.168.0.[1-16]"), message
+
+
+def test_data_address_and_name_expand_to_different_counts(tmp_path: Path) -> None:
+    message = _error(tmp_path, "nodes:\n  - name: gpu[01-04]\n    data_address: 192.168.0.[1-3]\n")
+    assert message == (
+        ":2: nodes[0]: name 'gpu[01-04]' expands to 4 nodes but data_address '192.168.0.[1-3]' to 3; "
+        "they expand in step, so give both the same count"
+    )
+
+
+@pytest.mark.parametrize("address", ["x; rm -rf /", "$(reboot)", "`id`", "a b", "-oProxyCommand=x"])
+def test_data_address_with_shell_metacharacters(tmp_path: Path, address: str) -> None:
+    message = _error(tmp_path, f"nodes:\n  - name: a\n  - name: b\n    data_address: '{address}'\n")
+    assert message == f":3: nodes[1].data_address: {address!r} is not a hostname or IP address"
+
+
+def test_each_expanded_data_address_is_checked(tmp_path: Path) -> None:
+    message = _error(tmp_path, "nodes:\n  - name: gpu[1-2]\n    data_address: '192.168.0.[1-2];id'\n")
+    assert message == ":2: nodes[0].data_address: '192.168.0.1;id' is not a hostname or IP address"
+
+
+def test_bad_data_address_nodeset(tmp_path: Path) -> None:
+    message = _error(tmp_path, "nodes:\n  - name: gpu[01-02]\n    data_address: 192.168.0.[2-1]\n")
+    assert message == ":2: nodes[0].data_address: '192.168.0.[2-1]': range '2-1' runs backwards; write it 1-2"
+
+
 def test_name_expands_alone_when_host_is_absent(tmp_path: Path) -> None:
     inventory = _load(tmp_path, "nodes: [{name: 'r[1-2]n[01-02]', labels: {rack: r1}}]\n")
     assert [(n.name, n.host) for n in inventory.nodes] == [

@@ -49,6 +49,16 @@ INVENTORY_ERRORS = [
         id="shell-metacharacter",
     ),
     pytest.param(
+        "nodes:\n  - name: node1\n    data_address: 'x; rm -rf /'\n",
+        ":2: nodes[0].data_address: 'x; rm -rf /' is not a hostname or IP address",
+        id="data-address-shell-metacharacter",
+    ),
+    pytest.param(
+        "nodes:\n  - name: gpu[01-16]\n    data_address: 192.168.0.1\n",
+        ":2: nodes[0].data_address: one address '192.168.0.1' for the 16 nodes of 'gpu[01-16]'",
+        id="data-address-one-for-many",
+    ),
+    pytest.param(
         "nodes:\n  - name: gpu[16-01]\n", ":2: nodes[0].name: 'gpu[16-01]': range '16-01' runs backwards; write it 01-16", id="hostlist"
     ),
     pytest.param(
