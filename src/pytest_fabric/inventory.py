@@ -339,7 +339,8 @@ def load_inventory(path: Path | str) -> Inventory:
             seen[name] = line
             resolved_host = host or name
 
-            def pick(key: str, fallback: Any) -> Any:
+            # entry bound as a default: ruff B023 cannot see that pick is only called in this pass
+            def pick(key: str, fallback: Any, entry: _NodeEntry = entry) -> Any:
                 own = getattr(entry, key)
                 if own is not None:
                     return own
