@@ -27,7 +27,8 @@ __all__ = ["to_jsonable", "main"]
 def to_jsonable(value: Any) -> Any:
     """``value`` as plain JSON types: dataclasses and pydantic models become dicts,
     Decimals become strings (exact; the unit is in the field name) and Quantities
-    their text with its unit (``"200 Gb/s"``)."""
+    their text with its unit (``"200 Gb/s"``).  Dicts keyed by pairs (a link matrix)
+    become nested objects, ``{"GPU0": {"GPU1": ...}}``; see :func:`_object`."""
     if value is None or isinstance(value, (bool, int, float, str)):
         return value
     if isinstance(value, Decimal):
@@ -42,10 +43,37 @@ def to_jsonable(value: Any) -> Any:
     if callable(model_dump):  # pydantic v2 model; its own serializers know its Quantity fields
         return to_jsonable(model_dump(mode="json"))
     if isinstance(value, dict):
-        return {str(to_jsonable(k)) if not isinstance(k, str) else k: to_jsonable(v) for k, v in value.items()}
+        return _object(value)
     if isinstance(value, (list, tuple, set, frozenset)):
         return [to_jsonable(item) for item in value]
     return str(value)
+
+
+def _key(key: Any) -> str:
+    """A JSON object key: the text of a name or number (``GPU0``, ``99.0``), never a Python repr."""
+    if isinstance(key, tuple):
+        return ",".join(_key(part) for part in key)
+    plain = to_jsonable(key)
+    return plain if isinstance(plain, str) else json.dumps(plain)
+
+
+def _object(value: dict[Any, Any]) -> dict[str, Any]:
+    """A dict as a JSON object.
+
+    Keys that are pairs (``("GPU0", "GPU1")``, a matrix cell) nest, one level per part,
+    so jq reads ``.links.GPU0.GPU1``; tuple keys of unequal lengths, which cannot nest
+    without a clash, are joined with commas (``"GPU0,GPU1"``).
+    """
+    lengths = {len(k) if isinstance(k, tuple) else 0 for k in value}
+    if len(lengths) == 1 and (length := lengths.pop()) >= 2:
+        nested: dict[str, Any] = {}
+        for key, item in value.items():
+            level = nested
+            for part in key[: length - 1]:
+                level = level.setdefault(_key(part), {})
+            level[_key(key[-1])] = to_jsonable(item)
+        return nested
+    return {_key(k): to_jsonable(v) for k, v in value.items()}
 
 
 def main(argv: list[str] | None = None) -> int:
