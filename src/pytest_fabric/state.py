@@ -28,7 +28,6 @@ class FabricState:
     host_key_policy: str
     ssh_config: str | None = None
     cluster: Cluster | None = None
-    rounds: RoundCache = field(default_factory=RoundCache)
     #: pair ids selected for each check after -k/-m deselection: a round measures only these
     selected_pairs: dict[str, set[str]] = field(default_factory=dict)
     #: per measurement fixture, (subject fixture, parameter) of the selected tests using it, in
@@ -42,6 +41,11 @@ class FabricState:
     counter_baseline: dict[tuple[str, str, int], dict[str, int]] = field(default_factory=dict)
     #: results computed once per run for the whole cluster (attribution, scaling, ...)
     cluster_results: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def rounds(self) -> RoundCache:
+        """Pair rounds: batches of the same cache as waves."""
+        return RoundCache(self.batches)
 
 
 @dataclass(frozen=True)
