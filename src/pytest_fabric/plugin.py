@@ -138,6 +138,15 @@ def pytest_configure(config: pytest.Config) -> None:
     except SourceError as exc:
         raise pytest.UsageError(str(exc)) from None
 
+    workers = config.getoption("numprocesses", None)
+    if workers not in (None, 0, "0"):
+        # Every worker would measure its own rounds and waves on the same nodes at the same
+        # time: the figures would be depressed by each other, not by the cluster.
+        raise pytest.UsageError(
+            f"-n {workers}: pytest-xdist workers would measure the same nodes and links at once and "
+            "depress each other's figures; pytest-fabric already measures every node at once (waves) "
+            "and every pair round concurrently. Run without -n (use --fabric-fanout to cap nodes at once)"
+        )
     fanout = config.getoption("fabric_fanout")
     if fanout < 1:
         raise pytest.UsageError(f"--fabric-fanout {fanout}: at least 1 node at a time")
@@ -413,14 +422,6 @@ def pytest_report_header(config: pytest.Config) -> list[str] | None:
         f"fabric: cluster {state.inventory.name} ({len(state.inventory.nodes)} nodes) from {state.inventory.path}",
         f"fabric: profile {p.name}{extends} sha256:{p.sha256[:12]} from {p.path}",
     ]
-    workers = config.getoption("numprocesses", None)
-    if workers:
-        # Rounds keep each link to one flow, but only within one process: other
-        # workers measure other rounds at the same time, through the same links.
-        lines.append(
-            f"fabric: WARNING: -n {workers}: pair bandwidth checks on different workers overlap and depress "
-            "each other; run -m inter_node without -n for figures you would sign"
-        )
     return lines
 
 
