@@ -1,0 +1,296 @@
+"""Error counters of an RDMA port, at both ends of its link, sorted into classes.
+
+InfiniBand: ``perfquery -x`` on the HCA port, and on the port at the other end of
+its cable (the switch port facing the HCA, found with ``iblinkinfo -D 0``, a
+one-hop partial scan): errors on the host-to-switch direction are counted by the
+switch's receiver, not the host's.  RoCE (Ethernet link layer): perfquery cannot
+open a MAD port there, so the counters come from ``rdma statistic show link``
+(the RDMA transport's hardware counters) and ``ethtool -S`` on the port's netdev
+(the physical port).
+
+Every counter read is one of three classes (:func:`classify`):
+
+- ``fault``: the link loses or corrupts packets; any growth fails (``max: 0``).
+- ``congestion``: the fabric was full or a receiver slow; our own aggregate and
+  oversubscription checks provoke these, so they have their own bound
+  (``congestion_max``), judged per counter.
+- ``ignored``: the counters ibqueryerrors treats as common: reported, never judged.
+
+Everything else (traffic counts, pause frames, congestion notifications, completion
+errors of applications tearing down their queue pairs) is ``other``: not reported.
+
+A reading that is empty, unreadable or missing the counters this module judges
+is a :class:`MeasurementError`: nothing here passes on "no counters, no growth".
+"""
+
+from __future__ import annotations
+
+import re
+import shlex
+from dataclasses import dataclass, field
+
+from ..cluster import NodeHandle
+from ..parsers import ethtool, iblinkinfo, perfquery, rdma_link, rdma_statistic
+from ..transport.base import CommandResult
+from ..units import parse_quantity
+from ..verdict import Measurement
+from .base import MeasurementError, parse_or_raise
+
+__all__ = [
+    "CLASSES",
+    "IB_FAULT",
+    "IB_CONGESTION",
+    "IB_IGNORED",
+    "ROCE_FAULT",
+    "ROCE_CONGESTION",
+    "Reading",
+    "PortCounters",
+    "Growth",
+    "classify",
+    "read_port",
+    "growth",
+    "measurement",
+]
+
+CLASSES = ("fault", "congestion", "ignored")  # and "other": traffic counts, not reported
+
+# InfiniBand PortCounters (IBTA Vol. 1, 16.1.3.5) and the PortRcvErrorDetails /
+# PortXmitDiscardDetails breakdowns, as perfquery names them.
+IB_FAULT: frozenset[str] = frozenset({
+    # symbol and link-integrity errors: a bad cable, connector or transceiver
+    "SymbolErrorCounter", "LinkErrorRecoveryCounter", "LinkDownedCounter",
+    "LocalLinkIntegrityErrors", "ExcessiveBufferOverrunErrors",
+    # receive errors (and their details): packets that arrived corrupt or malformed
+    "PortRcvErrors", "PortRcvRemotePhysicalErrors", "PortLocalPhysicalErrors",
+    "PortMalformedPktErrors", "PortBufferOverrunErrors", "PortDLIDMappingErrors",
+    "PortVLMappingErrors", "PortLoopingErrors",
+    # packets dropped for partition (P_Key) or MTU mismatches: configuration faults
+    "PortXmitConstraintErrors", "PortRcvConstraintErrors", "PortNeighborMTUDiscards",
+    "PortInactiveDiscards",
+})
+# Full buffers, not broken links: a sender waited for credits (PortXmitWait) or the
+# switch dropped a packet that waited too long (PortXmitDiscards and its
+# lifetime-limit details); management packets dropped for want of buffers.
+IB_CONGESTION: frozenset[str] = frozenset({
+    "PortXmitDiscards", "PortXmitWait", "PortSwLifetimeLimitDiscards",
+    "PortSwHOQLifetimeLimitDiscards", "VL15Dropped", "QP1Dropped",
+})
+# ibqueryerrors --suppress-common suppresses exactly this one ("Right now this is the
+# only 'common' error", rdma-core infiniband-diags/ibqueryerrors.c): switches count
+# relay errors for routine reasons (packets to a LID being reconfigured, multicast).
+IB_IGNORED: frozenset[str] = frozenset({"PortRcvSwitchRelayErrors"})
+
+# RoCE: the mlx5 driver's names.  Transport counters (rdma statistic, NVIDIA
+# "Understanding mlx5 Linux counters"): on a lossless fabric (PFC, the `roce` check)
+# sequence errors and ack timeouts mean packets were lost on the wire.
+_ROCE_FAULT_TRANSPORT = {"out_of_sequence", "packet_seq_err", "local_ack_timeout_err", "implied_nak_seq_err"}
+# Physical port counters (ethtool -S; Linux Documentation/networking/device_drivers/
+# ethernet/mellanox/mlx5/counters.rst, type "Error"): corrupt, malformed or
+# wrong-size frames and link flaps.
+_ROCE_FAULT_PHY = {
+    "rx_crc_errors_phy", "rx_symbol_err_phy", "rx_pcs_symbol_err_phy", "link_down_events_phy",
+    "rx_in_range_len_errors_phy", "rx_out_of_range_len_phy", "rx_oversize_pkts_phy",
+    "rx_undersize_pkts_phy", "rx_fragments_phy", "rx_jabbers_phy", "tx_errors_phy",
+    "rx_unsupported_op_phy",
+}
+ROCE_FAULT: frozenset[str] = frozenset(_ROCE_FAULT_TRANSPORT | _ROCE_FAULT_PHY)
+# counters.rst: rx_discards_phy "implies that the adapter is congested", tx_discards_phy
+# counts head-of-line drops and pauses from the network; out_of_buffer / rx_out_of_buffer:
+# the host did not post receive buffers fast enough.  Drops on a PFC (lossless)
+# priority are faults instead: see classify().
+ROCE_CONGESTION: frozenset[str] = frozenset({"rx_discards_phy", "tx_discards_phy", "rx_out_of_buffer", "out_of_buffer"})
+_PRIO_DISCARDS_RE = re.compile(r"^rx_prio(?P<prio>[0-7])_discards$")
+
+# A reading without any of these is not a reading of this check's counters (another
+# driver's names, a perfquery that printed a header only): an error, not a pass.
+_IB_REQUIRED = ("SymbolErrorCounter", "LinkDownedCounter", "PortRcvErrors")
+
+
+def classify(name: str, *, infiniband: bool, lossless_priorities: tuple[int, ...] = ()) -> str:
+    """``fault``, ``congestion``, ``ignored`` or ``other`` for one counter name (see the module docstring)."""
+    if infiniband:
+        if name in IB_FAULT:
+            return "fault"
+        if name in IB_CONGESTION:
+            return "congestion"
+        return "ignored" if name in IB_IGNORED else "other"
+    if name in ROCE_FAULT:
+        return "fault"
+    prio = _PRIO_DISCARDS_RE.match(name)
+    if prio:
+        # PFC on that priority exists to make drops impossible: a drop there is a fault.
+        return "fault" if int(prio.group("prio")) in lossless_priorities else "congestion"
+    if name in ROCE_CONGESTION:
+        return "congestion"
+    return "other"
+
+
+@dataclass(frozen=True)
+class Reading:
+    """The counters of one end of the link, as read once."""
+
+    end: str  # "mlx5_0/1" (the host's port) or "peer LID 7 port 12" (the switch port facing it)
+    counters: dict[str, int]
+
+
+@dataclass(frozen=True)
+class PortCounters:
+    """Both ends of one port's link (IB), or the port's two counter sources (RoCE)."""
+
+    node: str
+    port: str  # "mlx5_0/1"
+    infiniband: bool
+    readings: tuple[Reading, ...]
+    evidence: tuple[CommandResult, ...] = ()
+
+
+@dataclass(frozen=True)
+class Growth:
+    """What grew between two readings, by class: ``{class: {"end counter": delta}}``."""
+
+    by_class: dict[str, dict[str, int]] = field(default_factory=dict)
+
+    def total(self, kind: str) -> int:
+        return sum(self.by_class.get(kind, {}).values())
+
+    def largest(self, kind: str) -> int:
+        return max(self.by_class.get(kind, {}).values(), default=0)
+
+
+def _require(result: CommandResult, counters: dict[str, int], known: frozenset[str] | tuple[str, ...], what: str) -> None:
+    if not any(name in counters for name in known):
+        shown = ", ".join(sorted(known)[:4])
+        raise MeasurementError(
+            result.node,
+            f"{what} printed none of the counters this check judges ({shown}, ...); "
+            f"it printed {len(counters)} other(s)",
+            command=result.command,
+            fix="run the command by hand; on a non-mlx5 NIC the counter names differ and this check cannot judge them",
+        )
+
+
+def _perfquery(node: NodeHandle, device: str, ib_port: int, target: str) -> tuple[dict[str, int], CommandResult]:
+    result = node.run(f"perfquery -x -C {shlex.quote(device)} -P {ib_port}{target}", timeout=30)
+    blocks = parse_or_raise(perfquery.parse_perfquery, result)
+    counters: dict[str, int] = {}
+    for block in blocks:
+        counters.update(block.counters)
+    _require(result, counters, _IB_REQUIRED, "perfquery")
+    return counters, result
+
+
+def _peer(node: NodeHandle, device: str, ib_port: int) -> tuple[int, int, str | None, CommandResult]:
+    """LID and port number of the port at the other end of the cable (iblinkinfo, one hop)."""
+    result = node.run(f"iblinkinfo -C {shlex.quote(device)} -P {ib_port} -D 0", timeout=60)
+    lines = parse_or_raise(iblinkinfo.parse_iblinkinfo, result)
+    mine = [p for p in lines if p.port == ib_port and p.node_type != "Switch"]
+    if not mine or mine[0].peer_lid is None or mine[0].peer_port is None:
+        raise MeasurementError(
+            node.name,
+            f"iblinkinfo shows no port at the other end of {device}/{ib_port}, so its switch-side counters cannot be read",
+            command=result.command,
+            fix=f"check the cable of {device}/{ib_port}; or set error_counters.both_ends: false to judge the host side only",
+        )
+    return mine[0].peer_lid, mine[0].peer_port, mine[0].peer_name, result
+
+
+def read_port(node: NodeHandle, device: str, ib_port: int, *, infiniband: bool, both_ends: bool = True) -> PortCounters:
+    """Read one port's counters (and, for InfiniBand, its peer's)."""
+    name = f"{device}/{ib_port}"
+    if infiniband:
+        own, result = _perfquery(node, device, ib_port, "")
+        readings = [Reading(name, own)]
+        evidence = [result]
+        if both_ends:
+            lid, peer_port, peer_name, link = _peer(node, device, ib_port)
+            label = f"peer LID {lid} port {peer_port}" + (f" ({peer_name})" if peer_name else "")
+            peer, peer_result = _perfquery(node, device, ib_port, f" {lid} {peer_port}")
+            readings.append(Reading(label, peer))
+            evidence += [link, peer_result]
+        return PortCounters(node.name, name, True, tuple(readings), tuple(evidence))
+    stats = node.run(f"rdma statistic show link {shlex.quote(name)}", timeout=30)
+    ports = parse_or_raise(rdma_statistic.parse_rdma_statistic, stats)
+    mine = [p for p in ports if p.device == device and p.port == ib_port]
+    if not mine:
+        raise MeasurementError(node.name, f"rdma statistic printed no line for {name}", command=stats.command)
+    _require(stats, mine[0].counters, frozenset(_ROCE_FAULT_TRANSPORT), "rdma statistic")
+    link_result = node.run(f"rdma link show {shlex.quote(name)}", timeout=30)
+    links = parse_or_raise(rdma_link.parse_rdma_link, link_result)
+    netdev = next((link.netdev for link in links if link.device == device and link.port == ib_port), None)
+    if not netdev:
+        raise MeasurementError(node.name, f"rdma link names no netdev for {name}; its Ethernet counters cannot be read",
+                               command=link_result.command)
+    phy_result = node.run(f"ethtool -S {shlex.quote(netdev)}", timeout=30)
+    phy = parse_or_raise(ethtool.parse_ethtool_stats, phy_result)
+    _require(phy_result, phy, frozenset(_ROCE_FAULT_PHY), "ethtool -S")
+    return PortCounters(
+        node.name, name, False,
+        (Reading(name, mine[0].counters), Reading(netdev, phy)),
+        (stats, link_result, phy_result),
+    )
+
+
+def growth(before: PortCounters, after: PortCounters, *, lossless_priorities: tuple[int, ...] = ()) -> Growth:
+    """What grew between two readings of the same port; a counter that went down is an error."""
+    old = {r.end: r.counters for r in before.readings}
+    by_class: dict[str, dict[str, int]] = {kind: {} for kind in CLASSES}
+    for reading in after.readings:
+        if reading.end not in old:
+            raise MeasurementError(
+                after.node,
+                f"{after.port}: the reading before the run has no {reading.end!r} (it had {', '.join(old)}); "
+                "the link changed during the run, so growth cannot be told",
+                fix="re-run; if the port's peer keeps changing, check the cable and the subnet manager's logs",
+            )
+        for counter, value in reading.counters.items():
+            start = old[reading.end].get(counter, value)
+            kind = classify(counter, infiniband=after.infiniband, lossless_priorities=lossless_priorities)
+            if kind not in by_class:
+                continue  # traffic counts: not judged, so a reset of them does not matter
+            if value < start:
+                raise MeasurementError(
+                    after.node,
+                    f"{after.port}: {reading.end} {counter} went from {start} to {value}: the counters were reset "
+                    "during the run, so their growth cannot be told",
+                    fix="do not clear counters (perfquery -R, ibclearerrors) while the suite runs; re-run",
+                )
+            if value > start:
+                by_class[kind][f"{reading.end} {counter}"] = value - start
+    return Growth(by_class)
+
+
+def _listing(items: dict[str, int]) -> str:
+    return ", ".join(f"{name} +{delta}" for name, delta in sorted(items.items()))
+
+
+def measurement(before: PortCounters | BaseException | None, after: PortCounters, *,
+                lossless_priorities: tuple[int, ...] = ()) -> Measurement:
+    """The error_counters measurement of one port: fault growth as the value, congestion as a second bound.
+
+    Without a reading from before the run (it failed, or the port was not there) the
+    growth cannot be told: lifetime counts are no verdict on this run, so that is an error.
+    """
+    if before is None or isinstance(before, BaseException):
+        why = f": {before}" if isinstance(before, BaseException) else ": the port was not listed then"
+        raise MeasurementError(
+            after.node,
+            f"{after.port}: no counter reading from before the run{why}; lifetime counts say nothing about this run",
+            command=after.evidence[0].command if after.evidence else None,
+            fix="fix what stopped the first reading and re-run",
+        )
+    grown = growth(before, after, lossless_priorities=lossless_priorities)
+    ends = " and ".join(r.end for r in after.readings)
+    parts = [f"{after.port}: growth during this run ({ends})"]
+    faults, congestion, ignored = (grown.by_class.get(k, {}) for k in CLASSES)
+    parts.append(f"faults: {_listing(faults)}" if faults else "no fault counter grew")
+    if congestion:
+        parts.append(f"congestion (bound congestion_max, per counter): {_listing(congestion)}")
+    if ignored:
+        parts.append(f"not faults (ibqueryerrors --suppress-common): {_listing(ignored)}")
+    return Measurement(
+        value=parse_quantity(grown.total("fault")),
+        detail="; ".join(parts),
+        evidence=tuple(before.evidence) + tuple(after.evidence),
+        bounds={"max": parse_quantity(grown.total("fault")), "congestion_max": parse_quantity(grown.largest("congestion"))},
+        extra={"counters_grown": grown.by_class, "ends": [r.end for r in after.readings]},
+    )
