@@ -1,8 +1,20 @@
-"""RoCE lossless settings of a node's RDMA netdevs: trust mode and PFC (mlnx_qos), ECN (sysfs)."""
+"""RoCE lossless settings of a node's RoCE netdevs: trust mode and PFC (mlnx_qos), ECN (sysfs).
+
+Only the netdevs of RoCE ports count: ibdev2netdev also lists the IPoIB netdevs of
+InfiniBand ports (ib0, ...), which have no PFC or ECN to judge.  Every RoCE netdev is
+read; when they agree the node's value is theirs, and when they differ the value names
+each netdev with its own setting, so one misconfigured port fails the node by name
+instead of being hidden behind a good one.
+
+ECN is on for a priority when both MLNX_OFED switches are: ``ecn/roce_np/enable/<prio>``
+(the notification point: the receiver sends CNPs for marked packets) and
+``ecn/roce_rp/enable/<prio>`` (the reaction point: the sender slows down on a CNP).
+"""
 
 from __future__ import annotations
 
 import shlex
+from collections.abc import Iterable
 
 from ..cluster import NodeHandle
 from ..parsers import ibdev2netdev, mlnx_qos
@@ -10,43 +22,87 @@ from ..transport.base import CommandResult
 from ..verdict import Measurement
 from .base import MeasurementError, parse_or_raise
 
-__all__ = ["roce_settings"]
+__all__ = ["roce_settings", "ECN_ROLES"]
+
+ECN_ROLES = ("roce_np", "roce_rp")
 
 
-def roce_settings(node: NodeHandle, *, ecn_priorities: list[int]) -> Measurement:
-    """Trust mode, PFC priorities and (when asked) ECN of the node's first RoCE netdev that is up.
+def _ecn(node: NodeHandle, netdev: str, priorities: list[int]) -> tuple[str, CommandResult]:
+    """``on`` when every ECN switch of every priority reads 1, else ``off (...which are 0)``."""
+    paths = [f"/sys/class/net/{netdev}/ecn/{role}/enable/{prio}" for prio in priorities for role in ECN_ROLES]
+    result = node.run("grep -H . " + " ".join(shlex.quote(p) for p in paths), timeout=15, check=False)
+    values: dict[str, str] = {}
+    for line in result.stdout.splitlines():
+        path, sep, value = line.rpartition(":")
+        if sep:
+            values[path] = value.strip()
+    missing = [p for p in paths if p not in values]
+    if missing:
+        raise MeasurementError(
+            node.name,
+            f"cannot read ECN of {netdev}: {missing[0]} " + ((result.stderr or "").strip()[-200:] or "is missing"),
+            command=result.command,
+            fix="these are MLNX_OFED's per-priority ECN switches; check that the driver exposes them "
+            "(ls /sys/class/net/IFACE/ecn) or drop `ecn` from the profile's roce check",
+        )
+    off = [p.split("/ecn/", 1)[1] for p in paths if values[p] != "1"]
+    return ("on" if not off else f"off ({', '.join(off)} not 1)"), result
 
-    Every RoCE netdev is read; the measurement reports the first that differs
-    from the others so a single misconfigured port is not hidden.
+
+def _combine(per_netdev: dict[str, str]) -> str:
+    """The shared value, or every netdev with its own when they differ."""
+    distinct = set(per_netdev.values())
+    if len(distinct) == 1:
+        return distinct.pop()
+    return "; ".join(f"{netdev}: {value}" for netdev, value in per_netdev.items()) + " (ports differ)"
+
+
+def roce_settings(node: NodeHandle, *, ecn_priorities: list[int],
+                  roce_ports: Iterable[tuple[str, int]] | None = None) -> Measurement:
+    """Trust mode, PFC priorities and (when asked) ECN of every RoCE netdev of the node.
+
+    ``roce_ports``: the (device, port) pairs whose link layer is Ethernet; None reads every
+    netdev ibdev2netdev lists that does not look like IPoIB (``ib*``).
     """
     mapping_result = node.run("ibdev2netdev", timeout=30)
     entries = parse_or_raise(ibdev2netdev.parse_ibdev2netdev, mapping_result)
-    netdevs = [e.netdev for e in entries if e.netdev and (e.netdev_state or "").lower() == "up"]
+    if roce_ports is not None:
+        wanted = set(roce_ports)
+        netdevs = [e.netdev for e in entries if (e.device, e.port) in wanted]
+        unmapped = sorted(f"{d}/{p}" for d, p in wanted - {(e.device, e.port) for e in entries})
+        if unmapped:
+            raise MeasurementError(node.name, f"ibdev2netdev names no netdev for RoCE port(s) {', '.join(unmapped)}",
+                                   command=mapping_result.command, fix="check the RoCE ports' drivers (ip link)")
+    else:
+        netdevs = [e.netdev for e in entries if not e.netdev.startswith("ib")]
+    netdevs = list(dict.fromkeys(netdevs))  # a netdev shared by two ports (bonding) is read once
     if not netdevs:
-        raise MeasurementError(node.name, "no RDMA netdev is up", command="ibdev2netdev", fix="bring the RoCE ports up")
+        raise MeasurementError(node.name, "no RoCE netdev to read (ibdev2netdev lists none on an Ethernet port)",
+                               command=mapping_result.command, fix="check that the node's RDMA ports run RoCE (ibstat 'Link layer')")
     evidence: list[CommandResult] = [mapping_result]
-    seen: dict[str, tuple[str, str, str]] = {}
+    trust: dict[str, str] = {}
+    pfc: dict[str, str] = {}
+    ecn: dict[str, str] = {}
     for netdev in netdevs:
         result = node.run(f"mlnx_qos -i {shlex.quote(netdev)}", timeout=30)
         evidence.append(result)
         qos = parse_or_raise(mlnx_qos.parse_mlnx_qos, result)
-        ecn = "unknown"
+        trust[netdev] = (qos.trust or "unknown").lower()
+        pfc[netdev] = ",".join(str(p) for p in sorted(qos.pfc_priorities)) or "none"
         if ecn_priorities:
-            states = []
-            for priority in ecn_priorities:
-                path = f"/sys/class/net/{shlex.quote(netdev)}/ecn/roce_np/enable/{priority}"
-                ecn_result = node.run(f"cat {path}", timeout=15, check=False)
-                evidence.append(ecn_result)
-                states.append(ecn_result.stdout.strip() == "1")
-            ecn = "on" if all(states) else "off"
-        pfc = ",".join(str(p) for p in sorted(qos.pfc_priorities))
-        seen[netdev] = ((qos.trust or "unknown").lower(), pfc, ecn)
-    distinct = sorted(set(seen.values()))
-    trust, pfc, ecn = distinct[-1] if len(distinct) > 1 else distinct[0]
-    per_dev = "; ".join(f"{d}: trust {t}, PFC [{p or 'none'}], ECN {e}" for d, (t, p, e) in seen.items())
+            ecn[netdev], ecn_result = _ecn(node, netdev, ecn_priorities)
+            evidence.append(ecn_result)
+    bounds: dict[str, str] = {"trust": _combine(trust), "pfc_priorities": _combine(pfc)}
+    if ecn:
+        bounds["ecn"] = _combine(ecn)
+    per_dev = "; ".join(
+        f"{d}: trust {trust[d]}, PFC [{pfc[d]}]" + (f", ECN {ecn[d]}" if d in ecn else "") for d in netdevs
+    )
+    summary = ", ".join(f"{key} {value}" for key, value in bounds.items())
     return Measurement(
-        value=f"trust {trust}, PFC [{pfc or 'none'}], ECN {ecn}",
+        value=summary,
         detail=per_dev,
         evidence=tuple(evidence),
-        bounds={"trust": trust, "pfc_priorities": pfc, "ecn": ecn},
+        bounds=dict(bounds),
+        extra={"netdevs": {d: {"trust": trust[d], "pfc_priorities": pfc[d], "ecn": ecn.get(d)} for d in netdevs}},
     )
