@@ -55,9 +55,10 @@ def node_links_under_load(request: pytest.FixtureRequest, node: NodeHandle) -> g
             cache[node.name] = gpu_probe.links_under_load(node, node_gpus(request, node))
         except TransportError as exc:
             cache[node.name] = exc
+            raise
     got = cache[node.name]
     if isinstance(got, TransportError):
-        raise got
+        raise got.again()
     return got
 
 
