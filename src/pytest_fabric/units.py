@@ -24,6 +24,7 @@ __all__ = [
     "QuantityField",
     "parse_quantity",
     "bandwidth",
+    "infiniband_data_rate",
 ]
 
 
@@ -270,6 +271,52 @@ def _parse(text: Any) -> Quantity:
         f"{text!r}: unknown unit {unit!r}{hint}. Rates: b/s Mb/s Gb/s (bits), B/s MB/s GB/s (bytes); "
         "sizes: B KB MB GB KiB MiB GiB; times: ns us ms s; shares: '90% line'"
     )
+
+
+# What a '90% line' share of an InfiniBand link is taken of: the data rate, not the rate the port
+# reports.  The kernel (and ibstat) report lanes x the speed's nominal rate: SDR 2.5, DDR 5, QDR 10,
+# FDR10 10, FDR 14, EDR 25, HDR 50, NDR 100, XDR 200 Gb/s per lane.  SDR/DDR/QDR signal at that
+# rate with 8b/10b (80% is data: QDR 4X reports 40 for 32 Gb/s of data); FDR signals 14.0625 Gb/s
+# with 64b/66b (4X reports 56 for 54.55); FDR10 (10.3125 Gb/s, 64b/66b), EDR (25.78125, 64b/66b)
+# and HDR/NDR/XDR (PAM4 with FEC) report their data rate already.  Source: IBTA Architecture
+# Specification Vol. 2, as tabulated in Wikipedia "InfiniBand" (Performance) and infiniband.jp.
+_IB_DATA_SHARE: dict[str, Decimal] = {
+    "SDR": Decimal("0.8"),
+    "DDR": Decimal("0.8"),
+    "QDR": Decimal("0.8"),
+    "FDR10": Decimal(1),
+    "FDR": Decimal("14.0625") * 64 / 66 / 14,
+    "EDR": Decimal(1),
+    "HDR": Decimal(1),
+    "NDR": Decimal(1),
+    "XDR": Decimal(1),
+}
+_IB_CODING = {"SDR": "8b/10b", "DDR": "8b/10b", "QDR": "8b/10b", "FDR": "64b/66b"}
+_IB_SPEED = re.compile(r"\b(?:(?P<lanes>\d+)X\s+)?(?P<speed>SDR|DDR|QDR|FDR10|FDR|EDR|HDR|NDR|XDR)\b", re.IGNORECASE)
+
+
+def infiniband_data_rate(reported: Quantity, speed: str | None) -> Quantity | None:
+    """The data rate behind an InfiniBand port's reported rate, or None when ``speed`` names no IB speed.
+
+    ``speed`` is how sysfs or ibstat name the link (``200 Gb/sec (4X HDR)``,
+    ``4X QDR``, ``FDR``).  ``40 Gb/s`` of ``4X QDR`` is ``32 Gb/s`` of data;
+    ``56 Gb/s`` of ``4X FDR`` is ``54.55 Gb/s``; EDR and faster report their
+    data rate already.  The speed must be named: 40 Gb/s is QDR (32 of data)
+    or FDR10 (40 of data), and the rate alone cannot tell which.
+    """
+    match = _IB_SPEED.search(speed or "")
+    if match is None or reported.dimension is not Dimension.BANDWIDTH:
+        return None
+    name = match.group("speed").upper()
+    value = reported.value * _IB_DATA_SHARE[name]
+    lanes = f"{match.group('lanes')}X " if match.group("lanes") else ""
+    coding = _IB_CODING.get(name)
+    how = f"{lanes}{name} {reported.display('Gb/s')}"
+    if value == reported.value:
+        text = f"{format_value(value, Dimension.BANDWIDTH)} ({how} is its data rate)"
+    else:
+        text = f"{format_value(value, Dimension.BANDWIDTH)} (data rate of {how}, {coding})"
+    return Quantity(value, Dimension.BANDWIDTH, text)
 
 
 def bandwidth(value: float | Decimal | str, unit: str) -> Quantity:

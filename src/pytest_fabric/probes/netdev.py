@@ -5,15 +5,18 @@ from __future__ import annotations
 import ipaddress
 import shlex
 import socket
+from dataclasses import dataclass
 
 from ..cluster import NodeHandle
 from ..parsers import ip_addr, ip_link
 from ..transport.base import CommandResult
-from ..units import Quantity, parse_quantity
+from ..units import Quantity, infiniband_data_rate, parse_quantity
 from ..verdict import Measurement
 from .base import MeasurementError, parse_or_raise
 
-__all__ = ["data_interface", "mtu", "link_speed"]
+__all__ = ["LinkRate", "data_interface", "link_rate", "mtu"]
+
+ARPHRD_INFINIBAND = "32"  # /sys/class/net/IF/type of an IPoIB interface (1 is Ethernet)
 
 
 def _ip_literal(address: str) -> str:
@@ -59,10 +62,57 @@ def mtu(node: NodeHandle) -> Measurement:
     )
 
 
-def link_speed(node: NodeHandle, interface: str) -> tuple[Quantity | None, CommandResult]:
-    """The speed the interface reports (sysfs, as ethtool shows it), or None if it reports none."""
-    result = node.run(f"cat /sys/class/net/{shlex.quote(interface)}/speed", timeout=15, check=False)
-    text = result.stdout.strip()
-    if result.exit_code != 0 or not text.lstrip("-").isdigit() or int(text) <= 0:
-        return None, result
-    return parse_quantity(f"{int(text)} Mb/s"), result
+@dataclass(frozen=True)
+class LinkRate:
+    """What an interface's speed means as a line rate.
+
+    ``reported`` is ``/sys/class/net/IF/speed`` (what ethtool shows).  An IPoIB
+    interface reports its InfiniBand port's rate (200000 Mb/s on 4X HDR), and
+    ``ib_speed`` names that port's speed from its sysfs ``rate``
+    (``200 Gb/sec (4X HDR)``); ``line`` is the data rate a share of line is
+    taken of: the reported speed on Ethernet, the IB data rate on IPoIB
+    (32 Gb/s for 4X QDR's 40), None when it cannot be told.
+    """
+
+    interface: str
+    reported: Quantity | None
+    ipoib: bool
+    ib_speed: str | None
+    line: Quantity | None
+
+    def describe(self) -> str:
+        """``ib0 (IPoIB, 40 Gb/sec (4X QDR): data rate 32 Gb/s)`` or ``eth0 100 Gb/s``."""
+        if self.reported is None:
+            return f"{self.interface} (no speed reported)"
+        if not self.ipoib:
+            return f"{self.interface} {self.reported.display('Gb/s')}"
+        data = f"data rate {self.line.display('Gb/s')}" if self.line is not None else "data rate unknown"
+        return f"{self.interface} (IPoIB, {self.ib_speed or 'IB speed not named'}: {data})"
+
+
+def link_rate(node: NodeHandle, interface: str) -> tuple[LinkRate, CommandResult]:
+    """The interface's reported speed and, for IPoIB, the data rate of the InfiniBand port under it.
+
+    IPoIB sets ``dev_port`` to the IB port number minus one; the port's sysfs
+    ``rate`` names the speed (QDR, FDR, HDR...), which decides the line code.
+    """
+    d = shlex.quote(f"/sys/class/net/{interface}")
+    result = node.run(
+        f"d={d}; echo \"type $(cat $d/type 2>/dev/null)\"; echo \"speed $(cat $d/speed 2>/dev/null)\"; "
+        'p=$(( $(cat $d/dev_port 2>/dev/null || echo 0) + 1 )); '
+        'for r in $d/device/infiniband/*/ports/$p/rate; do [ -r "$r" ] && echo "ibrate $(cat "$r")"; done; true',
+        timeout=15,
+        check=False,
+    )
+    facts: dict[str, str] = {}
+    for text in result.stdout.splitlines():
+        key, _, value = text.partition(" ")
+        facts.setdefault(key, value.strip())
+    speed = facts.get("speed", "")
+    reported = parse_quantity(f"{int(speed)} Mb/s") if speed.isdigit() and int(speed) > 0 else None
+    ipoib = facts.get("type") == ARPHRD_INFINIBAND
+    ib_speed = facts.get("ibrate") or None
+    line = reported
+    if ipoib:
+        line = infiniband_data_rate(reported, ib_speed) if reported is not None else None
+    return LinkRate(interface, reported, ipoib, ib_speed, line), result

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import shlex
 import time
+import warnings
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from decimal import Decimal
@@ -19,13 +20,22 @@ from ..cluster import NodeHandle, NodePair
 from ..parsers import iperf3
 from ..transport.base import BackgroundProcess, CommandResult
 from ..units import Quantity, bandwidth
+from ..usage import FabricUsageWarning
 from ..verdict import Measurement
 from .base import MeasurementError, parse_or_raise
-from .netdev import data_interface, link_speed
+from .netdev import LinkRate, data_interface, link_rate
 
-__all__ = ["TcpSettings", "measure_pair"]
+__all__ = ["IPOIB_LINE_SHARE", "TcpSettings", "line_rate", "measure_pair"]
 
 SERVER_READY_TIMEOUT_S = 10.0
+# One text for every pair, so pytest's warnings summary shows it once with the tests it concerns.
+IPOIB_LINE_SHARE = (
+    "inter_node.tcp_throughput.min is a share of line, but TCP runs over IPoIB here: an IPoIB interface "
+    "reports the InfiniBand rate (200000 Mb/s on HDR), which TCP over IPoIB does not approach, so a line "
+    "share asks for far more than TCP over IB delivers. Line shares for TCP are meant for Ethernet; write an "
+    "absolute floor (e.g. 'min: 25 Gb/s', as the bundled IB profiles do). The share is resolved against the "
+    "IB data rate, and the check's message names the interfaces."
+)
 
 
 @dataclass(frozen=True)
@@ -86,34 +96,64 @@ def numa_pinning(node: NodeHandle) -> tuple[str, list[CommandResult], str]:
     return "", [addr, result], f"{node.name} not pinned ({interface} reports no NUMA node, or numactl is missing)"
 
 
-def line_rate(pair: NodePair) -> tuple[Quantity | None, list[CommandResult], str]:
-    """The slower of the two data interfaces' reported speeds (None if either reports none)."""
+def _end(node: NodeHandle, strict: bool) -> tuple[LinkRate | None, str, list[CommandResult]]:
+    """The data interface of one end and what its speed means; with ``strict`` a lookup failure raises."""
+    try:
+        interface, addr = data_interface(node)
+    except MeasurementError as exc:
+        if strict:
+            raise
+        return None, f"{node.name}: interface not found ({exc.detail})", []
+    rate, result = link_rate(node, interface)
+    return rate, f"{node.name}:{rate.describe()}", [addr, result]
+
+
+def line_rate(pair: NodePair, *, strict: bool = True) -> tuple[Quantity | None, list[LinkRate], list[CommandResult], str]:
+    """Both ends' data interfaces and the slower one's line rate (None if either cannot give one).
+
+    The line rate is the data rate a share of line is taken of: the speed an
+    Ethernet interface reports, the InfiniBand data rate under an IPoIB one.
+    The text names both interfaces, and says when an end has no
+    ``data_address`` (its SSH host address then picked the interface).
+    """
     evidence: list[CommandResult] = []
-    speeds = []
+    rates: list[LinkRate] = []
     names = []
     for node in (pair.a, pair.b):
-        interface, addr = data_interface(node)
-        speed, result = link_speed(node, interface)
-        evidence += [addr, result]
-        names.append(f"{node.name}:{interface}={speed.display('Gb/s') if speed else 'no speed reported'}")
-        speeds.append(speed)
-    if any(s is None for s in speeds):
-        return None, evidence, ", ".join(names)
-    return min(speeds), evidence, ", ".join(names)  # type: ignore[type-var]
+        rate, text, ev = _end(node, strict)
+        evidence += ev
+        names.append(text)
+        if rate is not None:
+            rates.append(rate)
+    text = " -> ".join(names)
+    unset = [node.name for node in (pair.a, pair.b) if not node.spec.data_address]
+    if unset:
+        text += (f" (no data_address for {', '.join(unset)}: the interface holding the SSH host address "
+                 "was measured)")
+    lines = [r.line for r in rates]
+    if len(lines) < 2 or any(line is None for line in lines):
+        return None, rates, evidence, text
+    return min(line for line in lines if line is not None), rates, evidence, text
 
 
 def measure_pair(pair: NodePair, settings: TcpSettings, *, need_line_rate: bool = False) -> Measurement:
     """Throughput from ``pair.a`` to ``pair.b`` in bits per second, summed over processes."""
     evidence: list[CommandResult] = []
-    rate, rate_evidence, rate_text = line_rate(pair) if need_line_rate else (None, [], "")
+    rate, rates, rate_evidence, path_text = line_rate(pair, strict=need_line_rate)
     evidence += rate_evidence
+    ipoib = [r.interface for r in rates if r.ipoib]
     if need_line_rate and rate is None:
+        unnamed = [r.interface for r in rates if r.ipoib and r.reported is not None and r.line is None]
+        why = (f"{', '.join(unnamed)} is IPoIB and its InfiniBand port's rate names no speed (QDR or FDR10?), "
+               "so its data rate is unknown" if unnamed else "a data interface reports no speed")
         raise MeasurementError(
             pair.a.name,
-            f"the profile asks for a share of line rate but a data interface reports no speed ({rate_text})",
-            command="cat /sys/class/net/IFACE/speed",
+            f"the profile asks for a share of line rate but {why} ({path_text})",
+            command="cat /sys/class/net/IFACE/speed /sys/class/net/IFACE/device/infiniband/*/ports/*/rate",
             fix="write an absolute floor (e.g. '90 Gb/s') for inter_node.tcp_throughput.min in the profile",
         )
+    if need_line_rate and ipoib:
+        warnings.warn(FabricUsageWarning(IPOIB_LINE_SHARE), stacklevel=2)
 
     # Every run is bound to the NIC's NUMA node, one process or several, as
     # ngc_multinode_perf and Azure's checks do: a run on the far socket is slower.
@@ -167,8 +207,11 @@ def measure_pair(pair: NodePair, settings: TcpSettings, *, need_line_rate: bool 
     detail = f"iperf3 {pair.a.name} -> {pair.b.name}, {settings.processes} process(es) x {streams_each} stream(s), {duration} s"
     if len(per_process) > 1:
         detail += " (" + " + ".join(f"{v / 1e9:.2f}" for v in per_process) + " Gb/s)"
-    if rate_text:
-        detail += f"; line rate from {rate_text}"
+    detail += f"; measured over {path_text}"
+    if rate is not None:
+        detail += f"; line rate {rate.display('Gb/s')}"
+    if need_line_rate and ipoib:
+        detail += "; a line share over IPoIB is a usage warning (see the warnings summary): write an absolute floor"
     if pin_notes:
         detail += "; " + ", ".join(pin_notes)
     return Measurement(
