@@ -8,7 +8,6 @@ instead of measuring again.
 
 from __future__ import annotations
 
-import math
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any, Callable
 
@@ -495,30 +494,14 @@ def attribution(request: pytest.FixtureRequest, node: NodeHandle, spec: Callable
 
 @pytest.fixture
 def scaling_efficiency(request: pytest.FixtureRequest, cluster: Cluster, spec: Callable[[str], Any]) -> Measurement:
-    """NCCL bus bandwidth as nodes are added (2, 4, 8, ... all) against the two-node figure."""
+    """NCCL bus bandwidth at 4, 8, ... all nodes against the two-node figure (see :func:`nccl.scaling`)."""
     spec("inter_node.scaling_efficiency")
     nccl_spec = spec("inter_node.nccl_allreduce")
     state = _state(request)
     nodes = cluster.nodes
     if len(nodes) < 3:
         pytest.skip(f"scaling needs at least 3 nodes; the inventory has {len(nodes)}")
-    counts = sorted({2 ** k for k in range(1, int(math.log2(len(nodes))) + 1)} | {len(nodes)})
-    curve: list[tuple[int, Quantity]] = []
-    evidence = []
-    for count in counts:
-        measured = nccl.allreduce(nodes[:count], size_bytes=int(nccl_spec.size.to("B")), gpus_per_node=_gpus_per_node(state))
-        curve.append((count, measured.value))  # type: ignore[arg-type]
-        evidence += list(measured.evidence)
-    base = float(curve[0][1].value)
-    ratios = [(count, float(q.value) / base) for count, q in curve[1:]]
-    worst = min(ratios, key=lambda r: r[1])
-    text = ", ".join(f"{c} nodes {q.display('GB/s')}" for c, q in curve)
-    return Measurement(
-        value=parse_quantity(f"{worst[1] * 100:.4f}%"),
-        detail=f"worst at {worst[0]} nodes vs 2 nodes; busbw: {text}",
-        evidence=tuple(evidence),
-        extra={"scaling": [{"nodes": c, "busbw_gbytes": float(q.to("GB/s"))} for c, q in curve]},
-    )
+    return nccl.scaling(nodes, size_bytes=int(nccl_spec.size.to("B")), gpus_per_node=_gpus_per_node(state))
 
 
 @pytest.fixture

@@ -1,47 +1,217 @@
 """Multi-node NCCL all_reduce with nccl-tests, launched by mpirun from the first node.
 
 The verdict reads bus bandwidth at the profile's message size from the per-size
-rows, never the "Avg bus bandwidth" line (it averages the whole sweep).
-Two-node runs pin NCCL_ALGO=Ring: with two nodes NCCL may pick Tree or
-NVLS-Tree, whose bus bandwidth is not comparable across node counts.
+rows, never the "Avg bus bandwidth" line (it averages the whole sweep).  Every
+run pins ``NCCL_ALGO=Ring``: NCCL picks Tree, NVLS or CollNet by node count and
+message size, and their bus bandwidths are not comparable with each other, so
+one pair, the scaling curve and its baseline all run the same algorithm.
+
+What a run can end in, and what the check then says:
+
+- the table, exit 0, no wrong results: the bus bandwidth is judged;
+- wrong results (``#wrong`` > 0, or ``# Out of bounds values : N FAILED``, after
+  which nccl-tests exits 1): the check **fails**.  The collective ran and the
+  cluster returned corrupted data, a measured fault of the nodes named, whatever
+  the bandwidth;
+- any other non-zero exit (mpirun could not start a rank, NCCL failed, a rank
+  crashed after printing its rows): an **error**, the run cannot be trusted; the
+  message names the node, the command, the end of its output and what to try.
 """
 
 from __future__ import annotations
 
 import shlex
+from collections.abc import Sequence
 
 from ..cluster import NodeHandle
 from ..parsers import nccl_tests
 from ..parsers.base import ParseError
-from ..units import bandwidth
+from ..transport.base import CommandFailed, CommandResult
+from ..units import Quantity, bandwidth, parse_quantity
 from ..verdict import Measurement
 from .base import MeasurementError, parse_or_raise
 
-__all__ = ["allreduce"]
+__all__ = ["ALGORITHM", "BASELINE_PAIRS", "SCALING_SAMPLES", "allreduce", "baseline_pairs", "scaling"]
+
+ALGORITHM = "Ring"
+# Two-node runs the scaling baseline is the median of: pairs spread over the node list, so one
+# bad pair (or a bad first node) cannot set the baseline.
+BASELINE_PAIRS = 3
+# Runs per node count; the median is judged, so one slow run (a noisy neighbour) does not fail.
+SCALING_SAMPLES = 3
+
+_FIX_LAUNCH = (
+    "run the mpirun command by hand on the first node; check passwordless SSH between the nodes, "
+    "that all_reduce_perf is on every node's PATH, and NCCL_DEBUG=WARN for NCCL's reason"
+)
 
 
-def allreduce(nodes: list[NodeHandle], *, size_bytes: int, gpus_per_node: int, timeout: float = 600) -> Measurement:
-    """Bus bandwidth of all_reduce_perf across ``nodes`` at ``size_bytes``."""
+def _command(nodes: Sequence[NodeHandle], size_bytes: int, gpus_per_node: int, algorithm: str) -> str:
     hosts = ",".join(f"{shlex.quote(n.address)}:{gpus_per_node}" for n in nodes)
-    env = "-x NCCL_ALGO=Ring " if len(nodes) == 2 else ""
-    command = (
+    # -c 1: nccl-tests checks every result against the expected values (its default, made explicit).
+    return (
         f"mpirun --allow-run-as-root -H {hosts} -np {len(nodes) * gpus_per_node} --bind-to none "
-        f"{env}-x NCCL_DEBUG=VERSION all_reduce_perf -b {size_bytes} -e {size_bytes} -f 2 -g 1"
+        f"-x NCCL_ALGO={shlex.quote(algorithm)} -x NCCL_DEBUG=VERSION "
+        f"all_reduce_perf -b {size_bytes} -e {size_bytes} -f 2 -g 1 -c 1"
     )
+
+
+def _corruption(parsed: nccl_tests.NcclTestsResult) -> str | None:
+    """What nccl-tests said was wrong with the results, or None when they checked out."""
+    found = []
+    wrong = [
+        (row.size_bytes, place, count)
+        for row in parsed.rows
+        for place, count in (("out-of-place", row.wrong), ("in-place", row.in_place_wrong))
+        if count
+    ]
+    if wrong:
+        cells = ", ".join(f"{count} at {size} B {place}" for size, place, count in wrong)
+        found.append(f"{sum(c for _, _, c in wrong)} wrong elements ({cells})")
+    if (parsed.out_of_bounds or 0) > 0 or parsed.out_of_bounds_ok is False:
+        found.append(f"'Out of bounds values : {parsed.out_of_bounds} FAILED'")
+    return "; ".join(found) or None
+
+
+def allreduce(
+    nodes: Sequence[NodeHandle],
+    *,
+    size_bytes: int,
+    gpus_per_node: int,
+    algorithm: str = ALGORITHM,
+    timeout: float = 600,
+) -> Measurement:
+    """Bus bandwidth of all_reduce_perf across ``nodes`` at ``size_bytes`` (see the module for outcomes).
+
+    Raises :class:`MeasurementError` or :class:`CommandFailed` when the run cannot be
+    judged; returns a measurement that fails the check (``missing`` set) when the
+    results were wrong.
+    """
+    command = _command(nodes, size_bytes, gpus_per_node, algorithm)
     launcher = nodes[0]
+    names = ", ".join(n.name for n in nodes)
     result = launcher.run(command, timeout=timeout, check=False)
-    parsed = parse_or_raise(
-        nccl_tests.parse, result, fix="run the mpirun command by hand on the first node; check passwordless SSH between nodes"
-    )
+    try:
+        parsed = nccl_tests.parse(result.stdout)
+    except ParseError:
+        if result.exit_code != 0:
+            raise CommandFailed(result, fix=_FIX_LAUNCH) from None
+        parsed = parse_or_raise(nccl_tests.parse, result, fix=_FIX_LAUNCH)
+    corrupted = _corruption(parsed)
+    if corrupted is None and result.exit_code != 0:
+        # The rows are there but a rank did not finish cleanly: the figures cannot be trusted.
+        raise CommandFailed(result, fix=_FIX_LAUNCH)
     try:
         busbw = nccl_tests.busbw_at(parsed, size_bytes)
+        row = nccl_tests.row_at(parsed, size_bytes)
     except ParseError as exc:
         raise MeasurementError(launcher.name, str(exc), command=command) from exc
-    names = ", ".join(n.name for n in nodes)
     version = f" (NCCL {parsed.nccl_version})" if parsed.nccl_version else ""
+    unchecked = "" if row.wrong is not None or row.error is not None else "; results not checked by nccl-tests (N/A)"
+    detail = (
+        f"all_reduce_perf busbw at {size_bytes} B over {len(nodes)} nodes x {gpus_per_node} GPUs ({names}), "
+        f"NCCL_ALGO={algorithm}{version}{unchecked}"
+    )
+    value = bandwidth(busbw, "GB/s")
+    missing = None
+    if corrupted is not None:
+        missing = (
+            f"all_reduce over {names} returned wrong results: {corrupted} (exit code {result.exit_code}). "
+            f"Measured {value.display('GB/s')}, but data was corrupted on the way: rerun on each pair of these "
+            "nodes to find the one every bad run includes, and check its GPUs (dcgmi diag -r 3) and its "
+            "HCAs' error counters"
+        )
     return Measurement(
-        value=bandwidth(busbw, "GB/s"),
-        detail=f"all_reduce_perf busbw at {size_bytes} B over {len(nodes)} nodes x {gpus_per_node} GPUs ({names}){version}",
+        value=value,
+        detail=detail,
         evidence=(result,),
+        missing=missing,
         extra={"tool_versions": {"nccl": parsed.nccl_version} if parsed.nccl_version else {}},
+    )
+
+
+def baseline_pairs(nodes: Sequence[NodeHandle], count: int = BASELINE_PAIRS) -> list[tuple[NodeHandle, NodeHandle]]:
+    """Up to ``count`` neighbouring pairs spread evenly over ``nodes`` (first, middle, last ...).
+
+    They are measured one after another, so they may share a node when there are few.
+    """
+    if len(nodes) < 2:
+        return []
+    last = len(nodes) - 2
+    starts = sorted({round(k * last / (count - 1)) for k in range(count)}) if count > 1 else [0]
+    return [(nodes[i], nodes[i + 1]) for i in starts]
+
+
+def _median(values: Sequence[float]) -> float:
+    # The upper median of an even count: a real run's figure, and the better of two.
+    return sorted(values)[len(values) // 2]
+
+
+def _runs(
+    nodes: Sequence[NodeHandle], samples: int, *, size_bytes: int, gpus_per_node: int, timeout: float
+) -> tuple[list[Measurement], Measurement | None]:
+    """``samples`` runs over ``nodes``; the second item is the first run with wrong results, if any."""
+    runs = [allreduce(nodes, size_bytes=size_bytes, gpus_per_node=gpus_per_node, timeout=timeout) for _ in range(samples)]
+    return runs, next((m for m in runs if m.missing is not None), None)
+
+
+def _gbytes(measured: Measurement) -> float:
+    assert isinstance(measured.value, Quantity)
+    return float(measured.value.to("GB/s"))
+
+
+def scaling(
+    nodes: Sequence[NodeHandle],
+    *,
+    size_bytes: int,
+    gpus_per_node: int,
+    samples: int = SCALING_SAMPLES,
+    pairs: int = BASELINE_PAIRS,
+    timeout: float = 600,
+) -> Measurement:
+    """Bus bandwidth at 4, 8, ... all nodes as a share of the two-node figure (the worst share).
+
+    The two-node figure is the median over :func:`baseline_pairs`; every figure is the
+    median of ``samples`` runs, all with ``NCCL_ALGO=Ring``.  A run with wrong results
+    fails the check; one that cannot be judged raises.
+    """
+    evidence: list[CommandResult] = []
+    corrupted: Measurement | None = None
+
+    def measure(group: Sequence[NodeHandle]) -> tuple[float, list[float]]:
+        nonlocal corrupted
+        runs, bad = _runs(group, samples, size_bytes=size_bytes, gpus_per_node=gpus_per_node, timeout=timeout)
+        for run in runs:
+            evidence.extend(run.evidence)
+        corrupted = corrupted or bad
+        figures = [_gbytes(m) for m in runs]
+        return _median(figures), figures
+
+    base_runs = [(a, b, *measure([a, b])) for a, b in baseline_pairs(nodes, pairs)]
+    base = _median([median for _, _, median, _ in base_runs])
+    counts = sorted({2**k for k in range(2, len(nodes).bit_length()) if 2**k <= len(nodes)} | {len(nodes)})
+    curve = [(count, *measure(nodes[:count])) for count in counts]
+    ratios = [(count, median / base) for count, median, _ in curve]
+    worst = min(ratios, key=lambda r: r[1])
+    baseline_text = ", ".join(f"{a.name}+{b.name} {median:.1f}" for a, b, median, _ in base_runs)
+    curve_text = ", ".join(f"{count} nodes {median:.1f}" for count, median, _ in curve)
+    detail = (
+        f"worst at {worst[0]} nodes vs 2 nodes; busbw GB/s, median of {samples} runs, NCCL_ALGO={ALGORITHM}: "
+        f"2 nodes {base:.1f} (median of {baseline_text}), {curve_text}"
+    )
+    return Measurement(
+        value=parse_quantity(f"{worst[1] * 100:.4f}%"),
+        detail=detail,
+        evidence=tuple(evidence),
+        missing=None if corrupted is None else corrupted.missing,
+        extra={
+            "scaling": [
+                {"nodes": 2, "busbw_gbytes": base, "pairs": [
+                    {"nodes": [a.name, b.name], "busbw_gbytes": median, "samples": figures}
+                    for a, b, median, figures in base_runs
+                ]},
+                *({"nodes": count, "busbw_gbytes": median, "samples": figures} for count, median, figures in curve),
+            ],
+            "algorithm": ALGORITHM,
+        },
     )
