@@ -450,6 +450,87 @@ def test_closed_port_is_refused_quickly(settings: Callable[..., SSHSettings]) ->
     assert f"check the node is up and sshd listens on 127.0.0.1:{port}" in str(info.value)
 
 
+class DroppingSshd:
+    """A TCP front for the loopback sshd that closes its first ``drops`` connections at once.
+
+    That is what sshd itself does to connections beyond MaxStartups (10:30:100 by default) while
+    others are in authentication, as during a fan-out to many nodes through one bastion.
+    """
+
+    def __init__(self, target_port: int, drops: int) -> None:
+        self.target_port = target_port
+        self.drops = drops
+        self.accepted = 0
+        self.listener = socket.create_server(("127.0.0.1", 0))
+        self.port = self.listener.getsockname()[1]
+        self._stop = False
+        threading.Thread(target=self._serve, daemon=True).start()
+
+    def _serve(self) -> None:
+        while not self._stop:
+            try:
+                client, _ = self.listener.accept()
+            except OSError:
+                return
+            self.accepted += 1
+            if self.accepted <= self.drops:
+                client.close()
+                continue
+            upstream = socket.create_connection(("127.0.0.1", self.target_port))
+            for a, b in ((client, upstream), (upstream, client)):
+                threading.Thread(target=self._pipe, args=(a, b), daemon=True).start()
+
+    @staticmethod
+    def _pipe(src: socket.socket, dst: socket.socket) -> None:
+        try:
+            while data := src.recv(65536):
+                dst.sendall(data)
+        except OSError:
+            pass
+        finally:
+            for sock in (src, dst):
+                try:
+                    sock.shutdown(socket.SHUT_RDWR)
+                except OSError:
+                    pass
+
+    def close(self) -> None:
+        self._stop = True
+        self.listener.close()
+
+
+def _via(front: DroppingSshd, sshd: LoopbackSshd, tmp_path: Path, ssh_config: Path) -> SSHTransport:
+    known = tmp_path / "known_hosts_front"
+    known.write_text(f"[127.0.0.1]:{front.port} {sshd.host_public_key}\n")
+    return SSHTransport("node1", SSHSettings(
+        host="127.0.0.1", port=front.port, user=sshd.user, identity_file=sshd.client_key,
+        known_hosts=known, connect_timeout=3.0, ssh_config=ssh_config,
+    ))
+
+
+def test_connect_dropped_at_max_startups_is_retried(sshd: LoopbackSshd, tmp_path: Path, ssh_config: Path) -> None:
+    front = DroppingSshd(sshd.port, drops=2)
+    t = _via(front, sshd, tmp_path, ssh_config)
+    try:
+        assert t.run("echo in", timeout=10).stdout == "in\n"
+        assert front.accepted == 3
+    finally:
+        t.close()
+        front.close()
+
+
+def test_connect_dropped_every_time_says_so(sshd: LoopbackSshd, tmp_path: Path, ssh_config: Path) -> None:
+    front = DroppingSshd(sshd.port, drops=100)
+    t = _via(front, sshd, tmp_path, ssh_config)
+    try:
+        with pytest.raises(NodeUnreachable, match=r"(?s)closed the connection during the SSH handshake.*MaxStartups.*tried 6 times"):
+            t.connect()
+        assert front.accepted == 6
+    finally:
+        t.close()
+        front.close()
+
+
 def test_failed_connect_is_not_retried(settings: Callable[..., SSHSettings]) -> None:
     t = SSHTransport("node1", settings(port=free_port()))
     with pytest.raises(NodeUnreachable):

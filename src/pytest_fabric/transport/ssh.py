@@ -22,6 +22,7 @@ same node, as pdsh would, instead of being refused.
 from __future__ import annotations
 
 import logging
+import random
 import socket
 import threading
 import time
@@ -38,7 +39,7 @@ from .outcome import is_wrapper_timeout, judge
 from .shellwrap import KILL_AFTER_S, in_background, with_timeout
 from .ssh_background import SSHBackgroundProcess
 from .ssh_channel import exit_code_of, pump
-from .ssh_errors import Endpoint, connect_error, lost_error
+from .ssh_errors import Endpoint, connect_error, dropped_before_banner, dropped_error, lost_error
 
 __all__ = ["SSHSettings", "SSHTransport"]
 
@@ -53,6 +54,11 @@ logging.getLogger(_PARAMIKO_LOG).addHandler(logging.NullHandler())
 
 # How long past the node-side kill we wait before deciding the connection itself hangs.
 _LOCAL_SLACK_S = 3.0
+
+# sshd drops connections beyond MaxStartups (10:30:100 by default: 30 % of them once ten are in
+# authentication) before its banner, which is what a 64-node fan-out through one bastion meets.
+# Such a drop is retried after these pauses (each +-25 %) before the node is called unreachable.
+_DROPPED_RETRY_S = (0.2, 0.4, 0.8, 1.6, 3.2)
 
 
 @dataclass(frozen=True)
@@ -103,6 +109,14 @@ def _tcp_socket(host: str, port: int, timeout: float, nodelay: bool) -> socket.s
         sock.setsockopt(socket.SOL_SOCKET, socket.SO_KEEPALIVE, 1)
         return sock
     raise last or OSError(f"no address for {host}")
+
+
+class _DroppedEarly(Exception):
+    """sshd closed the connection before its banner: worth another try."""
+
+    def __init__(self, error: TransportError) -> None:
+        super().__init__(str(error))
+        self.error = error
 
 
 class SSHTransport:
@@ -162,6 +176,22 @@ class SSHTransport:
             return self._conn
 
     def _new_connection(self) -> fabric.Connection:
+        """Connect, retrying a connection sshd dropped before its banner (MaxStartups) with backoff."""
+        pauses = list(_DROPPED_RETRY_S)
+        tries = 0
+        while True:
+            tries += 1
+            try:
+                return self._connect_once()
+            except _DroppedEarly as dropped:
+                if not pauses:
+                    error = dropped.error
+                    error.detail += f" (tried {tries} times over about {sum(_DROPPED_RETRY_S):.0f} s)"
+                    Exception.__init__(error, error._render())
+                    raise error from None
+                time.sleep(pauses.pop(0) * random.uniform(0.75, 1.25))
+
+    def _connect_once(self) -> fabric.Connection:
         s = self.settings
         config = (
             fabric.Config(runtime_ssh_path=str(Path(s.ssh_config).expanduser()))
@@ -209,12 +239,15 @@ class SSHTransport:
             connect_timeout=s.connect_timeout,
             via=jump.split(",")[-1] if jump else None,
         )
+        started = time.monotonic()
         try:
             kwargs["sock"] = self._socket(conn, jump)
             conn.connect_kwargs = kwargs
             conn.open()
         except Exception as exc:
             conn.close()
+            if dropped_before_banner(exc, time.monotonic() - started, s.connect_timeout):
+                raise _DroppedEarly(dropped_error(self._endpoint)) from exc
             raise connect_error(self._endpoint, exc) from exc
         return conn
 

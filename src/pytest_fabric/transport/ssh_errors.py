@@ -17,7 +17,7 @@ import paramiko
 from .base import AuthenticationFailed, NodeUnreachable, TransportError
 from .hostkeys import changed_key_error
 
-__all__ = ["Endpoint", "connect_error", "lost_error"]
+__all__ = ["Endpoint", "connect_error", "dropped_before_banner", "dropped_error", "lost_error"]
 
 _NO_ROUTE = {errno.EHOSTUNREACH, errno.ENETUNREACH, errno.EHOSTDOWN, errno.ENETDOWN}
 
@@ -105,14 +105,32 @@ def connect_error(ep: Endpoint, exc: BaseException) -> TransportError:
             f"SSH handshake did not complete within {2 * ep.connect_timeout:g} s (sshd hung or overloaded)",
         )
     if isinstance(exc, EOFError) or (isinstance(exc, OSError) and exc.errno == errno.ECONNRESET):
-        return _unreachable(
-            ep,
-            "the node closed the connection during the SSH handshake "
-            "(sshd at MaxStartups, or a firewall/tcp_wrappers rule)",
-        )
+        return dropped_error(ep)
     if isinstance(exc, (paramiko.SSHException, OSError)):
         return _unreachable(ep, f"SSH handshake failed: {str(exc) or type(exc).__name__}")
     raise exc
+
+
+def dropped_error(ep: Endpoint) -> NodeUnreachable:
+    """sshd accepted the TCP connection and closed it before the SSH handshake."""
+    return _unreachable(
+        ep,
+        "the node closed the connection during the SSH handshake "
+        "(sshd at MaxStartups, or a firewall/tcp_wrappers rule)",
+    )
+
+
+def dropped_before_banner(exc: BaseException, elapsed_s: float, connect_timeout: float) -> bool:
+    """Whether sshd closed the connection at once, before its banner (MaxStartups, a busy sshd).
+
+    A banner that never came (a hung sshd) takes the whole connect timeout; a drop is quick,
+    and paramiko reports both as "Error reading SSH protocol banner", so the time tells them apart.
+    """
+    if elapsed_s >= connect_timeout / 2:
+        return False
+    if isinstance(exc, EOFError) or (isinstance(exc, OSError) and exc.errno == errno.ECONNRESET):
+        return True
+    return isinstance(exc, paramiko.SSHException) and "banner" in str(exc).lower()
 
 
 def lost_error(
