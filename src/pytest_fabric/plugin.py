@@ -21,7 +21,7 @@ from .bundled import bundled_inventories, conformance_dir, inventory_path
 from .inventory import Node, load_inventory
 from .pairs import make_pairs
 from .profile import LAYERS, bundled_profiles, load_profile
-from .record import REPORT_ATTRIBUTE, CheckRecord, quantity_json
+from .record import PLANNED_KEY, REPORT_ATTRIBUTE, CheckRecord, PlannedCheck, quantity_json
 from .runinfo import RUN_INFO_KEY, RunInfo, utc_now
 from .state import CHECK_KEY, STATE_KEY, VERDICTS_KEY, CheckInfo, FabricState, get_state
 from .subjects import SUBJECT_FIXTURES, is_subject, subject_id, subject_nodes
@@ -176,6 +176,7 @@ def pytest_configure(config: pytest.Config) -> None:
         node_labels=labels,
         overrides=list(profile.overrides),
         pytest_fabric_version=__version__,
+        profile_checks=profile.set_checks(),
     )
     if not hasattr(config, "workerinput"):  # pytest-xdist workers report to the controller
         config.pluginmanager.register(RecordSink(config), "fabric-record-sink")
@@ -265,11 +266,17 @@ CHECK_PHASE = {
 }
 
 
+@pytest.hookimpl(tryfirst=True)  # before -k, -m, --deselect and --lf remove items: those still count as planned
 def pytest_collection_modifyitems(session: pytest.Session, config: pytest.Config, items: list[pytest.Item]) -> None:
+    state = get_state(config)
     for item in items:
         info = _check_info(item)
         if info is not None:
             item.stash[CHECK_KEY] = info
+            key = PROFILE_KEY_OF.get(info.check, info.check)
+            sets = state is not None and bool(state.profile.expectations(info.layer, key))
+            item.stash[PLANNED_KEY] = PlannedCheck(item.nodeid, info.layer, info.check, info.subject,
+                                                   f"{info.layer}.{key}", sets)
 
     def phase(item: pytest.Item) -> int:
         info = item.stash.get(CHECK_KEY, None)

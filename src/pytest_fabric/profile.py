@@ -556,7 +556,14 @@ def load_profile(reference: str, overrides: list[str] | None = None) -> Profile:
     except ValidationError as exc:
         raise SourceError(_describe(exc, where, path)) from None
     digest = hashlib.sha256(raw).hexdigest()
-    return Profile(document=document, path=path, chain=chain, sha256=digest, overrides=overrides)
+    profile = Profile(document=document, path=path, chain=chain, sha256=digest, overrides=overrides)
+    if not profile.set_checks():
+        # Nothing to judge: every test would skip, and a run that measured nothing must not read as a pass.
+        raise SourceError(
+            f"{path}: profile {document.name} sets no check: give at least one layer section with a check, "
+            "e.g. `inter_node: {tcp_throughput: {min: 100 Gb/s}}`, or `extends:` a profile that does (see the README)"
+        )
+    return profile
 
 
 def _describe(exc: ValidationError, where: dict[tuple[Any, ...], tuple[str, int]], path: Path) -> str:

@@ -15,14 +15,45 @@ from dataclasses import asdict, dataclass, field
 from decimal import Decimal
 from typing import Any
 
+import pytest
+
 from .transport.base import CommandResult
 from .units import Dimension, Quantity
 from .verdict import Verdict, display_unit
 
-__all__ = ["CheckRecord", "EvidenceItem", "REPORT_ATTRIBUTE", "quantity_json", "evidence_from_results"]
+__all__ = [
+    "CheckRecord", "EvidenceItem", "PLANNED_KEY", "PlannedCheck", "REPORT_ATTRIBUTE", "quantity_json",
+    "evidence_from_results",
+]
 
 # Name of the attribute on pytest's TestReport carrying the record dict.
 REPORT_ATTRIBUTE = "fabric_check"
+
+
+
+@dataclass(frozen=True)
+class PlannedCheck:
+    """A conformance test as collection knows it, before it runs (or is deselected and never runs).
+
+    The run's verdict needs it for what has no record: a check the profile sets that ``-k``, ``-m``,
+    ``--lf`` or ``--deselect`` left out, or one the run stopped before.  ``profile_key`` is the
+    profile's ``layer.check`` that judges it (``inter_node.outlier`` for ``tcp_throughput_outlier``);
+    ``profile_sets`` says whether the profile sets that check at all.
+    """
+
+    nodeid: str
+    layer: str
+    check: str
+    subject: str
+    profile_key: str
+    profile_sets: bool
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+# Where the plugin core puts an item's PlannedCheck at collection (item.stash).
+PLANNED_KEY = pytest.StashKey[PlannedCheck]()
 
 # Raw output kept inline per command: enough to read a tool's table, small
 # enough that a 64-node report stays a page and not a dump.

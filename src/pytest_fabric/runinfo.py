@@ -34,6 +34,8 @@ class RunInfo:
     node_labels: dict[str, dict[str, str]]  # node -> labels (leaf, rack, rail, ...)
     overrides: list[str]  # --expect KEY=VALUE as given
     pytest_fabric_version: str
+    #: ``layer.check`` for every check the profile sets: ACCEPT needs each of them to have run
+    profile_checks: list[str] = field(default_factory=list)
     started: str = field(default_factory=utc_now)
     finished: str | None = None
     controller: str = field(default_factory=platform.node)

@@ -61,6 +61,8 @@ def test_outputs_of_a_rejected_run(pytester: pytest.Pytester) -> None:
         "waived: port_rate node03:mlx5_0/1 (cable swap scheduled, ticket OPS-1234)",
         "conformance record: out/record.json",
         "REJECT: 3 failed, 4 errored (7 passed, 1 waived, 1 skipped; 16 checks on 4 nodes)",
+        # node01's GPU count failed, node03 failed every pair it is in, node04 errored everything.
+        "nodes to send back: node[01,03-04]",
     ])
 
     # JSON record: schema, seal, evidence files, verdict.
@@ -70,6 +72,8 @@ def test_outputs_of_a_rejected_run(pytester: pytest.Pytester) -> None:
     assert verify_file(pytester.path / "out/record.json") == (True, [])
     assert record["run"]["verdict"] == "reject" and record["run"]["status"] == "complete"
     assert record["run"]["counts"] == {"passed": 7, "failed": 3, "error": 4, "waived": 1, "skipped": 1}
+    assert record["run"]["not_run"] == {"errored": {"inter_node.tcp_throughput": 3, "intra_node.nvlink_bandwidth": 1}}
+    assert record["run"]["send_back"] == "node[01,03-04]"
     assert len(record["checks"]) == len(checks)
     by_subject = {c["subject"]: c for c in record["checks"]}
     assert by_subject["node01<->node04"]["outcome"] == "error"
@@ -83,6 +87,8 @@ def test_outputs_of_a_rejected_run(pytester: pytest.Pytester) -> None:
     props = {p.get("name"): p.get("value") for p in suite.iter("property")}
     assert props["fabric_verdict"] == "reject" and props["fabric_failed"] == "3" and props["fabric_nodes"] == "4"
     assert props["fabric_profile_sha256"] == "ab" * 32
+    assert props["fabric_status"] == "complete" and props["fabric_send_back"] == "node[01,03-04]"
+    assert props["fabric_not_run_errored"] == "4"
 
     # HTML: verdict on top, columns, tables, heatmaps, evidence; everything escaped.
     page = (pytester.path / "report.html").read_text()
@@ -94,6 +100,7 @@ def test_outputs_of_a_rejected_run(pytester: pytest.Pytester) -> None:
     assert "<svg" in page and "fabric-cell-failed" in page and "tcp_throughput (Gb/s): node x node" in page
     assert "GPU pairs within each node" in page and "iperf3 3.12" in page and "abababab" in page
     assert "<script>alert" not in page
+    assert '<p class="fabric-send-back" id="fabric-send-back">nodes to send back: node[01,03-04]</p>' in page
     tests = _blob(page)["tests"]
     row = tests[next(k for k in tests if k.endswith("test_check[6]"))][0]
     assert '<td class="col-subject">node01&lt;-&gt;node03</td>' in row["resultsTableRow"]
@@ -113,7 +120,7 @@ def test_accept_and_waiver(pytester: pytest.Pytester) -> None:
     write_fake_project(pytester.path, info, checks)
     result = pytester.runpytest(*PLUGIN_ARGS, "--conformance-json=r.json", "--html=r.html")
     result.stdout.fnmatch_lines(["waived: port_rate node02:mlx5_0/1 (known slow cable)",
-                                 "ACCEPT: 0 failed, 0 errored (*1 waived*)"])
+                                 "ACCEPT: 0 failed, 0 errored (*1 waived*)", "nodes to send back: none"])
     assert json.loads((pytester.path / "r.json").read_text())["run"]["verdict"] == "accept"
     assert 'class="fabric-verdict accept"' in (pytester.path / "r.html").read_text()
 
@@ -161,10 +168,50 @@ def test_interrupted_run_leaves_a_valid_record(pytester: pytest.Pytester) -> Non
     checks = _project(pytester)
     pytester.makepyfile(test_zz_interrupt="def test_stop():\n    raise KeyboardInterrupt\n")
     # In a subprocess: in-process, the KeyboardInterrupt would stop this test session too.
-    pytester.runpytest_subprocess(*PLUGIN_ARGS, "--conformance-json=r.json")
+    result = pytester.runpytest_subprocess(*PLUGIN_ARGS, "--conformance-json=r.json", "--junitxml=j.xml", "--html=r.html")
     record = json.loads((pytester.path / "r.json").read_text())
     assert record["run"]["status"] == "interrupted" and len(record["checks"]) == len(checks)
     assert verify_file(pytester.path / "r.json")[0]
+    # Stopped is stopped, whatever had failed by then: all four outputs say so.
+    assert record["run"]["verdict"] == "interrupted"
+    result.stdout.fnmatch_lines(["INTERRUPTED: 3 failed, 4 errored*"])
+    assert _suite_props(pytester.path / "j.xml")["fabric_verdict"] == "interrupted"
+    assert 'class="fabric-verdict interrupted" id="fabric-verdict">INTERRUPTED<' in (pytester.path / "r.html").read_text()
+
+
+def _suite_props(path: Any) -> dict[str, str]:
+    suite = ET.parse(path).getroot().find("testsuite")
+    assert suite is not None
+    return {p.get("name", ""): p.get("value", "") for p in suite.iter("property")}
+
+
+def test_a_run_stopped_by_maxfail_is_interrupted(pytester: pytest.Pytester) -> None:
+    info, checks = sample_cluster(3, slow="node02", down=None)
+    write_fake_project(pytester.path, info, checks)
+    result = pytester.runpytest(*PLUGIN_ARGS, "-x", "--conformance-json=r.json", "--junitxml=j.xml", "--html=r.html")
+    result.stdout.fnmatch_lines(["INTERRUPTED: 1 failed, 0 errored*"])
+    assert "REJECT" not in result.stdout.str() and "ACCEPT" not in result.stdout.str()
+    run = json.loads((pytester.path / "r.json").read_text())["run"]
+    assert (run["verdict"], run["status"]) == ("interrupted", "interrupted")
+    assert _suite_props(pytester.path / "j.xml")["fabric_verdict"] == "interrupted"
+    assert 'class="fabric-verdict interrupted"' in (pytester.path / "r.html").read_text()
+
+
+def test_a_run_that_measured_nothing_has_no_verdict(pytester: pytest.Pytester) -> None:
+    info, _ = sample_cluster(2)
+    checks = [make_check("tcp_throughput", "node01<->node02", "error", expected=180,
+                         message="node02 unreachable: ssh node02 true: connection refused"),
+              make_check("download", "node01:mirror", "skipped", message="profile has no egress.download")]
+    write_fake_project(pytester.path, info, checks)
+    result = pytester.runpytest(*PLUGIN_ARGS, "--conformance-json=r.json", "--junitxml=j.xml", "--html=r.html")
+    result.stdout.fnmatch_lines(["NO VERDICT: 0 failed, 1 errored, nothing measured (1 skipped; 2 checks on 2 nodes)",
+                                 "nodes to send back: node[01-02]"])
+    assert "ACCEPT" not in result.stdout.str()
+    run = json.loads((pytester.path / "r.json").read_text())["run"]
+    assert (run["verdict"], run["status"]) == (None, "complete")
+    assert _suite_props(pytester.path / "j.xml")["fabric_verdict"] == "none"
+    page = (pytester.path / "r.html").read_text()
+    assert 'class="fabric-verdict none" id="fabric-verdict">NO VERDICT<' in page and "Nothing was measured" in page
 
 
 def test_xdist_controller_writes_everything_once(pytester: pytest.Pytester) -> None:

@@ -17,6 +17,7 @@ import pytest
 from pytest_fabric.report.collect import json_safe
 from pytest_fabric.report.evidence import slim_evidence
 from pytest_fabric.report.record_json import RecordWriter
+from pytest_fabric.report.run_verdict import judge_run
 from pytest_fabric.report.testing import make_check, sample_cluster
 from pytest_fabric.report.verify import (
     canonical_json,
@@ -41,9 +42,10 @@ def _slim(checks: list[dict[str, Any]]) -> list[dict[str, Any]]:
 def _write(tmp_path: Path, status: str = "complete") -> Path:
     info, checks = sample_cluster(4)
     writer = RecordWriter(tmp_path / "rec.json", info)
-    for c in _slim(checks):
+    slim = _slim(checks)
+    for c in slim:
         writer.add(c["nodeid"], c)
-    writer.write(status, finished="2025-01-01T00:10:00+00:00")
+    writer.write(judge_run(slim, status=status), finished="2025-01-01T00:10:00+00:00", checks=slim)
     return tmp_path / "rec.json"
 
 
@@ -54,6 +56,9 @@ def test_record_matches_schema_and_design(tmp_path: Path) -> None:
     run = record["run"]
     assert run["verdict"] == "reject" and run["status"] == "complete" and run["node_count"] == 4
     assert run["counts"] == {"passed": 7, "failed": 2, "error": 4, "waived": 1, "skipped": 1}
+    # What did not run and why; the nodes to send back as a nodeset (node03 slow, node04 down).
+    assert run["not_run"] == {"errored": {"inter_node.tcp_throughput": 3, "intra_node.nvlink_bandwidth": 1}}
+    assert run["send_back"] == "node[03-04]"
     assert run["profile"] == "hdr200" and run["profile_extends"] == ["base"] and len(run["profile_sha256"]) == 64
     failed = next(c for c in record["checks"] if c["outcome"] == "failed")
     assert failed["measured"] == {"value": 120.5, "unit": "Gb/s"}
@@ -61,6 +66,17 @@ def test_record_matches_schema_and_design(tmp_path: Path) -> None:
     # Evidence keeps commands, exit codes and hashes, never the outputs.
     ev = failed["evidence"][0]
     assert ev["command"].startswith("iperf3 -c") and ev["exit_code"] == 0 and "stdout" not in ev
+
+
+@pytest.mark.parametrize("status", ["complete", "interrupted"])
+def test_schema_takes_every_verdict(tmp_path: Path, status: str) -> None:
+    record = json.loads(_write(tmp_path, status).read_text())
+    jsonschema.validate(record, _schema())
+    assert record["run"]["verdict"] == {"complete": "reject", "interrupted": "interrupted"}[status]
+    for verdict in ("accept", "incomplete", None):
+        jsonschema.validate(dict(record, run=dict(record["run"], verdict=verdict)), _schema())
+    with pytest.raises(jsonschema.ValidationError):
+        jsonschema.validate(dict(record, run=dict(record["run"], verdict="ok")), _schema())
 
 
 def test_schema_rejects_a_record_with_outputs_inline(tmp_path: Path) -> None:
@@ -115,7 +131,7 @@ def test_evidence_files_named_by_hash_and_checked(tmp_path: Path) -> None:
     info, _ = sample_cluster(2)
     writer = RecordWriter(tmp_path / "rec.json", info)
     writer.add(check["nodeid"], json_safe(dict(check, evidence=slim)))
-    writer.write("complete")
+    writer.write(judge_run([check]), checks=[check])
     assert verify_file(tmp_path / "rec.json") == (True, [])
     (tmp_path / slim[0]["stdout_file"]).write_text("goodbye\n")
     ok, problems = verify_file(tmp_path / "rec.json")
@@ -129,6 +145,8 @@ def test_every_rewrite_leaves_a_valid_sealed_record(tmp_path: Path) -> None:
         writer.add(c["nodeid"], c)
         record = json.loads((tmp_path / "rec.json").read_text())  # as an interrupted run would leave it
         assert len(record["checks"]) == n and record["run"]["status"] == "running" and verify_record(record)
+        # No verdict while running: a killed job's record must not read as a judgement.
+        assert record["run"]["verdict"] is None and record["run"]["send_back"] is None
     assert not list(tmp_path.glob(".*tmp"))
 
 

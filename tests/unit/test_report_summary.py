@@ -1,4 +1,7 @@
-"""Verdict, counts, worst checks and display strings of the conformance report."""
+"""Counts, worst checks, nodes to send back and display strings of the conformance report.
+
+The run's verdict has its own tests: test_report_run_verdict.py.
+"""
 
 from __future__ import annotations
 
@@ -8,28 +11,18 @@ from pytest_fabric.report.summary import (
     format_margin,
     format_quantity,
     node_rows,
+    nodeset,
     outcome_counts,
-    run_verdict,
+    send_back,
     tool_versions,
     worst_per_layer,
 )
 from pytest_fabric.report.testing import make_check, sample_cluster
 
 
-def test_accept_when_nothing_failed_or_errored() -> None:
-    checks = [make_check("tcp_throughput", "a<->b", "passed"), make_check("download", "a:m", "skipped")]
-    assert run_verdict(checks) == "accept"
-
-
-def test_waived_does_not_reject() -> None:
+def test_waived_is_counted_as_waived() -> None:
     checks = [make_check("port_rate", "a:mlx5_0/1", "waived", waiver="ticket 1"), make_check("gpu_count", "a", "passed")]
-    assert run_verdict(checks) == "accept"
     assert outcome_counts(checks)["waived"] == 1
-
-
-def test_failed_or_error_rejects() -> None:
-    assert run_verdict([make_check("gpu_count", "a", "failed")]) == "reject"
-    assert run_verdict([make_check("gpu_count", "a", "error")]) == "reject"
 
 
 def test_empty_run_counts_every_outcome_as_zero() -> None:
@@ -76,3 +69,39 @@ def test_display_strings() -> None:
     assert format_margin(None) == ""
     assert format_expected({"op": ">=", "value": 180, "unit": "Gb/s", "as_written": "90% line"}) == ">= 180 Gb/s (90% line)"
     assert format_expected({"op": "<=", "value": 2.5, "unit": "us", "as_written": "2.5 us"}) == "<= 2.5 us"
+
+
+def test_nodeset_folds_as_slurm_writes_it() -> None:
+    assert nodeset(["gpu17", "gpu03", "gpu04", "gpu03"]) == "gpu[03-04,17]"
+    assert nodeset([]) == ""
+    # A name no nodeset can hold is listed as it is, never folded into other names.
+    assert nodeset(["<script>", "a[1]"]) == "<script>,a[1]"
+
+
+def test_send_back_a_slow_node_not_its_peers() -> None:
+    # node03 fails every pair it is in; node01, node02 and node04 fail one pair each: they are fine.
+    _, checks = sample_cluster(5, slow="node03", down=None)
+    assert send_back(checks) == ["node03"]
+
+
+def test_send_back_a_down_node_and_a_failed_single_node_check() -> None:
+    _, checks = sample_cluster(4, slow=None, down="node04")
+    checks.append(make_check("gpu_count", "node02", "failed", value=7, expected=8, nodes=["node02"]))
+    assert send_back(checks) == ["node02", "node04"]
+    assert nodeset(send_back(checks)) == "node[02,04]"
+
+
+def test_send_back_follows_attribution() -> None:
+    pair = [make_check("tcp_throughput", "a1<->a2", "failed", nodes=["a1", "a2"])]
+    # Two nodes, one bad pair: without more to go on, both ends are suspects.
+    assert send_back(pair) == ["a1", "a2"]
+    cleared = make_check("attribution", "cluster", "passed", nodes=[],
+                         extra={"attribution": [{"node": "a1", "verdict": "ok"}, {"node": "a2", "verdict": "node fault"}]})
+    assert send_back([*pair, cleared]) == ["a2"]
+
+
+def test_send_back_nothing_for_waived_skipped_or_cluster_checks() -> None:
+    checks = [make_check("port_rate", "a:mlx5_0/1", "waived", nodes=["a"], waiver="ticket"),
+              make_check("download", "a:m", "skipped", nodes=["a"]),
+              make_check("tcp_throughput", "cluster", "failed", nodes=["a", "b", "c"])]
+    assert send_back(checks) == []

@@ -11,6 +11,12 @@ The stored copy is the record as the JSON file holds it: outputs replaced by
 their hashes (and files, with ``--evidence-dir``), values made JSON-safe, and
 ``previous`` added with ``--compare``.  The HTML evidence reads the outputs
 from the report itself.
+
+It also keeps what the run's verdict needs beyond the records: the
+:class:`~.run_verdict.Plan` (every conformance test collection found, selected
+or deselected; under pytest-xdist each worker sends its own in
+``workeroutput``), and whether the run was stopped.  :func:`final_verdict` puts
+them together; every output reads the verdict from there.
 """
 
 from __future__ import annotations
@@ -21,14 +27,19 @@ from typing import Any
 
 import pytest
 
-from ..record import REPORT_ATTRIBUTE
+from ..record import PLANNED_KEY, REPORT_ATTRIBUTE, PlannedCheck
 from ..runinfo import get_run_info
 from .compare import annotate
 from .evidence import EVIDENCE_DIR_KEY, slim_evidence
+from .run_verdict import Plan, RunVerdict, judge_run
 
-__all__ = ["CHECKS_KEY", "get_checks", "is_controller", "json_safe", "record_of"]
+__all__ = ["CHECKS_KEY", "get_checks", "get_plan", "is_controller", "json_safe", "record_of", "final_verdict"]
 
 CHECKS_KEY = pytest.StashKey[dict[str, dict[str, Any]]]()
+PLAN_KEY = pytest.StashKey[Plan]()
+STOPPED_KEY = pytest.StashKey[bool]()
+SESSION_KEY = pytest.StashKey[pytest.Session]()
+_WORKEROUTPUT = "fabric_plan"
 
 
 def is_controller(config: pytest.Config) -> bool:
@@ -39,6 +50,24 @@ def is_controller(config: pytest.Config) -> bool:
 def get_checks(config: pytest.Config) -> list[dict[str, Any]]:
     """The records gathered so far, in arrival order (empty without ``--cluster`` or on a worker)."""
     return list(config.stash.get(CHECKS_KEY, {}).values())
+
+
+def get_plan(config: pytest.Config) -> Plan:
+    """What collection found (on the controller under xdist: what the workers sent)."""
+    return config.stash.get(PLAN_KEY, Plan())
+
+
+def run_stopped(config: pytest.Config) -> bool:
+    """The run was cut short: Ctrl-C or ``pytest.exit`` (also how xdist stops), ``-x``/``--maxfail``."""
+    session = config.stash.get(SESSION_KEY, None)
+    stopped = session is not None and bool(session.shouldstop or session.shouldfail)
+    return stopped or config.stash.get(STOPPED_KEY, False)
+
+
+def final_verdict(config: pytest.Config) -> RunVerdict:
+    """The run's verdict, as the terminal, HTML, JUnit and JSON outputs all show it (at the session's end)."""
+    status = "interrupted" if run_stopped(config) else "complete"
+    return judge_run(get_checks(config), get_plan(config), status=status)
 
 
 def record_of(report: pytest.TestReport) -> dict[str, Any] | None:
@@ -83,6 +112,53 @@ class Collector:
         store[report.nodeid] = check
 
 
+class PlanRecorder:
+    """Registered in every process that collects: notes each conformance test, selected or not."""
+
+    def __init__(self, config: pytest.Config) -> None:
+        self.config = config
+        self.selected: dict[str, PlannedCheck] = {}
+        self.deselected: dict[str, PlannedCheck] = {}
+
+    def _store(self) -> None:
+        info = get_run_info(self.config)
+        plan = Plan(dict(self.selected), dict(self.deselected), tuple(info.profile_checks) if info else ())
+        self.config.stash[PLAN_KEY] = plan
+        workeroutput = getattr(self.config, "workeroutput", None)
+        if workeroutput is not None:
+            workeroutput[_WORKEROUTPUT] = plan.to_dict()
+
+    def pytest_deselected(self, items: list[pytest.Item]) -> None:
+        for item in items:
+            planned = item.stash.get(PLANNED_KEY, None)
+            if planned is not None:
+                self.deselected[planned.nodeid] = planned
+                self.selected.pop(planned.nodeid, None)
+
+    @pytest.hookimpl(trylast=True)  # after every plugin that deselects in its own collection_finish
+    def pytest_collection_finish(self, session: pytest.Session) -> None:
+        for item in session.items:
+            planned = item.stash.get(PLANNED_KEY, None)
+            if planned is not None:
+                self.selected[planned.nodeid] = planned
+        self._store()
+
+    def pytest_sessionstart(self, session: pytest.Session) -> None:
+        self.config.stash[SESSION_KEY] = session
+
+    def pytest_keyboard_interrupt(self) -> None:
+        self.config.stash[STOPPED_KEY] = True
+
+    @pytest.hookimpl(optionalhook=True)
+    def pytest_testnodedown(self, node: Any, error: Any) -> None:
+        """pytest-xdist, on the controller: a worker finished; take its plan."""
+        data = (getattr(node, "workeroutput", None) or {}).get(_WORKEROUTPUT)
+        if data:
+            self.config.stash[PLAN_KEY] = get_plan(self.config).merged(Plan.from_dict(data))
+
+
 def pytest_configure(config: pytest.Config) -> None:
+    # Both read the run info when they are called: a conftest may put it in the stash after this.
+    config.pluginmanager.register(PlanRecorder(config), "fabric-report-plan")
     if is_controller(config):
         config.pluginmanager.register(Collector(config), "fabric-report-collector")

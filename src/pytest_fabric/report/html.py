@@ -5,7 +5,9 @@ on the controller (pytest-html's hooks run there; xdist workers write nothing).
 It does nothing without ``--cluster``.  What it adds:
 
 - title: ``Fabric conformance: <cluster> vs <profile>``
-- top of the summary: ACCEPT/REJECT in big type, counts, cluster, profile
+- top of the summary: the run's verdict in big type (ACCEPT, REJECT, INCOMPLETE,
+  INTERRUPTED or NO VERDICT, as the terminal, JUnit and JSON say it), counts,
+  what did not run and why, cluster, profile
   (name, sha256, extends), nodes, start/end, versions of pytest-fabric and of
   the tools the nodes ran
 - below the filters: checks per layer (failures first), the per-node table with
@@ -13,6 +15,8 @@ It does nothing without ``--cluster``.  What it adds:
 - results table: sortable columns layer, check, subject, measured, expected,
   margin, outcome (and change with ``--compare``); each row's extras hold the
   evidence: the commands per node, their outputs, the expectation and its source
+- last of the summary: ``nodes to send back: gpu[03,17]``, a nodeset to paste
+  into ``srun --exclude``
 """
 
 from __future__ import annotations
@@ -23,7 +27,7 @@ import pytest
 
 from ..runinfo import get_run_info, utc_now
 from . import page
-from .collect import CHECKS_KEY, get_checks, is_controller, record_of
+from .collect import CHECKS_KEY, final_verdict, get_checks, is_controller, record_of
 from .compare import summary_line
 
 __all__ = ["FabricHtml"]
@@ -75,20 +79,21 @@ class FabricHtml:
                        "mime_type": None, "extension": None})
         report.extras = extras  # type: ignore[attr-defined]  # pytest-html's convention
 
-    def pytest_html_results_summary(self, prefix: list[str], summary: list[str], postfix: list[str],
-                                    session: pytest.Session) -> None:
+    def pytest_html_results_summary(self, prefix: list[str], summary: list[str], postfix: list[str]) -> None:
         info = get_run_info(self.config)
         if info is None:
             return
         checks = get_checks(self.config)
-        status = "interrupted" if session.shouldstop or session.shouldfail else "complete"
+        verdict = final_verdict(self.config)
         finished = info.finished or utc_now()
         prefix.extend([
             page.STYLE,
-            page.verdict_banner(info, checks, status),
+            page.verdict_banner(verdict),
+            page.not_run_table(verdict),
             page.run_table(info, checks, finished, summary_line(self.config, checks)),
         ])
-        postfix.extend([page.layer_tables(checks), page.node_table(info, checks), page.heatmaps_html(info, checks)])
+        postfix.extend([page.layer_tables(checks), page.node_table(info, checks), page.heatmaps_html(info, checks),
+                        page.send_back_line(checks)])
 
 
 @pytest.hookimpl(trylast=True)

@@ -3,8 +3,12 @@
 The core already puts each check's layer, subject, measured, expected and
 margin on its testcase (``user_properties``); CI systems that only read JUnit
 also need the run-level answer, so it goes on the ``<testsuite>``:
-``fabric_verdict``, ``fabric_cluster``, ``fabric_profile``,
-``fabric_profile_sha256``, ``fabric_nodes`` and the counts per outcome.
+``fabric_verdict`` (``accept``, ``reject``, ``incomplete``, ``interrupted``, or
+``none`` when nothing was measured: the same verdict the terminal, HTML and JSON
+show), ``fabric_status``, ``fabric_send_back`` (a nodeset), ``fabric_cluster``,
+``fabric_profile``, ``fabric_profile_sha256``, ``fabric_nodes``, the counts per
+outcome and, per reason, how many subjects of the profile's checks did not run
+(``fabric_not_run_deselected``, ...).
 """
 
 from __future__ import annotations
@@ -13,8 +17,8 @@ import pytest
 from _pytest.junitxml import xml_key  # the LogXML object: pytest has no public accessor for it
 
 from ..runinfo import get_run_info
-from .collect import get_checks, is_controller
-from .summary import outcome_counts, run_verdict
+from .collect import final_verdict, get_checks, is_controller
+from .summary import nodeset, send_back
 
 __all__: list[str] = []
 
@@ -27,13 +31,17 @@ def pytest_sessionfinish(session: pytest.Session) -> None:
     if info is None or xml is None or not is_controller(config):
         return
     checks = get_checks(config)
+    verdict = final_verdict(config)
     props = {
-        "fabric_verdict": run_verdict(checks),
+        "fabric_verdict": verdict.verdict or "none",
+        "fabric_status": verdict.status,
+        "fabric_send_back": nodeset(send_back(checks)),
         "fabric_cluster": info.cluster_name,
         "fabric_profile": info.profile_name,
         "fabric_profile_sha256": info.profile_sha256,
         "fabric_nodes": str(len(info.nodes)),
     }
-    props.update({f"fabric_{k}": str(v) for k, v in outcome_counts(checks).items()})
+    props.update({f"fabric_{k}": str(v) for k, v in verdict.counts.items()})
+    props.update({f"fabric_not_run_{r.replace(' ', '_')}": str(verdict.not_run_count(r)) for r in verdict.not_run})
     for name, value in props.items():
         xml.add_global_property(name, value)

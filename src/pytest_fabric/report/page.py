@@ -14,22 +14,24 @@ from typing import Any
 
 from ..runinfo import RunInfo
 from .heatmap import MAX_NODES, matrix_heatmaps, pair_heatmaps
+from .run_verdict import NOT_RUN_REASONS, RunVerdict
 from .summary import (
     LAYERS,
     format_expected,
     format_margin,
     format_quantity,
     node_rows,
+    nodeset,
     numeric_value,
     outcome_counts,
-    run_verdict,
+    send_back,
     sort_problems_first,
     tool_versions,
 )
 
 __all__ = [
-    "STYLE", "evidence_html", "heatmaps_html", "layer_tables", "node_table", "row_cells", "run_table",
-    "verdict_banner",
+    "STYLE", "evidence_html", "heatmaps_html", "layer_tables", "node_table", "not_run_table", "row_cells",
+    "run_table", "send_back_line", "verdict_banner",
 ]
 
 Check = Mapping[str, Any]
@@ -39,6 +41,8 @@ FULL_TABLE_LIMIT = 2000  # rows per layer in the "all checks" table; the results
 STYLE = """<style>
 .fabric-verdict{font-size:40px;font-weight:bold;padding:10px 18px;margin:8px 0;border-radius:4px;color:#fff;display:inline-block}
 .fabric-verdict.accept{background:#1b7a2f}.fabric-verdict.reject{background:#b00020}
+.fabric-verdict.incomplete{background:#a15c00}.fabric-verdict.interrupted{background:#5b3a8c}.fabric-verdict.none{background:#555}
+.fabric-send-back{font-size:16px;font-weight:bold;color:#000;margin:10px 0}
 .fabric-verdict small{font-size:18px;font-weight:normal;margin-left:14px}
 .fabric-status{color:#b00020;font-weight:bold;font-size:14px}
 .fabric-section{color:#000;margin:14px 0}
@@ -81,16 +85,43 @@ def _change(c: Check) -> str:
     return f'<span class="fabric-chg-{_e(status.split(" ")[0])}">{_e(prev.get("text") or status)}</span>'
 
 
-def verdict_banner(info: RunInfo, checks: Sequence[Check], status: str = "complete") -> str:
-    """ACCEPT or REJECT in big type, with the failed and errored counts."""
-    counts = outcome_counts(checks)
-    v = run_verdict(checks)
+def verdict_banner(verdict: RunVerdict) -> str:
+    """The run's verdict in big type (the one the terminal, JUnit and JSON show), with the counts."""
+    counts = verdict.counts
     small = f"{counts['failed']} failed, {counts['error']} errored, {counts['waived']} waived, " \
             f"{counts['passed']} passed, {counts['skipped']} skipped"
-    out = f'<div class="fabric-verdict {v}" id="fabric-verdict">{v.upper()}<small>{_e(small)}</small></div>'
-    if status != "complete":
-        out += f'<p class="fabric-status">Run {_e(status)}: the verdict covers only the checks that ran.</p>'
+    if verdict.not_run_count():
+        small += f", {verdict.not_run_count()} not run"
+    out = f'<div class="fabric-verdict {_e(verdict.css)}" id="fabric-verdict">{_e(verdict.word)}<small>{_e(small)}</small></div>'
+    if verdict.status == "interrupted":
+        out += '<p class="fabric-status">Run interrupted: it stopped before every check had run.</p>'
+    elif verdict.verdict is None:
+        out += '<p class="fabric-status">Nothing was measured: there is no verdict.</p>'
+    elif verdict.verdict == "incomplete":
+        out += ('<p class="fabric-status">Incomplete: checks the profile sets did not run or could not '
+                "measure (listed below); none failed.</p>")
     return out
+
+
+def not_run_table(verdict: RunVerdict) -> str:
+    """What did not run and why: per reason, each check of the profile with how many subjects."""
+    rows = []
+    for reason, text in NOT_RUN_REASONS.items():
+        for check, n in sorted((verdict.not_run.get(reason) or {}).items(), key=lambda kv: (-kv[1], kv[0])):
+            why = verdict.skip_reasons.get(check, "") if reason == "skipped" else ""
+            rows.append(f'<tr><td>{_e(text)}</td><td>{_e(check)}</td><td class="num">{n}</td><td>{_e(why)}</td></tr>')
+    if not rows:
+        return ""
+    return ('<div class="fabric-section" id="fabric-not-run"><h2>Not run</h2>'
+            '<p class="fabric-note">Checks the profile sets that gave no result; the verdict counts none of them.</p>'
+            '<table class="fabric-table"><tr><th>Why</th><th>Check</th><th>Subjects</th><th>Reason given</th></tr>'
+            + "".join(rows) + "</table></div>")
+
+
+def send_back_line(checks: Sequence[Check]) -> str:
+    """``nodes to send back: gpu[03,17]``: the failed or errored nodes, a nodeset for ``srun --exclude``."""
+    nodes = nodeset(send_back(checks)) or "none"
+    return f'<p class="fabric-send-back" id="fabric-send-back">nodes to send back: {_e(nodes)}</p>'
 
 
 def run_table(info: RunInfo, checks: Sequence[Check], finished: str | None, compare_line: str | None) -> str:
@@ -107,7 +138,7 @@ def run_table(info: RunInfo, checks: Sequence[Check], finished: str | None, comp
         ("Extends", _e(" -> ".join(info.profile_extends)) or "none"),
         ("Description", _e(info.profile_description)),
         ("Overrides", _e(", ".join(info.overrides)) or "none"),
-        ("Nodes", f"{len(info.nodes)}"),
+        ("Nodes", f"{len(info.nodes)}: <code>{_e(nodeset(info.nodes))}</code>"),
         ("Started / finished", f"{_e(info.started)} / {_e(finished or info.finished or 'running')}"),
         ("pytest-fabric", _e(info.pytest_fabric_version)),
         ("Tools on the nodes", tool_text),
@@ -196,8 +227,7 @@ def _problems(node: str, checks: Sequence[Check], limit: int = 3) -> str:
         peers = [n for n in c.get("nodes") or [] if n != node]
         by_check.setdefault(f"{c.get('check')} {c.get('outcome')}", []).extend(peers)
     for what, peers in by_check.items():
-        shown = ", ".join(peers[:6]) + (f" +{len(peers) - 6} more" if len(peers) > 6 else "")
-        parts.append(f"{_e(what)} with {_e(shown)}")
+        parts.append(f"{_e(what)} with {_e(nodeset(peers))}")
     more = len(own) - limit
     return "<br>".join(parts) + (f"<br>+{more} more" if more > 0 else "")
 

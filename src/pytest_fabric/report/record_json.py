@@ -7,7 +7,10 @@ Shape (DESIGN.md, "The JSON record"; the schema is ``record.schema.json``)::
 The file is replaced atomically (write a temporary file, then ``os.replace``)
 after every check, so an interrupted run -- Ctrl-C, a lost controller, a killed
 job -- leaves a valid, sealed record of what was measured, with
-``run.status`` still ``"running"``.  Each check is serialised once, when it
+``run.status`` still ``"running"`` and no verdict.  The last write, at the end
+of the session, holds the run's verdict (:func:`.collect.final_verdict`, which the
+terminal, HTML and JUnit outputs read too), what did not run and why
+(``run.not_run``), and the nodes to send back (``run.send_back``).  Each check is serialised once, when it
 arrives, and the file is assembled from those pieces, so a rewrite costs a
 string join, a hash and a write rather than re-encoding every check: for
 2,000 checks the whole run's rewrites take a few seconds in total (see
@@ -30,8 +33,9 @@ from typing import Any
 import pytest
 
 from ..runinfo import RunInfo, get_run_info, utc_now
-from .collect import CHECKS_KEY, is_controller, record_of
-from .summary import OUTCOMES, outcome_counts, tool_versions
+from .collect import CHECKS_KEY, final_verdict, get_checks, is_controller, record_of
+from .run_verdict import RunVerdict
+from .summary import OUTCOMES, nodeset, outcome_counts, send_back, tool_versions
 from .verify import canonical_json
 
 __all__ = ["SCHEMA_VERSION", "WRITER_KEY", "RecordWriter", "build_run"]
@@ -52,16 +56,18 @@ def pytest_addoption(parser: pytest.Parser) -> None:
 
 
 def build_run(
-    info: RunInfo, checks: Sequence[dict[str, Any]], *, status: str, compared_with: str | None = None,
-    evidence_dir: str | None = None, finished: str | None = None,
+    info: RunInfo, checks: Sequence[dict[str, Any]], *, verdict: RunVerdict | None = None,
+    compared_with: str | None = None, evidence_dir: str | None = None, finished: str | None = None,
     counts: dict[str, int] | None = None, tools: dict[str, list[str]] | None = None,
 ) -> dict[str, Any]:
     """The ``run`` object: what was tested against what, when, with which versions, and the verdict.
 
-    ``counts`` and ``tools``, when given, stand for ``outcome_counts(checks)`` and
-    ``tool_versions(checks)`` (the writer keeps them as running tallies).
+    ``verdict`` is the run's (:func:`.run_verdict.judge_run`); without one the run is still
+    running and has none.  ``counts`` and ``tools``, when given, stand for
+    ``outcome_counts(checks)`` and ``tool_versions(checks)`` (the writer keeps them as running tallies).
     """
     counts = counts if counts is not None else outcome_counts(checks)
+    judged = verdict.to_json() if verdict is not None else {"verdict": None, "status": "running", "not_run": {}}
     return {
         "schema_version": SCHEMA_VERSION,
         "cluster": info.cluster_name,
@@ -77,8 +83,8 @@ def build_run(
         "node_labels": {n: dict(v) for n, v in info.node_labels.items()},
         "started": info.started,
         "finished": finished or info.finished,
-        "status": status,
-        "verdict": "reject" if counts.get("failed") or counts.get("error") else "accept",
+        **judged,
+        "send_back": nodeset(send_back(checks)) if verdict is not None else None,
         "counts": counts,
         "pytest_fabric_version": info.pytest_fabric_version,
         "pytest_version": pytest.__version__,
@@ -130,12 +136,17 @@ class RecordWriter:
         else:
             self._hasher.update((b"," if len(self._pieces) > 1 else b"") + piece)
         if time.monotonic() - self._last_write >= self.min_interval_s:
-            self.write("running")
+            self.write()
 
-    def write(self, status: str, finished: str | None = None) -> None:
-        """Write the record now: canonical pieces, sealed with the sha256, replaced atomically."""
+    def write(self, verdict: RunVerdict | None = None, finished: str | None = None,
+              checks: Sequence[dict[str, Any]] = ()) -> None:
+        """Write the record now: canonical pieces, sealed with the sha256, replaced atomically.
+
+        Without a ``verdict`` the record says the run is still running.  The final write passes the
+        run's verdict and its ``checks`` (for the nodes to send back).
+        """
         run = canonical_json(build_run(
-            self.info, (), status=status, compared_with=self.compared_with, evidence_dir=self.evidence_dir,
+            self.info, checks, verdict=verdict, compared_with=self.compared_with, evidence_dir=self.evidence_dir,
             finished=finished, counts=dict(self._counts), tools={t: sorted(v) for t, v in sorted(self._tools.items())},
         )).encode("ascii")
         # The hash is over canonical_json({"checks": [...], "run": {...}}) byte for byte (keys sorted,
@@ -183,7 +194,7 @@ def pytest_sessionstart(session: pytest.Session) -> None:
     writer = RecordWriter(target, info, compared_with=str(cmp) if cmp else None, evidence_dir=str(ev) if ev else None)
     config.stash[WRITER_KEY] = writer
     config.pluginmanager.register(_JsonPlugin(config, writer), "fabric-report-json")
-    writer.write("running")  # a record exists from the start, even if the first check never ends
+    writer.write()  # a record exists from the start, even if the first check never ends
 
 
 @pytest.hookimpl(trylast=True)
@@ -191,5 +202,4 @@ def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
     writer = session.config.stash.get(WRITER_KEY, None)
     if writer is None:
         return
-    interrupted = exitstatus == pytest.ExitCode.INTERRUPTED or session.shouldstop or session.shouldfail
-    writer.write("interrupted" if interrupted else "complete", finished=utc_now())
+    writer.write(final_verdict(session.config), finished=utc_now(), checks=get_checks(session.config))

@@ -12,6 +12,8 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from ..hostlist import HostlistError, fold
+
 __all__ = [
     "LAYERS",
     "OUTCOMES",
@@ -23,9 +25,10 @@ __all__ = [
     "format_quantity",
     "higher_is_better",
     "node_rows",
+    "nodeset",
     "numeric_value",
     "outcome_counts",
-    "run_verdict",
+    "send_back",
     "sort_problems_first",
     "tool_versions",
     "worst_per_layer",
@@ -49,10 +52,45 @@ def outcome_counts(checks: Iterable[Check]) -> dict[str, int]:
     return counts
 
 
-def run_verdict(checks: Iterable[Check]) -> str:
-    """``"accept"`` when no check failed or errored (waived checks do not reject), else ``"reject"``."""
-    counts = outcome_counts(checks)
-    return "reject" if counts["failed"] or counts["error"] else "accept"
+def nodeset(names: Iterable[str]) -> str:
+    """Node names folded as Slurm and clush write them (``gpu[03,17]``), ready for ``srun --exclude``.
+
+    A name a nodeset cannot hold (only a record not made from an inventory has one) is listed as
+    it is, comma-separated, rather than folded into a string that would name other nodes.
+    """
+    listed = sorted(set(names))
+    try:
+        return fold(listed)
+    except HostlistError:
+        return ",".join(listed)
+
+
+def send_back(checks: Iterable[Check]) -> list[str]:
+    """The nodes to send back: those a failed or errored check puts the fault on, sorted.
+
+    A check of one node (a GPU, a port, a mount, the node itself) blames that node.  A pair check
+    blames a node only when every pair of that check it is in failed or errored: one slow node fails
+    all its pairs, its peers fail one each, and those peers are fine.  A node attribution judged a
+    ``node fault`` is blamed; one it judged ``ok`` is not blamed by pair checks.  Checks of the whole
+    cluster name no node.
+    """
+    checks = list(checks)
+    blamed: set[str] = set()
+    judged = attributions(checks)
+    pairs: dict[tuple[str, str], list[bool]] = {}  # (check, node) -> per pair: did it fail or err
+    for c in checks:
+        nodes = [str(n) for n in c.get("nodes") or []]
+        bad = c.get("outcome") in ("failed", "error")
+        if len(nodes) == 1 and bad:
+            blamed.add(nodes[0])
+        elif len(nodes) == 2 and c.get("outcome") in ("passed", "failed", "error", "waived"):
+            for n in nodes:
+                pairs.setdefault((str(c.get("check")), n), []).append(bad)
+    for (_, node), outcomes in pairs.items():
+        if all(outcomes) and (judged.get(node) or {}).get("verdict") != "ok":
+            blamed.add(node)
+    blamed.update(n for n, a in judged.items() if a.get("verdict") == "node fault")
+    return sorted(blamed)
 
 
 def numeric_value(q: Mapping[str, Any] | None) -> float | None:

@@ -8,6 +8,13 @@
     waived: port_rate node03:mlx5_0/1 (cable swap scheduled)
     compared with previous.json: 1 regressed, 2 fixed, 60 unchanged
     REJECT: 3 failed, 1 errored (40 passed, 1 waived, 2 skipped; 47 checks on 4 nodes)
+    nodes to send back: node[03-04]
+
+A run that left checks of the profile out says so above the verdict line::
+
+    not run (the verdict counts none of these):
+      deselected (-k, -m, --lf, --deselect): inter_node.tcp_throughput (28), storage.sequential_read (8)
+    INCOMPLETE: 0 failed, 0 errored, 36 not run (8 passed; 8 checks on 8 nodes)
 """
 
 from __future__ import annotations
@@ -18,28 +25,56 @@ from typing import Any
 import pytest
 
 from ..runinfo import get_run_info
-from .collect import get_checks, is_controller
+from .collect import final_verdict, get_checks, is_controller
 from .compare import summary_line
+from .run_verdict import NOT_RUN_REASONS, RunVerdict
 from .summary import (
     format_expected,
     format_margin,
     format_quantity,
-    outcome_counts,
-    run_verdict,
+    nodeset,
+    send_back,
     worst_per_layer,
 )
 
-__all__ = ["error_groups", "error_lines", "problem_line", "verdict_line"]
+__all__ = ["error_groups", "error_lines", "not_run_lines", "problem_line", "send_back_line", "verdict_line"]
 
 WORST_PER_LAYER = 5
+CHECKS_PER_REASON = 8  # checks named per reason; the JSON record's run.not_run has them all
 
 
-def verdict_line(checks: Sequence[Mapping[str, Any]], node_count: int) -> str:
-    """``ACCEPT: ...`` or ``REJECT: 3 failed, 1 errored (...)``."""
-    counts = outcome_counts(checks)
+def verdict_line(verdict: RunVerdict, node_count: int) -> str:
+    """``ACCEPT: ...``, ``REJECT: 3 failed, 1 errored (...)``, ``INCOMPLETE: 0 failed, 0 errored, 28 not run (...)``."""
+    counts = verdict.counts
     rest = ", ".join(f"{counts[o]} {o}" for o in ("passed", "waived", "skipped") if counts[o])
-    head = f"{run_verdict(checks).upper()}: {counts['failed']} failed, {counts['error']} errored"
-    return f"{head} ({rest + '; ' if rest else ''}{len(checks)} checks on {node_count} nodes)"
+    head = f"{verdict.word}: {counts['failed']} failed, {counts['error']} errored"
+    if verdict.not_run_count():
+        head += f", {verdict.not_run_count()} not run"
+    if verdict.verdict is None and verdict.status != "running":
+        head += ", nothing measured"
+    total = sum(counts.values())
+    return f"{head} ({rest + '; ' if rest else ''}{total} checks on {node_count} nodes)"
+
+
+def not_run_lines(verdict: RunVerdict) -> list[str]:
+    """Per reason, the checks of the profile that gave no result, with how many subjects each."""
+    lines = []
+    for reason, text in NOT_RUN_REASONS.items():
+        per_check = verdict.not_run.get(reason)
+        if not per_check:
+            continue
+        ranked = sorted(per_check.items(), key=lambda kv: (-kv[1], kv[0]))
+        shown = [f"{check} ({n})" for check, n in ranked[:CHECKS_PER_REASON]]
+        if reason == "skipped":  # the skip message says what subject was missing
+            shown = [f"{check} ({n}: {verdict.skip_reasons.get(check, '')})" for check, n in ranked[:CHECKS_PER_REASON]]
+        more = f", +{len(ranked) - CHECKS_PER_REASON} more checks" if len(ranked) > CHECKS_PER_REASON else ""
+        lines.append(f"  {text}: {', '.join(shown)}{more}")
+    return (["not run (the verdict counts none of these):"] + lines) if lines else []
+
+
+def send_back_line(checks: Sequence[Mapping[str, Any]]) -> str:
+    """``nodes to send back: gpu[03,17]``, a nodeset to paste into ``srun --exclude`` (``none`` when none)."""
+    return f"nodes to send back: {nodeset(send_back(checks)) or 'none'}"
 
 
 def problem_line(c: Mapping[str, Any]) -> str:
@@ -103,5 +138,9 @@ def pytest_terminal_summary(terminalreporter: Any, exitstatus: int, config: pyte
     json_path = config.getoption("conformance_json", None)
     if json_path:
         tr.write_line(f"conformance record: {json_path}")
-    accept = run_verdict(checks) == "accept"
-    tr.write_line(verdict_line(checks, len(info.nodes)), green=accept, red=not accept, bold=True)
+    verdict = final_verdict(config)
+    for n, text in enumerate(not_run_lines(verdict)):
+        tr.write_line(text, yellow=True, bold=n == 0)
+    accept = verdict.verdict == "accept"
+    tr.write_line(verdict_line(verdict, len(info.nodes)), green=accept, red=not accept, bold=True)
+    tr.write_line(send_back_line(checks), red=bool(send_back(checks)), bold=True)
