@@ -218,6 +218,7 @@ def pytest_fabric_make_transport(node: Node, config: pytest.Config) -> Transport
             host_key_policy=state.host_key_policy,  # type: ignore[arg-type]
             ssh_config=state.ssh_config,
         ),
+        jump_hosts=state.jump_hosts,
     )
 
 
@@ -439,3 +440,5 @@ def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
     state = get_state(session.config)
     if state is not None and state.cluster is not None:
         state.cluster.close()
+    if state is not None:
+        state.jump_hosts.close_all()

@@ -11,6 +11,7 @@ from .batches import BatchCache
 from .inventory import Inventory
 from .pairs import Pair
 from .probes.rounds import RoundCache
+from .transport.jumphosts import JumpHosts
 from .profile import Profile
 from .verdict import Verdict
 
@@ -35,6 +36,8 @@ class FabricState:
     selected_subjects: dict[str, list[tuple[str, Any]]] = field(default_factory=dict)
     #: waves of per-node checks (and, through them, anything measured as a batch)
     batches: BatchCache = field(default_factory=BatchCache)
+    #: connections to jump hosts, shared by every node behind them
+    jump_hosts: JumpHosts = field(default_factory=JumpHosts)
     #: per node: the RDMA ports it reports, listed once per run
     ports: dict[str, Any] = field(default_factory=dict)
     #: (node, device, port) -> error counters read before any traffic of this run

@@ -19,6 +19,7 @@ from typing import Any
 
 import pytest
 
+from pytest_fabric.transport.jumphosts import JumpHosts
 from pytest_fabric.transport import (
     AuthenticationFailed,
     BackgroundProcess,
@@ -651,6 +652,34 @@ def test_jump_host(settings: Callable[..., SSHSettings], sshd: LoopbackSshd) -> 
     t = SSHTransport("node1", settings(jump=f"{sshd.user}@127.0.0.1:{sshd.port}"))
     assert t.run("echo through the jump host", timeout=10).stdout == "through the jump host\n"
     t.close()
+
+
+def test_nodes_behind_one_jump_host_share_one_connection_to_it(
+    settings: Callable[..., SSHSettings], sshd: LoopbackSshd
+) -> None:
+    bastion = DroppingSshd(sshd.port, drops=0)  # counts the connections the bastion accepts
+    known = Path(str(settings().known_hosts))
+    known.write_text(known.read_text() + f"[127.0.0.1]:{bastion.port} {sshd.host_public_key}\n")
+    jumps = JumpHosts()
+    nodes = [
+        SSHTransport(f"node{i}", settings(jump=f"{sshd.user}@127.0.0.1:{bastion.port}"), jump_hosts=jumps)
+        for i in range(5)
+    ]
+    try:
+        threads = [threading.Thread(target=n.run, args=("true",), kwargs={"timeout": 10}) for n in nodes]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join()
+        assert [n.run("echo ok", timeout=10).stdout for n in nodes] == ["ok\n"] * 5
+        assert bastion.accepted == 1
+        nodes[0].close()  # one node done: the others' tunnels stay up
+        assert nodes[1].run("echo still", timeout=10).stdout == "still\n"
+    finally:
+        for n in nodes:
+            n.close()
+        jumps.close_all()
+        bastion.close()
 
 
 # -- the pool ----------------------------------------------------------------------------------------

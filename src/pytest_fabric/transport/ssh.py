@@ -35,6 +35,7 @@ import paramiko
 
 from .base import CommandResult, CommandTimeout, TransportError
 from .hostkeys import HostKeyPolicy, configure_client
+from .jumphosts import JumpHosts
 from .outcome import is_wrapper_timeout, judge
 from .shellwrap import KILL_AFTER_S, in_background, with_timeout
 from .ssh_background import SSHBackgroundProcess
@@ -111,6 +112,12 @@ def _tcp_socket(host: str, port: int, timeout: float, nodelay: bool) -> socket.s
     raise last or OSError(f"no address for {host}")
 
 
+def _hop_key(hop: SSHSettings) -> tuple[object, ...]:
+    """Nodes share a jump host connection when they would open the same one."""
+    return (hop.host, hop.port, hop.user, str(hop.identity_file), str(hop.known_hosts), hop.jump,
+            hop.host_key_policy, str(hop.ssh_config), hop.connect_timeout)
+
+
 class _DroppedEarly(Exception):
     """sshd closed the connection before its banner: worth another try."""
 
@@ -126,9 +133,13 @@ class SSHTransport:
     its own channel on the shared connection).
     """
 
-    def __init__(self, node: str, settings: SSHSettings, *, _tcp_nodelay: bool = True) -> None:
+    def __init__(
+        self, node: str, settings: SSHSettings, *, jump_hosts: JumpHosts | None = None, _tcp_nodelay: bool = True
+    ) -> None:
         self.node = node
         self.settings = settings
+        #: where jump host connections are shared with other nodes (None: this node's own)
+        self.jump_hosts = jump_hosts
         self._tcp_nodelay = (
             _tcp_nodelay  # private switch, for the benchmark's with/without comparison
         )
@@ -264,13 +275,14 @@ class SSHTransport:
         if jump:
             *earlier, last = jump.split(",")
             user, host, port = _split_hop(last)
-            self._jump = SSHTransport(
-                f"{self.node} (jump host {last})",
-                replace(
-                    self.settings, host=host, port=port, user=user, jump=",".join(earlier) or None
-                ),
-                _tcp_nodelay=self._tcp_nodelay,
-            )
+            hop = replace(self.settings, host=host, port=port, user=user, jump=",".join(earlier) or None)
+
+            def make() -> SSHTransport:
+                return SSHTransport(
+                    f"jump host {last}", hop, jump_hosts=self.jump_hosts, _tcp_nodelay=self._tcp_nodelay
+                )
+
+            self._jump = self.jump_hosts.get(_hop_key(hop), make) if self.jump_hosts else make()
             transport = self._jump.connection.transport
             return transport.open_channel(
                 "direct-tcpip",
@@ -293,7 +305,7 @@ class SSHTransport:
             extra.close()
         if conn is not None:
             conn.close()
-        if jump is not None:
+        if jump is not None and self.jump_hosts is None:  # a shared one is closed with the run
             jump.close()
 
     def _lost(self, command: str, exc: BaseException | None = None) -> TransportError:
