@@ -115,6 +115,10 @@ class FakeHardware:
     # different leaves share X Gb/s of spine capacity (an oversubscribed fabric).
     leaf: str | None = None
     nccl_local_busbw_gbytes: float = 480.0  # a single-node run (NVLink only)
+    # What every NCCL run that includes this node ends in: None (clean), "wrong" (#wrong counts
+    # and 'Out of bounds values : N FAILED', exit 1, as nccl-tests reports corrupted data) or
+    # "crash" (a rank dies after the rows are printed: no trailer, mpirun exits 139).
+    nccl_fault: str | None = None
     gpus: int = 8
     gpu_name: str = "NVIDIA H100 80GB HBM3"
     roce_trust: str = "dscp"  # mlnx_qos 'Priority trust state': dscp or pcp

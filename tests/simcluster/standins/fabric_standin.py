@@ -1065,6 +1065,10 @@ def nccl_test(doc: Model, tool: str, argv: list[str], placed: list[tuple[str, in
             break
         size = nxt
     check = opts["c"] != "0"
+    # A node's nccl_fault spoils every run it is part of: "wrong" corrupts results (nccl-tests
+    # counts them only when it checks), "crash" kills a rank after the rows are printed.
+    faults = {doc["nodes"][n].get("nccl_fault") for n in names} - {None}
+    failed_tests = 0
     busbws: list[float] = []
     redop = opts["o"] if tool in ("all_reduce_perf", "reduce_scatter_perf") else "none"
     root = "0" if tool == "broadcast_perf" else "-1"
@@ -1077,10 +1081,29 @@ def nccl_test(doc: Model, tool: str, argv: list[str], placed: list[tuple[str, in
             bus = algbw * factor
             busbws.append(bus)
             wrong = "0" if check else "N/A"
+            if check and "wrong" in faults:
+                wrong = str(count // 4096 + 1)  # a few elements in every few thousand
+                failed_tests += 1
             cells.append(f"{_time_text(time_us):>9}  {algbw:6.2f}  {bus:6.2f}  {wrong:>6}")
         out.append(f"{size:12d}  {count:12d}  {opts['d']:>8}  {redop:>6}  {root:>6}"
                    f"{cells[0]}{cells[1]}")
     time.sleep(0.3)  # a run is not instant; probes and timeouts see a process that works
+    if "crash" in faults:
+        # The rank dies in teardown, before rank 0 prints the trailer.
+        print("\n".join(out))
+        victim = next(n for n in names if doc["nodes"][n].get("nccl_fault") == "crash")
+        sys.stderr.write(
+            "--------------------------------------------------------------------------\n"
+            f"mpirun noticed that process rank 1 with PID {1000 + crc(victim, 0) % 60000} on node {victim} "
+            "exited on signal 11 (Segmentation fault).\n"
+            "--------------------------------------------------------------------------\n")
+        return 139
+    if failed_tests:
+        # nccl-tests prints its verdict on the results, then exit(EXIT_FAILURE) on every rank.
+        out += [f"# Out of bounds values : {failed_tests} FAILED",
+                f"# Avg bus bandwidth    : {sum(busbws) / max(len(busbws), 1):.3f} ", "#"]
+        print("\n".join(out))
+        return _mpi_failure(names[0], exit_code=1)
     out += ["# Out of bounds values : 0 OK",
             f"# Avg bus bandwidth    : {sum(busbws) / max(len(busbws), 1):.3f} ",
             "#", f"# Collective test concluded: {tool}", "#"]
@@ -1088,7 +1111,7 @@ def nccl_test(doc: Model, tool: str, argv: list[str], placed: list[tuple[str, in
     return 0
 
 
-def _mpi_failure(node: str) -> int:
+def _mpi_failure(node: str, exit_code: int = 3) -> int:
     sys.stderr.write(
         "-------------------------------------------------------\n"
         "Primary job  terminated normally, but 1 process returned\n"
@@ -1097,7 +1120,7 @@ def _mpi_failure(node: str) -> int:
         "--------------------------------------------------------------------------\n"
         "mpirun detected that one or more processes exited with non-zero status, thus causing\n"
         "the job to be terminated. The first process to do so was:\n\n"
-        "  Process name: [[4242,1],0]\n  Exit code:    3\n"
+        f"  Process name: [[4242,1],0]\n  Exit code:    {exit_code}\n"
         "--------------------------------------------------------------------------\n")
     return 1
 
