@@ -59,7 +59,7 @@ STANDIN_TOOLS: tuple[str, ...] = (
     "ibstat", "ibv_devinfo", "ibdev2netdev", "rdma", "perfquery",
     "ib_write_bw", "ib_read_bw", "ib_send_bw", "ib_write_lat", "ib_read_lat", "ib_send_lat",
     "mpirun", "all_reduce_perf", "all_gather_perf", "reduce_scatter_perf", "alltoall_perf",
-    "broadcast_perf", "mlnx_qos",
+    "broadcast_perf", "mlnx_qos", "iblinkinfo", "ethtool",
 )
 # Text every installed copy of our stand-in contains: install and uninstall touch only those, so
 # another stand-in set (tests/simcluster/gpu.py also provides all_reduce_perf) keeps its tools.
@@ -85,6 +85,17 @@ class FakePort:
     # Added to the stored counters on every perfquery call: errors growing during a run.
     counter_growth: dict[str, int] = field(default_factory=dict)
     lid: int = 0  # 0: install_hardware assigns a cluster-unique LID to InfiniBand ports
+    # The switch port at the other end of an InfiniBand cable (perfquery SWITCH_LID PORT):
+    # errors on the host-to-switch direction are counted there, not on the HCA.
+    switch_counters: dict[str, int] = field(default_factory=dict)
+    switch_counter_growth: dict[str, int] = field(default_factory=dict)
+    # perfquery (IB) or rdma statistic (RoCE) prints nothing for this port: a reading that
+    # must be an error, not "no counter grew".
+    empty_counters: bool = False
+    # RoCE settings of this port's netdev; None: the node's (FakeHardware.roce_*).
+    roce_trust: str | None = None
+    roce_pfc: list[int] | None = None
+    roce_ecn: list[int] | None = None  # priorities with ECN on (sysfs ecn/roce_np and roce_rp)
 
 
 def default_ports() -> list[FakePort]:
@@ -123,6 +134,7 @@ class FakeHardware:
     gpu_name: str = "NVIDIA H100 80GB HBM3"
     roce_trust: str = "dscp"  # mlnx_qos 'Priority trust state': dscp or pcp
     roce_pfc: list[int] = field(default_factory=lambda: [3])  # priorities with PFC enabled
+    roce_ecn: list[int] = field(default_factory=lambda: [3])  # priorities with ECN enabled
     # How long an ib_*_bw/lat client retries a refused connection (the server may be starting).
     perftest_connect_retry_s: float = 5.0
     # A perftest server with no client gives up after this long, so none is ever left behind.
@@ -182,6 +194,22 @@ def _cluster_document(cluster: SimCluster, hardware: Mapping[str, FakeHardware],
                 used.add(next_lid)
         entry["address"] = node.address
         nodes[node.name] = entry
+    # One leaf switch per `leaf` (all nodes on one when none is set), LIDs above every HCA's;
+    # each IB port is cabled to the next free port of its node's leaf switch.
+    switch_lids: dict[str, int] = {}
+    switch_ports: dict[str, int] = {}
+    for entry in nodes.values():
+        leaf = entry.get("leaf") or "leaf1"
+        for port in entry["ports"]:
+            if port["link_layer"].lower() != "infiniband":
+                continue
+            if leaf not in switch_lids:
+                while next_lid in used:
+                    next_lid += 1
+                switch_lids[leaf] = next_lid
+                used.add(next_lid)
+            switch_ports[leaf] = switch_ports.get(leaf, 0) + 1
+            port.update(switch_lid=switch_lids[leaf], switch_port=switch_ports[leaf], switch_name=f"switch-{leaf}")
     return {
         # A new id per install: perfquery keeps counter state per id in the node's /tmp, so a
         # reinstall starts from the model's counters, not from an earlier test's.
@@ -215,6 +243,35 @@ def install_hardware(cluster: SimCluster, hardware: Mapping[str, FakeHardware], 
             if _foreign(node.bindir / name):
                 continue  # another stand-in set owns this name on this node; leave it be
             cluster.install_tool(node, name, script)
+        _install_sysfs(cluster, node, doc["nodes"][node.name])
+
+
+# Inside a node: /sys/class/net becomes a copy of itself (the real entries as the same
+# symlinks into /sys/devices) plus a directory per modelled RoCE netdev holding the MLNX_OFED
+# ECN switches, ecn/roce_np/enable/<prio> and ecn/roce_rp/enable/<prio>. The node's mount
+# namespace is private, so no other node and not the host see it.
+_SYSFS_TREE = "/run/fabric-standin-sysfs"
+_SYSFS_UNMOUNT = "if grep -q ' /sys/class/net ' /proc/self/mounts; then umount /sys/class/net; fi; " \
+                 f"rm -rf {_SYSFS_TREE}"
+
+
+def _install_sysfs(cluster: SimCluster, node: SimNode, entry: dict[str, Any]) -> None:
+    roce = [p for p in entry["ports"] if p["link_layer"].lower() != "infiniband"]
+    if not roce or node.sshd_pid is None:
+        return
+    lines = [_SYSFS_UNMOUNT, f"mkdir -p {_SYSFS_TREE}",
+             f'for e in /sys/class/net/*; do [ -L "$e" ] && ln -s "$(readlink "$e")" {_SYSFS_TREE}/"${{e##*/}}"; done; true']
+    for port in roce:
+        on = entry["roce_ecn"] if port.get("roce_ecn") is None else port["roce_ecn"]
+        base = f"{_SYSFS_TREE}/{port['netdev']}"
+        lines.append(f"rm -rf {base}")
+        for role in ("roce_np", "roce_rp"):
+            lines.append(f"mkdir -p {base}/ecn/{role}/enable")
+            lines += [f"echo {int(prio in on)} > {base}/ecn/{role}/enable/{prio}" for prio in range(8)]
+    lines.append(f"mount --bind {_SYSFS_TREE} /sys/class/net")
+    done = cluster.exec(node, ["sh", "-ec", "\n".join(lines)], timeout=30)
+    if done.returncode != 0:
+        raise RuntimeError(f"{node.name}: fake ECN sysfs not installed: {done.stderr.strip()[-300:]}")
 
 
 def _foreign(path: Path) -> bool:
@@ -246,7 +303,7 @@ def _clear_node_state(cluster: SimCluster, node: SimNode) -> None:
         return
     # The node's /tmp is visible only inside its mount namespace, hence exec, not a host path.
     with contextlib.suppress(Exception):
-        cluster.exec(node, ["sh", "-c", "rm -rf /tmp/.fabric-standin-*"], timeout=10)
+        cluster.exec(node, ["sh", "-c", f"rm -rf /tmp/.fabric-standin-*; {_SYSFS_UNMOUNT}"], timeout=10)
 
 
 @contextlib.contextmanager

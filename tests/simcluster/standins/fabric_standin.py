@@ -11,6 +11,9 @@ prints, in the layout of the recorded outputs in the shared corpus, computed fro
   -p, client connects) carrying each side's model; both sides then print the pair's result.
 - mpirun + all_reduce_perf (and the other *_perf): nccl-tests output for the hosts named.
 - mlnx_qos -i NETDEV: trust mode and PFC.
+- rdma statistic, ethtool -S: a RoCE port's counters (the same growth as perfquery's).
+- iblinkinfo -D 0: the switch port at the other end of each IB cable; perfquery on that LID
+  and port prints the switch side's counters.
 
 Standard library only: it runs under the nodes' system python3.
 """
@@ -296,6 +299,8 @@ def cmd_rdma(argv: list[str]) -> int:
     hw = doc["nodes"][self_name(doc)]
     as_json = any(a in ("-j", "-json", "--json") for a in argv)
     words = [a for a in argv if not a.startswith("-")]
+    if words and words[0] in ("statistic", "stat", "s"):
+        return _rdma_statistic(doc, words[1:])
     if not words or words[0] not in ("link", "l", "li", "lin"):
         die("fabric stand-in rdma: only 'rdma link [show [DEV[/PORT]]]' is simulated", 1)
     selector = words[2] if len(words) > 2 and words[1] == "show" else None
@@ -350,16 +355,21 @@ def _bump_counters(doc: Model, owner: str, port: Port, reset_after: bool) -> dic
 
     Keyed by the install's generation, so a new install_hardware starts from the model again.
     """
+    return _bump(doc, f"{owner}:{port['device']}:{port['port']}", port["counters"], port["counter_growth"],
+                 reset_after)
+
+
+def _bump(doc: Model, key: str, start: dict[str, int], grow: dict[str, int], reset_after: bool) -> dict[str, int]:
+    """The counters stored under `key` (from `start` the first time) plus `grow`, saved back."""
     path = os.path.join(STATE_DIR, f".fabric-standin-perfquery-{doc['generation']}.json")
-    key = f"{owner}:{port['device']}:{port['port']}"
     with open(path, "a+") as handle:
         # Parallel perfquery calls (a probe per port) must not lose each other's growth.
         fcntl.flock(handle, fcntl.LOCK_EX)
         handle.seek(0)
         text = handle.read()
         state: dict[str, dict[str, int]] = json.loads(text) if text.strip() else {}
-        counters = dict(state.get(key, {k: int(v) for k, v in port["counters"].items()}))
-        for name, delta in port["counter_growth"].items():
+        counters = dict(state.get(key, {k: int(v) for k, v in start.items()}))
+        for name, delta in grow.items():
             counters[name] = counters.get(name, 0) + int(delta)
         state[key] = {} if reset_after else counters
         handle.seek(0)
@@ -391,6 +401,17 @@ def cmd_perfquery(argv: list[str]) -> int:
         else:
             positional.append(arg)
     owner, port = me, None
+    local = find_port(doc["nodes"][me], ca, ca_port)
+    if local is not None and not is_ib(local):
+        # No subnet management on an Ethernet link layer: registering the SMI agent fails.
+        die(f"ibwarn: [{os.getpid()}] mad_rpc_open_port: client_register for mgmt 1 failed\n"
+            f"perfquery: iberror: failed: Failed to open '{ca}' port '{ca_port or 1}'", 255)
+    if local is not None and local.get("empty_counters") and not positional:
+        # A header and no counters: the output a probe must not read as "no errors".
+        print(f"# Port extended counters: Lid {port_lid(local)} port {local['port']} (CapMask: 0x5A00)")
+        return 0
+    if positional and _switch_port(doc, int(positional[0], 0), positional[1:]) is not None:
+        return _perfquery_switch(doc, int(positional[0], 0), int(positional[1]), extended, reset_after)
     if positional:
         # Query by LID, anywhere in the fabric, as through the subnet manager.
         lid = int(positional[0], 0)
@@ -432,6 +453,136 @@ def cmd_perfquery(argv: list[str]) -> int:
     return 0
 
 
+def _switch_port(doc: Model, lid: int, rest: list[str]) -> tuple[str, Port] | None:
+    """(node, HCA port) whose cable ends at switch LID `lid`, port rest[0]; None if not a switch port."""
+    if not rest:
+        return None
+    for node, hw in doc["nodes"].items():
+        for p in hw["ports"]:
+            if p.get("switch_lid") == lid and p.get("switch_port") == int(rest[0]):
+                return node, p
+    return None
+
+
+def _perfquery_switch(doc: Model, lid: int, number: int, extended: bool, reset_after: bool) -> int:
+    """The switch port facing an HCA port: its own counters (switch_counters, switch_counter_growth)."""
+    found = _switch_port(doc, lid, [str(number)])
+    assert found is not None
+    node, hca = found
+    counters = _bump(doc, f"switch:{node}:{hca['device']}:{hca['port']}", hca.get("switch_counters") or {},
+                     hca.get("switch_counter_growth") or {}, reset_after)
+    kind = "Port extended counters" if extended else "Port counters"
+    out = [f"# {kind}: Lid {lid} port {number} (CapMask: 0x5A00 CapMask2: 0x0000000)",
+           _field("PortSelect", number), _field("CounterSelect", "0x0000")]
+    if extended:
+        out += [_field(n, counters.get(n, 0)) for n in _EXT_DATA]
+    out += [_field(n, counters.get(n, 0)) for n in _ERRORS]
+    print("\n".join(out))
+    return 0
+
+
+# The mlx5 RDMA hardware counters, in the order `rdma statistic show` prints them; every other
+# counter name a RoCE port's model carries is an Ethernet (ethtool -S) counter.
+_RDMA_HW = ("rx_write_requests", "rx_read_requests", "rx_atomic_requests", "out_of_buffer",
+            "out_of_sequence", "duplicate_request", "rnr_nak_retry_err", "packet_seq_err",
+            "implied_nak_seq_err", "local_ack_timeout_err", "resp_local_length_error",
+            "resp_cqe_error", "req_cqe_error", "req_remote_invalid_request",
+            "req_remote_access_errors", "resp_remote_access_errors", "resp_cqe_flush_error",
+            "req_cqe_flush_error", "roce_adp_retrans", "roce_adp_retrans_to", "roce_slow_restart",
+            "roce_slow_restart_cnps", "roce_slow_restart_trans", "rp_cnp_ignored", "rp_cnp_handled",
+            "np_ecn_marked_roce_packets", "np_cnp_sent", "rx_icrc_encapsulated")
+# What ethtool -S prints for a ConnectX port (a subset of the mlx5 counters, kernel counters.rst).
+_ETHTOOL_PHY = ("rx_packets", "rx_bytes", "tx_packets", "tx_bytes", "rx_out_of_buffer",
+                "rx_packets_phy", "tx_packets_phy", "rx_bytes_phy", "tx_bytes_phy",
+                "rx_crc_errors_phy", "rx_in_range_len_errors_phy", "rx_out_of_range_len_phy",
+                "rx_oversize_pkts_phy", "rx_symbol_err_phy", "rx_discards_phy", "tx_discards_phy",
+                "tx_errors_phy", "rx_undersize_pkts_phy", "rx_fragments_phy", "rx_jabbers_phy",
+                "link_down_events_phy", "rx_corrected_bits_phy", "rx_pcs_symbol_err_phy",
+                "rx_prio3_bytes", "rx_prio3_packets", "rx_prio3_discards", "rx_prio3_pause",
+                "tx_prio3_pause")
+
+
+def _roce_counters(doc: Model, owner: str, port: Port) -> dict[str, int]:
+    return _bump_counters(doc, owner, port, False)
+
+
+def _rdma_statistic(doc: Model, words: list[str]) -> int:
+    """rdma statistic show [link DEV[/PORT]]: one line of hardware counters per RoCE port."""
+    me = self_name(doc)
+    selector = words[2] if len(words) > 2 and words[0] == "show" and words[1] == "link" else None
+    lines = []
+    for port in doc["nodes"][me]["ports"]:
+        name = f"{port['device']}/{port['port']}"
+        if selector and selector not in (port["device"], name):
+            continue
+        if is_ib(port) or port.get("empty_counters"):
+            continue  # IB ports have no hw_counters here; an empty reading prints nothing
+        counters = _roce_counters(doc, me, port)
+        names = list(_RDMA_HW) + [n for n in counters if n not in _RDMA_HW and n not in _ETHTOOL_PHY]
+        lines.append(f"link {name} " + " ".join(f"{n} {counters.get(n, 0)}" for n in names))
+    if lines:
+        print("\n".join(lines))
+    return 0
+
+
+def cmd_ethtool(argv: list[str]) -> int:
+    """ethtool -S NETDEV for a modelled RoCE netdev; anything else goes to the real ethtool."""
+    doc = load_cluster()
+    me = self_name(doc)
+    if len(argv) == 2 and argv[0] in ("-S", "--statistics"):
+        port = next((p for p in doc["nodes"][me]["ports"] if p["netdev"] == argv[1] and not is_ib(p)), None)
+        if port is not None:
+            counters = _roce_counters(doc, me, port)
+            names = list(_ETHTOOL_PHY) + [n for n in counters if n not in _ETHTOOL_PHY and n not in _RDMA_HW]
+            print("NIC statistics:")
+            print("\n".join(f"     {n}: {counters.get(n, 0)}" for n in names))
+            return 0
+    here = os.path.dirname(os.path.abspath(__file__))
+    for directory in os.environ.get("PATH", "/usr/sbin:/usr/bin:/sbin:/bin").split(":"):
+        real = os.path.join(directory, "ethtool")
+        if os.path.abspath(directory) != here and os.access(real, os.X_OK):
+            os.execv(real, [real, *argv])
+    die("ethtool: command not found", 127)
+
+
+def cmd_iblinkinfo(argv: list[str]) -> int:
+    """iblinkinfo -C CA -P PORT -D 0: the local CA and the switch port at the other end of each cable."""
+    doc = load_cluster()
+    me = self_name(doc)
+    hw = doc["nodes"][me]
+    ca, dr = None, None
+    it = iter(argv)
+    for arg in it:
+        if arg in ("-C", "--Ca"):
+            ca = next(it, "")
+        elif arg in ("-P", "--Port"):
+            next(it, "")
+        elif arg in ("-D", "--Direct"):
+            dr = next(it, "")
+        elif arg.startswith("-"):
+            die(f"iblinkinfo stand-in: {arg} is not simulated", 1)
+    if dr != "0":
+        die("iblinkinfo stand-in: only the partial scan of the local node (-D 0) is simulated", 1)
+    cas = [(n, p) for n, p in devices(hw) if ca is None or n == ca]
+    if not cas or not is_ib(cas[0][1][0]):
+        die(f"ibwarn: [{os.getpid()}] mad_rpc_open_port: client_register for mgmt 1 failed\n"
+            f"Failed to open {ca} port 1", 1)
+    name, ports = cas[0]
+    out = [f"CA: {me} {name}:"]
+    for p in ports:
+        if str(p["state"]).lower() != "active":
+            out.append(f"      0x{port_guid(me, name, p):016x} {port_lid(p):6d} {p['port']:4d}[  ] "
+                       f"==(              {'Down':>6}/{'Polling':>8})==>             [  ] \"\" ( )")
+            continue
+        lane = {400: "106.25", 200: "53.125", 100: "25.78125"}.get(int(p["rate_gbps"]), "53.125")
+        link = f"({'4X':>3} {lane + ' Gbps':>18} {'Active':>6}/{'LinkUp':>8})"
+        out.append(f"      0x{port_guid(me, name, p):016x} {port_lid(p):6d} {p['port']:4d}[  ] ==" + link
+                   + f"==>  {p['switch_lid']:6d} {p['switch_port']:4d}[  ] "
+                   f"\"MF0;{p['switch_name']}:MQM8700/U1\" ( )")
+    print("\n".join(out))
+    return 0
+
+
 # --------------------------------------------------------------------------- mlnx_qos
 
 def cmd_mlnx_qos(argv: list[str]) -> int:
@@ -450,10 +601,12 @@ def cmd_mlnx_qos(argv: list[str]) -> int:
     if netdev is None:
         die("Usage: mlnx_qos -i <interface> [options]\n\nmlnx_qos: error: Interface name is "
             "required", 2)
-    if not any(p["netdev"] == netdev for p in hw["ports"]):
+    port = next((p for p in hw["ports"] if p["netdev"] == netdev), None)
+    if port is None:
         die(f"Interface {netdev} doesn't exist", 1)
-    trust = hw["roce_trust"]
-    pfc = set(hw["roce_pfc"])
+    # A port's own settings (roce_trust / roce_pfc on the port) override the node's.
+    trust = port.get("roce_trust") or hw["roce_trust"]
+    pfc = set(hw["roce_pfc"] if port.get("roce_pfc") is None else port["roce_pfc"])
     out = ["DCBX mode: OS controlled", f"Priority trust state: {trust}"]
     if trust == "dscp":
         out.append("dscp2prio mapping:")
@@ -1155,6 +1308,10 @@ def main() -> int:
         return cmd_perfquery(argv)
     if tool == "mlnx_qos":
         return cmd_mlnx_qos(argv)
+    if tool == "ethtool":
+        return cmd_ethtool(argv)
+    if tool == "iblinkinfo":
+        return cmd_iblinkinfo(argv)
     if tool in ("ib_write_bw", "ib_read_bw", "ib_send_bw",
                 "ib_write_lat", "ib_read_lat", "ib_send_lat"):
         return cmd_perftest(tool, argv)
