@@ -60,7 +60,8 @@ class GpuHandle:
 @dataclass(frozen=True)
 class HcaHandle:
     """An RDMA port of ``node``: by name (``mlx5_0/1``) when the inventory lists the node's
-    ``rdma_ports``, else the ``index``-th port the profile expects (resolved on first use)."""
+    ``rdma_ports`` or the profile's ``ports`` names them, else the ``index``-th port the
+    profile expects (resolved on first use)."""
 
     node: NodeHandle
     index: int | str
@@ -86,11 +87,15 @@ def _subject_params(metafunc: pytest.Metafunc) -> tuple[str, list[Any], list[str
         gpus = [(n, i) for n in nodes for i in range(count)]
         return "gpu", list(gpus), [subject_id("gpu", p) for p in gpus]
     if "hca" in names:
-        count = _expected_count(state.profile.spec("inter_node", "ports"))
+        # Subjects are the real ports wherever someone named them (the node's inventory
+        # rdma_ports, else the profile's ports.names); only unnamed ports are slots.
+        ports_spec = state.profile.spec("inter_node", "ports")
+        count = _expected_count(ports_spec)
+        profile_names = list(getattr(ports_spec, "names", None) or [])
         hcas: list[tuple[str, int | str]] = []
         named_ports = {node.name: node.rdma_ports for node in state.inventory.nodes}
         for n in nodes:
-            named = named_ports[n]
+            named = list(named_ports[n]) or profile_names
             hcas += [(n, port) for port in named] if named else [(n, i) for i in range(count)]
         return "hca", list(hcas), [subject_id("hca", p) for p in hcas]
     if "node" in names:

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import copy
 import hashlib
+import re
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, ClassVar, Literal
@@ -122,19 +123,47 @@ class RdmaBandwidth(BandwidthFloor):
     size: QuantityField = Field(default_factory=lambda: parse_quantity("8 MiB"))
     qps: int = Field(default=1, ge=1, le=256)
     repeat: int = Field(default=3, ge=1, le=50)
+    # perftest -D: each run lasts this long whatever the rail does, so a slow rail ends
+    # with its number instead of running its 5000 iterations into the timeout.
+    duration: QuantityField = Field(default_factory=lambda: parse_quantity("5 s"))
+
+    @field_validator("duration")
+    @classmethod
+    def _whole_seconds(cls, value: Quantity) -> Quantity:
+        seconds = float(parse_quantity(value, dimension=Dimension.TIME).to("s"))
+        if seconds < 1 or seconds != int(seconds):
+            raise ValueError(f"{value}: perftest's -D takes whole seconds, at least 1 (e.g. '5 s')")
+        return value
 
 
 class NcclBandwidth(BandwidthFloor):
     size: QuantityField = Field(default_factory=lambda: parse_quantity("8 GiB"))
 
 
+#: the fewest ib_write_lat iterations a 99th percentile is read from (100 samples above it)
+P99_MIN_ITERATIONS = 10_000
+
+
 class LatencyCeiling(CheckSpec):
+    """``max``: typical latency (perftest's t_typical); ``p99``: its 99% percentile column."""
+
     BOUNDS = _bounds(("max", Op.MAX, Dimension.TIME), ("p99", Op.MAX, Dimension.TIME))
     SCALAR_FIELD = "max"
     max: QuantityField | None = None
     p99: QuantityField | None = None
     size: int = Field(default=2, ge=1)
     repeat: int = Field(default=1, ge=1, le=50)
+    # perftest -n; duration mode (-D) prints no percentiles, so latency runs by count.
+    iterations: int = Field(default=P99_MIN_ITERATIONS, ge=5, le=100_000_000)
+
+    @model_validator(mode="after")
+    def _enough_for_p99(self) -> Any:
+        if self.p99 is not None and self.iterations < P99_MIN_ITERATIONS:
+            raise ValueError(
+                f"iterations: {self.iterations} is too few for a p99 (the 1% above it is "
+                f"{self.iterations // 100} samples); give at least {P99_MIN_ITERATIONS}"
+            )
+        return self
 
 
 class TimeCeiling(CheckSpec):
@@ -174,6 +203,46 @@ class Count(CheckSpec):
 
 class Mtu(Count):
     pass
+
+
+class Ports(Count):
+    """Active RDMA ports per node: ``ports: 4`` is at least four; ``names`` judges exactly those.
+
+    A node may carry more ports than the fabric under test (a storage HCA), so a bare
+    count is a floor; ``equal:`` asks for an exact count.  With ``names`` (or the
+    inventory's ``rdma_ports`` for a node) every named port must be there and Active,
+    per-port subjects are those ports, and rails pair by those names.
+    """
+
+    SCALAR_FIELD = "min"
+    names: list[str] = Field(default_factory=list)
+
+    @field_validator("names")
+    @classmethod
+    def _port_names(cls, value: list[str]) -> list[str]:
+        out = []
+        for name in value:
+            if not _PORT_NAME_RE.match(name):
+                raise ValueError(f"{name!r} is not an RDMA port; write DEVICE or DEVICE/PORT, e.g. mlx5_0/1")
+            out.append(name if "/" in name else f"{name}/1")
+        if len(set(out)) != len(out):
+            raise ValueError("a port is named twice")
+        return out
+
+    @model_validator(mode="after")
+    def _dimensions(self) -> Any:
+        if self.equal is None and self.min is None and not self.names:
+            raise ValueError("give min, equal or names")
+        return self
+
+    def bounds(self) -> list[tuple[str, Op, Quantity | str | int | bool]]:
+        found = super().bounds()
+        if not found and self.names:
+            return [("equal", Op.EQUAL, parse_quantity(len(self.names)))]
+        return found
+
+
+_PORT_NAME_RE = re.compile(r"^[A-Za-z0-9_.-]+(/\d+)?$")
 
 
 class PortRate(CheckSpec):
@@ -257,6 +326,12 @@ class Roce(CheckSpec):
     pfc_priorities: list[int] = Field(default_factory=list)
     ecn: bool | None = None
     trust: Literal["dscp", "pcp"] | None = None
+    # What RDMA tests mark their traffic with, so they run in the lossless class this
+    # check requires and not in TC 0: perftest --tclass (the GRH traffic class, DSCP << 2
+    # plus the ECN bits) under DSCP trust, -S (the service level, sent as the PCP) under
+    # PCP trust.  Unset: derived from the first PFC priority (DSCP 8p+2, e.g. 26 -> 106).
+    traffic_class: int | None = Field(default=None, ge=0, le=255)
+    service_level: int | None = Field(default=None, ge=0, le=15)
 
     @model_validator(mode="after")
     def _dimensions(self) -> Any:
@@ -265,7 +340,24 @@ class Roce(CheckSpec):
         for priority in self.pfc_priorities:
             if not 0 <= priority <= 7:
                 raise ValueError(f"pfc_priorities: {priority} is not a priority 0-7")
+        if self.pfc_priorities and self.traffic_class is not None and self.trust != "pcp":
+            priority = self.traffic_class >> 5  # DSCP (tclass >> 2) >> 3 in the default dscp2prio map
+            if priority not in self.pfc_priorities:
+                raise ValueError(
+                    f"traffic_class: {self.traffic_class} is DSCP {self.traffic_class >> 2}, priority {priority} "
+                    f"in the default dscp2prio map, which has no PFC here (pfc_priorities {self.pfc_priorities})"
+                )
         return self
+
+    def perftest_args(self) -> tuple[str, ...]:
+        """perftest options that put RDMA traffic in the lossless class (empty: nothing to mark)."""
+        if self.trust == "pcp":
+            level = self.service_level if self.service_level is not None else min(self.pfc_priorities, default=None)
+            return () if level is None else (f"--sl={level}",)
+        tclass = self.traffic_class
+        if tclass is None and self.pfc_priorities:
+            tclass = (8 * min(self.pfc_priorities) + 2) << 2 | (2 if self.ecn else 0)
+        return () if tclass is None else (f"--tclass={tclass}",)
 
     def bounds(self) -> list[tuple[str, Op, Quantity | str | int | bool]]:
         out: list[tuple[str, Op, Quantity | str | int | bool]] = []
@@ -300,7 +392,7 @@ class IntraNode(_Section):
 
 class InterNode(_Section):
     link_layer: Text | None = None
-    ports: Count | None = None
+    ports: Ports | None = None
     port_state: Text | None = None
     port_rate: PortRate | None = None
     mtu: Mtu | None = None

@@ -85,6 +85,9 @@ class FakePort:
     # Added to the stored counters on every perfquery call: errors growing during a run.
     counter_growth: dict[str, int] = field(default_factory=dict)
     lid: int = 0  # 0: install_hardware assigns a cluster-unique LID to InfiniBand ports
+    # ib_*_bw on this rail carries at most this (Gb/s) though the port trained at full rate:
+    # a bad transceiver or cable on one rail. None: the node's rdma_bw_fraction of line.
+    rdma_bw_gbps: float | None = None
     # The switch port at the other end of an InfiniBand cable (perfquery SWITCH_LID PORT):
     # errors on the host-to-switch direction are counted there, not on the HCA.
     switch_counters: dict[str, int] = field(default_factory=dict)
@@ -139,6 +142,9 @@ class FakeHardware:
     perftest_connect_retry_s: float = 5.0
     # A perftest server with no client gives up after this long, so none is ever left behind.
     perftest_server_timeout_s: float = 120.0
+    # perftest runs (with this node on either end) last as long as real ones: -D seconds, or
+    # -n iterations at the modelled rate, so a slow rail run by count takes minutes.
+    perftest_real_time: bool = False
 
 
 def _python_for_nodes() -> str:
@@ -173,7 +179,8 @@ def spine_dir(cluster: SimCluster) -> Path:
 
 
 def _cluster_document(cluster: SimCluster, hardware: Mapping[str, FakeHardware],
-                      spine_gbps: float | None = None) -> dict[str, Any]:
+                      spine_gbps: float | None = None,
+                      leaf_uplink_gbps: Mapping[str, float] | None = None) -> dict[str, Any]:
     """The JSON every node gets: each node's hardware, the address->name map, a generation id."""
     unknown = sorted(set(hardware) - {n.name for n in cluster.nodes})
     if unknown:
@@ -216,21 +223,26 @@ def _cluster_document(cluster: SimCluster, hardware: Mapping[str, FakeHardware],
         "generation": uuid.uuid4().hex[:12],
         "nodes": nodes,
         "addresses": {n.address: n.name for n in cluster.nodes},
-        "spine": {"capacity_gbps": spine_gbps, "flows_dir": str(spine_dir(cluster))} if spine_gbps else None,
+        "spine": {"capacity_gbps": spine_gbps, "flows_dir": str(spine_dir(cluster)),
+                  "leaf_uplinks": dict(leaf_uplink_gbps or {})}
+        if spine_gbps or leaf_uplink_gbps else None,
     }
 
 
 def install_hardware(cluster: SimCluster, hardware: Mapping[str, FakeHardware], *,
-                     spine_gbps: float | None = None) -> None:
+                     spine_gbps: float | None = None,
+                     leaf_uplink_gbps: Mapping[str, float] | None = None) -> None:
     """Describe the cluster's hardware and put the stand-in tools on every node's PATH.
 
     `hardware` maps node name -> FakeHardware; nodes not named get ``FakeHardware()``. Calling it
     again replaces the model everywhere (and resets perfquery counters). A tool name another
     stand-in set already installed on a node (the GPU stand-ins' all_reduce_perf) is left to it.
-    Raises KeyError for a node name the cluster does not have.
+    Raises KeyError for a node name the cluster does not have. `leaf_uplink_gbps` maps a leaf to
+    what its uplinks carry (Gb/s): cross-leaf flows with an end on that leaf share it (a leaf
+    with 1600 Gb/s of ports and 800 of uplinks is 2:1 oversubscribed).
     """
-    doc = _cluster_document(cluster, hardware, spine_gbps)
-    if spine_gbps:
+    doc = _cluster_document(cluster, hardware, spine_gbps, leaf_uplink_gbps)
+    if spine_gbps or leaf_uplink_gbps:
         spine_dir(cluster).mkdir(parents=True, exist_ok=True)
     text = json.dumps(doc, indent=1, sort_keys=True)
     script = _standin_script()
@@ -308,9 +320,10 @@ def _clear_node_state(cluster: SimCluster, node: SimNode) -> None:
 
 @contextlib.contextmanager
 def hardware_installed(cluster: SimCluster, hardware: Mapping[str, FakeHardware], *,
-                       spine_gbps: float | None = None) -> Iterator[SimCluster]:
+                       spine_gbps: float | None = None,
+                       leaf_uplink_gbps: Mapping[str, float] | None = None) -> Iterator[SimCluster]:
     """install_hardware for the duration of the block, uninstall_hardware however it ends."""
-    install_hardware(cluster, hardware, spine_gbps=spine_gbps)
+    install_hardware(cluster, hardware, spine_gbps=spine_gbps, leaf_uplink_gbps=leaf_uplink_gbps)
     try:
         yield cluster
     finally:

@@ -69,13 +69,14 @@ def test_rdma_pair_bandwidth_median_per_rail_against_the_line_rate() -> None:
         return handle(MockTransport(name, {
             r"^ibstat$": IBSTAT.format(rate=rate),
             r"^ibv_devinfo$": CannedCommand(exit_code=1),
+            r"^n=\$\(cat /sys/class/infiniband/mlx5_0/device/numa_node": "-1 numactl",  # no NUMA node
             r"^ss -Hltn": "LISTEN 0 128 0.0.0.0:18515 0.0.0.0:*\n",
             r"^ib_write_bw .* 10\.0\.0\.\d$": perftest,  # client: ends with the server's address
             r"^ib_write_bw ": "",  # server
         }), address)
 
     a, b = node("gpu01", "10.0.0.1", 200), node("gpu02", "10.0.0.2", 200)
-    measured = rdma.pair_bandwidth(NodePair(a, b), rdma.RdmaSettings(repeat=3), link_layer="InfiniBand", ports=1)
+    measured = rdma.pair_bandwidth(NodePair(a, b), rdma.RdmaSettings(repeat=3), link_layer="InfiniBand", expected=1)
     assert measured.line_rate is not None and measured.line_rate.display("Gb/s") == "200 Gb/s"
     assert len(measured.samples) == 3 and "median of 3" in measured.detail
     clients = [c for c in a.transport.calls if c.startswith("ib_write_bw")]  # type: ignore[attr-defined]

@@ -73,7 +73,7 @@ def test_hdr200_values() -> None:
     assert mtu.op is Op.EQUAL and mtu.value == parse_quantity(4096)
     (rdma,) = profile.expectations("inter_node", "rdma_bandwidth")
     assert rdma.key == "inter_node.rdma_bandwidth.min" and rdma.op is Op.MIN and rdma.profile == "hdr200"
-    assert rdma.params == {"size": parse_quantity("8 MiB"), "qps": 4, "repeat": 3}
+    assert rdma.params == {"size": parse_quantity("8 MiB"), "qps": 4, "repeat": 3, "duration": parse_quantity("5 s")}
     assert profile.document.inter_node.pairs == "all"
 
 
@@ -230,7 +230,7 @@ def test_expect_on_a_check_sets_its_bound_and_keeps_the_rest() -> None:
     profile = load_profile("hdr200", ["inter_node.rdma_bandwidth=150 Gb/s"])
     (rdma,) = profile.expectations("inter_node", "rdma_bandwidth")
     assert rdma.value == parse_quantity("150 Gb/s")
-    assert rdma.params == {"size": parse_quantity("8 MiB"), "qps": 4, "repeat": 3}
+    assert rdma.params == {"size": parse_quantity("8 MiB"), "qps": 4, "repeat": 3, "duration": parse_quantity("5 s")}
     assert rdma.source
 
 

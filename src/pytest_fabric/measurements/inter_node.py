@@ -17,6 +17,7 @@ from .. import attribution as attribution_rules
 from .. import consistency
 from ..cluster import Cluster, NodeHandle, NodePair
 from ..fixtures import HcaHandle
+from ..pairs import circle_rounds
 from ..probes import nccl, netdev, qos, rdma, tcp
 from ..probes.base import MeasurementError
 from ..state import CHECK_KEY, FabricState, get_state
@@ -52,7 +53,23 @@ def _expected_ports(state: FabricState) -> int | None:
     if spec is None:
         return None
     value = getattr(spec, "equal", None) or getattr(spec, "min", None)
-    return int(value.value) if value is not None else None
+    if value is None:
+        return len(getattr(spec, "names", [])) or None
+    return int(value.value)
+
+
+def _port_names(state: FabricState) -> tuple[str, ...]:
+    """The ports the profile names (``ports.names``); a node's inventory ``rdma_ports`` come first."""
+    spec = state.profile.spec("inter_node", "ports")
+    return tuple(getattr(spec, "names", None) or ())
+
+
+def _traffic(state: FabricState) -> tuple[str, ...]:
+    """perftest options for the RoCE class the profile's ``roce`` check requires (none on InfiniBand)."""
+    spec: Any = state.profile.spec("inter_node", "roce")
+    if spec is None or (_link_layer(state) or "").lower() == "infiniband":
+        return ()
+    return tuple(spec.perftest_args())
 
 
 def _gpus_per_node(state: FabricState) -> int:
@@ -69,6 +86,7 @@ def measure_function(state: FabricState, check: str, *, port_offset: int = 0) ->
     profile = state.profile
     link_layer = _link_layer(state)
     ports = _expected_ports(state)
+    names = _port_names(state)
     if check == "tcp_throughput":
         spec: Any = profile.spec("inter_node", "tcp_throughput")
         need_line = spec.min is not None and spec.min.is_line_share
@@ -87,21 +105,24 @@ def measure_function(state: FabricState, check: str, *, port_offset: int = 0) ->
         spec = profile.spec("inter_node", "rdma_bandwidth")
 
         def measure_rdma(pair: NodePair) -> Measurement:
-            settings = rdma.RdmaSettings(
-                size_bytes=int(spec.size.to("B")),
-                qps=spec.qps,
-                repeat=spec.repeat,
-                port=BASE_PORT["rdma_bandwidth"] + port_offset + pair.slot,
-            )
-            return rdma.pair_bandwidth(pair, settings, link_layer=link_layer, ports=ports)
+            settings = rdma_settings(state, port=BASE_PORT["rdma_bandwidth"] + port_offset + pair.slot)
+            return rdma.pair_bandwidth(pair, settings, link_layer=link_layer, names=names, expected=ports)
 
         return measure_rdma
     if check == "rdma_latency":
         spec = profile.spec("inter_node", "rdma_latency")
 
         def measure_latency(pair: NodePair) -> Measurement:
+            settings = rdma.RdmaSettings(
+                tool="ib_write_lat",
+                size_bytes=spec.size,
+                repeat=spec.repeat,
+                iterations=spec.iterations,
+                traffic=_traffic(state),
+                port=BASE_PORT["rdma_latency"] + port_offset + pair.slot,
+            )
             return rdma.pair_latency(
-                pair, size=spec.size, link_layer=link_layer, port=BASE_PORT["rdma_latency"] + port_offset + pair.slot
+                pair, settings, link_layer=link_layer, names=names, expected=ports, need_p99=spec.p99 is not None
             )
 
         return measure_latency
@@ -113,6 +134,19 @@ def measure_function(state: FabricState, check: str, *, port_offset: int = 0) ->
 
         return measure_nccl
     raise KeyError(check)
+
+
+def rdma_settings(state: FabricState, *, port: int, repeat: int | None = None) -> rdma.RdmaSettings:
+    """ib_write_bw as the profile's ``rdma_bandwidth`` sets it (size, QPs, duration, RoCE class)."""
+    spec: Any = state.profile.spec("inter_node", "rdma_bandwidth")
+    return rdma.RdmaSettings(
+        size_bytes=int(spec.size.to("B")),
+        qps=spec.qps,
+        repeat=spec.repeat if repeat is None else repeat,
+        duration_s=int(spec.duration.to("s")),
+        traffic=_traffic(state),
+        port=port,
+    )
 
 
 def _round_pairs(state: FabricState, check: str, pair: NodePair) -> list[NodePair]:
@@ -174,9 +208,9 @@ def _hca_port(request: pytest.FixtureRequest, hca: HcaHandle) -> tuple[rdma.Rdma
         named = next((p for p in ports if p.name == hca.index), None)
         if named is not None:
             return named, None
+        where = "the inventory lists it under rdma_ports" if hca.node.spec.rdma_ports else "the profile names it under ports.names"
         return None, Measurement.absent(
-            f"{hca.node.name} has no RDMA port {hca.index} (it reports {', '.join(p.name for p in ports) or 'none'}); "
-            f"the inventory lists it under rdma_ports",
+            f"{hca.node.name} has no RDMA port {hca.index} (it reports {', '.join(p.name for p in ports) or 'none'}); {where}",
             tuple(evidence),
         )
     if hca.index < len(ports):
@@ -205,11 +239,35 @@ def link_layer(request: pytest.FixtureRequest, node: NodeHandle, spec: Callable[
 
 @pytest.fixture
 def ports(request: pytest.FixtureRequest, node: NodeHandle, spec: Callable[[str], Any]) -> Measurement:
+    """Active ports among those the inventory or profile names, else among all of the link layer.
+
+    Named ports must each be there and Active; ports nobody named (a storage HCA) are
+    listed but not judged.
+    """
     spec("inter_node.ports")
+    state = _state(request)
     found, evidence = node_ports(request, node)
-    active = [p for p in found if p.state.lower() == "active"]
     detail = ", ".join(f"{p.name} {p.state}/{p.physical_state} {p.rate_gbps} Gb/s" for p in found) or "no ports"
-    return Measurement(value=parse_quantity(len(active)), detail=f"active: {len(active)} of {len(found)} ({detail})", evidence=tuple(evidence))
+    named = tuple(node.spec.rdma_ports) or _port_names(state)
+    if not named:
+        active = [p for p in found if p.state.lower() == "active"]
+        return Measurement(value=parse_quantity(len(active)), detail=f"active: {len(active)} of {len(found)} ({detail})", evidence=tuple(evidence))
+    by_name = {p.name: p for p in found}
+    where = "the inventory's rdma_ports" if node.spec.rdma_ports else "the profile's ports.names"
+    problems = [
+        f"{name} is not there" if name not in by_name else f"{name} is {by_name[name].state} ({by_name[name].physical_state})"
+        for name in named
+        if name not in by_name or by_name[name].state.lower() != "active"
+    ]
+    unjudged = [p.name for p in found if p.name not in named]
+    aside = f"; not named, not judged: {', '.join(unjudged)}" if unjudged else ""
+    if problems:
+        return Measurement.absent(f"of the ports {where} names, {'; '.join(problems)} ({detail})", tuple(evidence))
+    return Measurement(
+        value=parse_quantity(len(named)),
+        detail=f"all {len(named)} ports {where} names are Active ({detail}){aside}",
+        evidence=tuple(evidence),
+    )
 
 
 @pytest.fixture
@@ -384,34 +442,28 @@ def rdma_latency_outlier(request: pytest.FixtureRequest, node_pair: NodePair, sp
 def aggregate_rdma_bandwidth(request: pytest.FixtureRequest, node_pair: NodePair, spec: Callable[[str], Any]) -> Measurement:
     """All rails of a pair at once against the rail count times one rail alone."""
     spec("inter_node.aggregate_rdma_bandwidth")
-    rdma_spec = spec("inter_node.rdma_bandwidth")
+    spec("inter_node.rdma_bandwidth")
     single = pair_measurement(request, "rdma_bandwidth", node_pair)
     rails = single.extra.get("rails", [])
     if len(rails) < 2:
         pytest.skip(f"{node_pair.id} has {len(rails)} rail(s); aggregation needs at least 2")
-    a_ports, a_ev = node_ports(request, node_pair.a)
-    b_ports, b_ev = node_ports(request, node_pair.b)
+    a_ports, _ = node_ports(request, node_pair.a)
+    b_ports, _ = node_ports(request, node_pair.b)
     by_name_a = {p.name: p for p in a_ports}
     by_name_b = {p.name: p for p in b_ports}
-    pairs = [(by_name_a[r["a"]], by_name_b[r["b"]]) for r in rails]
-    settings = rdma.RdmaSettings(size_bytes=int(rdma_spec.size.to("B")), qps=rdma_spec.qps, repeat=1)
+    # the rails rdma_bandwidth measured, paired as it paired them (by identity)
+    pairs = [rdma.Rail(r["a"], r["b"], by_name_a[r["a"]], by_name_b[r["b"]]) for r in rails]
+    state = _state(request)
     base = BASE_PORT["aggregate_rdma_bandwidth"] + node_pair.slot * len(pairs)
-
-    def one(index: int) -> tuple[Quantity, list[Any]]:
-        a_port, b_port = pairs[index]
-        median, _, evidence = rdma.rail_bandwidth(node_pair, a_port, b_port, settings, base + index)
-        return median, evidence
-
-    with ThreadPoolExecutor(max_workers=len(pairs)) as pool:
-        together = list(pool.map(one, range(len(pairs))))
-    total = sum(float(q.to("Gb/s")) for q, _ in together)
+    together, evidence = rdma.rails_at_once(node_pair, pairs, rdma_settings(state, port=base, repeat=1), base)
+    total = sum(float(q.to("Gb/s")) for q in together)
     alone = sum(r["gbps"] for r in rails)
-    evidence = [e for _, ev in together for e in ev]
+    each = ", ".join(f"{rail.name} {q.display('Gb/s')}" for rail, q in zip(pairs, together))
     return Measurement(
         value=parse_quantity(f"{total / alone * 100:.4f}%"),
         detail=(
             f"{len(pairs)} rails at once: {total:.1f} Gb/s vs {alone:.1f} Gb/s as the sum of each rail alone "
-            f"({', '.join(q.display('Gb/s') for q, _ in together)})"
+            f"({each})"
         ),
         evidence=tuple(evidence),
     )
@@ -504,9 +556,24 @@ def scaling_efficiency(request: pytest.FixtureRequest, cluster: Cluster, spec: C
     return nccl.scaling(nodes, size_bytes=int(nccl_spec.size.to("B")), gpus_per_node=_gpus_per_node(state))
 
 
+def _leaf_rounds(leaves: dict[str, list[NodeHandle]]) -> list[list[NodePair]]:
+    """Every pair of leaves, in rounds where each leaf is in one leaf pair: the nodes of the
+    two leaves pair off one to one, so every node of the round sends across the spine at once."""
+    rounds = []
+    for leaf_round in circle_rounds(sorted(leaves)):
+        crossing: list[NodePair] = []
+        for first, second in leaf_round:
+            for a, b in zip(leaves[first], leaves[second]):
+                crossing.append(NodePair(a, b, 0, len(crossing)))
+        if crossing:
+            rounds.append(crossing)
+    return rounds
+
+
 @pytest.fixture
 def oversubscription(request: pytest.FixtureRequest, cluster: Cluster, spec: Callable[[str], Any]) -> Measurement:
-    """Pairs that cross leaves, measured one at a time and then all at once."""
+    """Cross-leaf pairs, each offering its full bandwidth (every rail at once), one at a time
+    and then all at once, for every pair of leaves; the worst round is judged."""
     spec("inter_node.oversubscription")
     state = _state(request)
     leaves: dict[str, list[NodeHandle]] = {}
@@ -516,25 +583,45 @@ def oversubscription(request: pytest.FixtureRequest, cluster: Cluster, spec: Cal
             leaves.setdefault(leaf, []).append(node)
     if len(leaves) < 2:
         pytest.skip("oversubscription needs nodes labelled with at least two `leaf` values in the inventory")
-    names = sorted(leaves)
-    crossing: list[NodePair] = []
-    for first, second in zip(names[0::2], names[1::2]):
-        for a, b in zip(leaves[first], leaves[second]):
-            crossing.append(NodePair(a, b, 0, len(crossing)))
-    check = "rdma_bandwidth" if state.profile.spec("inter_node", "rdma_bandwidth") is not None else "tcp_throughput"
-    measure = measure_function(state, check, port_offset=200)
-    alone = [measure(pair) for pair in crossing]
-    with ThreadPoolExecutor(max_workers=len(crossing)) as pool:
-        together = list(pool.map(measure, crossing))
-    alone_values = [float(m.value.value) for m in alone]  # type: ignore[union-attr]
-    together_values = [float(m.value.value) for m in together]  # type: ignore[union-attr]
-    alone_sum, together_sum = sum(alone_values), sum(together_values)
-    ratio = consistency.concurrency_ratio(alone_values, together_values)
-    return Measurement(
-        value=parse_quantity(f"{ratio * 100:.4f}%"),
-        detail=(
-            f"{len(crossing)} cross-leaf pairs ({check}): {together_sum / 1e9:.1f} Gb/s all at once vs "
-            f"{alone_sum / 1e9:.1f} Gb/s summed one at a time"
-        ),
-        evidence=tuple(e for m in alone + together for e in m.evidence),
-    )
+    use_rdma = state.profile.spec("inter_node", "rdma_bandwidth") is not None
+    check = "rdma_bandwidth" if use_rdma else "tcp_throughput"
+    link_layer, names, expected = _link_layer(state), _port_names(state), _expected_ports(state)
+    tcp_measure = None if use_rdma else measure_function(state, check, port_offset=200)
+    # a pair's rails use consecutive ports from its slot's block
+    block = 16
+
+    def full(pair: NodePair) -> tuple[float, int, list[Any]]:
+        """bit/s with every usable rail at once, the rail count, the evidence."""
+        if tcp_measure is not None:
+            measured = tcp_measure(pair)
+            return float(measured.value.value), 1, list(measured.evidence)  # type: ignore[union-attr]
+        rails, evidence = rdma.pair_rails(pair, link_layer, names, expected)
+        usable = [r for r in rails if r.problem is None][:block]
+        if not usable:
+            raise MeasurementError(
+                pair.a.name, f"{pair.id} has no rail to load the spine with: {'; '.join(str(r.problem) for r in rails)}",
+                command="ibstat",
+            )
+        base = BASE_PORT["oversubscription"] + pair.slot * block
+        rates, more = rdma.rails_at_once(pair, usable, rdma_settings(state, port=base, repeat=1), base)
+        return sum(float(q.value) for q in rates), len(usable), evidence + more
+
+    results = []
+    evidence: list[Any] = []
+    for crossing in _leaf_rounds(leaves):
+        alone = [full(pair) for pair in crossing]
+        with ThreadPoolExecutor(max_workers=len(crossing)) as pool:
+            together = list(pool.map(full, crossing))
+        alone_values = [v for v, _, _ in alone]
+        together_values = [v for v, _, _ in together]
+        evidence += [e for _, _, ev in alone + together for e in ev]
+        leaf_pairs = sorted({f"{p.a.labels['leaf']}<->{p.b.labels['leaf']}" for p in crossing})
+        results.append((
+            consistency.concurrency_ratio(alone_values, together_values),
+            f"{', '.join(leaf_pairs)}: {len(crossing)} cross-leaf pairs ({check}, {sum(r for _, r, _ in alone)} rails at once): "
+            f"{sum(together_values) / 1e9:.1f} Gb/s all at once vs {sum(alone_values) / 1e9:.1f} Gb/s summed one at a time",
+        ))
+    worst = min(results, key=lambda r: r[0])
+    others = [text for ratio, text in results if text != worst[1]]
+    detail = worst[1] + (f"; other rounds: {'; '.join(others)}" if others else "")
+    return Measurement(value=parse_quantity(f"{worst[0] * 100:.4f}%"), detail=detail, evidence=tuple(evidence))

@@ -3,8 +3,17 @@
 Ports are listed in a stable order (device name, port number), optionally kept
 to one link layer, so "port 2 of node07" means the same device in every
 process and every run.  Pair measurements run the perftest server on ``b`` and
-the client on ``a`` against ``b``'s data address, rail by rail (port i with
-port i), and take the median of ``repeat`` runs per rail.
+the client on ``a`` against ``b``'s data address, rail by rail, and take the
+median of ``repeat`` runs per rail; bandwidth runs for a duration (``-D``), so a
+slow rail ends with its number, latency for a count (``-n``), which is what
+perftest prints percentiles for.
+
+A rail is a port *by identity*: the i-th port the inventory (``rdma_ports``) or
+the profile (``ports.names``) names on each side, else the same device name on
+both sides.  A port Down or missing on one side fails that rail by name; the
+others still pair like with like, so a test never sends cross-rail traffic over
+a rail-optimised fabric's spine.  Each side runs bound to its HCA's NUMA node
+(numactl, from sysfs), as ngc_multinode_perf and Azure's health checks do.
 """
 
 from __future__ import annotations
@@ -12,8 +21,11 @@ from __future__ import annotations
 import shlex
 import statistics
 import time
+from collections.abc import Sequence
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from decimal import Decimal
+from itertools import zip_longest
 
 from ..cluster import NodeHandle, NodePair
 from ..parsers import ibstat, ibv_devinfo, perfquery, perftest
@@ -26,7 +38,12 @@ __all__ = [
     "RdmaPort",
     "list_ports",
     "RdmaSettings",
+    "Rail",
+    "plan_rails",
+    "pair_rails",
+    "numa_prefix",
     "rail_bandwidth",
+    "rails_at_once",
     "pair_bandwidth",
     "pair_latency",
     "read_counters",
@@ -95,15 +112,152 @@ def _natural(name: str) -> tuple[str, int]:
 
 @dataclass(frozen=True)
 class RdmaSettings:
+    """How one perftest run between two ports is made."""
+
     size_bytes: int = 8 * 2**20
     qps: int = 1
     repeat: int = 3
     port: int = 18515
     tool: str = "ib_write_bw"
+    #: perftest -D: a run lasts this long whatever the rail does (bandwidth)
+    duration_s: int = 5
+    #: perftest -n instead of -D (latency: duration mode prints no percentiles)
+    iterations: int | None = None
+    #: --tclass=N or --sl=N: the RoCE traffic class the profile's ``roce`` check requires
+    traffic: tuple[str, ...] = ()
     extra_args: tuple[str, ...] = field(default_factory=tuple)
+
+    @property
+    def run_args(self) -> str:
+        return f"-n {self.iterations}" if self.iterations is not None else f"-D {self.duration_s}"
+
+    @property
+    def timeout_s(self) -> float:
+        """How long the client may take: the run itself plus connection set-up on a loaded node."""
+        if self.iterations is not None:
+            return LATENCY_TIMEOUT_S
+        return self.duration_s + RUN_SLACK_S
 
 
 SERVER_START_S = 10.0
+# perftest's own warm-up margins (-f, 2 s by default), QP exchange over TCP, a busy node.
+RUN_SLACK_S = 60.0
+LATENCY_TIMEOUT_S = 120.0
+
+
+@dataclass(frozen=True)
+class Rail:
+    """One rail of a pair: the port each side uses, or why the rail cannot be measured."""
+
+    a_name: str
+    b_name: str
+    a_port: RdmaPort | None
+    b_port: RdmaPort | None
+    problem: str | None = None
+
+    @property
+    def name(self) -> str:
+        return self.a_name if self.a_name == self.b_name else f"{self.a_name}->{self.b_name or '?'}"
+
+
+def _side_problem(node: NodeHandle, name: str, port: RdmaPort | None, ports: dict[str, RdmaPort], named: bool) -> str | None:
+    if port is None:
+        where = " (the inventory or profile names it)" if named else ""
+        listed = ", ".join(ports) or "none"
+        return f"{node.name} has no port {name}{where}; ibstat lists {listed}"
+    if port.state.lower() != "active":
+        return f"{name} on {node.name} is {port.state} ({port.physical_state})"
+    return None
+
+
+def plan_rails(
+    pair: NodePair,
+    a_ports: Sequence[RdmaPort],
+    b_ports: Sequence[RdmaPort],
+    names: Sequence[str] = (),
+    expected: int | None = None,
+) -> list[Rail]:
+    """Pair ``a``'s ports with ``b``'s by identity, never by position in a list of active ports.
+
+    Named ports (inventory ``rdma_ports`` per node, else the profile's ``ports.names``)
+    pair by their place in the list; otherwise ports pair by device name.  A port that
+    only one side has is a rail of its own (failing) when the pair has fewer common
+    ports than the profile expects; otherwise it is another fabric's (a storage HCA).
+    """
+    by_a = {p.name: p for p in a_ports}
+    by_b = {p.name: p for p in b_ports}
+    a_named = tuple(pair.a.spec.rdma_ports) or tuple(names)
+    b_named = tuple(pair.b.spec.rdma_ports) or tuple(names)
+    if a_named and b_named:
+        wanted = [(x or "", y or "") for x, y in zip_longest(a_named, b_named)]
+    elif a_named or b_named:
+        wanted = [(n, n) for n in a_named or b_named]
+    else:
+        common = sorted(set(by_a) & set(by_b), key=_natural_port)
+        wanted = [(n, n) for n in common]
+        if expected is not None and len(common) < expected:
+            wanted += [(n, n) for n in sorted(set(by_a) ^ set(by_b), key=_natural_port)]
+            wanted.sort(key=lambda w: _natural_port(w[0]))
+    rails = []
+    for a_name, b_name in wanted:
+        a_port, b_port = by_a.get(a_name), by_b.get(b_name)
+        if not a_name or not b_name:
+            lacking, other, name = (pair.a, pair.b, b_name) if not a_name else (pair.b, pair.a, a_name)
+            problem: str | None = f"{lacking.name}'s rdma_ports has no port to pair with {other.name}:{name}"
+        else:
+            found = [
+                _side_problem(pair.a, a_name, a_port, by_a, bool(a_named)),
+                _side_problem(pair.b, b_name, b_port, by_b, bool(b_named)),
+            ]
+            problem = "; ".join(p for p in found if p) or None
+        rails.append(Rail(a_name, b_name, a_port, b_port, problem))
+    return rails
+
+
+def _natural_port(name: str) -> tuple[str, int, int]:
+    device, _, port = name.partition("/")
+    head, number = _natural(device)
+    return head, number, int(port) if port.isdigit() else 0
+
+
+def pair_rails(
+    pair: NodePair, link_layer: str | None, names: Sequence[str] = (), expected: int | None = None
+) -> tuple[list[Rail], list[CommandResult]]:
+    """The pair's rails (see :func:`plan_rails`); a pair with no rail at all cannot be measured."""
+    a_ports, a_ev = list_ports(pair.a, link_layer)
+    b_ports, b_ev = list_ports(pair.b, link_layer)
+    rails = plan_rails(pair, a_ports, b_ports, names, expected)
+    if not rails:
+        side = pair.a if not a_ports else pair.b
+        kind = f"{link_layer} " if link_layer else ""
+        raise MeasurementError(
+            side.name,
+            f"no {kind}RDMA port that both {pair.a.name} and {pair.b.name} have",
+            command="ibstat",
+            fix=f"bring a port up on {side.name} (ibstat shows each port's State), or name the rails in the inventory's rdma_ports",
+        )
+    return rails, a_ev + b_ev
+
+
+def numa_prefix(node: NodeHandle, device: str) -> tuple[str, CommandResult, str]:
+    """``numactl`` binding to the HCA's NUMA node, and a note saying what was bound.
+
+    sysfs reports -1 (or nothing) where the machine has one NUMA node or the
+    firmware does not say: then nothing is bound.
+    """
+    result = node.run(
+        f"n=$(cat /sys/class/infiniband/{shlex.quote(device)}/device/numa_node 2>/dev/null); "
+        'echo "${n:--1} $(command -v numactl >/dev/null 2>&1 && echo numactl)"',
+        timeout=15,
+        check=False,
+    )
+    words = result.stdout.split()
+    numa = words[0] if words else "-1"
+    if not numa.isdigit():
+        return "", result, f"{node.name}:{device} not NUMA-bound (sysfs gives no NUMA node)"
+    if "numactl" not in words[1:]:
+        return "", result, f"{node.name}:{device} not NUMA-bound (NUMA node {numa}, but numactl is missing)"
+    return f"numactl --cpunodebind={numa} --membind={numa} ", result, f"{node.name}:{device} on NUMA node {numa}"
 
 
 def _perftest_args(device: str, ib_port: int, settings: RdmaSettings, port: int) -> str:
@@ -112,6 +266,7 @@ def _perftest_args(device: str, ib_port: int, settings: RdmaSettings, port: int)
         f"-i {ib_port}",
         f"-p {port}",
         "-F",
+        *settings.traffic,
     ]
     return " ".join(args + list(settings.extra_args))
 
@@ -134,19 +289,41 @@ def _server_listening(node: NodeHandle, port: int, server: BackgroundProcess) ->
     raise MeasurementError(node.name, f"perftest server not listening on {port}", command=server.command)
 
 
+@dataclass
+class _Binding:
+    """Each side's numactl prefix for one rail, with the evidence and notes that say so."""
+
+    a: str
+    b: str
+    evidence: list[CommandResult]
+    notes: list[str]
+
+
+def _bind(pair: NodePair, a_port: RdmaPort, b_port: RdmaPort) -> _Binding:
+    a_prefix, a_result, a_note = numa_prefix(pair.a, a_port.device)
+    b_prefix, b_result, b_note = numa_prefix(pair.b, b_port.device)
+    return _Binding(a_prefix, b_prefix, [a_result, b_result], [a_note, b_note])
+
+
 def _run_pair(
-    pair: NodePair, a_port: RdmaPort, b_port: RdmaPort, settings: RdmaSettings, port: int, client_args: str
+    pair: NodePair,
+    a_port: RdmaPort,
+    b_port: RdmaPort,
+    settings: RdmaSettings,
+    port: int,
+    client_args: str,
+    binding: _Binding,
 ) -> tuple[CommandResult, list[CommandResult]]:
-    server_cmd = f"{settings.tool} {_perftest_args(b_port.device, b_port.port, settings, port)} {client_args}"
-    server = pair.b.start(server_cmd, timeout=120)
+    server_cmd = f"{binding.b}{settings.tool} {_perftest_args(b_port.device, b_port.port, settings, port)} {client_args}"
+    server = pair.b.start(server_cmd, timeout=settings.timeout_s + SERVER_START_S)
     evidence: list[CommandResult] = []
     try:
         _server_listening(pair.b, port, server)
         client_cmd = (
-            f"{settings.tool} {_perftest_args(a_port.device, a_port.port, settings, port)} {client_args} "
+            f"{binding.a}{settings.tool} {_perftest_args(a_port.device, a_port.port, settings, port)} {client_args} "
             f"{shlex.quote(pair.b.address)}"
         )
-        client = pair.a.run(client_cmd, timeout=120, check=False)
+        client = pair.a.run(client_cmd, timeout=settings.timeout_s, check=False)
     finally:
         evidence.append(server.stop())
     return client, evidence
@@ -154,95 +331,183 @@ def _run_pair(
 
 def rail_bandwidth(
     pair: NodePair, a_port: RdmaPort, b_port: RdmaPort, settings: RdmaSettings, port: int
-) -> tuple[Quantity, list[Quantity], list[CommandResult]]:
-    """Median ib_write_bw bandwidth over ``repeat`` runs between one port of ``a`` and one of ``b``."""
+) -> tuple[Quantity, list[Quantity], list[CommandResult], list[str]]:
+    """Median ib_write_bw bandwidth over ``repeat`` runs of ``duration_s`` between one port of ``a`` and one of ``b``.
+
+    Returns the median, the samples, the evidence and notes on NUMA binding.
+    """
+    binding = _bind(pair, a_port, b_port)
     samples: list[Quantity] = []
-    evidence: list[CommandResult] = []
-    args = f"-s {settings.size_bytes} -q {settings.qps} --report_gbits"
+    evidence: list[CommandResult] = list(binding.evidence)
+    args = f"-s {settings.size_bytes} -q {settings.qps} --report_gbits {settings.run_args}"
     for _ in range(settings.repeat):
-        client, server_evidence = _run_pair(pair, a_port, b_port, settings, port, args)
+        client, server_evidence = _run_pair(pair, a_port, b_port, settings, port, args, binding)
         evidence += [client, *server_evidence]
         parsed = parse_or_raise(perftest.parse_bandwidth, client)
         row = parsed.row_at(settings.size_bytes) if any(r.size_bytes == settings.size_bytes for r in parsed.rows) else parsed.largest_row
         samples.append(bandwidth(row.bw_average_gbps, "Gb/s"))
     median = bandwidth(statistics.median(float(s.to("Gb/s")) for s in samples), "Gb/s")
-    return median, samples, evidence
+    return median, samples, evidence, binding.notes
 
 
-def _rails(pair: NodePair, link_layer: str | None, ports: int | None) -> tuple[list[tuple[RdmaPort, RdmaPort]], list[CommandResult]]:
-    a_ports, a_ev = list_ports(pair.a, link_layer)
-    b_ports, b_ev = list_ports(pair.b, link_layer)
-    a_active = [p for p in a_ports if p.state.lower() == "active"]
-    b_active = [p for p in b_ports if p.state.lower() == "active"]
-    count = min(len(a_active), len(b_active))
-    if ports is not None:
-        count = min(count, ports)
-    if count == 0:
-        side = pair.a if not a_active else pair.b
-        raise MeasurementError(
-            side.name,
-            "no active RDMA port to measure with",
-            command="ibstat",
-            fix=f"bring a port up on {side.name} (ibstat shows each port's State and Physical state)",
-        )
-    return list(zip(a_active[:count], b_active[:count])), a_ev + b_ev
+def rails_at_once(
+    pair: NodePair, rails: Sequence[Rail], settings: RdmaSettings, base_port: int
+) -> tuple[list[Quantity], list[CommandResult]]:
+    """Every rail of the pair at the same time (one perftest per rail, ports ``base_port + i``)."""
+    usable = [r for r in rails if r.problem is None and r.a_port is not None and r.b_port is not None]
+
+    def one(index: int) -> tuple[Quantity, list[CommandResult]]:
+        rail = usable[index]
+        assert rail.a_port is not None and rail.b_port is not None
+        median, _, evidence, _ = rail_bandwidth(pair, rail.a_port, rail.b_port, settings, base_port + index)
+        return median, evidence
+
+    with ThreadPoolExecutor(max_workers=max(1, len(usable))) as pool:
+        done = list(pool.map(one, range(len(usable))))
+    return [q for q, _ in done], [e for _, ev in done for e in ev]
 
 
-def pair_bandwidth(pair: NodePair, settings: RdmaSettings, *, link_layer: str | None, ports: int | None) -> Measurement:
-    """ib_write_bw rail by rail; the verdict value is the rail furthest below its line rate."""
-    rails, evidence = _rails(pair, link_layer, ports)
+def _numa_summary(notes: Sequence[str]) -> str:
+    unique = list(dict.fromkeys(notes))
+    return "NUMA: " + ", ".join(unique) if unique else ""
+
+
+def _unmeasurable(rails: Sequence[Rail], measured: str, evidence: list[CommandResult], extra: dict[str, object]) -> Measurement:
+    broken = [r for r in rails if r.problem]
+    text = "; ".join(f"rail {r.name}: {r.problem}" for r in broken)
+    reason = f"{len(broken)} of {len(rails)} rail(s) cannot be measured: {text}"
+    if measured:
+        reason += f"; the other rails: {measured}"
+    return Measurement(value="absent", missing=reason, evidence=tuple(evidence), extra=extra)
+
+
+def pair_bandwidth(
+    pair: NodePair,
+    settings: RdmaSettings,
+    *,
+    link_layer: str | None,
+    names: Sequence[str] = (),
+    expected: int | None = None,
+) -> Measurement:
+    """ib_write_bw rail by rail; the verdict value is the rail furthest below its line rate.
+
+    A rail that cannot run (a port Down or missing on one side) fails the pair by name;
+    every other rail is still measured and reported.
+    """
+    rails, evidence = pair_rails(pair, link_layer, names, expected)
     results = []
-    for index, (a_port, b_port) in enumerate(rails):
-        median, samples, ev = rail_bandwidth(pair, a_port, b_port, settings, settings.port)
+    notes: list[str] = []
+    for rail in rails:
+        if rail.problem is not None or rail.a_port is None or rail.b_port is None:
+            continue
+        median, samples, ev, rail_notes = rail_bandwidth(pair, rail.a_port, rail.b_port, settings, settings.port)
         evidence += ev
-        line = min(a_port.rate, b_port.rate)
-        results.append((median.value / line.value, median, samples, line, a_port, b_port))
+        notes += rail_notes
+        line = min(rail.a_port.rate, rail.b_port.rate)
+        results.append((median.value / line.value, median, samples, line, rail))
+    rails_text = ", ".join(f"{r.name} {m.display('Gb/s')}" for _, m, _, _, r in results)
+    extra: dict[str, object] = {
+        "rails": [{"a": r.a_name, "b": r.b_name, "gbps": float(m.to("Gb/s"))} for _, m, _, _, r in results],
+    }
+    how = (
+        f"ib_write_bw {settings.size_bytes // 2**20} MiB x {settings.qps} QP for {settings.duration_s} s"
+        f"{' ' + ' '.join(settings.traffic) if settings.traffic else ''}, median of {settings.repeat}"
+    )
+    if any(r.problem for r in rails):
+        return _unmeasurable(rails, rails_text, evidence, extra)
     worst = min(results, key=lambda r: (r[0], r[1].value))
-    _, value, samples, line, a_port, b_port = worst
-    rails_text = ", ".join(
-        f"{a.name}->{b.name} {m.display('Gb/s')}" for _, m, _, _, a, b in results
-    )
-    detail = (
-        f"ib_write_bw {settings.size_bytes // 2**20} MiB x {settings.qps} QP, median of {settings.repeat}; "
-        f"worst rail {a_port.name}->{b_port.name} (line {line.display('Gb/s')}); rails: {rails_text}"
-    )
+    _, value, samples, line, rail = worst
+    detail = f"{how}; worst rail {rail.name} (line {line.display('Gb/s')}); rails: {rails_text}"
+    numa = _numa_summary(notes)
+    if numa:
+        detail += f"; {numa}"
+    # Peers are compared on the slowest rail in absolute terms: a port that trained
+    # at 100G meets '90% line' of its own rate but is still half its peers.
+    extra["consistency_value"] = float(min(m.value for _, m, _, _, _ in results))
     return Measurement(
         value=value,
         detail=detail,
         line_rate=line,
         evidence=tuple(evidence),
         samples=tuple(samples),
-        extra={
-            "rails": [{"a": a.name, "b": b.name, "gbps": float(m.to("Gb/s"))} for _, m, _, _, a, b in results],
-            # Peers are compared on the slowest rail in absolute terms: a port that trained
-            # at 100G meets '90% line' of its own rate but is still half its peers.
-            "consistency_value": float(min(m.value for _, m, _, _, _, _ in results)),
-        },
+        extra=extra,
     )
 
 
-def pair_latency(pair: NodePair, *, size: int, link_layer: str | None, port: int = 18515, iterations: int = 1000) -> Measurement:
-    """ib_write_lat on the first rail: typical latency, with p99 as a second bound."""
-    rails, evidence = _rails(pair, link_layer, 1)
-    a_port, b_port = rails[0]
-    settings = RdmaSettings(tool="ib_write_lat")
-    client, ev = _run_pair(pair, a_port, b_port, settings, port, f"-s {size} -n {iterations}")
-    evidence += [client, *ev]
-    parsed = parse_or_raise(perftest.parse_latency, client)
-    row = parsed.smallest_row
-    typical = row.latency_typical_us if row.latency_typical_us is not None else row.latency_avg_us
-    if typical is None:
-        raise MeasurementError(pair.a.name, "ib_write_lat printed no typical or average latency", command=client.command)
-    bounds: dict[str, Quantity | str | int | bool] = {"max": parse_quantity(f"{typical} us")}
-    if row.latency_p99_us is not None:
-        bounds["p99"] = parse_quantity(f"{row.latency_p99_us} us")
-    p99 = f", p99 {row.latency_p99_us} us" if row.latency_p99_us is not None else ""
-    return Measurement(
-        value=bounds["max"],
-        detail=f"ib_write_lat {size} B on {a_port.name}->{b_port.name}: typical {typical} us{p99}",
-        evidence=tuple(evidence),
-        bounds=bounds,
+def pair_latency(
+    pair: NodePair,
+    settings: RdmaSettings,
+    *,
+    link_layer: str | None,
+    names: Sequence[str] = (),
+    expected: int | None = None,
+    need_p99: bool = False,
+) -> Measurement:
+    """ib_write_lat on every rail, ``repeat`` runs of ``iterations`` each, median per rail.
+
+    ``max`` is judged on the worst rail's typical latency, ``p99`` on the worst rail's
+    99% percentile; a profile that sets ``p99`` on a run that printed none is an error,
+    never a p99 read from the typical figure.
+    """
+    rails, evidence = pair_rails(pair, link_layer, names, expected)
+    size = settings.size_bytes
+    per_rail: list[tuple[Rail, float, float | None]] = []
+    notes: list[str] = []
+    for rail in rails:
+        if rail.problem is not None or rail.a_port is None or rail.b_port is None:
+            continue
+        binding = _bind(pair, rail.a_port, rail.b_port)
+        evidence += binding.evidence
+        notes += binding.notes
+        typicals: list[float] = []
+        p99s: list[float] = []
+        for _ in range(settings.repeat):
+            client, ev = _run_pair(pair, rail.a_port, rail.b_port, settings, settings.port, f"-s {size} {settings.run_args}", binding)
+            evidence += [client, *ev]
+            row = parse_or_raise(perftest.parse_latency, client).smallest_row
+            typical = row.latency_typical_us if row.latency_typical_us is not None else row.latency_avg_us
+            if typical is None:
+                raise MeasurementError(pair.a.name, "ib_write_lat printed no typical or average latency", command=client.command)
+            if row.latency_p99_us is None and need_p99:
+                raise MeasurementError(
+                    pair.a.name,
+                    "ib_write_lat printed no '99% percentile' column, and the profile sets a p99 bound",
+                    command=client.command,
+                    fix="run a perftest that prints percentiles (they come with -n, not -D), or drop rdma_latency.p99",
+                )
+            typicals.append(typical)
+            if row.latency_p99_us is not None:
+                p99s.append(row.latency_p99_us)
+        per_rail.append((rail, statistics.median(typicals), statistics.median(p99s) if p99s else None))
+
+    def us(value: float) -> str:
+        return f"{value:.2f}".rstrip("0").rstrip(".")
+
+    rails_text = ", ".join(
+        f"{r.name} {us(t)} us" + (f" (p99 {us(p)} us)" if p is not None else "") for r, t, p in per_rail
     )
+    extra: dict[str, object] = {
+        "rails": [{"a": r.a_name, "b": r.b_name, "typical_us": t, "p99_us": p} for r, t, p in per_rail],
+    }
+    if any(r.problem for r in rails):
+        return _unmeasurable(rails, rails_text, evidence, extra)
+    worst_rail, worst_typical, _ = max(per_rail, key=lambda r: r[1])
+    bounds: dict[str, Quantity | str | int | bool] = {"max": parse_quantity(f"{worst_typical} us")}
+    p99_rails = [(r, p) for r, _, p in per_rail if p is not None]
+    p99_text = ""
+    if p99_rails:
+        p99_rail, p99 = max(p99_rails, key=lambda r: r[1])
+        bounds["p99"] = parse_quantity(f"{p99} us")
+        p99_text = f", worst p99 {us(p99)} us on {p99_rail.name}"
+    detail = (
+        f"ib_write_lat {size} B, {settings.iterations} iterations{' ' + ' '.join(settings.traffic) if settings.traffic else ''}, "
+        f"median of {settings.repeat} per rail: worst typical {us(worst_typical)} us on {worst_rail.name}{p99_text}; "
+        f"rails: {rails_text}"
+    )
+    numa = _numa_summary(notes)
+    if numa:
+        detail += f"; {numa}"
+    return Measurement(value=bounds["max"], detail=detail, evidence=tuple(evidence), bounds=bounds, extra=extra)
 
 
 def read_counters(node: NodeHandle, port: RdmaPort) -> tuple[dict[str, int], CommandResult]:

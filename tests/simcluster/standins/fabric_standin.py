@@ -643,6 +643,7 @@ _PERFTEST_VALUE_OPTS = {
     "-E": "ethertype", "-B": "source-mac", "-J": "dest-ip", "-j": "source-ip",
     "-k": "dest-port", "-K": "source-port", "-w": "limit-bw", "-y": "limit-msgrate",
     "--use_cuda": "use-cuda", "--use_rocm": "use-rocm", "--source_ip": "source-ip",
+    "--tclass": "tclass",
 }
 _PERFTEST_FLAGS = {
     "-a": "all", "--all": "all", "-F": "cpu-freq", "--CPU-freq": "cpu-freq",
@@ -711,6 +712,7 @@ def _side_info(doc: Model, me: str, tool: str, opts: dict[str, str]) -> Model:
         "rdma_lat_p99_us": hw["rdma_lat_p99_us"], "slow_peers": hw["slow_peers"],
         "slow_peer_latency": hw["slow_peer_latency"], "opts": opts,
         "host_bw_cap_gbps": hw.get("host_bw_cap_gbps"), "leaf": hw.get("leaf"),
+        "perftest_real_time": hw.get("perftest_real_time", False),
     }
 
 
@@ -738,13 +740,20 @@ def _pair_model(client: Model, server: Model) -> dict[str, float]:
     extra = max(float(client["slow_peer_latency"].get(server["node"], 0.0)),
                 float(server["slow_peer_latency"].get(client["node"], 0.0)))
     bw = rate * float(client["rdma_bw_fraction"]) * factor
+    # a rail that trained at full rate but carries less (a bad transceiver on that rail)
+    rail_caps = [float(p["rdma_bw_gbps"]) for p in (client["port"], server["port"]) if p.get("rdma_bw_gbps")]
+    bw = min([bw, *rail_caps])
     caps = [float(c) for c in (client.get("host_bw_cap_gbps"), server.get("host_bw_cap_gbps")) if c]
     if caps:  # concurrent flows between the two nodes share either end's host bottleneck
         bw = min(bw, min(caps) / max(1, int(client.get("concurrent", 1))))
     spine = client.get("spine")
     if spine and client.get("leaf") and server.get("leaf") and client["leaf"] != server["leaf"]:
         # cross-leaf flows of the whole cluster share the spine
-        bw = min(bw, float(spine["capacity_gbps"]) / max(1, int(client.get("cross_leaf", 1))))
+        if spine.get("capacity_gbps"):
+            bw = min(bw, float(spine["capacity_gbps"]) / max(1, int(client.get("cross_leaf", 1))))
+        # and the cross-leaf flows of each end's leaf share that leaf's uplinks
+        for leaf, flows in (client.get("leaf_flows") or {}).items():
+            bw = min(bw, float(spine["leaf_uplinks"][leaf]) / max(1, int(flows)))
     return {
         "bw_gbps": bw,
         "rate_gbps": rate * factor,
@@ -880,9 +889,21 @@ def _results(tool: str, kind: str, opts: dict[str, str], me: Model, peer: Model,
     return _header(tool, opts, me, peer, model) + rows + [DASHES]
 
 
-def _run_seconds(opts: dict[str, str]) -> float:
-    # Real runs take seconds; tests need the shape of one (a server that is busy for a while).
-    return min(float(opts["duration"]), 0.3) if "duration" in opts else 0.25
+def _run_seconds(opts: dict[str, str], real_time: bool = False, kind: str = "bw",
+                 model: dict[str, float] | None = None) -> float:
+    """How long a run lasts. Real runs take seconds; tests mostly need the shape of one (a server
+    busy for a while), or, with perftest_real_time, the real length: -D seconds, or -n iterations
+    of every QP at the modelled rate (5000 x 4 QPs x 8 MiB on a 5 Gb/s rail is minutes)."""
+    if not real_time:
+        return min(float(opts["duration"]), 0.3) if "duration" in opts else 0.25
+    if "duration" in opts:
+        return float(opts["duration"])
+    assert model is not None
+    iters = int(opts.get("iters", "5000" if kind == "bw" else "1000"))
+    if kind == "lat":
+        return iters * model["lat_us"] * 1e-6
+    size = max(_sizes(opts, "bw"))
+    return iters * int(opts.get("qp", "1")) * size * 8 / (model["bw_gbps"] * 1e9)
 
 
 def _perftest_server(tool: str, kind: str, opts: dict[str, str], info: Model, doc: Model,
@@ -963,18 +984,30 @@ def _perftest_client(tool: str, kind: str, opts: dict[str, str], info: Model, do
         spine = doc.get("spine")
         cross = bool(spine and info.get("leaf") and server.get("leaf") and info["leaf"] != server["leaf"])
         spine_folder = Path(spine["flows_dir"]) if cross else Path("/tmp/.fabric-standin-flows-none")
-        with _active_flow(kind) as concurrent, _active_flow(kind if cross else "", spine_folder) as crossing:
+        # ends of a cross-leaf flow whose leaf has a modelled uplink: flows there share it
+        uplinks = (spine or {}).get("leaf_uplinks") or {}
+        leaves = sorted({info["leaf"], server["leaf"]} & set(uplinks)) if cross else []
+        real_time = bool(info.get("perftest_real_time") or server.get("perftest_real_time"))
+        with contextlib.ExitStack() as stack:
+            concurrent = stack.enter_context(_active_flow(kind))
+            crossing = stack.enter_context(_active_flow(kind if cross else "", spine_folder))
+            per_leaf = {leaf: stack.enter_context(_active_flow(kind, spine_folder / f"leaf-{leaf}"))
+                        for leaf in leaves}
             # Flows started together begin a few hundred ms apart (each waits for its
             # server): with a shared limit, run long enough to overlap, and take the
             # most flows seen at once.
             shared = info.get("host_bw_cap_gbps") or cross
-            seconds = max(_run_seconds(opts), 0.8) if shared else _run_seconds(opts)
+            seconds = _run_seconds(opts, real_time, kind, _pair_model(info, server))
+            seconds = max(seconds, 0.8) if shared else seconds
             most, most_cross = concurrent(), crossing()
+            most_leaf = {leaf: count() for leaf, count in per_leaf.items()}
             end = time.monotonic() + seconds
             while time.monotonic() < end:
                 time.sleep(0.05)
                 most, most_cross = max(most, concurrent()), max(most_cross, crossing())
-            info = {**info, "concurrent": most, "cross_leaf": most_cross, "spine": spine}
+                most_leaf = {leaf: max(most_leaf[leaf], count()) for leaf, count in per_leaf.items()}
+            info = {**info, "concurrent": most, "cross_leaf": most_cross, "spine": spine,
+                    "leaf_flows": most_leaf}
         _send_line(sock, {"done": True})
     print("\n".join(_results(tool, kind, opts, info, server, info, server)))
     return 0
