@@ -17,6 +17,7 @@ from typing import Any
 import pytest
 
 from . import __version__, hookspecs
+from .batches import DEFAULT_FANOUT, BatchCache
 from .bundled import bundled_inventories, conformance_dir, inventory_path
 from .inventory import Node, load_inventory
 from .pairs import make_pairs
