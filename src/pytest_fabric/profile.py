@@ -251,9 +251,17 @@ class PortRate(CheckSpec):
 
 
 class ErrorCounters(CheckSpec):
-    BOUNDS = _bounds(("max", Op.MAX, Dimension.COUNT))
+    """``max``: growth of the fault counters (symbol, link-downed, receive, link integrity; RoCE
+    sequence errors and frame errors), summed over both ends of the link.  ``congestion_max``: the
+    growth each congestion counter (PortXmitDiscards, PortXmitWait; RoCE discards) may show, since
+    the suite's own load provokes them; unset, they are reported and not judged.  ``both_ends``:
+    also read the port at the other end of an InfiniBand cable (the switch port facing the HCA)."""
+
+    BOUNDS = _bounds(("max", Op.MAX, Dimension.COUNT), ("congestion_max", Op.MAX, Dimension.COUNT))
     SCALAR_FIELD = "max"
     max: QuantityField | None = None
+    congestion_max: QuantityField | None = None
+    both_ends: bool = True
 
 
 class Text(CheckSpec):

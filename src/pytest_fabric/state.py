@@ -41,7 +41,8 @@ class FabricState:
     #: per node: the RDMA ports it reports, listed once per run
     ports: dict[str, Any] = field(default_factory=dict)
     #: (node, device, port) -> error counters read before any traffic of this run
-    counter_baseline: dict[tuple[str, str, int], dict[str, int]] = field(default_factory=dict)
+    #: (a probes.counters.PortCounters, or the exception that stopped the reading)
+    counter_baseline: dict[tuple[str, str, int], Any] = field(default_factory=dict)
     #: results computed once per run for the whole cluster (attribution, scaling, ...)
     cluster_results: dict[str, Any] = field(default_factory=dict)
 

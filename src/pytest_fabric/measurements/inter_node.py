@@ -18,7 +18,7 @@ from .. import consistency
 from ..cluster import Cluster, NodeHandle, NodePair
 from ..fixtures import HcaHandle
 from ..pairs import circle_rounds
-from ..probes import nccl, netdev, qos, rdma, tcp
+from ..probes import counters, nccl, netdev, qos, rdma, tcp
 from ..probes.base import MeasurementError
 from ..state import CHECK_KEY, FabricState, get_state
 from ..units import Quantity, parse_quantity
@@ -303,47 +303,47 @@ def _error_counter_baseline(request: pytest.FixtureRequest) -> None:
         return
     cluster: Cluster = request.getfixturevalue("cluster")
     layer = _link_layer(state)
+    both_ends = bool(getattr(state.profile.spec("inter_node", "error_counters"), "both_ends", True))
 
     def snapshot(node: NodeHandle) -> None:
         try:
             ports, _ = rdma.list_ports(node, layer)
-            for port in ports:
-                counters, _ = rdma.read_counters(node, port)
-                state.counter_baseline[(node.name, port.device, port.port)] = counters
-        except Exception:  # the node's own error_counters tests report why
-            pass
+        except Exception as exc:  # each port's test reports it: no baseline, no verdict
+            state.counter_baseline[(node.name, "*", 0)] = exc
+            return
+        for port in ports:
+            key = (node.name, port.device, port.port)
+            try:
+                state.counter_baseline[key] = counters.read_port(
+                    node, port.device, port.port, infiniband=port.link_layer.lower() == "infiniband", both_ends=both_ends
+                )
+            except Exception as exc:
+                state.counter_baseline[key] = exc
 
     with ThreadPoolExecutor(max_workers=min(32, len(cluster.nodes))) as pool:
         list(pool.map(snapshot, cluster.nodes))
 
 
+def _lossless_priorities(state: FabricState) -> tuple[int, ...]:
+    roce_spec = state.profile.spec("inter_node", "roce")
+    return tuple(getattr(roce_spec, "pfc_priorities", ()) or ())
+
+
 @pytest.fixture
 def error_counters(request: pytest.FixtureRequest, hca: HcaHandle, spec: Callable[[str], Any]) -> Measurement:
-    spec("inter_node.error_counters")
+    settings = spec("inter_node.error_counters")
     port, absent = _hca_port(request, hca)
     if absent is not None:
         return absent
     assert port is not None
     state = _state(request)
-    now, result = rdma.read_counters(hca.node, port)
-    baseline = state.counter_baseline.get((hca.node.name, port.device, port.port))
-    if baseline is None:
-        grown = {k: v for k, v in now.items() if v > 0}
-        detail = "no reading from before the run: judging absolute counters"
-    else:
-        grown = {k: v - baseline.get(k, 0) for k, v in now.items() if v - baseline.get(k, 0) > 0}
-        detail = "growth during this run"
-    nonzero = {k: v for k, v in now.items() if v > 0}
-    if grown:
-        detail += ": " + ", ".join(f"{k} +{v}" for k, v in sorted(grown.items()))
-    if nonzero:
-        detail += "; nonzero now: " + ", ".join(f"{k}={v}" for k, v in sorted(nonzero.items()))
-    return Measurement(
-        value=parse_quantity(sum(grown.values())),
-        detail=f"{port.name}: {detail}",
-        evidence=(result,),
-        extra={"counters_grown": grown, "counters_now": now},
-    )
+    before = state.counter_baseline.get((hca.node.name, port.device, port.port),
+                                        state.counter_baseline.get((hca.node.name, "*", 0)))
+    if before is None or isinstance(before, BaseException):
+        return counters.measurement(before, counters.PortCounters(hca.node.name, port.name, True, ()))
+    now = counters.read_port(hca.node, port.device, port.port, infiniband=port.link_layer.lower() == "infiniband",
+                             both_ends=settings.both_ends)
+    return counters.measurement(before, now, lossless_priorities=_lossless_priorities(state))
 
 
 @pytest.fixture
@@ -365,7 +365,12 @@ def mtu(request: pytest.FixtureRequest, node: NodeHandle, spec: Callable[[str], 
 @pytest.fixture
 def roce(request: pytest.FixtureRequest, node: NodeHandle, spec: Callable[[str], Any]) -> Measurement:
     settings = spec("inter_node.roce")
-    return qos.roce_settings(node, ecn_priorities=list(settings.pfc_priorities) if settings.ecn is not None else [])
+    ports, _ = node_ports(request, node)
+    # IPoIB netdevs of InfiniBand ports have no PFC or ECN: only Ethernet (RoCE) ports count.
+    roce_ports = [(p.device, p.port) for p in ports if p.link_layer.lower() == "ethernet"]
+    # ECN on the lossless priorities; with no PFC priority named, on every priority.
+    ecn_priorities = (list(settings.pfc_priorities) or list(range(8))) if settings.ecn is not None else []
+    return qos.roce_settings(node, ecn_priorities=ecn_priorities, roce_ports=roce_ports)
 
 
 # --------------------------------------------------------------------------- pair checks
