@@ -26,10 +26,10 @@ def test_port_rate(hca, port_rate, judge):
 
 
 def test_roce(node, roce, judge):
-    """RoCE ports are lossless: trust mode, PFC on the right priorities, ECN."""
+    """Every RoCE port is lossless: trust mode, PFC on the right priorities, ECN; a port that differs fails by name."""
     judge(roce, "inter_node.roce")
 
 
 def test_error_counters(hca, error_counters, judge):
-    """No symbol, link-downed, receive or discard errors grew on the port during the run."""
+    """No symbol, link-downed, receive or link-integrity error grew at either end of the port's link during the run."""
     judge(error_counters, "inter_node.error_counters")
