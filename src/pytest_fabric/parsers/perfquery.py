@@ -23,9 +23,11 @@ __all__ = ["ERROR_COUNTERS", "PerfqueryPort", "parse_perfquery", "error_counters
 
 TOOL = "perfquery"
 
-# The counters that mean a link is losing or corrupting packets (IBTA PortCounters
-# and the PortRcvErrorDetails/PortXmitDiscardDetails breakdowns).  PortXmitWait
-# measures congestion, not errors, so it is deliberately not listed.
+# The error-type counters of IBTA PortCounters and of the PortRcvErrorDetails /
+# PortXmitDiscardDetails breakdowns.  PortXmitWait (a time, not an event) is not listed.
+# Which of them are link faults, congestion or routine is not the parser's call:
+# probes/counters.py classifies them (PortXmitDiscards is congestion there, and
+# PortRcvSwitchRelayErrors is not a fault, as with ibqueryerrors --suppress-common).
 ERROR_COUNTERS: tuple[str, ...] = (
     "SymbolErrorCounter",
     "LinkErrorRecoveryCounter",
