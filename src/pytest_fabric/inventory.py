@@ -27,7 +27,7 @@ from pydantic import (
 from . import hostlist, yamlsource
 from .yamlsource import SourceError
 
-__all__ = ["Inventory", "Node", "load_inventory", "LOCAL_HOSTS"]
+__all__ = ["Inventory", "Mount", "Node", "load_inventory", "LOCAL_HOSTS", "SHARED_FSTYPES"]
 
 LOCAL_HOSTS = frozenset({"localhost", "127.0.0.1", "::1"})
 
@@ -40,6 +40,13 @@ _USER_RE = re.compile(r"^[A-Za-z_][A-Za-z0-9._-]{0,31}$")
 _PATH_RE = re.compile(r"^[A-Za-z0-9._/@+~=,-]+$")
 _RDMA_PORT_RE = re.compile(r"^[A-Za-z0-9_.-]{1,64}(?:/[0-9]{1,3})?$")
 _LABEL_RE = re.compile(r"^[A-Za-z0-9._-]+$")
+# A filesystem type as findmnt prints it (xfs, nfs4, lustre, fuse.sshfs) and one mount option
+# (`ro`, `proto=rdma`, `addr=10.0.0.1`): they reach a shell only quoted, but are checked here.
+_FSTYPE_RE = re.compile(r"^[a-z0-9][a-z0-9._-]{0,63}$")
+_MOUNT_OPTION_RE = re.compile(r"^[A-Za-z0-9_.-]+(?:=[A-Za-z0-9_.:/@+-]+)?$")
+
+#: filesystems every node sees as one: aggregate_write runs on these, or on a mount written `shared: true`
+SHARED_FSTYPES = frozenset({"nfs", "nfs4", "lustre", "gpfs", "beegfs", "cephfs", "wekafs"})
 
 
 def _check_host(value: str) -> str:
@@ -141,18 +148,52 @@ def _check_target(target: str) -> str:
 
 
 # Validated one item at a time, so an error points at the line of that item.
-_Mount = Annotated[str, AfterValidator(_check_mount)]
+_MountPath = Annotated[str, AfterValidator(_check_mount)]
 _Target = Annotated[str, AfterValidator(_check_target)]
+
+
+class _MountEntry(BaseModel):
+    """One mount: ``/scratch``, or ``{path: /data, fstype: nfs4, options: [proto=rdma], shared: true}``."""
+
+    model_config = ConfigDict(extra="forbid")
+    path: _MountPath
+    fstype: str | None = None  # as findmnt prints it; the mount check fails another type
+    options: list[str] = Field(default_factory=list)  # each must be among the mounted options
+    shared: bool | None = None  # every node sees the same files; default: from fstype
+
+    @field_validator("fstype")
+    @classmethod
+    def _fstype(cls, value: str | None) -> str | None:
+        if value is not None and not _FSTYPE_RE.match(value):
+            raise ValueError(f"{value!r} is not a filesystem type as findmnt prints it (xfs, nfs4, lustre, fuse.sshfs)")
+        return value
+
+    @field_validator("options")
+    @classmethod
+    def _options(cls, value: list[str]) -> list[str]:
+        for option in value:
+            if not _MOUNT_OPTION_RE.match(option):
+                raise ValueError(f"{option!r} is not a mount option; write one per item, e.g. [proto=rdma, ro]")
+        return value
+
+
+def _mount_entry(value: Any) -> Any:
+    # A plain path stays the usual form; checked here so an error points at the item itself.
+    return {"path": _check_mount(value)} if isinstance(value, str) else value
+
+
+_MountItem = Annotated[_MountEntry, BeforeValidator(_mount_entry)]
 
 
 class _Storage(BaseModel):
     model_config = ConfigDict(extra="forbid")
-    mounts: list[_Mount] = Field(default_factory=list)
+    mounts: list[_MountItem] = Field(default_factory=list)
 
     @field_validator("mounts")
     @classmethod
-    def _mounts(cls, value: list[str]) -> list[str]:
-        if len(set(value)) != len(value):
+    def _mounts(cls, value: list[_MountEntry]) -> list[_MountEntry]:
+        paths = [m.path for m in value]
+        if len(set(paths)) != len(paths):
             raise ValueError("a mount is listed twice")
         return value
 
@@ -221,14 +262,39 @@ class Node:
 
 
 @dataclass(frozen=True)
+class Mount:
+    """A mount the storage layer tests, as the inventory states it."""
+
+    path: str
+    fstype: str | None = None  # None: any type will do
+    options: tuple[str, ...] = ()  # each must be mounted (``proto=rdma``, ``ro``)
+    shared: bool | None = None  # as written; None: decided by the filesystem type
+
+    def is_shared(self, mounted_fstype: str | None = None) -> bool:
+        """Whether every node sees the same files here: ``shared:`` if written, else by type."""
+        if self.shared is not None:
+            return self.shared
+        return (self.fstype or mounted_fstype or "") in SHARED_FSTYPES
+
+
+@dataclass(frozen=True)
 class Inventory:
     name: str
     path: Path
     nodes: tuple[Node, ...]
-    mounts: tuple[str, ...]
+    mounts: tuple[str, ...]  # the mount paths, in inventory order
     egress_targets: tuple[str, ...]
     #: the egress targets that accept uploads (``upload: true``), a subset of egress_targets
     upload_targets: tuple[str, ...] = ()
+    #: what the inventory states about each mount (type, options, shared), in the order of ``mounts``
+    mount_specs: tuple[Mount, ...] = ()
+
+    def mount(self, path: str) -> Mount:
+        """What the inventory states about the mount at ``path`` (nothing, for one it does not list)."""
+        for mount in self.mount_specs:
+            if mount.path == path:
+                return mount
+        return Mount(path)
 
     def node(self, name: str) -> Node:
         for node in self.nodes:
@@ -247,6 +313,8 @@ def _known_fields(loc: tuple[Any, ...]) -> list[str]:
         model = _NodeEntry
     elif len(loc) >= 3 and loc[:2] == ("egress", "targets"):
         model = _TargetEntry
+    elif len(loc) >= 3 and loc[:2] == ("storage", "mounts"):
+        model = _MountEntry
     elif loc and loc[0] in ("defaults", "storage", "egress"):
         sections: dict[str, type[BaseModel]] = {"defaults": _Connection, "storage": _Storage, "egress": _Egress}
         model = sections[loc[0]]
@@ -369,7 +437,10 @@ def load_inventory(path: Path | str) -> Inventory:
         name=parsed.name,
         path=path,
         nodes=tuple(nodes),
-        mounts=tuple(parsed.storage.mounts),
+        mounts=tuple(m.path for m in parsed.storage.mounts),
         egress_targets=tuple(t.url for t in parsed.egress.targets),
         upload_targets=tuple(t.url for t in parsed.egress.targets if t.upload),
+        mount_specs=tuple(
+            Mount(m.path, m.fstype, tuple(m.options), m.shared) for m in parsed.storage.mounts
+        ),
     )
