@@ -27,7 +27,7 @@ from .profile import CheckSpec
 from .state import CHECK_KEY, VERDICTS_KEY, get_state
 from .subjects import subject_id
 from .transport.base import Transport
-from .verdict import Measurement, Verdict
+from .verdict import Expectation, Measurement, Verdict
 from .verdict import judge as judge_measurement
 
 __all__ = ["MountHandle", "EgressTarget", "GpuHandle", "HcaHandle"]
@@ -243,14 +243,16 @@ def judge(request: pytest.FixtureRequest) -> Callable[[Measurement, str], list[V
 
     A failed bound fails the test with the verdict's message; a failed bound whose
     expectation carries ``waiver:`` is reported as waived (an xfail) instead.
+    ``expectations`` replaces the profile's where the inventory states them (the mount check).
     """
     state = _state(request)
     item = request.node
 
-    def run(measurement: Measurement, key: str) -> list[Verdict]:
+    def run(measurement: Measurement, key: str, expectations: list[Expectation] | None = None) -> list[Verdict]:
         __tracebackhide__ = True
         layer, _, check = key.partition(".")
-        expectations = state.profile.expectations(layer, check)
+        if expectations is None:
+            expectations = state.profile.expectations(layer, check)
         if not expectations:
             pytest.skip(f"profile {state.profile.name} does not set {key}")
         info = item.stash.get(CHECK_KEY, None)

@@ -173,14 +173,32 @@ class TimeCeiling(CheckSpec):
 
 
 class StorageBandwidth(BandwidthFloor):
+    """fio on a mount: ``size`` per job, ``jobs`` at once.
+
+    ``direct: true`` (the default) opens files with O_DIRECT, so the page cache does not
+    count as storage; a filesystem that refuses O_DIRECT, or keeps files in memory (tmpfs),
+    errors unless the check says ``direct: false`` (buffered I/O, writes ended by fsync).
+    """
+
     size: QuantityField = Field(default_factory=lambda: parse_quantity("1 GiB"))
     block_size: QuantityField = Field(default_factory=lambda: parse_quantity("1 MiB"))
     jobs: int = Field(default=1, ge=1, le=256)
-    direct: bool = True  # O_DIRECT: measure the storage, not the page cache
+    direct: bool = True
 
 
 class CheckpointWrite(StorageBandwidth):
+    """A checkpoint as training jobs write one: ``size`` in all per node, split over ``jobs`` writers,
+    buffered writes each ended by fsync, the time to fsync counted.
+
+    Defaults follow PyTorch's distributed checkpoint writer (torch.distributed.checkpoint
+    FileSystemWriter: one file per rank, one writer thread per rank, buffered writes, each
+    file fsynced, ``sync_files=True``): 8 writers, one per rank of an 8-GPU node, buffered.
+    torch.save and safetensors also write through the page cache.
+    """
+
     size: QuantityField = Field(default_factory=lambda: parse_quantity("4 GiB"))
+    jobs: int = Field(default=8, ge=1, le=256)
+    direct: bool = False
 
 
 class Iops(CheckSpec):
@@ -190,6 +208,7 @@ class Iops(CheckSpec):
     iodepth: int = Field(default=32, ge=1, le=4096)
     size: QuantityField = Field(default_factory=lambda: parse_quantity("1 GiB"))
     runtime: QuantityField = Field(default_factory=lambda: parse_quantity("10 s"))
+    direct: bool = True  # as StorageBandwidth: O_DIRECT unless the check says otherwise
 
 
 class Count(CheckSpec):

@@ -1,4 +1,5 @@
-"""Storage measurements: fio on each mount (sequential, random read, checkpoint) and on the shared mount from every node at once."""
+"""Storage measurements: the mount as stated (findmnt), fio on each mount (sequential, random read,
+checkpoint), and every node writing to each shared mount at once."""
 
 from __future__ import annotations
 
@@ -7,38 +8,91 @@ from typing import Any
 
 import pytest
 
-from ..cluster import Cluster
+from ..cluster import Cluster, NodeHandle
 from ..fixtures import MountHandle
+from ..inventory import SHARED_FSTYPES, Mount
 from ..probes import storage
 from ..state import get_state
-from ..verdict import Measurement
+from ..verdict import Expectation, Measurement, Op
+
+_NO_MOUNTS = "the inventory lists no storage.mounts: the storage checks use a temp dir under /tmp, which is no mount to check"
 
 
-def _settings(spec: Any, rw: str) -> storage.FioSettings:
+def _spec_of(request: pytest.FixtureRequest, mount: MountHandle) -> Mount | None:
+    state = get_state(request.config)
+    assert state is not None  # `mount` skips first when the plugin is not configured
+    return state.inventory.mount(mount.path) if mount.path else None
+
+
+def _peers(cluster: Cluster, node: NodeHandle) -> list[NodeHandle]:
+    """The other nodes, starting after ``node`` in inventory order: who may lay out files it reads."""
+    nodes = cluster.nodes
+    at = next(i for i, n in enumerate(nodes) if n.name == node.name)
+    return nodes[at + 1 :] + nodes[:at]
+
+
+def _settings(spec: Any, rw: str, check: str) -> storage.FioSettings:
     return storage.FioSettings(
         rw=rw,
         size_bytes=int(spec.size.to("B")),
         block_size_bytes=int(spec.block_size.to("B")),
         jobs=spec.jobs,
         direct=spec.direct,
+        check=check,
     )
 
 
 @pytest.fixture
-def sequential_read(mount: MountHandle, spec: Callable[[str], Any]) -> Measurement:
-    settings = spec("storage.sequential_read")
-    return storage.sequential(mount.node, mount.path, _settings(settings, "read"))
+def mount_state(request: pytest.FixtureRequest, mount: MountHandle) -> Measurement:
+    """What is mounted at the inventory's mount path on the node (findmnt)."""
+    state = get_state(request.config)
+    assert state is not None
+    if mount.path is None:
+        pytest.skip(_NO_MOUNTS)
+    if not any(check.startswith("storage.") for check in state.profile.set_checks()):
+        pytest.skip(f"profile {state.profile.name} sets no storage checks")
+    return storage.mount_measurement(storage.check_mount(mount.node, state.inventory.mount(mount.path)))
 
 
 @pytest.fixture
-def sequential_write(mount: MountHandle, spec: Callable[[str], Any]) -> Measurement:
-    settings = spec("storage.sequential_write")
-    return storage.sequential(mount.node, mount.path, _settings(settings, "write"))
+def mount_expected(request: pytest.FixtureRequest, mount: MountHandle, mount_state: Measurement) -> list[Expectation]:
+    """The inventory's statement about this mount, as expectations: mounted, and of the type and options written."""
+    state = get_state(request.config)
+    assert state is not None and mount.path is not None
+    spec = state.inventory.mount(mount.path)
+    index = state.inventory.mounts.index(mount.path)
+
+    def expect(bound: str, value: str) -> Expectation:
+        return Expectation(
+            layer="storage", check="mount", op=Op.EQUAL, value=value, key=f"storage.mount.{bound}",
+            profile=state.profile.name, source=f"inventory {state.inventory.path}: storage.mounts[{index}]",
+        )
+
+    out = [expect("mounted", "yes")]
+    if spec.fstype:
+        out.append(expect("fstype", spec.fstype))
+    if spec.options:
+        out.append(expect("options", ",".join(spec.options)))
+    # Not mounted at all: one reason, not the same one once per bound.
+    return out[:1] if mount_state.missing else out
 
 
 @pytest.fixture
-def random_read_iops(mount: MountHandle, spec: Callable[[str], Any]) -> Measurement:
-    """fio randread for ``runtime`` at ``iodepth`` (libaio): IOPS as a count."""
+def sequential_read(request: pytest.FixtureRequest, mount: MountHandle, cluster: Cluster, spec: Callable[[str], Any]) -> Measurement:
+    """Reads files ``mount.node`` did not write: laid out by another node on a shared mount, else caches dropped."""
+    settings = _settings(spec("storage.sequential_read"), "read", "storage.sequential_read")
+    return storage.sequential(mount.node, _spec_of(request, mount), settings, _peers(cluster, mount.node))
+
+
+@pytest.fixture
+def sequential_write(request: pytest.FixtureRequest, mount: MountHandle, spec: Callable[[str], Any]) -> Measurement:
+    settings = _settings(spec("storage.sequential_write"), "write", "storage.sequential_write")
+    return storage.sequential(mount.node, _spec_of(request, mount), settings)
+
+
+@pytest.fixture
+def random_read_iops(request: pytest.FixtureRequest, mount: MountHandle, cluster: Cluster, spec: Callable[[str], Any]) -> Measurement:
+    """fio randread for ``runtime`` at ``iodepth`` (libaio): IOPS as a count, of files the node did not write."""
     settings = spec("storage.random_read_iops")
     fio_settings = storage.FioSettings(
         rw="randread",
@@ -46,36 +100,48 @@ def random_read_iops(mount: MountHandle, spec: Callable[[str], Any]) -> Measurem
         block_size_bytes=int(settings.block_size.to("B")),
         iodepth=settings.iodepth,
         runtime_s=float(settings.runtime.to("s")),
+        direct=settings.direct,
+        check="storage.random_read_iops",
     )
-    return storage.random_read(mount.node, mount.path, fio_settings)
+    return storage.random_read(mount.node, _spec_of(request, mount), fio_settings, _peers(cluster, mount.node))
 
 
 @pytest.fixture
-def checkpoint_write(mount: MountHandle, spec: Callable[[str], Any]) -> Measurement:
-    """A ``size`` sequential write ended by fsync: what saving a checkpoint costs."""
+def checkpoint_write(request: pytest.FixtureRequest, mount: MountHandle, spec: Callable[[str], Any]) -> Measurement:
+    """``size`` in all, split over ``jobs`` writers, each ended by fsync: what saving a checkpoint costs."""
     settings = spec("storage.checkpoint_write")
+    block = int(settings.block_size.to("B"))
+    # Each writer's share, in whole blocks: the node writes `size` in all, as a sharded checkpoint does.
+    share = max(block, int(settings.size.to("B")) // settings.jobs // block * block)
     fio_settings = storage.FioSettings(
         rw="write",
-        size_bytes=int(settings.size.to("B")),
-        block_size_bytes=int(settings.block_size.to("B")),
+        size_bytes=share,
+        block_size_bytes=block,
         jobs=settings.jobs,
         direct=settings.direct,
         fsync_on_close=True,
+        check="storage.checkpoint_write",
     )
-    return storage.checkpoint_write(mount.node, mount.path, fio_settings)
+    return storage.checkpoint_write(mount.node, _spec_of(request, mount), fio_settings)
 
 
 @pytest.fixture
 def shared_mount_write(request: pytest.FixtureRequest, cluster: Cluster, spec: Callable[[str], Any]) -> Measurement:
-    """All nodes write to each inventory mount at once; the sum of their bandwidths.
+    """All nodes write to each shared inventory mount at once; the sum of their bandwidths.
 
-    Skipped without inventory mounts: the fallback temp dir is node-local, so
-    "all nodes at once" would measure N separate disks, not shared storage.
+    Only shared mounts: on a node-local disk "all nodes at once" sums N separate disks,
+    which says nothing about shared storage.
     """
-    settings = spec("storage.aggregate_write")
+    settings = _settings(spec("storage.aggregate_write"), "write", "storage.aggregate_write")
     state = get_state(request.config)
     assert state is not None  # `cluster` skips first when the plugin is not configured
-    mounts = list(state.inventory.mounts)
-    if not mounts:
+    specs = list(state.inventory.mount_specs)
+    if not specs:
         pytest.skip("aggregate_write needs a shared mount: the inventory lists no storage.mounts")
-    return storage.aggregate_write(cluster.nodes, mounts, _settings(settings, "write"))
+    shared, reasons = storage.shared_mounts(cluster.nodes[0], specs)
+    if not shared:
+        pytest.skip(
+            f"aggregate_write runs only on shared mounts ({', '.join(sorted(SHARED_FSTYPES))}, or shared: true "
+            f"in the inventory): {'; '.join(reasons)}"
+        )
+    return storage.aggregate_write(cluster.nodes, shared, settings)

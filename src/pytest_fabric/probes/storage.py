@@ -1,78 +1,234 @@
-"""Storage throughput on a node's mount with fio (JSON output).
+"""Storage on a node's mount: is it mounted as stated (findmnt), and how fast is it (fio JSON).
 
-Each run works in a fresh directory under the mount (``mktemp -d``) and removes
-it afterwards, so a failed or interrupted check leaves no multi-GiB files on a
-shared filesystem.  With ``direct`` (the default) fio uses O_DIRECT so the page
-cache does not flatter the result; a filesystem that refuses O_DIRECT (tmpfs)
-is measured buffered and the detail says so.
+Every throughput measurement first checks that the mount is the one the inventory
+states (:func:`check_mount`): an unmounted ``/mnt/lustre`` is an empty directory on
+the local disk, and fio would measure that disk "as Lustre".  A mount that is not
+as stated is an error for the throughput checks (they did not measure the storage
+they name) and a failure for the ``mount`` check.
 
-Four measurements share that machinery: ``sequential`` (read or write),
-``random_read`` (IOPS at a queue depth), ``checkpoint_write`` (a large
-sequential write ended by fsync, the way a training job saves a checkpoint)
-and ``aggregate_write`` (every node writes to one shared mount at once).
+What counts as storage, not the page cache:
+
+- ``direct`` (the default) opens files with O_DIRECT.  A filesystem that refuses it
+  (FUSE, ramfs: ``Invalid argument``) or keeps files in memory anyway (tmpfs, where
+  O_DIRECT is accepted since Linux 6.6 and still reads RAM) is an error, unless the
+  profile sets ``direct: false`` for the check; then fio runs buffered, writes end
+  with fsync, and the record says ``buffered``.
+- A read never reads a file the reading node has just written.  On a shared mount
+  another node lays the file out (fio ``create_only=1``, which fsyncs it) and the
+  reader opens it with ``allow_file_create=0``, so fio cannot quietly write its own.
+  On a node-local disk the node lays it out itself, then drops the page cache as
+  root (``sync -f DIR; echo 3 > /proc/sys/vm/drop_caches``); where that is refused
+  only fio's own ``invalidate=1`` remains (posix_fadvise DONTNEED on the file at
+  open: it drops this node's clean pages of that file, never a server's cache).
+  The message and the evidence say which happened.
+
+Each run works in a fresh directory under the mount (``mktemp -d``) and removes it
+afterwards, so a failed or interrupted check leaves no multi-GiB files on a shared
+filesystem.
 """
 
 from __future__ import annotations
 
 import shlex
+from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
+from typing import Any
 
 from ..cluster import NodeHandle
+from ..inventory import Mount
 from ..parsers import fio
-from ..transport.base import CommandFailed, CommandResult
+from ..parsers.base import ParseError
+from ..parsers.findmnt import FindmntFilesystem, parse_findmnt
+from ..transport.base import CommandFailed, CommandResult, ToolMissing
 from ..units import Quantity, bandwidth, parse_quantity
 from ..verdict import Measurement
 from .base import MeasurementError, parse_or_raise
 
 __all__ = [
+    "MEMORY_FSTYPES",
     "FioSettings",
-    "MountInfo",
+    "MountState",
     "aggregate_write",
+    "check_mount",
     "checkpoint_write",
-    "find_mount",
+    "mount_measurement",
     "random_read",
     "sequential",
+    "shared_mounts",
     "workdir_for",
 ]
+
+#: filesystems whose files live in memory: whatever fio does there, it measures RAM
+MEMORY_FSTYPES = frozenset({"tmpfs", "ramfs"})
+# Of those, the ones that accept O_DIRECT (tmpfs since Linux 6.6) and so need refusing here;
+# ramfs refuses it itself (EINVAL) and fio says so.
+_DIRECT_INTO_MEMORY = frozenset({"tmpfs"})
+
+_FINDMNT = "findmnt -J -o TARGET,SOURCE,FSTYPE,OPTIONS"
+_NO_DIRECTORY = "pytest-fabric: no such directory"
+_NOT_MOUNTED = "pytest-fabric: not a mount point"
+_DROP_CACHES = "echo 3 > /proc/sys/vm/drop_caches"
 
 
 @dataclass(frozen=True)
 class FioSettings:
     rw: str  # read | write | randread
-    size_bytes: int
+    size_bytes: int  # per job
     block_size_bytes: int
     jobs: int = 1
     direct: bool = True
     iodepth: int = 1
     runtime_s: float | None = None
-    fsync_on_close: bool = False
+    fsync_on_close: bool = False  # end the writes with fsync, counted in the run (fio end_fsync=1)
+    check: str = "storage"  # the profile key, for messages that say what to change
+
+    @property
+    def writes(self) -> bool:
+        return self.rw in ("write", "randwrite")
+
+    @property
+    def io_mode(self) -> str:
+        return "direct" if self.direct else "buffered"
+
+
+# ---------------------------------------------------------------------------
+# Is the mount there, as stated?
 
 
 @dataclass(frozen=True)
-class MountInfo:
-    path: str
+class MountState:
+    """What one node has at a mount path, against what the inventory states there."""
+
+    node: str
+    spec: Mount
     exists: bool
-    fstype: str | None
-    options: str | None
+    #: the mount whose target is the path (the top one where mounts are stacked)
+    mounted: FindmntFilesystem | None
+    #: where the path is no mount point: the filesystem it lives on instead
+    containing: FindmntFilesystem | None
     evidence: CommandResult
 
+    @property
+    def filesystem(self) -> FindmntFilesystem | None:
+        """The filesystem I/O under the path reaches, mount point or not."""
+        return self.mounted or self.containing
 
-def find_mount(node: NodeHandle, path: str) -> MountInfo:
-    """Whether ``path`` exists on the node and which filesystem it lives on."""
+    def option_found(self, wanted: str) -> str:
+        """The mounted option of the same name as ``wanted`` (``proto=tcp`` for ``proto=rdma``)."""
+        name = wanted.split("=", 1)[0]
+        found = self.mounted.option(name) if self.mounted else None
+        return found or f"no {name}"
+
+    def problems(self) -> list[str]:
+        """Why this is not the mount the inventory states (empty when it is)."""
+        path, node = self.spec.path, self.node
+        if not self.exists:
+            return [f"{path} does not exist on {node}"]
+        if self.mounted is None:
+            where = (
+                f": it is a directory on {self.containing.target} ({self.containing.describe()})"
+                if self.containing
+                else ""
+            )
+            return [f"{path} is not a mount point on {node}{where}"]
+        out = []
+        if self.spec.fstype and self.mounted.fstype != self.spec.fstype:
+            out.append(f"{path} on {node} is {self.mounted.describe()}, not {self.spec.fstype} as the inventory states")
+        missing = [o for o in self.spec.options if o not in self.mounted.options]
+        if missing:
+            found = ", ".join(self.option_found(o) for o in missing)
+            out.append(
+                f"{path} on {node} is mounted without {', '.join(missing)} (found {found}; "
+                f"mounted {','.join(self.mounted.options)})"
+            )
+        return out
+
+    @property
+    def ok(self) -> bool:
+        return not self.problems()
+
+
+def _mount_command(path: str) -> str:
     quoted = shlex.quote(path)
-    result = node.run(
-        f"test -d {quoted} || {{ echo missing; exit 0; }}; findmnt -n -o FSTYPE,OPTIONS --target {quoted} || df -PT {quoted}",
-        timeout=15,
-        check=False,
+    # One round trip: the mount at the path, or else (findmnt exits 1) what the path lives on.
+    return (
+        f"test -d {quoted} || {{ echo {shlex.quote(_NO_DIRECTORY)}; exit 0; }}; "
+        f"{_FINDMNT} --mountpoint {quoted} && exit 0; rc=$?; [ $rc -eq 1 ] || exit $rc; "
+        f"echo {shlex.quote(_NOT_MOUNTED)}; {_FINDMNT} --target {quoted}"
     )
-    out = result.stdout.strip()
-    if out == "missing":
-        return MountInfo(path, False, None, None, result)
-    fields = out.splitlines()[-1].split() if out else []
-    fstype = fields[0] if fields else None
-    options = fields[1] if len(fields) > 1 else None
-    return MountInfo(path, True, fstype, options, result)
+
+
+def check_mount(node: NodeHandle, spec: Mount) -> MountState:
+    """What ``node`` has at ``spec.path``: ``findmnt --mountpoint``, or ``--target`` where it is no mount point."""
+    command = _mount_command(spec.path)
+    result = node.run(command, timeout=15, check=False)
+    if result.exit_code == 127:
+        raise ToolMissing(node.name, "findmnt", command=command, package="util-linux")
+    out = result.stdout
+    if out.strip() == _NO_DIRECTORY:
+        return MountState(node.name, spec, False, None, None, result)
+    if result.exit_code != 0:
+        raise CommandFailed(result, fix=f"run findmnt --mountpoint {spec.path} by hand on {node.name}")
+    try:
+        listed = parse_findmnt(out.split(_NOT_MOUNTED, 1)[-1])
+    except ParseError as exc:
+        raise MeasurementError(
+            node.name, f"could not read findmnt's output: {exc}", command=command,
+            fix="findmnt -J needs util-linux 2.27 or later",
+        ) from exc
+    if _NOT_MOUNTED in out:
+        return MountState(node.name, spec, True, None, listed[-1], result)
+    # Mounts stacked on one directory are listed oldest first; the last one covers the others.
+    return MountState(node.name, spec, True, listed[-1], None, result)
+
+
+def mount_measurement(state: MountState) -> Measurement:
+    """The ``mount`` check's measurement: what is mounted, with a value per thing the inventory states."""
+    if state.mounted is None:
+        return Measurement.absent("; ".join(state.problems()), (state.evidence,))
+    mounted = state.mounted
+    return Measurement(
+        value=mounted.fstype,
+        detail=f"findmnt --mountpoint {state.spec.path}: {mounted.describe()}",
+        evidence=(state.evidence,),
+        bounds={
+            "mounted": "yes",
+            "fstype": mounted.fstype,
+            "options": ",".join(o if o in mounted.options else state.option_found(o) for o in state.spec.options),
+        },
+        extra={"mount": {"target": mounted.target, "source": mounted.source, "fstype": mounted.fstype,
+                         "options": list(mounted.options)}},
+    )
+
+
+def _require_mount(node: NodeHandle, spec: Mount | None, settings: FioSettings, evidence: list[CommandResult]) -> MountState:
+    """The mount as stated and fit for the check's I/O mode, or a MeasurementError saying why not."""
+    state = check_mount(node, spec or Mount("/tmp"))
+    evidence.append(state.evidence)
+    if spec is not None and not state.ok:
+        raise MeasurementError(
+            node.name,
+            f"{'; '.join(state.problems())}: nothing was measured there, since that is not the storage "
+            f"the inventory names (see the mount check)",
+            command=state.evidence.command,
+            fix=f"mount {spec.path} on {node.name} as the inventory states, or correct storage.mounts in the inventory",
+        )
+    filesystem = state.filesystem
+    if settings.direct and filesystem is not None and filesystem.fstype in _DIRECT_INTO_MEMORY:
+        raise MeasurementError(
+            node.name,
+            f"{state.spec.path} is {filesystem.fstype} on {node.name}: its files live in memory (the page cache), "
+            "so even O_DIRECT measures RAM, not storage",
+            command=state.evidence.command,
+            fix=f"mount real storage at {state.spec.path}, or set direct: false for {settings.check} in the "
+            "profile to measure it as it is (buffered)",
+        )
+    return state
+
+
+# ---------------------------------------------------------------------------
+# fio
 
 
 def workdir_for(node: NodeHandle, path: str | None) -> tuple[str, CommandResult]:
@@ -82,7 +238,9 @@ def workdir_for(node: NodeHandle, path: str | None) -> tuple[str, CommandResult]
     return result.stdout.strip(), result
 
 
-def _fio_command(directory: str, settings: FioSettings, direct: bool) -> str:
+def _fio_command(directory: str, settings: FioSettings, *, layout: bool = False, existing: bool = False) -> str:
+    # The job name is the same for the layout and the read, so fio names the files alike
+    # (<name>.<job>.0) and the read finds the ones another node laid out.
     parts = [
         "fio",
         f"--name=pytest-fabric-{settings.rw}",
@@ -93,13 +251,22 @@ def _fio_command(directory: str, settings: FioSettings, direct: bool) -> str:
         f"--numjobs={settings.jobs}",
         f"--iodepth={settings.iodepth}",
         "--ioengine=libaio" if settings.iodepth > 1 else "--ioengine=psync",
-        f"--direct={1 if direct else 0}",
+        f"--direct={1 if settings.direct else 0}",
         "--group_reporting",
         "--output-format=json",
     ]
+    if layout:
+        # Write the files (then fsync them: create_fsync) and stop: no I/O is measured.
+        return " ".join(parts + ["--create_only=1", "--create_fsync=1"])
+    if not settings.writes:
+        # fio's default, written out: drop the file's pages from this node's cache at open.
+        parts.append("--invalidate=1")
+    if existing:
+        parts.append("--allow_file_create=0")
     if settings.runtime_s:
         parts += [f"--runtime={int(settings.runtime_s)}", "--time_based"]
-    if settings.fsync_on_close:
+    if settings.writes and (settings.fsync_on_close or not settings.direct):
+        # Buffered writes not yet on storage are the page cache; fsync counts them in.
         parts.append("--end_fsync=1")
     return " ".join(parts)
 
@@ -109,20 +276,26 @@ def _refused_direct(result: CommandResult) -> bool:
     return "o_direct" in text or "invalid argument" in text
 
 
-def run_fio(node: NodeHandle, directory: str, settings: FioSettings, timeout: float) -> tuple[fio.FioResult, list[CommandResult], str]:
-    """Run fio; on a filesystem that refuses O_DIRECT, run again buffered and say so."""
-    evidence = []
-    note = ""
-    result = node.run(_fio_command(directory, settings, settings.direct), timeout=timeout, check=False)
-    evidence.append(result)
+def run_fio(
+    node: NodeHandle, directory: str, settings: FioSettings, timeout: float, *, layout: bool = False, existing: bool = False
+) -> tuple[fio.FioResult, CommandResult]:
+    """Run fio once; a filesystem that refuses O_DIRECT is an error that says how to measure it anyway."""
+    result = node.run(_fio_command(directory, settings, layout=layout, existing=existing), timeout=timeout, check=False)
     if result.exit_code != 0 and settings.direct and _refused_direct(result):
-        note = "the filesystem refused O_DIRECT, so this was measured through the page cache"
-        result = node.run(_fio_command(directory, settings, False), timeout=timeout, check=False)
-        evidence.append(result)
+        said = "; ".join(line.strip() for line in (result.stderr or result.stdout).splitlines() if "fio:" in line)[:400]
+        raise MeasurementError(
+            node.name,
+            f"the filesystem under {directory} refused O_DIRECT ({said or 'Invalid argument'}); a buffered run "
+            "would measure the page cache, so none was made",
+            command=result.command,
+            fix=f"set direct: false for {settings.check} in the profile to measure this filesystem buffered "
+            "(writes then end with fsync), or test a mount that supports O_DIRECT",
+        )
+    if result.exit_code == 127:
+        raise ToolMissing(node.name, "fio", command=result.command, package="fio")
     if result.exit_code != 0 and not result.stdout.strip().startswith("{"):
         raise CommandFailed(result, fix=f"run the fio command by hand on {node.name}; check free space and permissions")
-    parsed = parse_or_raise(fio.parse_json, result)
-    return parsed, evidence, note
+    return parse_or_raise(fio.parse_json, result), result
 
 
 def _timeout(settings: FioSettings, writers: int = 1) -> float:
@@ -131,119 +304,214 @@ def _timeout(settings: FioSettings, writers: int = 1) -> float:
     return 60 + 2 * settings.size_bytes * settings.jobs * writers / 50e6 + (settings.runtime_s or 0)
 
 
-def _prepare(node: NodeHandle, mount: str | None, evidence: list[CommandResult]) -> str | Measurement:
-    """A fresh work directory under ``mount``, or an absent measurement when the mount is not there."""
-    if mount is not None:
-        info = find_mount(node, mount)
-        evidence.append(info.evidence)
-        if not info.exists:
-            return Measurement.absent(f"{mount} does not exist on {node.name}", tuple(evidence))
-    directory, made = workdir_for(node, mount)
-    evidence.append(made)
-    return directory
-
-
 def _remove(node: NodeHandle, directory: str) -> CommandResult:
     return node.run(f"rm -rf -- {shlex.quote(directory)}", timeout=120, check=False)
 
 
-def _fio_in(node: NodeHandle, mount: str | None, settings: FioSettings) -> tuple[fio.FioResult, list[CommandResult], str] | Measurement:
-    """fio in a fresh directory under ``mount`` (removed afterwards, whatever happens)."""
+@dataclass
+class _Run:
+    parsed: fio.FioResult
+    evidence: list[CommandResult]
+    mount: MountState
+    how_read: str = ""  # for reads: who laid the file out and what kept the cache out
+    read_from: dict[str, Any] | None = None
+
+
+def _write_in(node: NodeHandle, spec: Mount | None, settings: FioSettings) -> _Run:
+    """fio writing in a fresh directory under the mount (removed afterwards, whatever happens)."""
     evidence: list[CommandResult] = []
-    directory = _prepare(node, mount, evidence)
-    if isinstance(directory, Measurement):
-        return directory
+    state = _require_mount(node, spec, settings, evidence)
+    directory, made = workdir_for(node, spec.path if spec else None)
+    evidence.append(made)
     try:
-        parsed, runs, note = run_fio(node, directory, settings, _timeout(settings))
-        evidence += runs
+        parsed, result = run_fio(node, directory, settings, _timeout(settings))
+        evidence.append(result)
     finally:
         evidence.append(_remove(node, directory))
-    return parsed, evidence, note
+    return _Run(parsed, evidence, state)
 
 
-def _direction(parsed: fio.FioResult, settings: FioSettings) -> fio.FioIo:
-    return parsed.write if settings.rw in ("write", "randwrite") else parsed.read
+def _layout_node(
+    node: NodeHandle, spec: Mount | None, state: MountState, peers: Sequence[NodeHandle], evidence: list[CommandResult]
+) -> NodeHandle:
+    """Who lays the file out: on a shared mount the first peer that has it as stated, else the node itself."""
+    if spec is None or not spec.is_shared(state.mounted.fstype if state.mounted else None):
+        return node
+    for peer in peers:
+        if peer.name == node.name:
+            continue
+        peer_state = check_mount(peer, spec)
+        evidence.append(peer_state.evidence)
+        if peer_state.ok:
+            return peer
+    return node
 
 
-def _detail(what: str, label: str, settings: FioSettings, note: str) -> str:
-    detail = (
-        f"fio {what} on {label}, {settings.jobs} job(s) x {settings.size_bytes / 2**20:.0f} MiB, "
-        f"bs {settings.block_size_bytes // 1024} KiB"
-    )
+def _read_in(node: NodeHandle, spec: Mount | None, settings: FioSettings, peers: Sequence[NodeHandle]) -> _Run:
+    """fio reading files ``node`` did not just write and cannot have cached (see the module doc)."""
+    evidence: list[CommandResult] = []
+    state = _require_mount(node, spec, settings, evidence)
+    writer = _layout_node(node, spec, state, peers, evidence)
+    directory, made = workdir_for(writer, spec.path if spec else None)
+    evidence.append(made)
+    try:
+        _, laid = run_fio(writer, directory, settings, _timeout(settings), layout=True)
+        evidence.append(laid)
+        if writer is not node:
+            how = f"files laid out by {writer.name} on the shared mount; {node.name} never wrote them"
+            read_from: dict[str, Any] = {"laid_out_by": writer.name, "cache": "other node"}
+        elif state.filesystem is not None and state.filesystem.fstype in MEMORY_FSTYPES:
+            # Only with direct: false (checked above): the files are memory, there is no cache to drop.
+            how = f"files laid out by {node.name} itself on {state.filesystem.fstype}, which is memory: no cache to drop"
+            read_from = {"laid_out_by": node.name, "cache": "memory filesystem"}
+        else:
+            dropped = node.run(f"sync -f {shlex.quote(directory)} && {_DROP_CACHES}", timeout=120, check=False)
+            evidence.append(dropped)
+            if dropped.ok:
+                how = f"files laid out by {node.name} itself, then its page cache dropped (sync; {_DROP_CACHES})"
+                read_from = {"laid_out_by": node.name, "cache": "dropped"}
+            else:
+                why = (dropped.stderr or dropped.stdout).strip().splitlines()
+                how = (
+                    f"files laid out by {node.name} itself; dropping its page cache was refused "
+                    f"({why[-1] if why else f'exit {dropped.exit_code}'}: not root?), so only fio's invalidate=1 "
+                    "(posix_fadvise DONTNEED of the file at open) kept them out of the cache"
+                )
+                read_from = {"laid_out_by": node.name, "cache": "fio invalidate=1"}
+            if spec is not None and spec.is_shared(state.mounted.fstype if state.mounted else None):
+                how += "; no other node has this shared mount as stated, so none could lay the files out"
+        evidence.append(_files_present(node, writer, directory, settings))
+        parsed, result = run_fio(node, directory, settings, _timeout(settings), existing=True)
+        evidence.append(result)
+    finally:
+        evidence.append(_remove(writer, directory))
+    return _Run(parsed, evidence, state, how, read_from)
+
+
+def _files_present(node: NodeHandle, writer: NodeHandle, directory: str, settings: FioSettings) -> CommandResult:
+    """The laid-out files as the reader sees them before it reads (evidence that it did not write them)."""
+    pattern = f"{shlex.quote(directory)}/pytest-fabric-{settings.rw}.*"
+    result = node.run(f"stat -c '%n %s bytes' -- {pattern}", timeout=15, check=False)
+    if not result.ok:
+        raise MeasurementError(
+            node.name,
+            f"the files {writer.name} laid out in {directory} are not there on {node.name}: the mount is not "
+            "shared between them, so nothing was read",
+            command=result.command,
+            fix="mount the shared filesystem on both nodes, or write shared: false for this mount in the inventory",
+        )
+    return result
+
+
+def _detail(what: str, label: str, settings: FioSettings, run: _Run, *, per_job: bool = True) -> str:
+    size = settings.size_bytes / 2**20
+    amount = f"{settings.jobs} job(s) x {size:.0f} MiB" if per_job else f"{settings.jobs * size:.0f} MiB over {settings.jobs} writer(s)"
+    detail = f"fio {what} on {label}, {amount}, bs {settings.block_size_bytes // 1024} KiB"
     if settings.iodepth > 1:
         detail += f", iodepth {settings.iodepth}"
     if settings.runtime_s:
         detail += f", {settings.runtime_s:g} s"
-    detail += f", direct={'yes' if settings.direct and not note else 'no'}"
-    return f"{detail}; {note}" if note else detail
+    detail += ", direct (O_DIRECT)" if settings.direct else ", buffered (direct: false)"
+    if settings.writes and (settings.fsync_on_close or not settings.direct):
+        detail += ", ended by fsync"
+    if run.how_read:
+        detail += f"; {run.how_read}"
+    return detail
 
 
-def _label(mount: str | None) -> str:
-    return mount or "/tmp (no mounts in the inventory)"
+def _label(spec: Mount | None, run: _Run) -> str:
+    if spec is None:
+        return "/tmp (no mounts in the inventory)"
+    fs = run.mount.mounted
+    return f"{spec.path} ({fs.fstype})" if fs else spec.path
 
 
-def _versions(parsed: fio.FioResult) -> dict[str, str]:
-    return {"fio": parsed.version} if parsed.version else {}
+def _extra(parsed: fio.FioResult, settings: FioSettings, run: _Run, **more: Any) -> dict[str, Any]:
+    extra: dict[str, Any] = {"tool_versions": {"fio": parsed.version} if parsed.version else {}, "io": settings.io_mode}
+    fs = run.mount.filesystem
+    if fs is not None:
+        extra["filesystem"] = {"target": fs.target, "fstype": fs.fstype, "source": fs.source}
+    if run.read_from is not None:
+        extra["read_from"] = run.read_from
+    extra.update(more)
+    return extra
 
 
-def sequential(node: NodeHandle, mount: str | None, settings: FioSettings) -> Measurement:
-    """Sequential read or write bandwidth in a fresh directory under ``mount``."""
-    ran = _fio_in(node, mount, settings)
-    if isinstance(ran, Measurement):
-        return ran
-    parsed, evidence, note = ran
-    io = _direction(parsed, settings)
+def sequential(node: NodeHandle, spec: Mount | None, settings: FioSettings, peers: Sequence[NodeHandle] = ()) -> Measurement:
+    """Sequential read or write bandwidth under the mount; reads read files ``node`` did not just write."""
+    run = _write_in(node, spec, settings) if settings.writes else _read_in(node, spec, settings, peers)
+    io = run.parsed.write if settings.writes else run.parsed.read
     if io.bw_bytes_per_s <= 0:
-        raise MeasurementError(node.name, f"fio reported no {settings.rw} throughput", command=evidence[-2].command)
+        raise MeasurementError(node.name, f"fio reported no {settings.rw} throughput", command=run.evidence[-2].command)
     return Measurement(
         value=bandwidth(io.bw_bytes_per_s, "B/s"),
-        detail=_detail(settings.rw, _label(mount), settings, note),
-        evidence=tuple(evidence),
-        extra={"tool_versions": _versions(parsed), "iops": io.iops},
+        detail=_detail(settings.rw, _label(spec, run), settings, run),
+        evidence=tuple(run.evidence),
+        extra=_extra(run.parsed, settings, run, iops=io.iops),
     )
 
 
-def random_read(node: NodeHandle, mount: str | None, settings: FioSettings) -> Measurement:
-    """Random-read IOPS (a count) under ``mount``: fio randread, libaio at the spec's queue depth."""
-    ran = _fio_in(node, mount, settings)
-    if isinstance(ran, Measurement):
-        return ran
-    parsed, evidence, note = ran
-    io = parsed.read
+def random_read(node: NodeHandle, spec: Mount | None, settings: FioSettings, peers: Sequence[NodeHandle] = ()) -> Measurement:
+    """Random-read IOPS (a count) under the mount: fio randread, libaio at the spec's queue depth."""
+    run = _read_in(node, spec, settings, peers)
+    io = run.parsed.read
     if io.iops <= 0:
-        raise MeasurementError(node.name, "fio reported no random-read I/O", command=evidence[-2].command)
+        raise MeasurementError(node.name, "fio reported no random-read I/O", command=run.evidence[-2].command)
     return Measurement(
         value=parse_quantity(round(io.iops)),
-        detail=_detail(settings.rw, _label(mount), settings, note),
-        evidence=tuple(evidence),
-        extra={"tool_versions": _versions(parsed), "bandwidth_bytes_per_s": io.bw_bytes_per_s},
+        detail=_detail(settings.rw, _label(spec, run), settings, run),
+        evidence=tuple(run.evidence),
+        extra=_extra(run.parsed, settings, run, bandwidth_bytes_per_s=io.bw_bytes_per_s),
     )
 
 
-def checkpoint_write(node: NodeHandle, mount: str | None, settings: FioSettings) -> Measurement:
-    """Write ``size`` sequentially, then fsync: bandwidth including the flush (fio ``--end_fsync=1``).
+def checkpoint_write(node: NodeHandle, spec: Mount | None, settings: FioSettings) -> Measurement:
+    """``jobs`` writers at once, each writing its share and ending with fsync: bandwidth including the flush.
 
-    fio counts the closing fsync in the job's runtime, so a filesystem that
-    acknowledges writes into RAM and is slow to make them durable cannot hide it.
+    fio counts the closing fsync (``end_fsync=1``) in each job's runtime, so a filesystem
+    that acknowledges writes into RAM and is slow to make them durable cannot hide it.
     """
     if settings.rw != "write" or not settings.fsync_on_close:
         raise ValueError("checkpoint_write needs rw='write' and fsync_on_close=True")
-    ran = _fio_in(node, mount, settings)
-    if isinstance(ran, Measurement):
-        return ran
-    parsed, evidence, note = ran
-    io = parsed.write
+    run = _write_in(node, spec, settings)
+    io = run.parsed.write
     if io.bw_bytes_per_s <= 0:
-        raise MeasurementError(node.name, "fio reported no write throughput", command=evidence[-2].command)
+        raise MeasurementError(node.name, "fio reported no write throughput", command=run.evidence[-2].command)
     return Measurement(
         value=bandwidth(io.bw_bytes_per_s, "B/s"),
-        detail=_detail("write + fsync", _label(mount), settings, note),
-        evidence=tuple(evidence),
-        extra={"tool_versions": _versions(parsed)},
+        detail=_detail("write + fsync", _label(spec, run), settings, run, per_job=False),
+        evidence=tuple(run.evidence),
+        extra=_extra(run.parsed, settings, run, writers=settings.jobs),
     )
 
 
-def aggregate_write(nodes: list[NodeHandle], mounts: list[str], settings: FioSettings) -> Measurement:
+# ---------------------------------------------------------------------------
+# Every node at once on a shared mount
+
+
+def shared_mounts(node: NodeHandle, specs: Sequence[Mount]) -> tuple[list[Mount], list[str]]:
+    """The mounts every node sees as one (by ``shared:``, the stated type, or the type mounted on ``node``),
+    and why each other one is not."""
+    shared: list[Mount] = []
+    reasons: list[str] = []
+    for spec in specs:
+        fstype = spec.fstype
+        if spec.shared is None and fstype is None:
+            state = check_mount(node, spec)
+            fstype = state.mounted.fstype if state.mounted else None
+            if fstype is None:
+                reasons.append(f"{spec.path}: {'; '.join(state.problems())}")
+                continue
+        if spec.is_shared(fstype):
+            shared.append(spec)
+        elif spec.shared is False:
+            reasons.append(f"{spec.path} is node-local (shared: false)")
+        else:
+            reasons.append(f"{spec.path} is {fstype}, a node-local filesystem")
+    return shared, reasons
+
+
+def aggregate_write(nodes: list[NodeHandle], specs: list[Mount], settings: FioSettings) -> Measurement:
     """Every node writes to each shared mount at once; value: the sum of the nodes' bandwidths.
 
     With several mounts each is measured in turn and the value is the lowest
@@ -252,12 +520,9 @@ def aggregate_write(nodes: list[NodeHandle], mounts: list[str], settings: FioSet
     evidence: list[CommandResult] = []
     figures: dict[str, Quantity] = {}
     per_node: dict[str, dict[str, float]] = {}
-    for mount in mounts:
-        result = _aggregate_one(nodes, mount, settings, evidence)
-        if isinstance(result, Measurement):
-            return result
-        per_node[mount] = result
-        figures[mount] = bandwidth(sum(result.values()), "B/s")
+    for spec in specs:
+        per_node[spec.path] = _aggregate_one(nodes, spec, settings, evidence)
+        figures[spec.path] = bandwidth(sum(per_node[spec.path].values()), "B/s")
     worst = min(figures, key=lambda m: figures[m])
     parts = []
     for mount, total in figures.items():
@@ -266,45 +531,38 @@ def aggregate_write(nodes: list[NodeHandle], mounts: list[str], settings: FioSet
             f"{mount}: {total.display('GB/s')} from {len(nodes)} nodes at once "
             f"(slowest {slowest} {bandwidth(per_node[mount][slowest], 'B/s').display('GB/s')})"
         )
-    detail = f"fio write, {settings.size_bytes / 2**20:.0f} MiB per node; " + "; ".join(parts)
+    mode = "direct (O_DIRECT)" if settings.direct else "buffered (direct: false), ended by fsync"
+    detail = f"fio write, {settings.size_bytes / 2**20:.0f} MiB per node, {mode}; " + "; ".join(parts)
     return Measurement(
         value=figures[worst],
         detail=detail,
         evidence=tuple(evidence),
         samples=tuple(figures.values()),
-        extra={"per_node_bytes_per_s": per_node},
+        extra={"per_node_bytes_per_s": per_node, "io": settings.io_mode},
     )
 
 
-def _aggregate_one(
-    nodes: list[NodeHandle], mount: str, settings: FioSettings, evidence: list[CommandResult]
-) -> dict[str, float] | Measurement:
-    """node -> write bytes/s for one mount, all nodes writing at once; absent if a node lacks it."""
-    # Directories first, on every node, so the writes start together rather than
-    # staggered by each node's mktemp round trip.
+def _aggregate_one(nodes: list[NodeHandle], spec: Mount, settings: FioSettings, evidence: list[CommandResult]) -> dict[str, float]:
+    """node -> write bytes/s for one mount, all nodes writing at once; an error if a node lacks the mount."""
+    # Mount checks and directories first, on every node, so the writes start together
+    # rather than staggered by each node's round trips.
     with ThreadPoolExecutor(max_workers=len(nodes), thread_name_prefix="fabric-aggregate") as pool:
-        futures = [pool.submit(_prepare_collect, n, mount) for n in nodes]
-    prepared: list[tuple[list[CommandResult], str | Measurement]] = []
+        futures = [pool.submit(_prepare_shared, n, spec, settings) for n in nodes]
+    directories: dict[str, str] = {}
     failure: BaseException | None = None
-    for future in futures:
+    for node, future in zip(nodes, futures):
         error = future.exception()
         if error is not None:
             failure = failure or error
             continue
-        prepared.append(future.result())
-    directories: dict[str, str] = {}
-    for node, future in zip(nodes, futures):
-        if future.exception() is None and isinstance(future.result()[1], str):
-            directories[node.name] = str(future.result()[1])
-    for node_evidence, _ in prepared:
+        node_evidence, directory = future.result()
         evidence += node_evidence
+        if directory is not None:
+            directories[node.name] = directory
+    runs: list[tuple[fio.FioResult, CommandResult]] = []
     try:
-        if failure is not None:  # an unreachable node: the aggregate cannot be measured at all
+        if failure is not None:  # a node without the mount, or unreachable: no aggregate at all
             raise failure
-        missing = [d for _, d in prepared if isinstance(d, Measurement)]
-        if missing:
-            reasons = "; ".join(m.missing or "" for m in missing)
-            return Measurement.absent(f"not shared by every node: {reasons}", tuple(evidence))
         timeout = _timeout(settings, writers=len(nodes))
         with ThreadPoolExecutor(max_workers=len(nodes), thread_name_prefix="fabric-aggregate") as pool:
             runs = list(pool.map(lambda n: run_fio(n, directories[n.name], settings, timeout), nodes))
@@ -312,14 +570,17 @@ def _aggregate_one(
         with ThreadPoolExecutor(max_workers=max(len(directories), 1), thread_name_prefix="fabric-aggregate") as pool:
             evidence += pool.map(lambda n: _remove(n, directories[n.name]), [n for n in nodes if n.name in directories])
     out: dict[str, float] = {}
-    for node, (parsed, node_runs, _note) in zip(nodes, runs):
-        evidence += node_runs
+    for node, (parsed, result) in zip(nodes, runs):
+        evidence.append(result)
         if parsed.write.bw_bytes_per_s <= 0:
-            raise MeasurementError(node.name, "fio reported no write throughput", command=node_runs[-1].command)
+            raise MeasurementError(node.name, "fio reported no write throughput", command=result.command)
         out[node.name] = parsed.write.bw_bytes_per_s
     return out
 
 
-def _prepare_collect(node: NodeHandle, mount: str) -> tuple[list[CommandResult], str | Measurement]:
+def _prepare_shared(node: NodeHandle, spec: Mount, settings: FioSettings) -> tuple[list[CommandResult], str | None]:
     evidence: list[CommandResult] = []
-    return evidence, _prepare(node, mount, evidence)
+    _require_mount(node, spec, settings, evidence)
+    directory, made = workdir_for(node, spec.path)
+    evidence.append(made)
+    return evidence, directory

@@ -1,0 +1,179 @@
+"""The storage probe against canned findmnt and fio output (MockTransport): what it checks, runs and refuses."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from pytest_fabric.cluster import NodeHandle
+from pytest_fabric.inventory import Mount, Node
+from pytest_fabric.probes import storage
+from pytest_fabric.probes.base import MeasurementError
+from pytest_fabric.transport.base import ToolMissing
+from pytest_fabric.transport.mock import CannedCommand, MockTransport
+from pytest_fabric.transport.pool import ConnectionPool
+
+DATA = Path(__file__).resolve().parents[1] / "data"
+ROOT_EXT4 = (DATA / "findmnt" / "target-ext4-root.json").read_text()
+FIO_READ = (DATA / "fio" / "json-seqread-1M-8M-fio-3.33.json").read_text()
+FIO_ODIRECT_REFUSED = (DATA / "fio" / "json-error-22-ramfs-odirect-fio-3.33.json").read_text()
+# What fio 3.33 printed on stderr beside that JSON (captured with it).
+FIO_ODIRECT_STDERR = "fio: looks like your file system does not support direct=1/buffered=0\nfio: destination does not support O_DIRECT\n"
+WORKDIR = "/data/pytest-fabric.abc123"
+
+
+def findmnt(target: str, fstype: str, options: str, source: str = "srv:/export") -> str:
+    return json.dumps({"filesystems": [{"target": target, "source": source, "fstype": fstype, "options": options}]})
+
+
+def handle(transport: MockTransport) -> NodeHandle:
+    return NodeHandle(Node(name=transport.node, host=transport.node), ConnectionPool(lambda name: transport))
+
+
+def node(name: str, mounted: str | CannedCommand, **more: str | CannedCommand) -> NodeHandle:
+    answers: dict[str, str | CannedCommand] = {r"findmnt -J": mounted, r"^mktemp -d": WORKDIR + "\n", r"^rm -rf": ""}
+    answers.update(more)
+    return handle(MockTransport(name, answers))
+
+
+NFS_RDMA = findmnt("/data", "nfs4", "rw,relatime,vers=4.2,proto=rdma,port=20049")
+NOT_MOUNTED = "pytest-fabric: not a mount point\n" + ROOT_EXT4
+STATED = Mount("/data", "nfs4", ("proto=rdma",))
+READ = storage.FioSettings(rw="read", size_bytes=8 << 20, block_size_bytes=1 << 20, check="storage.sequential_read")
+WRITE = storage.FioSettings(rw="write", size_bytes=8 << 20, block_size_bytes=1 << 20, check="storage.sequential_write")
+
+
+def test_a_directory_with_nothing_mounted_says_what_it_lives_on() -> None:
+    state = storage.check_mount(node("gpu01", NOT_MOUNTED), Mount("/mnt/lustre", "lustre"))
+    assert state.exists and state.mounted is None and state.containing is not None
+    assert state.problems() == [
+        "/mnt/lustre is not a mount point on gpu01: it is a directory on / "
+        "(ext4 from /dev/vda (rw,relatime,discard,resv_strict,resuid=65534,resgid=65534))"
+    ]
+    measured = storage.mount_measurement(state)
+    assert measured.missing == state.problems()[0]
+
+
+def test_another_type_or_missing_options_are_named_with_what_is_mounted() -> None:
+    tcp = findmnt("/data", "nfs", "rw,vers=3,proto=tcp")
+    state = storage.check_mount(node("gpu01", tcp), STATED)
+    assert state.problems() == [
+        "/data on gpu01 is nfs from srv:/export (rw,vers=3,proto=tcp), not nfs4 as the inventory states",
+        "/data on gpu01 is mounted without proto=rdma (found proto=tcp; mounted rw,vers=3,proto=tcp)",
+    ]
+    measured = storage.mount_measurement(state)
+    assert measured.bounds == {"mounted": "yes", "fstype": "nfs", "options": "proto=tcp"}
+    assert storage.check_mount(node("gpu01", NFS_RDMA), STATED).ok
+
+
+def test_stacked_mounts_are_judged_by_the_one_on_top() -> None:
+    stacked = (DATA / "findmnt" / "mountpoint-stacked-tmpfs.json").read_text()
+    state = storage.check_mount(node("gpu01", stacked), Mount("/dev/shm", "tmpfs"))
+    assert state.ok and state.mounted is not None and state.mounted.fstype == "tmpfs"
+
+
+def test_a_missing_directory_and_a_missing_findmnt() -> None:
+    gone = storage.check_mount(node("gpu01", "pytest-fabric: no such directory\n"), STATED)
+    assert gone.problems() == ["/data does not exist on gpu01"]
+    no_tool = node("gpu01", CannedCommand(exit_code=127, stderr="bash: findmnt: command not found"))
+    with pytest.raises(ToolMissing, match="install util-linux on gpu01"):
+        storage.check_mount(no_tool, STATED)
+
+
+def test_no_throughput_is_measured_on_a_mount_that_is_not_as_stated() -> None:
+    unmounted = node("gpu01", NOT_MOUNTED)
+    with pytest.raises(MeasurementError, match="is not a mount point on gpu01.*nothing was measured there") as raised:
+        storage.sequential(unmounted, Mount("/data"), WRITE)
+    assert "fix: mount /data on gpu01 as the inventory states" in str(raised.value)
+    assert not any(c.startswith(("fio", "mktemp")) for c in unmounted.transport.calls)  # type: ignore[attr-defined]
+
+
+def test_tmpfs_is_memory_even_with_odirect_unless_direct_false() -> None:
+    tmpfs = findmnt("/data", "tmpfs", "rw,relatime,size=262144k", source="simtmpfs")
+    with pytest.raises(MeasurementError, match="is tmpfs on gpu01: its files live in memory") as raised:
+        storage.sequential(node("gpu01", tmpfs), Mount("/data"), WRITE)
+    assert "set direct: false for storage.sequential_write" in str(raised.value)
+
+    buffered = storage.FioSettings(rw="write", size_bytes=8 << 20, block_size_bytes=1 << 20, direct=False)
+    box = node("gpu01", tmpfs, **{r"^fio ": json.dumps(_as_write(json.loads(FIO_READ)))})
+    measured = storage.sequential(box, Mount("/data"), buffered)
+    assert measured.extra["io"] == "buffered" and "buffered (direct: false), ended by fsync" in measured.detail
+    (fio_command,) = [c for c in box.transport.calls if c.startswith("fio ")]  # type: ignore[attr-defined]
+    assert "--direct=0" in fio_command and "--end_fsync=1" in fio_command
+
+
+def _as_write(document: dict[str, object]) -> dict[str, object]:
+    """The captured read run as a write run (its read and write figures swapped)."""
+    for job in document["jobs"]:  # type: ignore[attr-defined]
+        job["read"], job["write"] = job["write"], job["read"]
+    return document
+
+
+def test_a_refused_odirect_is_an_error_and_never_a_buffered_rerun() -> None:
+    ext4 = findmnt("/data", "fuse.sshfs", "rw,nosuid,nodev")
+    box = node("gpu01", ext4, **{r"^fio ": CannedCommand(exit_code=1, stdout=FIO_ODIRECT_REFUSED, stderr=FIO_ODIRECT_STDERR)})
+    with pytest.raises(MeasurementError, match="refused O_DIRECT .*destination does not support O_DIRECT") as raised:
+        storage.sequential(box, Mount("/data"), WRITE)
+    assert "set direct: false for storage.sequential_write" in str(raised.value)
+    assert len([c for c in box.transport.calls if c.startswith("fio ")]) == 1  # type: ignore[attr-defined]
+
+
+def test_a_read_on_a_shared_mount_reads_files_another_node_laid_out() -> None:
+    reader = node("gpu01", NFS_RDMA, **{r"^stat ": f"{WORKDIR}/pytest-fabric-read.0.0 8388608 bytes\n", r"^fio ": FIO_READ})
+    writer = node("gpu02", NFS_RDMA, **{r"^fio .*--create_only=1": FIO_READ})
+    measured = storage.sequential(reader, STATED, READ, peers=[writer])
+    assert measured.extra["read_from"] == {"laid_out_by": "gpu02", "cache": "other node"}
+    assert "files laid out by gpu02 on the shared mount; gpu01 never wrote them" in measured.detail
+    assert [c.split()[0] for c in writer.transport.calls] == ["test", "mktemp", "fio", "rm"]  # type: ignore[attr-defined]
+    (read,) = [c for c in reader.transport.calls if c.startswith("fio ")]  # type: ignore[attr-defined]
+    assert "--allow_file_create=0" in read and "--invalidate=1" in read and "--create_only" not in read
+    assert [e.node for e in measured.evidence if e.command.startswith("fio ")] == ["gpu02", "gpu01"]
+
+
+def test_a_shared_mount_another_node_does_not_see_is_not_read_at_all() -> None:
+    reader = node("gpu01", NFS_RDMA, **{r"^stat ": CannedCommand(exit_code=1, stderr="stat: cannot statx: No such file")})
+    writer = node("gpu02", NFS_RDMA, **{r"^fio .*--create_only=1": FIO_READ})
+    with pytest.raises(MeasurementError, match="the files gpu02 laid out in .* are not there on gpu01"):
+        storage.sequential(reader, STATED, READ, peers=[writer])
+    assert writer.transport.calls[-1].startswith("rm -rf")  # type: ignore[attr-defined]
+
+
+def test_a_read_on_a_local_disk_drops_caches_or_says_only_fio_invalidated() -> None:
+    xfs = findmnt("/data", "xfs", "rw,relatime", source="/dev/nvme0n1")
+    local = Mount("/data", "xfs", shared=False)
+    common: dict[str, str | CannedCommand] = {r"^stat ": f"{WORKDIR}/pytest-fabric-read.0.0 8388608 bytes\n", r"^fio ": FIO_READ}
+    root = node("gpu01", xfs, **{r"drop_caches": "", **common})
+    measured = storage.sequential(root, local, READ, peers=[node("gpu02", xfs)])
+    assert measured.extra["read_from"] == {"laid_out_by": "gpu01", "cache": "dropped"}
+    assert "then its page cache dropped (sync; echo 3 > /proc/sys/vm/drop_caches)" in measured.detail
+    calls = root.transport.calls  # type: ignore[attr-defined]
+    layout, drop = next(i for i, c in enumerate(calls) if "--create_only=1" in c), next(i for i, c in enumerate(calls) if "drop_caches" in c)
+    assert layout < drop < next(i for i, c in enumerate(calls) if "--allow_file_create=0" in c)
+
+    refused = CannedCommand(exit_code=1, stderr="sh: 1: cannot create /proc/sys/vm/drop_caches: Permission denied")
+    user = node("gpu01", xfs, **{r"drop_caches": refused, **common})
+    measured = storage.sequential(user, local, READ)
+    assert measured.extra["read_from"]["cache"] == "fio invalidate=1"
+    assert "Permission denied: not root?), so only fio's invalidate=1" in measured.detail
+
+
+def test_checkpoint_writers_are_buffered_and_end_with_fsync() -> None:
+    xfs = findmnt("/data", "xfs", "rw", source="/dev/nvme0n1")
+    box = node("gpu01", xfs, **{r"^fio ": json.dumps(_as_write(json.loads(FIO_READ)))})
+    settings = storage.FioSettings(rw="write", size_bytes=512 << 20, block_size_bytes=1 << 20, jobs=8, direct=False,
+                                   fsync_on_close=True, check="storage.checkpoint_write")
+    measured = storage.checkpoint_write(box, Mount("/data"), settings)
+    (command,) = [c for c in box.transport.calls if c.startswith("fio ")]  # type: ignore[attr-defined]
+    assert all(flag in command for flag in ("--numjobs=8", "--direct=0", "--end_fsync=1", "--size=536870912"))
+    assert measured.extra["writers"] == 8 and "4096 MiB over 8 writer(s)" in measured.detail
+
+
+def test_shared_mounts_by_stated_flag_stated_type_or_mounted_type() -> None:
+    lustre = node("gpu01", findmnt("/lfs", "lustre", "rw,flock", source="10.0.0.1@o2ib:/fs"))
+    specs = [Mount("/lfs"), Mount("/nvme", "xfs"), Mount("/data", "nfs4"), Mount("/scratch", "xfs", shared=True),
+             Mount("/nfs", "nfs", shared=False)]
+    shared, reasons = storage.shared_mounts(lustre, specs)
+    assert [m.path for m in shared] == ["/lfs", "/data", "/scratch"]
+    assert reasons == ["/nvme is xfs, a node-local filesystem", "/nfs is node-local (shared: false)"]
