@@ -2,17 +2,15 @@
 
 Egress targets are a local HTTP server on the cluster bridge (started here, stopped
 afterwards), so every byte stays between the root namespace and the node namespaces.
-The "shared mount" is a fresh directory under /var/tmp (nodes share the host's
-filesystem except /tmp and /root); a mount missing on one node is a directory under
-/root, which is each node's own.
+The "shared mount" is one host directory bound at the same path inside every node's mount
+namespace (tests/simcluster/mounts.py); a mount missing on one node is that path left
+unmounted there.
 """
 
 from __future__ import annotations
 
-import shutil
 import socket
 import threading
-import uuid
 from collections.abc import Iterator
 from http.server import SimpleHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
@@ -21,6 +19,7 @@ from typing import Any
 import pytest
 
 from tests.simcluster import NodeBreaker, SimCluster
+from tests.simcluster.mounts import SimMounts
 
 PROFILE = Path(__file__).resolve().parents[1] / "data" / "profiles" / "sim-storage-egress.yaml"
 FILE_NAME = "20MB.bin"
@@ -50,7 +49,9 @@ def http_base(simcluster: SimCluster, tmp_path_factory: pytest.TempPathFactory) 
     """``http://<bridge>:<port>``: a server with a 20 MB file, reachable from every node."""
     root = tmp_path_factory.mktemp("egress-target")
     (root / FILE_NAME).write_bytes(b"\0" * FILE_BYTES)
-    handler = lambda *a: _Handler(*a, directory=str(root))
+    def handler(*a: Any) -> _Handler:
+        return _Handler(*a, directory=str(root))
+
     server = ThreadingHTTPServer((simcluster.bridge_address, 0), handler)
     thread = threading.Thread(target=server.serve_forever, name="egress-target", daemon=True)
     thread.start()
@@ -63,14 +64,9 @@ def http_base(simcluster: SimCluster, tmp_path_factory: pytest.TempPathFactory) 
 
 
 @pytest.fixture
-def shared_dir() -> Iterator[str]:
-    """A directory every node sees at the same path, standing in for a shared filesystem."""
-    path = Path("/var/tmp") / f"pytest-fabric-{uuid.uuid4().hex[:8]}"
-    path.mkdir()
-    try:
-        yield str(path)
-    finally:
-        shutil.rmtree(path, ignore_errors=True)
+def mounts(simcluster: SimCluster) -> Iterator[SimMounts]:
+    with SimMounts(simcluster) as made:
+        yield made
 
 
 def closed_port(address: str) -> int:
@@ -88,21 +84,22 @@ def run_fabric(pytester: pytest.Pytester, inventory: Path, *args: str) -> pytest
 
 
 def test_healthy_cluster_passes_every_storage_and_egress_check(
-    pytester: pytest.Pytester, simcluster: SimCluster, http_base: str, shared_dir: str
+    pytester: pytest.Pytester, simcluster: SimCluster, http_base: str, mounts: SimMounts
 ) -> None:
     url = f"{http_base}/{FILE_NAME}"
+    shared = mounts.shared()
     inventory = simcluster.write_inventory(
         pytester.path / "inventory.yaml",
-        extra={"storage": {"mounts": [shared_dir]}, "egress": {"targets": [{"url": url, "upload": True}]}},
+        extra={"storage": {"mounts": [{"path": shared, "shared": True}]}, "egress": {"targets": [{"url": url, "upload": True}]}},
     )
     result = run_fabric(pytester, inventory, "-m", "storage or egress", "-k", "not sequential")
     n = len(simcluster.nodes)
-    # per node: random_read_iops, checkpoint_write, dns_resolve, connect_latency, download, upload;
+    # per node: mount, random_read_iops, checkpoint_write, dns_resolve, connect_latency, download, upload;
     # aggregate_write once for the cluster
-    result.assert_outcomes(passed=6 * n + 1)
+    result.assert_outcomes(passed=7 * n + 1)
     result.stdout.fnmatch_lines([f"PASSED *test_upload*{simcluster.nodes[0].name}*", "PASSED *test_aggregate_write"])
     # nothing left behind on the shared mount or running on the nodes
-    assert list(Path(shared_dir).iterdir()) == []
+    assert simcluster.exec(simcluster.nodes[0], ["ls", "-A", shared]).stdout == ""
     for node in simcluster.nodes:
         assert simcluster.processes(node) == [], f"{node.name} still runs {simcluster.processes(node)}"
 
@@ -145,25 +142,22 @@ def test_unreachable_target_fails_and_missing_curl_errors(
     ])
 
 
-def test_mount_missing_on_one_node_fails_that_node_only(pytester: pytest.Pytester, simcluster: SimCluster) -> None:
-    # /root is each node's own home directory, so a directory there exists only where it is made.
-    name = f"pf-scratch-{uuid.uuid4().hex[:6]}"
+def test_mount_missing_on_one_node_fails_that_node_only(
+    pytester: pytest.Pytester, simcluster: SimCluster, mounts: SimMounts
+) -> None:
     lacking = simcluster.nodes[5]
-    made = [node.home / name for node in simcluster.nodes if node is not lacking]
-    for path in made:
-        path.mkdir()
-    try:
-        inventory = simcluster.write_inventory(
-            pytester.path / "inventory.yaml", extra={"storage": {"mounts": [f"/root/{name}"]}}
-        )
-        result = run_fabric(pytester, inventory, "-k", "checkpoint_write or aggregate_write")
-        assert all(list(path.iterdir()) == [] for path in made), "fio work directories were left behind"
-    finally:
-        for path in made:
-            shutil.rmtree(path, ignore_errors=True)
+    path = mounts.shared([node for node in simcluster.nodes if node is not lacking])
+    inventory = simcluster.write_inventory(
+        pytester.path / "inventory.yaml", extra={"storage": {"mounts": [{"path": path, "shared": True}]}}
+    )
+    result = run_fabric(pytester, inventory, "-k", "mount or checkpoint_write or aggregate_write")
+    assert simcluster.exec(simcluster.nodes[0], ["ls", "-A", path]).stdout == "", "fio work directories were left behind"
     n = len(simcluster.nodes)
-    # checkpoint_write fails for that node only; the cluster-level aggregate fails naming it
-    result.assert_outcomes(passed=n - 1, failed=2)
-    failed = [line for line in result.outlines if line.startswith("FAILED") and "[" in line]
-    assert len(failed) == 1 and all(f"{lacking.name}:/root/{name}" in line for line in failed)
-    result.stdout.fnmatch_lines([f"cluster: not shared by every node: /root/{name} does not exist on {lacking.name}"])
+    # the mount check fails for that node only; its checkpoint_write and the cluster-level aggregate
+    # error naming it (they did not measure the storage the inventory names)
+    result.assert_outcomes(passed=2 * (n - 1), failed=1, errors=2)
+    failed = [line for line in result.outlines if line.startswith("FAILED")]
+    assert len(failed) == 1 and f"test_mount[{lacking.name}:{path}]" in failed[0]
+    result.stdout.fnmatch_lines([f"*{lacking.name}:{path}: {path} is not a mount point on {lacking.name}: it is a directory on /*"])
+    errors = [line for line in result.outlines if line.startswith("ERROR") and "test_" in line]
+    assert len(errors) == 2 and all("test_checkpoint_write[" + lacking.name in e or "test_aggregate_write" in e for e in errors)
