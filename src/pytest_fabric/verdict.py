@@ -57,7 +57,8 @@ class Measurement:
     #: a value per named bound when one measurement answers several (rdma_latency: max and p99)
     bounds: dict[str, Quantity | str | int | bool] = field(default_factory=dict)
     #: set when the subject the profile expects is not there (a mount not mounted,
-    #: a name that does not resolve): the check fails with this reason
+    #: a name that does not resolve), or when the tool reported a fault no bound
+    #: expresses (NCCL returned wrong results): the check fails with this reason
     missing: str | None = None
     #: check-specific data for reports (tool versions, per-stream figures, matrices)
     extra: dict[str, Any] = field(default_factory=dict)
