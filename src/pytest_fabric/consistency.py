@@ -2,17 +2,19 @@
 
 A contract floor catches a uniformly slow cluster; it does not catch one bad
 cable in a fast one (that pair still clears 90 % of line while its peers do
-99 %).  These pure functions compare each pair with the median of all pairs.
+99 %).  These pure functions compare each pair with the median of all pairs,
+and judge a pair only on what survives re-measuring it and stands out of the
+measurement's own spread.
 """
 
 from __future__ import annotations
 
 import statistics
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from decimal import Decimal
-from typing import Mapping
 
-__all__ = ["Deviation", "below_median", "above_median"]
+__all__ = ["Deviation", "OutlierFinding", "below_median", "above_median", "outlier"]
 
 
 @dataclass(frozen=True)
@@ -44,6 +46,72 @@ def above_median(values: Mapping[str, float], subject: str) -> Deviation:
     value = values[subject]
     fraction = (value - median) / median if median > 0 else 0.0
     return Deviation(subject, value, median, len(values), max(fraction, 0.0))
+
+
+# A normal distribution's standard deviation is 1.4826 times its median absolute
+# deviation; three of those is the usual robust outlier fence (Leys et al.,
+# "Detecting outliers: do not use standard deviation around the mean, use
+# absolute deviation around the median", 2013).
+MAD_TO_SIGMA = 1.4826
+FENCE_SIGMAS = 3.0
+
+
+@dataclass(frozen=True)
+class OutlierFinding:
+    """A pair judged against its peers after re-measuring: how far beyond the noise it sits."""
+
+    subject: str
+    value: float  # the figure judged: the median of the re-measurements, else the round figure
+    round_value: float
+    median: float
+    peers: int
+    fraction: float  # how far from the median, as a share of it (positive = worse)
+    spread: float  # the noise band, as a share of the median: the pairs' own spread or the repeats'
+    samples: int  # how many measurements of this pair the verdict rests on
+    remeasured: tuple[float, ...] = ()
+
+    @property
+    def beyond_spread(self) -> float:
+        """The deviation that the measurement's own spread does not explain (0 when within it)."""
+        return max(self.fraction - self.spread, 0.0)
+
+
+def outlier(
+    values: Mapping[str, float],
+    subject: str,
+    remeasured: Sequence[float] = (),
+    *,
+    lower_is_better: bool = False,
+) -> OutlierFinding:
+    """Judge ``subject`` against the median of ``values`` (one figure per pair, from the sweep).
+
+    A single sample a few percent off the median is noise, not a cable: the
+    figure judged is the median of ``remeasured`` (the pair measured again,
+    alone) when given, and the deviation counts only beyond the noise band,
+    the larger of three robust standard deviations of the pairs (MAD) and the
+    range of the re-measurements.
+    """
+    median = _median(values)
+    round_value = values[subject]
+    value = float(statistics.median(remeasured)) if remeasured else round_value
+    if median > 0:
+        fraction = (value - median) / median if lower_is_better else (median - value) / median
+        mad = statistics.median(abs(v - median) for v in values.values())
+        repeat_range = (max(remeasured) - min(remeasured)) if len(remeasured) > 1 else 0.0
+        spread = max(FENCE_SIGMAS * MAD_TO_SIGMA * mad, repeat_range) / median
+    else:
+        fraction, spread = 0.0, 0.0
+    return OutlierFinding(
+        subject,
+        value,
+        round_value,
+        median,
+        len(values),
+        max(fraction, 0.0),
+        spread,
+        1 + len(remeasured),
+        tuple(remeasured),
+    )
 
 
 def as_percent(fraction: float) -> Decimal:

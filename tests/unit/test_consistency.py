@@ -33,3 +33,44 @@ def test_concurrency_ratio_shows_a_blocking_fabric() -> None:
     assert concurrency_ratio(alone, [98e9] * 4) == pytest.approx(0.5)  # 2:1 oversubscribed spine
     with pytest.raises(ValueError):
         concurrency_ratio([0.0], [1.0])
+
+
+def test_a_single_sample_a_little_below_the_median_is_noise_not_a_cable() -> None:
+    # The reproduced case: a healthy cluster whose pairs scatter by a few percent, one pair 7.3 %
+    # below the median from one sample, against a 7 % limit.  Within the pairs' own spread.
+    from pytest_fabric.consistency import outlier
+
+    spread = [100.0, 97.0, 103.0, 98.5, 101.5, 99.0, 102.0, 96.5, 100.5, 103.5, 97.5, 101.0, 99.5, 98.0]
+    values = {f"p{i}": v * 1e9 for i, v in enumerate(spread)} | {"unlucky": 99.5e9 * (1 - 0.073)}  # median 99.5
+    finding = outlier(values, "unlucky")
+    assert finding.fraction == pytest.approx(0.073, abs=0.002)
+    assert finding.spread > 0.07
+    assert finding.beyond_spread < 0.01
+    assert finding.samples == 1
+
+
+def test_an_outlier_is_judged_on_the_median_of_its_re_measurements() -> None:
+    from pytest_fabric.consistency import outlier
+
+    values = {f"p{i}": 196e9 for i in range(27)} | {"pair": 150e9}
+    gone = outlier(values, "pair", [195e9, 196e9, 194e9])  # one bad sample, then fine
+    assert gone.value == 195e9 and gone.beyond_spread < 0.01 and gone.samples == 4
+    stays = outlier(values, "pair", [150e9, 151e9, 149e9])  # a real bad cable
+    assert stays.beyond_spread == pytest.approx(46 / 196 - 2 / 196, rel=0.01)
+
+
+def test_noisy_re_measurements_widen_the_band() -> None:
+    from pytest_fabric.consistency import outlier
+
+    values = {f"p{i}": 196e9 for i in range(27)} | {"pair": 170e9}
+    finding = outlier(values, "pair", [150e9, 180e9, 182e9])  # the repeats disagree by 32 Gb/s
+    assert finding.spread == pytest.approx(32 / 196)
+    assert finding.beyond_spread == 0.0
+
+
+def test_latency_outliers_are_above_the_median() -> None:
+    from pytest_fabric.consistency import outlier
+
+    values = {"a": 1.6e-6, "b": 1.6e-6, "c": 1.6e-6, "bad": 3.2e-6}
+    finding = outlier(values, "bad", [3.2e-6, 3.2e-6], lower_is_better=True)
+    assert finding.beyond_spread == pytest.approx(1.0)
