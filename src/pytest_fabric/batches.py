@@ -68,6 +68,8 @@ class BatchCache:
         if fanout < 1:
             raise ValueError(f"fan-out must be at least 1, not {fanout}")
         self.fanout = fanout
+        #: called when Ctrl-C arrives while a batch runs: kill what the members run on the nodes
+        self.on_interrupt: Callable[[], None] | None = None
         self._results: dict[tuple[str, object], dict[str, Outcome]] = {}
         self._lock = threading.Lock()
 
@@ -126,8 +128,19 @@ class BatchCache:
         # Members that wait on a shared resource hold a worker while they wait; order them so
         # the pool starts one member of every resource before a second of any.
         ordered = _interleave_by_resource(members)
-        with ThreadPoolExecutor(max_workers=min(self.fanout, size), thread_name_prefix="fabric-batch") as pool:
-            return dict(zip((m.id for m in ordered), pool.map(one, ordered)))
+        pool = ThreadPoolExecutor(max_workers=min(self.fanout, size), thread_name_prefix="fabric-batch")
+        try:
+            futures = [pool.submit(one, m) for m in ordered]
+            results = {m.id: f.result() for m, f in zip(ordered, futures)}
+        except KeyboardInterrupt:
+            # The workers wait on remote commands that would run to their own timeouts (a node
+            # NCCL run: 15 minutes): end those on the nodes, so the workers, and the run, end now.
+            if self.on_interrupt is not None:
+                self.on_interrupt()
+            pool.shutdown(wait=True, cancel_futures=True)
+            raise
+        pool.shutdown()
+        return results
 
 
 def _interleave_by_resource(members: Sequence[Member[S]]) -> list[Member[S]]:

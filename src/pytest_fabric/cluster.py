@@ -108,5 +108,9 @@ class Cluster:
         """Open connections to ``names`` (all nodes by default) in parallel."""
         return self.pool.connect_all(names if names is not None else list(self._handles), max_workers=self.fanout)
 
+    def interrupt(self) -> None:
+        """Kill every command still running on any node (the run was interrupted)."""
+        self.pool.interrupt_all(max_workers=self.fanout)
+
     def close(self) -> None:
         self.pool.close_all()

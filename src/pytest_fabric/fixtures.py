@@ -168,7 +168,10 @@ def cluster(request: pytest.FixtureRequest) -> Cluster:
     """The cluster under test; connections to all nodes are opened in parallel on first use."""
     state = _state(request)
     if state.cluster is None:
-        state.cluster = Cluster(state.inventory, state.profile, make_transport_for(request.config))
+        state.cluster = Cluster(
+            state.inventory, state.profile, make_transport_for(request.config), fanout=state.batches.fanout
+        )
+        state.batches.on_interrupt = state.cluster.interrupt
         # Unreachable nodes are found here, all at once, rather than one timeout per test.
         state.cluster.connect()
     return state.cluster  # type: ignore[no-any-return]

@@ -440,6 +440,8 @@ def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
         info.finished = utc_now()
     state = get_state(session.config)
     if state is not None and state.cluster is not None:
+        if exitstatus == pytest.ExitCode.INTERRUPTED:
+            state.cluster.interrupt()  # what the interrupted test ran in the foreground
         state.cluster.close()
     if state is not None:
         state.jump_hosts.close_all()

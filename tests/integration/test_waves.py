@@ -148,3 +148,49 @@ def test_fanout_caps_nodes_at_once(pytester: pytest.Pytester, simcluster: SimClu
     result.assert_outcomes(passed=n)
     assert max_overlap(intervals(shared_log)) == 3
     assert {c["extra"].get("measured_as") for c in record["checks"]} == {f"3 at a time of {n} (--fabric-fanout 3)"}
+
+
+def test_ctrl_c_during_a_wave_kills_every_node_command_at_once(
+    simcluster: SimCluster, sim_inventory: Path, tmp_path: Path
+) -> None:
+    """Long foreground commands on every node (a stand-in that would run 300 s) end on Ctrl-C."""
+    import signal
+    import subprocess
+    import sys
+    import time
+
+    token = f"300.{uuid.uuid4().int % 10**6:06d}"
+    for node in simcluster.nodes:
+        simcluster.install_tool(node, "getent", f"sleep {token}\n")
+    profile = tmp_path / "waves.yaml"
+    profile.write_text(PROFILE.replace("5 s", "600 s"))
+    inventory = simcluster.write_inventory(tmp_path / "inventory.yaml", extra={"egress": {"targets": ["localhost"]}})
+
+    def sleeping() -> list[str]:
+        return [n.name for n in simcluster.nodes if any(token in cmd for _, cmd in simcluster.processes(n))]
+
+    run = subprocess.Popen(
+        [sys.executable, "-m", "pytest", "--cluster", str(inventory), "--profile", str(profile),
+         "-p", "no:cacheprovider", "-k", "dns_resolve", "-q"],
+        cwd=tmp_path, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+    )
+    try:
+        deadline = time.monotonic() + 30
+        while time.monotonic() < deadline and len(sleeping()) < len(simcluster.nodes):
+            time.sleep(0.1)
+        assert len(sleeping()) == len(simcluster.nodes)
+        interrupted = time.monotonic()
+        run.send_signal(signal.SIGINT)
+        output, _ = run.communicate(timeout=60)
+        took = time.monotonic() - interrupted
+    finally:
+        if run.poll() is None:
+            run.kill()
+        for node in simcluster.nodes:
+            simcluster.remove_tool(node, "getent")
+    assert "nterrupt" in output, output[-2000:]
+    assert took < 30, f"the run took {took:.0f} s to end after Ctrl-C"
+    deadline = time.monotonic() + 10
+    while time.monotonic() < deadline and sleeping():
+        time.sleep(0.2)
+    assert sleeping() == []

@@ -167,3 +167,11 @@ class Transport(Protocol):
     def close(self) -> None:
         """Stop every background process this transport started, then close the connection."""
         ...
+
+    def interrupt(self) -> None:
+        """Kill, on the node and at once, every command of this transport still running.
+
+        Called when the run is interrupted (Ctrl-C): commands in other threads (a wave, a round)
+        then end within seconds instead of at their own timeouts.  Never raises.
+        """
+        ...

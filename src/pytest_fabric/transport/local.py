@@ -69,9 +69,17 @@ class LocalTransport:
         self.node = node
         self._lock = threading.Lock()
         self._background: list[LocalBackgroundProcess] = []
+        self._running: set[subprocess.Popen[bytes]] = set()
 
     def __repr__(self) -> str:
         return f"LocalTransport({self.node!r})"
+
+    def interrupt(self) -> None:
+        """Kill every foreground command still running (see base.Transport)."""
+        with self._lock:
+            running = list(self._running)
+        for proc in running:
+            _kill_group(proc, 0.5)
 
     def connect(self) -> None:
         """Nothing to open."""
@@ -80,6 +88,8 @@ class LocalTransport:
         """Run ``command`` with ``/bin/sh -c``; see :meth:`base.Transport.run`."""
         started = time.monotonic()
         proc = _spawn(command)
+        with self._lock:
+            self._running.add(proc)
         try:
             stdout, stderr = proc.communicate(timeout=timeout)
         except subprocess.TimeoutExpired:
@@ -93,6 +103,9 @@ class LocalTransport:
             # KeyboardInterrupt while waiting: leave nothing running behind us.
             _kill_group(proc, 0.5)
             raise
+        finally:
+            with self._lock:
+                self._running.discard(proc)
         result = CommandResult(
             self.node,
             command,

@@ -90,6 +90,23 @@ class ConnectionPool:
         ) as pool:
             return dict(zip(names, pool.map(attempt, names)))
 
+    def interrupt_all(self, max_workers: int = 64) -> None:
+        """Kill every running foreground command on every node, in parallel.  Never raises."""
+        with self._lock:
+            transports = [slot.transport for slot in self._slots.values() if slot.transport is not None]
+
+        def interrupt(transport: Transport) -> None:
+            try:
+                transport.interrupt()
+            except Exception:  # one node's trouble must not keep the others running
+                logger.debug("interrupting %s failed", transport.node, exc_info=True)
+
+        if transports:
+            with ThreadPoolExecutor(
+                max_workers=max(1, min(max_workers, len(transports))), thread_name_prefix="pf-interrupt"
+            ) as pool:
+                list(pool.map(interrupt, transports))
+
     def close_all(self, max_workers: int = 32) -> None:
         """Close every transport (stopping their background processes) in parallel.  Never raises."""
         with self._lock:

@@ -12,7 +12,7 @@ from __future__ import annotations
 import re
 import shlex
 
-__all__ = ["KILL_AFTER_S", "PID_MARKER", "in_background", "seconds", "split_pid", "with_timeout"]
+__all__ = ["KILL_AFTER_S", "PID_MARKER", "in_background", "kill_marked", "seconds", "split_pid", "with_timeout"]
 
 # Grace between TERM and KILL, on the node and when we stop a background process.
 KILL_AFTER_S = 5.0
@@ -29,9 +29,27 @@ def seconds(value: float) -> str:
     return text or "0.001"
 
 
-def with_timeout(command: str, timeout_s: float) -> str:
-    """``command`` run under timeout(1) on the node, in its own process group."""
-    return f"timeout -k {seconds(KILL_AFTER_S)} {seconds(timeout_s)} sh -c {shlex.quote(command)}"
+def with_timeout(command: str, timeout_s: float, marker: str | None = None) -> str:
+    """``command`` run under timeout(1) on the node, in its own process group.
+
+    ``marker`` (a word) becomes the shell's ``$0``, so the command line of timeout(1), which
+    leads the group, carries it: :func:`kill_marked` finds the group by it.
+    """
+    name = f" {shlex.quote(marker)}" if marker else ""
+    return f"timeout -k {seconds(KILL_AFTER_S)} {seconds(timeout_s)} sh -c {shlex.quote(command)}{name}"
+
+
+def kill_marked(marker: str, grace_s: float = 0.5) -> str:
+    """A shell line that TERMs, then KILLs, every process group whose leader carries ``marker``.
+
+    The marker is assembled at run time, so this line's own command line does not match it.
+    """
+    head, tail = marker[:3], marker[3:]
+    find = f'm={shlex.quote(head)}; m="$m"{shlex.quote(tail)}; pgrep -f -- "$m"'
+    return (
+        f"for p in $({find}); do kill -TERM -- -$p 2>/dev/null; done; sleep {seconds(grace_s)}; "
+        f"for p in $({find}); do kill -KILL -- -$p 2>/dev/null; kill -KILL $p 2>/dev/null; done; true"
+    )
 
 
 def in_background(command: str, timeout_s: float) -> str:

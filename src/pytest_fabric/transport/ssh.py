@@ -26,6 +26,7 @@ import random
 import socket
 import threading
 import time
+import uuid
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
@@ -37,7 +38,7 @@ from .base import CommandResult, CommandTimeout, TransportError
 from .hostkeys import HostKeyPolicy, configure_client
 from .jumphosts import JumpHosts
 from .outcome import is_wrapper_timeout, judge
-from .shellwrap import KILL_AFTER_S, in_background, with_timeout
+from .shellwrap import KILL_AFTER_S, in_background, kill_marked, with_timeout
 from .ssh_background import SSHBackgroundProcess
 from .ssh_channel import exit_code_of, pump
 from .ssh_errors import Endpoint, connect_error, dropped_before_banner, dropped_error, lost_error
@@ -140,6 +141,8 @@ class SSHTransport:
         self.settings = settings
         #: where jump host connections are shared with other nodes (None: this node's own)
         self.jump_hosts = jump_hosts
+        #: on every foreground command line of this transport, so interrupt() can find them on the node
+        self._marker = f"pf-run-{uuid.uuid4().hex[:12]}"
         self._tcp_nodelay = (
             _tcp_nodelay  # private switch, for the benchmark's with/without comparison
         )
@@ -364,7 +367,7 @@ class SSHTransport:
     # -- running -----------------------------------------------------------------
     def run(self, command: str, *, timeout: float, check: bool = True) -> CommandResult:
         """Run ``command`` on the node; see :meth:`base.Transport.run`."""
-        chan = self._channel(command, with_timeout(command, timeout))
+        chan = self._channel(command, with_timeout(command, timeout, self._marker))
         stdout: list[bytes] = []
         stderr: list[bytes] = []
         started = time.monotonic()
@@ -427,6 +430,22 @@ class SSHTransport:
             if process in self._background:
                 self._background.remove(process)
         self._release(process.channel_transport)
+
+    def interrupt(self) -> None:
+        """Kill this transport's foreground commands still running on the node (see base.Transport)."""
+        with self._lock:
+            alive = self._conn is not None and self._conn.transport is not None and self._conn.transport.is_active()
+        if not alive:
+            return  # never connected, or gone: timeout(1) on the node ends what is left
+        try:
+            chan = self._channel("(interrupt)", kill_marked(self._marker))
+            try:
+                pump(chan, time.monotonic() + self.settings.connect_timeout + 2, lambda _: None, lambda _: None)
+            finally:
+                chan.close()
+                self._release(chan.get_transport())
+        except Exception:  # noqa: BLE001 - best effort while a run unwinds
+            logger.debug("interrupting commands on %s failed", self.node, exc_info=True)
 
     # -- closing -------------------------------------------------------------------
     def close(self) -> None:
