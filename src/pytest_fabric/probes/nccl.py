@@ -31,7 +31,7 @@ from ..units import Quantity, bandwidth, parse_quantity
 from ..verdict import Measurement
 from .base import MeasurementError, parse_or_raise
 
-__all__ = ["ALGORITHM", "BASELINE_PAIRS", "SCALING_SAMPLES", "allreduce", "baseline_pairs", "scaling"]
+__all__ = ["ALGORITHM", "BASELINE_PAIRS", "SCALING_SAMPLES", "allreduce", "baseline_pairs", "scaling", "wrong_results"]
 
 ALGORITHM = "Ring"
 # Two-node runs the scaling baseline is the median of: pairs spread over the node list, so one
@@ -56,8 +56,12 @@ def _command(nodes: Sequence[NodeHandle], size_bytes: int, gpus_per_node: int, a
     )
 
 
-def _corruption(parsed: nccl_tests.NcclTestsResult) -> str | None:
-    """What nccl-tests said was wrong with the results, or None when they checked out."""
+def wrong_results(parsed: nccl_tests.NcclTestsResult) -> str | None:
+    """What nccl-tests said was wrong with the results, or None when they checked out.
+
+    For any nccl-tests run (the single-node one too): ``#wrong`` counts and a FAILED
+    ``Out of bounds values`` line, the only verdict the old ``error`` layout gives.
+    """
     found = []
     wrong = [
         (row.size_bytes, place, count)
@@ -97,7 +101,7 @@ def allreduce(
         if result.exit_code != 0:
             raise CommandFailed(result, fix=_FIX_LAUNCH) from None
         parsed = parse_or_raise(nccl_tests.parse, result, fix=_FIX_LAUNCH)
-    corrupted = _corruption(parsed)
+    corrupted = wrong_results(parsed)
     if corrupted is None and result.exit_code != 0:
         # The rows are there but a rank did not finish cleanly: the figures cannot be trusted.
         raise CommandFailed(result, fix=_FIX_LAUNCH)
