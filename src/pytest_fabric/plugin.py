@@ -19,6 +19,7 @@ import pytest
 from . import __version__, hookspecs
 from .batches import DEFAULT_FANOUT, BatchCache
 from .bundled import bundled_inventories, conformance_dir, inventory_path
+from .hostlist import fold
 from .inventory import Node, load_inventory
 from .pairs import make_pairs
 from .profile import LAYERS, bundled_profiles, load_profile
@@ -251,6 +252,7 @@ PROFILE_KEY_OF = {
     "tcp_throughput_outlier": "outlier",
     "rdma_latency_outlier": "latency_outlier",
     "node_nccl_allreduce": "nccl_allreduce",
+    "fabric_attribution": "attribution",
 }
 
 # When a check runs relative to the others.  Checks that read results of pair
@@ -264,6 +266,7 @@ CHECK_PHASE = {
     "oversubscription": 25,
     "scaling_efficiency": 26,
     "attribution": 30,
+    "fabric_attribution": 30,
     "error_counters": 99,
 }
 
@@ -428,7 +431,9 @@ def pytest_report_header(config: pytest.Config) -> list[str] | None:
     p = state.profile
     extends = f" (extends {', '.join(p.extends)})" if p.extends else ""
     lines = [
-        f"fabric: cluster {state.inventory.name} ({len(state.inventory.nodes)} nodes) from {state.inventory.path}",
+        f"fabric: cluster {state.inventory.name} from {state.inventory.path}",
+        # Folded as Slurm and clush write nodesets, so the list pastes into srun -w or --exclude.
+        f"fabric: {len(state.inventory.nodes)} nodes: {fold(state.inventory.node_names)}",
         f"fabric: profile {p.name}{extends} sha256:{p.sha256[:12]} from {p.path}",
     ]
     return lines

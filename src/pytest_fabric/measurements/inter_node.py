@@ -8,6 +8,7 @@ instead of measuring again.
 
 from __future__ import annotations
 
+import dataclasses
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any, Callable
 
@@ -21,6 +22,7 @@ from ..pairs import circle_rounds
 from ..probes import counters, nccl, netdev, qos, rdma, tcp
 from ..probes.base import MeasurementError
 from ..state import CHECK_KEY, FabricState, get_state
+from ..transport.base import AuthenticationFailed, HostKeyMismatch, NodeUnreachable
 from ..units import Quantity, parse_quantity
 from ..verdict import Measurement
 from ..verdict import judge as judge_measurement
@@ -149,10 +151,10 @@ def rdma_settings(state: FabricState, *, port: int, repeat: int | None = None) -
     )
 
 
-def _round_pairs(state: FabricState, check: str, pair: NodePair) -> list[NodePair]:
-    """The selected pairs of ``pair``'s round: measured together, each link loaded once."""
+def _round_pairs(state: FabricState, check: str, pair: NodePair, *, whole: bool = False) -> list[NodePair]:
+    """The selected pairs of ``pair``'s round (``whole``: all of them): measured together, each link loaded once."""
     assert state.cluster is not None
-    selected = state.selected_pairs.get(check)
+    selected = None if whole else state.selected_pairs.get(check)
     return [
         state.cluster.pair(p.a, p.b, p.round, p.slot)
         for p in state.pairs
@@ -161,8 +163,43 @@ def _round_pairs(state: FabricState, check: str, pair: NodePair) -> list[NodePai
 
 
 def pair_measurement(request: pytest.FixtureRequest, check: str, pair: NodePair) -> Measurement:
+    """``pair``'s measurement, its round measured at once; the detail says when that round was not the full one.
+
+    Under ``--lf`` the failing pairs run inside their whole round again, as in the
+    first run: in a smaller round a failure that came from contention would
+    "fix" itself.  A pair that fails there is also re-measured alone, as
+    attribution's retest does, and the message says which it is.
+    """
     state = _state(request)
-    return state.rounds.measure(check, pair, _round_pairs(state, check, pair), measure_function(state, check))
+    whole = bool(request.config.getoption("lf", False))
+    round_pairs = _round_pairs(state, check, pair, whole=whole)
+    measured = state.rounds.measure(check, pair, round_pairs, measure_function(state, check))
+    full = sum(1 for p in state.pairs if p.round == pair.round)
+    selected = state.selected_pairs.get(check)
+    note = ""
+    if len(round_pairs) < full:
+        note = (
+            f"measured in a round of {len(round_pairs)} pair(s) at once where the full sweep runs {full} "
+            "(the selection left the others out): a failure that shows only under load may not show here"
+        )
+    elif whole and selected is not None and any(p.id not in selected for p in round_pairs):
+        note = (
+            f"--lf: measured inside its whole round ({full} pairs at once, as in the first run), "
+            "not in a smaller one where a failure under load would vanish"
+        )
+        if _is_bad(state, check, pair.id, measured, {}):
+            good, figure = _good_alone(state, check, pair.a.name, pair.b.name, {})
+            note += (
+                f"; re-measured alone as attribution's retest does: {figure}, "
+                + (
+                    "good alone: it fails under load (contention, routing or oversubscription), not a cable"
+                    if good
+                    else "bad alone too"
+                )
+            )
+    if note:
+        measured = dataclasses.replace(measured, detail=f"{measured.detail}; {note}" if measured.detail else note)
+    return measured
 
 
 def all_pair_measurements(state: FabricState, check: str) -> dict[str, Measurement | BaseException]:
@@ -292,7 +329,7 @@ def port_rate(request: pytest.FixtureRequest, hca: HcaHandle, spec: Callable[[st
 
 @pytest.fixture(scope="session", autouse=True)
 def _error_counter_baseline(request: pytest.FixtureRequest) -> None:
-    """Read every port's error counters before any traffic, so the check can say which counter grew."""
+    """Read every port's error counters before any traffic, so the check judges growth during this run."""
     state = get_state(request.config)
     if state is None or state.profile.spec("inter_node", "error_counters") is None:
         return
@@ -401,8 +438,125 @@ def nccl_allreduce(request: pytest.FixtureRequest, node_pair: NodePair, spec: Ca
     return pair_measurement(request, "nccl_allreduce", node_pair)
 
 
+# --------------------------------------------------------------------------- re-measuring before judging
+
+#: how often a pair that looks like an outlier is re-measured alone; it is judged on their median
+OUTLIER_REPEATS = 3
+#: re-measurements run one at a time (or one round at a time): one port range after the rounds' own
+RETEST_PORT_OFFSET = 100
+UNREACHABLE = (NodeUnreachable, AuthenticationFailed, HostKeyMismatch)
+
+
+def _figure(measured: Measurement) -> float | None:
+    """The pair's figure for peer comparison, in base units (bit/s, seconds)."""
+    if not isinstance(measured.value, Quantity):
+        return None
+    return float(measured.extra.get("consistency_value", measured.value.value))
+
+
+def measure_alone(state: FabricState, check: str, sender: str, receiver: str, count: int = 1) -> list[Measurement | BaseException]:
+    """``sender`` -> ``receiver`` measured with nothing else running, at least ``count`` times.
+
+    Cached for the run: the outlier check, attribution and ``--lf`` re-measure the
+    same pairs, and a pair is not measured alone more often than the most any asks.
+    """
+    assert state.cluster is not None
+    done: list[Measurement | BaseException] = state.cluster_results.setdefault("alone", {}).setdefault(
+        (check, sender, receiver), []
+    )
+    if len(done) < count:
+        measure = measure_function(state, check, port_offset=RETEST_PORT_OFFSET)
+        pair = state.cluster.pair(sender, receiver)
+        while len(done) < count:
+            try:
+                done.append(measure(pair))
+            except Exception as exc:  # counted as not good; the message says why
+                done.append(exc)
+    return done
+
+
+def _good_alone(state: FabricState, check: str, sender: str, receiver: str, values: dict[str, float]) -> tuple[bool, str]:
+    """Is the pair good measured alone (on the median of what was measured alone), and its figure as text."""
+    samples = measure_alone(state, check, sender, receiver)
+    errors = [s for s in samples if isinstance(s, BaseException)]
+    if errors:
+        return False, f"could not be measured alone ({str(errors[0]).splitlines()[0]})"
+    measured = [s for s in samples if isinstance(s, Measurement)]
+    measured.sort(key=lambda m: _figure(m) or 0.0)
+    middle = measured[len(measured) // 2]
+    pair_id = f"{sender}<->{receiver}"
+    return not _is_bad(state, check, pair_id, middle, values, alone=True), _display(check, middle)
+
+
+def _display(check: str, measured: Measurement) -> str:
+    value = measured.value
+    if isinstance(value, Quantity):
+        return value.display("us" if check == "rdma_latency" else "Gb/s") if check != "nccl_allreduce" else value.display()
+    return str(value)
+
+
+def rerun_round(state: FabricState, check: str, pair_id: str) -> Measurement | BaseException:
+    """``pair_id`` measured again inside its round, all of that round's pairs at once (one re-run per round)."""
+    assert state.cluster is not None
+    original = next(p for p in state.pairs if p.id == pair_id)
+    pair = state.cluster.pair(original.a, original.b, original.round, original.slot)
+    round_pairs = _round_pairs(state, check, pair)
+    try:
+        # its own cache key: the round's first results stay as measured
+        return state.rounds.measure(
+            f"{check} (round again)", pair, round_pairs, measure_function(state, check, port_offset=RETEST_PORT_OFFSET)
+        )
+    except Exception as exc:  # counted as not good
+        return exc
+
+
+def _needs_every_pair(request: pytest.FixtureRequest, state: FabricState, test_check: str) -> None:
+    """Skip a peer-relative check when the selection keeps only some of its pairs.
+
+    The median needs every pair; measuring the ones the selection left out
+    would measure the whole cluster unasked (``-k node03`` would take longer
+    than the full run), and a median over node03's pairs alone hides node03.
+    """
+    scheduled = {p.id for p in state.pairs}
+    selected = state.selected_pairs.get(test_check, set()) & scheduled
+    if selected and selected != scheduled:
+        pytest.skip(
+            f"{test_check} compares each pair with the median of all {len(scheduled)} scheduled pairs; the selection "
+            f"(-k/-m/--lf/--deselect) keeps {len(selected)} of them and pytest-fabric does not measure the other "
+            f"{len(scheduled) - len(selected)} unasked. Select every pair of it (-k {test_check}) or none"
+        )
+
+
+def _needs_every_node(request: pytest.FixtureRequest, state: FabricState) -> None:
+    """Skip per-node attribution when the selection keeps only some nodes (see _needs_every_pair)."""
+    selected = {
+        info.nodes[0]
+        for item in request.session.items
+        if (info := item.stash.get(CHECK_KEY, None)) is not None and info.check == "attribution" and info.nodes
+    }
+    names = set(state.inventory.node_names)
+    if selected and selected & names != names:
+        pytest.skip(
+            f"attribution judges each node against every pair of the cluster; the selection keeps it for "
+            f"{len(selected & names)} of {len(names)} nodes and pytest-fabric does not measure the whole cluster "
+            "unasked. Select attribution for every node (-k attribution) or none"
+        )
+
+
+def _outlier_limit(state: FabricState, lower_is_better: bool) -> float | None:
+    spec: Any = state.profile.spec("inter_node", "latency_outlier" if lower_is_better else "outlier")
+    bound = None if spec is None else (spec.max_above_median if lower_is_better else spec.max_below_median)
+    return float(bound.value) if bound is not None else None
+
+
 def _outlier(request: pytest.FixtureRequest, check: str, pair: NodePair, *, lower_is_better: bool) -> Measurement:
+    """How far the pair sits from the median of all pairs beyond the measurement's own spread.
+
+    A pair that stands out in the sweep is re-measured alone ``OUTLIER_REPEATS``
+    times and judged on their median: one unlucky sample does not send a cable back.
+    """
     state = _state(request)
+    _needs_every_pair(request, state, f"{check}_outlier")
     measurements = all_pair_measurements(state, check)
     own = measurements.get(pair.id)
     if isinstance(own, BaseException):
@@ -410,15 +564,45 @@ def _outlier(request: pytest.FixtureRequest, check: str, pair: NodePair, *, lowe
     values = _values(measurements)
     if len(values) < 3:
         pytest.skip(f"{check}: {len(values)} pair(s) measured; a median needs at least 3")
-    deviation = (consistency.above_median if lower_is_better else consistency.below_median)(values, pair.id)
+    limit = _outlier_limit(state, lower_is_better)
+    finding = consistency.outlier(values, pair.id, lower_is_better=lower_is_better)
+    if limit is not None and finding.beyond_spread > limit:
+        samples = measure_alone(state, check, pair.a.name, pair.b.name, OUTLIER_REPEATS)[:OUTLIER_REPEATS]
+        errors = [s for s in samples if isinstance(s, BaseException)]
+        if errors:
+            raise errors[0]
+        figures = [f for s in samples if isinstance(s, Measurement) and (f := _figure(s)) is not None]
+        finding = consistency.outlier(values, pair.id, figures, lower_is_better=lower_is_better)
     # base units are seconds (latency) and bit/s (bandwidth); show us and Gb/s
     unit, scale = ("us", 1e6) if lower_is_better else ("Gb/s", 1e-9)
-    value = f"{deviation.value * scale:.3f}".rstrip("0").rstrip(".")
-    median = f"{deviation.median * scale:.3f}".rstrip("0").rstrip(".")
+
+    def show(number: float) -> str:
+        return f"{number * scale:.3f}".rstrip("0").rstrip(".")
+
     direction = "above" if lower_is_better else "below"
+    if finding.remeasured:
+        basis = (
+            f"rests on {finding.samples} samples: {show(finding.round_value)} {unit} in its round, then the median of "
+            f"{len(finding.remeasured)} re-measured alone ({', '.join(show(v) for v in finding.remeasured)} {unit})"
+        )
+    else:
+        basis = "rests on 1 sample, in its round (it did not stand out, so it was not re-measured)"
     return Measurement(
-        value=parse_quantity(f"{deviation.fraction * 100:.4f}%"),
-        detail=f"{check} {value} {unit} vs median {median} {unit} over {deviation.peers} pairs ({direction} the median)",
+        value=parse_quantity(f"{finding.beyond_spread * 100:.4f}%"),
+        detail=(
+            f"{check} {show(finding.value)} {unit} vs median {show(finding.median)} {unit} over {finding.peers} pairs: "
+            f"{finding.fraction * 100:.1f}% {direction} the median, of which {min(finding.spread, finding.fraction) * 100:.1f}% "
+            f"is within the measurement's own spread (3 x MAD of the pairs, or the range of the re-measurements); "
+            f"{basis}"
+        ),
+        extra={
+            "outlier": {
+                "fraction": finding.fraction,
+                "spread": finding.spread,
+                "samples": finding.samples,
+                "remeasured": list(finding.remeasured),
+            }
+        },
     )
 
 
@@ -485,7 +669,16 @@ def _attribution_checks(state: FabricState) -> list[str]:
     return [c for c in ("rdma_bandwidth", "tcp_throughput") if state.profile.spec("inter_node", c) is not None]
 
 
-def _is_bad(state: FabricState, check: str, pair_id: str, measured: Measurement | BaseException, values: dict[str, float]) -> bool:
+def _is_bad(
+    state: FabricState,
+    check: str,
+    pair_id: str,
+    measured: Measurement | BaseException,
+    values: dict[str, float],
+    *,
+    alone: bool = False,
+) -> bool:
+    """Does the pair fail ``check``'s floor, or stand out below its peers beyond the spread?"""
     if isinstance(measured, BaseException):
         return True
     for expectation in state.profile.expectations("inter_node", check):
@@ -494,59 +687,88 @@ def _is_bad(state: FabricState, check: str, pair_id: str, measured: Measurement 
                 return True
         except (ValueError, TypeError):
             return True
-    outlier: Any = state.profile.spec("inter_node", "outlier")
-    if outlier is not None and outlier.max_below_median is not None and len(values) >= 3 and pair_id in values:
-        deviation = consistency.below_median(values, pair_id)
-        if deviation.fraction > float(outlier.max_below_median.value):
+    limit = _outlier_limit(state, lower_is_better=False)
+    if limit is not None and len(values) >= 3 and (figure := _figure(measured)) is not None:
+        population = {**values, pair_id: figure} if pair_id in values or alone else values
+        if pair_id in population and consistency.outlier(population, pair_id).beyond_spread > limit:
             return True
     return False
 
 
-def _attribute(state: FabricState, check: str) -> dict[str, attribution_rules.NodeAttribution]:
-    """Per-node attribution from one pair check's results, retesting suspects with that check."""
+def _attribute(state: FabricState, check: str) -> attribution_rules.Attribution:
+    """Attribution from one pair check's results: only measured pairs count; suspects are re-measured."""
     assert state.cluster is not None
     spec: Any = state.profile.spec("inter_node", "attribution")
     measurements = all_pair_measurements(state, check)
     values = _values(measurements)
     names = {p.id: (p.a, p.b) for p in state.pairs}
-    bad = [names[k] for k, m in measurements.items() if _is_bad(state, check, k, m, values)]
-    measure = measure_function(state, check, port_offset=100)
+    measured: list[tuple[str, str]] = []
+    bad: list[tuple[str, str]] = []
+    errored: dict[str, list[str]] = {}
+    unreachable: dict[str, str] = {}
+    for key, m in measurements.items():
+        a, b = names[key]
+        if isinstance(m, BaseException):
+            first = str(m).splitlines()[0] if str(m) else type(m).__name__
+            for end in (a, b):
+                errored.setdefault(end, []).append(f"{key}: {first}")
+            if isinstance(m, UNREACHABLE) and m.node in (a, b):
+                unreachable[m.node] = m.detail
+            continue
+        measured.append((a, b))
+        if _is_bad(state, check, key, m, values):
+            bad.append((a, b))
 
-    def retest(node: str, helper: str) -> bool:
-        pair = state.cluster.pair(node, helper)  # type: ignore[union-attr]
-        try:
-            fresh = measure(pair)
-        except Exception:
-            return False
-        return not _is_bad(state, check, pair.id, fresh, values)
+    def alone(sender: str, receiver: str) -> bool:
+        return _good_alone(state, check, sender, receiver, values)[0]
 
+    def in_round(sender: str, receiver: str) -> bool:
+        pair_id = f"{sender}<->{receiver}"
+        return not _is_bad(state, check, pair_id, rerun_round(state, check, pair_id), values)
+
+    retest = spec is None or spec.retest
     return attribution_rules.attribute(
         state.inventory.node_names,
-        [names[k] for k in measurements],
+        measured,
         bad,
+        unreachable=unreachable,
+        errored=errored,
         node_fault_share=float(spec.node_fault_share.value) if spec is not None else 0.5,
-        retest=retest if spec is None or spec.retest else None,
+        remeasure=attribution_rules.Remeasure(alone, in_round) if retest else None,
         what=check.replace("_", " "),
     )
 
 
-def cluster_attribution(request: pytest.FixtureRequest) -> dict[str, attribution_rules.NodeAttribution]:
-    """Per-node attribution for the whole run, computed once (retests included)."""
+def cluster_attribution(request: pytest.FixtureRequest) -> attribution_rules.Attribution:
+    """Attribution for the whole run, per node and for the fabric, computed once (retests included)."""
     state = _state(request)
     if "attribution" not in state.cluster_results:
         checks = _attribution_checks(state)
         if not checks:
             pytest.skip(f"attribution reads rdma_bandwidth or tcp_throughput; profile {state.profile.name} sets neither")
         state.cluster_results["attribution"] = attribution_rules.merge({c: _attribute(state, c) for c in checks})
-    results: dict[str, attribution_rules.NodeAttribution] = state.cluster_results["attribution"]
+    results: attribution_rules.Attribution = state.cluster_results["attribution"]
     return results
 
 
 @pytest.fixture
 def attribution(request: pytest.FixtureRequest, node: NodeHandle, spec: Callable[[str], Any]) -> Measurement:
+    """The node's class: ok, node fault, link fault or cannot attribute (an error when unreachable or unmeasured)."""
     spec("inter_node.attribution")
+    _needs_every_node(request, _state(request))
     result = cluster_attribution(request)[node.name]
+    if result.verdict in ("unreachable", "not measured"):
+        # Nothing measured for this node: that is an error, never a verdict on it.
+        raise MeasurementError(node.name, result.message, fix=f"make every pair with {node.name} measurable and run again")
     return Measurement(value=result.verdict, detail=result.message, extra={"attribution": result.to_dict()})
+
+
+@pytest.fixture
+def fabric_attribution(request: pytest.FixtureRequest, cluster: Cluster, spec: Callable[[str], Any]) -> Measurement:
+    """Findings about the whole fabric, stated once: fabric-wide shortfall, pairs that fail under load."""
+    spec("inter_node.attribution")
+    result = cluster_attribution(request).fabric
+    return Measurement(value=result.verdict, detail=result.message, extra={"fabric_attribution": result.to_dict()})
 
 
 @pytest.fixture

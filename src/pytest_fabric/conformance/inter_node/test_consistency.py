@@ -1,4 +1,4 @@
-"""Inter-node, across the fabric: no pair lags its peers, and every bad pair is blamed on a node or a link."""
+"""Inter-node, across the fabric: no pair lags its peers, and every bad pair is blamed on a node, a link or the fabric."""
 
 import pytest
 
@@ -25,5 +25,10 @@ def test_oversubscription(oversubscription, judge):
 
 
 def test_attribution(node, attribution, judge):
-    """After the pair rounds: a node bad with most peers is a node fault; a single bad pair, a link fault."""
+    """After the pair rounds, re-measured alone: a node bad with most peers is a node fault; a single bad pair, a link fault."""
     judge(attribution, "inter_node.attribution")
+
+
+def test_fabric_attribution(fabric_attribution, judge):
+    """Once for the whole fabric: every pair short (fabric-wide), or pairs short only under load (contention)."""
+    judge(fabric_attribution, "inter_node.attribution")
