@@ -57,12 +57,12 @@ def test_outputs_of_a_rejected_run(pytester: pytest.Pytester) -> None:
         "inter_node:",
         "  FAILED tcp_throughput node01<->node03: 120.5 Gb/s, expected >= 180 Gb/s (-33.1%)",
         # One node down errs every pair it is in: one line for the one cause.
-        "  ERROR  tcp_throughput node01<->node04 (+2 more: node02<->node04, node03<->node04): node04 unreachable*",
+        "  ERROR  tcp_throughput node04 with node[[]01-03] (3 pairs): node04 unreachable*",  # [[]: a literal [
         "waived: port_rate node03:mlx5_0/1 (cable swap scheduled, ticket OPS-1234)",
         "conformance record: out/record.json",
         "REJECT: 3 failed, 4 errored (7 passed, 1 waived, 1 skipped; 16 checks on 4 nodes)",
         # node01's GPU count failed, node03 failed every pair it is in, node04 errored everything.
-        "nodes to send back: node[01,03-04]",
+        "nodes to send back: node[[]01,03-04]",
     ])
 
     # JSON record: schema, seal, evidence files, verdict.
@@ -205,7 +205,7 @@ def test_a_run_that_measured_nothing_has_no_verdict(pytester: pytest.Pytester) -
     write_fake_project(pytester.path, info, checks)
     result = pytester.runpytest(*PLUGIN_ARGS, "--conformance-json=r.json", "--junitxml=j.xml", "--html=r.html")
     result.stdout.fnmatch_lines(["NO VERDICT: 0 failed, 1 errored, nothing measured (1 skipped; 2 checks on 2 nodes)",
-                                 "nodes to send back: node[01-02]"])
+                                 "nodes to send back: node[[]01-02]"])
     assert "ACCEPT" not in result.stdout.str()
     run = json.loads((pytester.path / "r.json").read_text())["run"]
     assert (run["verdict"], run["status"]) == (None, "complete")

@@ -39,9 +39,12 @@ def test_report_of_a_shaped_and_a_down_node(
     result.stdout.fnmatch_lines([
         "*= fabric conformance: *",
         f"  FAILED tcp_throughput *{shaped}*: * Gb/s, expected >= * Gb/s (-*%)",
-        f"  ERROR  tcp_throughput *{down}* (+{len(with_down) - 1} more: *): *{down}*",
+        # One node down errs every pair it is in: one line, its peers folded into a nodeset.
+        f"  ERROR  tcp_throughput {down} with node[[]01-05,07-08] ({len(with_down)} pairs): *{down}*",
         "*fix: *",
         f"REJECT: {len(with_shaped)} failed, {len(with_down)} errored*",
+        # The shaped node failed every pair it is in, the stopped one errored them: only those two.
+        "nodes to send back: node[[]03,06]",  # [[] is fnmatch for a literal [; node03 shaped, node06 down
     ])
 
     record = json.loads((pytester.path / "record.json").read_text())

@@ -75,9 +75,11 @@ def test_a_selected_subset_is_incomplete_in_all_four_outputs(
     pytester: pytest.Pytester, simcluster: SimCluster, sim_inventory: Path
 ) -> None:
     # Every MTU is right, but -k left out every other check the profile sets: that is not ACCEPT.
-    out = _run(pytester, sim_inventory, "-k", "test_mtu")
     n = len(simcluster.nodes)
+    out = _run(pytester, sim_inventory, "-k", "test_mtu")
     pairs = n * (n - 1) // 2
+    # The header folds the inventory's nodes into a nodeset, as srun -w takes them.
+    assert f"fabric: {n} nodes: node[01-{n:02d}]" in out.terminal.splitlines()
     lines = _our_lines(out.terminal)
     assert lines[-2].startswith("INCOMPLETE: 0 failed, 0 errored, "), lines
     assert f"({n} passed; {n} checks on {n} nodes)" in lines[-2]

@@ -3,7 +3,7 @@
     ======================= fabric conformance: pod1 vs hdr200 =======================
     inter_node:
       FAILED tcp_throughput node01<->node03: 120.5 Gb/s, expected >= 180 Gb/s (-33.1%)
-      ERROR  tcp_throughput node01<->node04 (+2 more: node02<->node04, ...): node04 unreachable: ...
+      ERROR  tcp_throughput node04 with node[01-03] (3 pairs): node04 unreachable: ...
              fix: check the node is up and sshd listens on 10.0.0.14:22
     waived: port_rate node03:mlx5_0/1 (cable swap scheduled)
     compared with previous.json: 1 regressed, 2 fixed, 60 unchanged
@@ -97,14 +97,25 @@ def error_groups(errors: Sequence[Mapping[str, Any]]) -> list[list[Mapping[str, 
 
 
 def error_lines(group: Sequence[Mapping[str, Any]]) -> list[str]:
-    """``ERROR  check subject (+6 more: a, b, c, ...): cause`` and the message's further lines (the fix)."""
+    """One line for errors of one cause, node lists folded, then the message's further lines (the fix).
+
+    Pairs that share one node (a node down errs every pair it is in) read as
+    ``ERROR  tcp_throughput node04 with node[01-03,05-08] (7 pairs): cause``; other groups as
+    ``ERROR  check subject (+6 more, on node[01-07]): cause``.
+    """
     first = group[0]
     lines = problem_line(first).splitlines() or [""]
     if len(group) > 1:
-        others = [str(c.get("subject")) for c in group[1:]]
-        shown = ", ".join(others[:3]) + (", ..." if len(others) > 3 else "")
         head, _, cause = lines[0].partition(": ")
-        lines[0] = f"{head} (+{len(others)} more: {shown}): {cause}"
+        node_sets = [{str(n) for n in c.get("nodes") or []} for c in group]
+        shared = set.intersection(*node_sets)
+        if all(len(ns) == 2 for ns in node_sets) and len(shared) == 1:
+            node = shared.pop()
+            peers = nodeset(set.union(*node_sets) - {node})
+            lines[0] = f"ERROR  {first.get('check')} {node} with {peers} ({len(group)} pairs): {cause}"
+        else:
+            on = nodeset(set.union(*node_sets))
+            lines[0] = f"{head} (+{len(group) - 1} more{', on ' + on if on else ''}): {cause}"
     return lines
 
 
