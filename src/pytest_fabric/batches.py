@@ -49,13 +49,19 @@ class Member(Generic[S]):
 Outcome = Measurement | BaseException
 
 
-def describe_concurrency(size: int, share: Share | None, fanout: int) -> str:
-    """How a member of a batch of ``size`` was measured, as the record and report say it."""
+def describe_concurrency(size: int, share: Share | None, fanout: int, sharing: int | None = None) -> str:
+    """How a member of a batch of ``size`` was measured, as the record and report say it.
+
+    ``sharing``: how many members of the batch use the member's shared resource (all by default).
+    """
     if size <= 1:
         return "alone"
-    if share is not None and share.limit < size:
+    sharing = size if sharing is None else sharing
+    if share is not None and share.limit < sharing:
         at_once = "one at a time" if share.limit == 1 else f"{share.limit} at a time"
-        return f"{at_once} of {size} ({share.resource} is shared)"
+        if sharing == size:
+            return f"{at_once} of {size} ({share.resource} is shared)"
+        return f"{at_once} of the {sharing} sharing {share.resource}, in a batch of {size}"
     if fanout < size:
         return f"{fanout} at a time of {size} (--fabric-fanout {fanout})"
     return f"all {size} at once"
@@ -106,6 +112,10 @@ class BatchCache:
 
     def _run(self, members: Sequence[Member[S]], measure: Callable[[S], Measurement]) -> dict[str, Outcome]:
         limits = {m.share.resource: threading.Semaphore(m.share.limit) for m in members if m.share}
+        sharing: dict[str, int] = {}
+        for m in members:
+            if m.share is not None:
+                sharing[m.share.resource] = sharing.get(m.share.resource, 0) + 1
         size = len(members)
 
         def one(member: Member[S]) -> Outcome:
@@ -120,7 +130,8 @@ class BatchCache:
                 raise
             except BaseException as exc:  # noqa: BLE001 - pytest's skip/fail outcomes too: each test re-raises its own
                 return exc
-            how = describe_concurrency(size, member.share, self.fanout)
+            users = sharing.get(member.share.resource) if member.share else None
+            how = describe_concurrency(size, member.share, self.fanout, users)
             return replace(measured, extra={**measured.extra, "measured_as": how})
 
         if size == 1:

@@ -85,7 +85,7 @@ def test_a_shared_resource_limits_concurrency_and_others_run_beside_it() -> None
     result = cache.measure("download", "wave", batch[0], batch, measure)
     assert measure.peak["the egress uplink"] == 1
     assert measure.peak["local"] == 3
-    assert result.extra["measured_as"] == "one at a time of 6 (the egress uplink is shared)"
+    assert result.extra["measured_as"] == "one at a time of the 3 sharing the egress uplink, in a batch of 6"
 
 
 def test_fanout_caps_members_at_once() -> None:
@@ -108,6 +108,9 @@ def test_describe_concurrency() -> None:
     assert describe_concurrency(1, None, 64) == "alone"
     assert describe_concurrency(4, Share("/mnt/lustre", 2), 64) == "2 at a time of 4 (/mnt/lustre is shared)"
     assert describe_concurrency(4, Share("/mnt/lustre", 8), 64) == "all 4 at once"
+    assert describe_concurrency(16, Share("node01's GPUs", 1), 64, sharing=2) == (
+        "one at a time of the 2 sharing node01's GPUs, in a batch of 16"
+    )
 
 
 def test_fanout_must_be_positive() -> None:

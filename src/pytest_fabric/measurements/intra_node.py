@@ -9,6 +9,10 @@ The GPU inventory (``nvidia-smi -q -x``) is read once per node and run and
 shared by the count, model and PCIe checks: it is one command, and every GPU
 subject of a node must be judged on the same reading.  So are the PCIe links
 sampled under load for ``gpu_pcie`` (one copy to every GPU at once per node).
+
+Every check runs in a wave: on all nodes at once. The GPUs of one node take turns
+(one node's GPUs are one resource), so the first reads the node and the others
+find its reading.
 """
 
 from __future__ import annotations
@@ -21,9 +25,15 @@ import pytest
 from ..cluster import NodeHandle
 from ..fixtures import GpuHandle
 from ..probes import gpu as gpu_probe
+from ..batches import Share
 from ..state import FabricState, get_state
 from ..transport.base import TransportError
 from ..verdict import Measurement
+from ..waves import wave
+
+
+def _same_node(state: FabricState, gpu: GpuHandle) -> Share:
+    return Share(f"{gpu.node.name}'s GPUs", 1)
 
 _INVENTORY_KEY = "intra_node.gpu_inventory"
 _LOAD_KEY = "intra_node.gpu_links_under_load"
@@ -70,18 +80,21 @@ def _expected_gpus(state: FabricState, node: NodeHandle) -> int:
 
 
 @pytest.fixture
+@wave("node")
 def gpu_count(request: pytest.FixtureRequest, node: NodeHandle, spec: Callable[[str], Any]) -> Measurement:
     spec("intra_node.gpu_count")
     return gpu_probe.gpu_count(node_gpus(request, node))
 
 
 @pytest.fixture
+@wave("gpu", shares=_same_node)
 def gpu_model(request: pytest.FixtureRequest, gpu: GpuHandle, spec: Callable[[str], Any]) -> Measurement:
     spec("intra_node.gpu_model")
     return gpu_probe.gpu_model(node_gpus(request, gpu.node), gpu.index)
 
 
 @pytest.fixture
+@wave("gpu", shares=_same_node)
 def gpu_pcie(request: pytest.FixtureRequest, gpu: GpuHandle, spec: Callable[[str], Any]) -> Measurement:
     spec("intra_node.gpu_pcie")
     inv = node_gpus(request, gpu.node)
@@ -92,36 +105,42 @@ def gpu_pcie(request: pytest.FixtureRequest, gpu: GpuHandle, spec: Callable[[str
 
 
 @pytest.fixture
+@wave("node")
 def gpu_interconnect(node: NodeHandle, spec: Callable[[str], Any]) -> Measurement:
     spec("intra_node.gpu_interconnect")
     return gpu_probe.gpu_interconnect(node)
 
 
 @pytest.fixture
+@wave("node")
 def nic_pcie(node: NodeHandle, spec: Callable[[str], Any]) -> Measurement:
     spec("intra_node.nic_pcie")
     return gpu_probe.nic_pcie(node)
 
 
 @pytest.fixture
+@wave("node")
 def nvlink_bandwidth(node: NodeHandle, spec: Callable[[str], Any]) -> Measurement:
     spec("intra_node.nvlink_bandwidth")
     return gpu_probe.nvlink_bandwidth(node)
 
 
 @pytest.fixture
+@wave("node")
 def host_to_device_bandwidth(node: NodeHandle, spec: Callable[[str], Any]) -> Measurement:
     spec("intra_node.host_to_device_bandwidth")
     return gpu_probe.host_bandwidth(node, gpu_probe.H2D_TESTCASE)
 
 
 @pytest.fixture
+@wave("node")
 def device_to_host_bandwidth(node: NodeHandle, spec: Callable[[str], Any]) -> Measurement:
     spec("intra_node.device_to_host_bandwidth")
     return gpu_probe.host_bandwidth(node, gpu_probe.D2H_TESTCASE)
 
 
 @pytest.fixture
+@wave("node")
 def node_nccl_allreduce(request: pytest.FixtureRequest, node: NodeHandle, spec: Callable[[str], Any]) -> Measurement:
     """Single-node all_reduce (the inter-node layer's ``nccl_allreduce`` fixture is the multi-node one)."""
     settings = spec("intra_node.nccl_allreduce")
