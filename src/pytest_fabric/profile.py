@@ -136,6 +136,11 @@ class RdmaBandwidth(BandwidthFloor):
         return value
 
 
+class EgressTransfer(BandwidthFloor):
+    #: nodes transferring at once: they share the site's uplink, so one at a time by default
+    concurrency: int = Field(default=1, ge=1, le=4096)
+
+
 class NcclBandwidth(BandwidthFloor):
     size: QuantityField = Field(default_factory=lambda: parse_quantity("8 GiB"))
 
@@ -457,8 +462,8 @@ class Storage(_Section):
 class Egress(_Section):
     dns_resolve: TimeCeiling | None = None
     connect_latency: TimeCeiling | None = None
-    download: BandwidthFloor | None = None
-    upload: BandwidthFloor | None = None
+    download: EgressTransfer | None = None
+    upload: EgressTransfer | None = None
 
 
 class ProfileDocument(BaseModel):

@@ -136,6 +136,27 @@ def test_downloads_share_the_uplink_one_node_at_a_time(
     }
 
 
+def test_profile_concurrency_lets_k_downloads_run_at_once(
+    pytester: pytest.Pytester, simcluster: SimCluster, shared_log: Path, small_file_url: str
+) -> None:
+    nodes = simcluster.nodes[:4]
+    for node in nodes:
+        simcluster.install_tool(node, "curl", _logging_wrapper(shared_log, "/usr/bin/curl", 0.5))
+    try:
+        result, record = run(
+            pytester, simcluster, [small_file_url], "-k", "download and (" + " or ".join(n.name for n in nodes) + ")",
+            "--expect", "egress.download.concurrency=2",
+        )
+    finally:
+        for node in nodes:
+            simcluster.remove_tool(node, "curl")
+    result.assert_outcomes(passed=len(nodes))
+    assert max_overlap(intervals(shared_log)) == 2
+    assert {c["extra"].get("measured_as") for c in record["checks"]} == {
+        f"2 at a time of {len(nodes)} (the egress uplink is shared)"
+    }
+
+
 def test_fanout_caps_nodes_at_once(pytester: pytest.Pytester, simcluster: SimCluster, shared_log: Path) -> None:
     for node in simcluster.nodes:
         simcluster.install_tool(node, "getent", _logging_wrapper(shared_log, "/usr/bin/getent", 0.5))
