@@ -227,3 +227,33 @@ def test_xdist_controller_writes_everything_once(pytester: pytest.Pytester) -> N
     page = (pytester.path / "r.html").read_text()
     assert page.count('class="fabric-verdict reject"') == 1 and "iperf3 -c node03" in page
     result.stdout.fnmatch_lines(["REJECT: 3 failed, 4 errored*"])
+
+
+def test_deselected_checks_make_the_run_incomplete(pytester: pytest.Pytester) -> None:
+    info, checks = sample_cluster(3, slow=None, down=None)
+    write_fake_project(pytester.path, info, checks)
+    # Leave out two of the checks: the rest pass, and the run is still not ACCEPT.
+    result = pytester.runpytest(*PLUGIN_ARGS, "-k", "not test_check[3] and not test_check[4]",
+                                "--conformance-json=r.json")
+    result.stdout.fnmatch_lines(["not run (the verdict counts none of these):",
+                                 "  deselected (-k, -m, --lf, --deselect): inter_node.* (*)*",
+                                 "INCOMPLETE: 0 failed, 0 errored, 2 not run*"])
+    assert json.loads((pytester.path / "r.json").read_text())["run"]["verdict"] == "incomplete"
+
+
+def test_xdist_workers_send_what_they_deselected(pytester: pytest.Pytester) -> None:
+    # Under -n the controller collects nothing: only the workers know what -k left out.
+    pytest.importorskip("xdist")
+    info, checks = sample_cluster(3, slow=None, down=None)
+    write_fake_project(pytester.path, info, checks)
+    deselected = [checks[3], checks[4]]
+    result = pytester.runpytest_subprocess(*PLUGIN_ARGS, "-n", "2", "-k", "not test_check[3] and not test_check[4]",
+                                           "--conformance-json=r.json", "--junitxml=j.xml")
+    result.stdout.fnmatch_lines(["INCOMPLETE: 0 failed, 0 errored, 2 not run*"])
+    run = json.loads((pytester.path / "r.json").read_text())["run"]
+    assert run["verdict"] == "incomplete"
+    expected: dict[str, int] = {}
+    for c in deselected:
+        expected[f"{c['layer']}.{c['check']}"] = expected.get(f"{c['layer']}.{c['check']}", 0) + 1
+    assert run["not_run"]["deselected"] == expected
+    assert _suite_props(pytester.path / "j.xml")["fabric_verdict"] == "incomplete"

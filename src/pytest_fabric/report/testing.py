@@ -3,7 +3,8 @@
 Like httpx's ``MockTransport`` beside its real transports: :func:`write_fake_project`
 writes a directory holding a ``conftest.py`` that does what the core does for
 the report modules -- put a :class:`~pytest_fabric.runinfo.RunInfo` in
-``config.stash`` and attach a record to each test report -- and one test per
+``config.stash``, a :class:`~pytest_fabric.record.PlannedCheck` on each item at
+collection, and attach a record to each test report -- and one test per
 record that ends the way the record says (failed, skipped, error in setup,
 waived as xfail).  :func:`sample_cluster` makes a realistic set of records:
 a node with a slow link, a node that is down, NVLink matrices, a waiver.
@@ -139,6 +140,7 @@ def sample_cluster(n: int = 4, *, slow: str | None = "node03", down: str | None 
 _CONFTEST = '''
 import json, pathlib
 import pytest
+from pytest_fabric.record import PLANNED_KEY, PlannedCheck
 from pytest_fabric.runinfo import RUN_INFO_KEY, RunInfo
 
 _HERE = pathlib.Path(__file__).parent
@@ -148,6 +150,16 @@ RUN = json.loads((_HERE / "fake_run.json").read_text())
 
 def pytest_configure(config):
     config.stash[RUN_INFO_KEY] = RunInfo(**RUN)
+
+
+@pytest.hookimpl(tryfirst=True)  # as the core: before -k and --deselect remove items
+def pytest_collection_modifyitems(items):
+    for item in items:
+        i = getattr(item, "callspec", None) and item.callspec.params.get("i")
+        if i is not None:
+            r = RECORDS[i]
+            item.stash[PLANNED_KEY] = PlannedCheck(item.nodeid, r["layer"], r["check"], r["subject"],
+                                                   f"{r['layer']}.{r['check']}", bool(r.get("expected")))
 
 
 @pytest.fixture
