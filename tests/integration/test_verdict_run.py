@@ -154,4 +154,3 @@ def test_a_profile_that_sets_no_check_is_a_usage_error(pytester: pytest.Pytester
     assert result.ret == pytest.ExitCode.USAGE_ERROR
     result.stderr.fnmatch_lines([f"*{profile}: profile only-a-name sets no check*"])
     assert "ACCEPT" not in result.stdout.str() and "Traceback" not in result.stderr.str()
-

@@ -1,0 +1,54 @@
+"""The terminal summary's lines: the verdict line, what did not run, errors folded by cause, nodes to send back."""
+
+from __future__ import annotations
+
+from pytest_fabric.report.run_verdict import judge_run
+from pytest_fabric.report.terminal import (
+    error_groups,
+    error_lines,
+    not_run_lines,
+    send_back_line,
+    verdict_line,
+)
+from pytest_fabric.report.testing import make_check, sample_cluster
+
+
+def test_a_down_node_is_one_line_with_its_peers_folded() -> None:
+    _, checks = sample_cluster(8, slow=None, down="node06")
+    tcp_errors = [c for c in checks if c["outcome"] == "error" and c["check"] == "tcp_throughput"]
+    (group,) = error_groups(tcp_errors)
+    assert error_lines(group)[0] == (
+        "ERROR  tcp_throughput node06 with node[01-05,07-08] (7 pairs): "
+        "node06 unreachable: ssh node06 iperf3 -s: connection refused"
+    )
+
+
+def test_errors_without_a_shared_node_name_the_nodes_as_a_nodeset() -> None:
+    group = [make_check("mtu", f"gpu{i:02d}", "error", nodes=[f"gpu{i:02d}"], message="ip: command not found")
+             for i in (3, 4, 5, 17)]
+    assert error_lines(group)[0] == "ERROR  mtu gpu03 (+3 more, on gpu[03-05,17]): ip: command not found"
+
+
+def test_verdict_line_says_what_did_not_run_and_when_nothing_was_measured() -> None:
+    _, checks = sample_cluster(3, slow=None, down=None)
+    assert verdict_line(judge_run(checks), 3).startswith("ACCEPT: 0 failed, 0 errored (")
+    errored = [make_check("mtu", "a", "error", nodes=["a"])]
+    assert verdict_line(judge_run(errored), 1) == "NO VERDICT: 0 failed, 1 errored, nothing measured (1 checks on 1 nodes)"
+    assert verdict_line(judge_run(checks, status="interrupted"), 3).startswith("INTERRUPTED: 0 failed, 0 errored (")
+
+
+def test_not_run_lines_give_counts_per_check_and_the_skip_reason() -> None:
+    ran = make_check("mtu", "a", "passed", expected=1500, nodes=["a"])
+    skip = make_check("aggregate_write", "cluster", "skipped", expected=10, layer="storage", nodes=[],
+                      message="aggregate_write needs a shared mount")
+    lines = not_run_lines(judge_run([ran, skip]))
+    assert lines == ["not run (the verdict counts none of these):",
+                     "  skipped: the profile sets it but there was no subject to measure: "
+                     "storage.aggregate_write (1: aggregate_write needs a shared mount)"]
+    assert not_run_lines(judge_run([ran])) == []
+
+
+def test_send_back_line() -> None:
+    _, checks = sample_cluster(4, slow="node03", down="node04")
+    assert send_back_line(checks) == "nodes to send back: node[03-04]"
+    assert send_back_line([]) == "nodes to send back: none"
