@@ -150,6 +150,15 @@ def roce_record(simcluster: SimCluster, tmp_path_factory: pytest.TempPathFactory
     return json.loads((work / "record.json").read_text())
 
 
+def test_roce_error_counters_are_read_without_perfquery_and_pass(roce_record: dict) -> None:
+    # sim-roce extends base, so error_counters runs on Ethernet ports: perfquery cannot open a MAD
+    # port there; rdma statistic and ethtool -S are read instead, and no stand-in counter grew.
+    found = outcomes(roce_record, "error_counters")
+    assert found.pop("node04:mlx5_7/1") == "failed"  # the inventory names a port node04 lacks
+    assert found and set(found.values()) == {"passed"}, found
+    assert {s.split(":")[0] for s in found} == {f"node0{i}" for i in range(1, 5)}
+
+
 def test_roce_settings_fail_only_the_misconfigured_node(roce_record: dict) -> None:
     assert outcomes(roce_record, "roce") == {"node01": "passed", "node02": "failed", "node03": "passed", "node04": "passed"}
     message = next(c["message"] for c in roce_record["checks"] if c["check"] == "roce" and c["subject"] == "node02")
