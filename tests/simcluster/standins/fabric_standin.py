@@ -455,8 +455,8 @@ def cmd_perfquery(argv: list[str]) -> int:
 
 def _switch_port(doc: Model, lid: int, rest: list[str]) -> tuple[str, Port] | None:
     """(node, HCA port) whose cable ends at switch LID `lid`, port rest[0]; None if not a switch port."""
-    if not rest:
-        return None
+    if not rest or not rest[0].isdigit():
+        return None  # a port list (1,2) or none: an HCA query, handled by the caller
     for node, hw in doc["nodes"].items():
         for p in hw["ports"]:
             if p.get("switch_lid") == lid and p.get("switch_port") == int(rest[0]):
