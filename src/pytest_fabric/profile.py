@@ -189,6 +189,9 @@ class StorageBandwidth(BandwidthFloor):
     block_size: QuantityField = Field(default_factory=lambda: parse_quantity("1 MiB"))
     jobs: int = Field(default=1, ge=1, le=256)
     direct: bool = True
+    #: nodes measuring a shared mount at once (all at once would measure the aggregate,
+    #: which is aggregate_write's job); node-local mounts always run on every node at once
+    concurrency: int = Field(default=1, ge=1, le=4096)
 
 
 class CheckpointWrite(StorageBandwidth):
@@ -214,6 +217,7 @@ class Iops(CheckSpec):
     size: QuantityField = Field(default_factory=lambda: parse_quantity("1 GiB"))
     runtime: QuantityField = Field(default_factory=lambda: parse_quantity("10 s"))
     direct: bool = True  # as StorageBandwidth: O_DIRECT unless the check says otherwise
+    concurrency: int = Field(default=1, ge=1, le=4096)  # as StorageBandwidth, on shared mounts
 
 
 class Count(CheckSpec):

@@ -19,6 +19,7 @@ from typing import Any
 import pytest
 
 from tests.simcluster import SimCluster
+from tests.simcluster.mounts import SimMounts
 
 PROFILE = """\
 name: sim-waves
@@ -215,3 +216,47 @@ def test_ctrl_c_during_a_wave_kills_every_node_command_at_once(
     while time.monotonic() < deadline and sleeping():
         time.sleep(0.2)
     assert sleeping() == []
+
+
+STORAGE_PROFILE = """\
+name: sim-storage-waves
+storage:
+  sequential_write: {min: 1 MB/s, size: 8 MiB, direct: false}
+"""
+
+
+@pytest.mark.parametrize("shared", [False, True], ids=["node-local", "shared"])
+def test_storage_runs_on_every_node_at_once_but_takes_turns_on_a_shared_mount(
+    pytester: pytest.Pytester, simcluster: SimCluster, shared_log: Path, shared: bool
+) -> None:
+    nodes = simcluster.nodes[:4]
+    made = SimMounts(simcluster)
+    # A bind of the host's disk: one filesystem every node sees (shared), or one of its own each.
+    directory = made.shared(nodes) if shared else made.local(nodes)
+    mounts = [{"path": directory, "shared": shared}]
+    inventory = simcluster.write_inventory(
+        pytester.path / "inventory.yaml", nodes=nodes, extra={"storage": {"mounts": mounts}}
+    )
+    profile = pytester.path / "storage.yaml"
+    profile.write_text(STORAGE_PROFILE)
+    for node in nodes:
+        simcluster.install_tool(node, "fio", _logging_wrapper(shared_log, "/usr/bin/fio", 0.5))
+    try:
+        record_path = pytester.path / "record.json"
+        result = pytester.runpytest_subprocess(
+            "--cluster", str(inventory), "--profile", str(profile), "-p", "no:cacheprovider",
+            "-k", "sequential_write", f"--conformance-json={record_path}", timeout=180,
+        )
+    finally:
+        for node in nodes:
+            simcluster.remove_tool(node, "fio")
+        made.close()
+    result.assert_outcomes(passed=len(nodes))
+    record = json.loads(record_path.read_text())
+    ran = {c["extra"].get("measured_as") for c in record["checks"] if c["check"] == "sequential_write"}
+    if shared:
+        assert max_overlap(intervals(shared_log)) == 1
+        assert ran == {f"one at a time of {len(nodes)} (shared mount {directory} is shared)"}
+    else:
+        assert max_overlap(intervals(shared_log)) == len(nodes)
+        assert ran == {f"all {len(nodes)} at once"}

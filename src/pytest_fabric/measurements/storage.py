@@ -1,5 +1,12 @@
 """Storage measurements: the mount as stated (findmnt), fio on each mount (sequential, random read,
-checkpoint), and every node writing to each shared mount at once."""
+checkpoint), and every node writing to each shared mount at once.
+
+Each per-mount check runs in a wave. On a node-local mount (or the temp dir) every node measures
+at once. A shared mount is one resource: its nodes take turns (``concurrency:`` in the check
+raises it), since all at once would measure the aggregate, which is aggregate_write's job. A
+mount whose type the inventory does not state counts as shared: measuring it one node at a time
+is slower but never wrong.
+"""
 
 from __future__ import annotations
 
@@ -12,8 +19,10 @@ from ..cluster import Cluster, NodeHandle
 from ..fixtures import MountHandle
 from ..inventory import SHARED_FSTYPES, Mount
 from ..probes import storage
-from ..state import get_state
+from ..batches import Share
+from ..state import FabricState, get_state
 from ..verdict import Expectation, Measurement, Op
+from ..waves import wave
 
 _NO_MOUNTS = "the inventory lists no storage.mounts: the storage checks use a temp dir under /tmp, which is no mount to check"
 
@@ -22,6 +31,21 @@ def _spec_of(request: pytest.FixtureRequest, mount: MountHandle) -> Mount | None
     state = get_state(request.config)
     assert state is not None  # `mount` skips first when the plugin is not configured
     return state.inventory.mount(mount.path) if mount.path else None
+
+
+def _takes_turns(check: str) -> Callable[[FabricState, MountHandle], Share | None]:
+    """Nodes on one shared mount share it: ``concurrency`` of them at once (the check's, default 1)."""
+
+    def share(state: FabricState, mount: MountHandle) -> Share | None:
+        if mount.path is None:
+            return None  # each node's own temp dir
+        stated = state.inventory.mount(mount.path)
+        if stated.shared is False or (stated.fstype is not None and not stated.is_shared()):
+            return None
+        spec = state.profile.spec("storage", check)
+        return Share(f"shared mount {mount.path}", getattr(spec, "concurrency", None) or 1)
+
+    return share
 
 
 def _peers(cluster: Cluster, node: NodeHandle) -> list[NodeHandle]:
@@ -43,6 +67,7 @@ def _settings(spec: Any, rw: str, check: str) -> storage.FioSettings:
 
 
 @pytest.fixture
+@wave("mount")
 def mount_state(request: pytest.FixtureRequest, mount: MountHandle) -> Measurement:
     """What is mounted at the inventory's mount path on the node (findmnt)."""
     state = get_state(request.config)
@@ -78,6 +103,7 @@ def mount_expected(request: pytest.FixtureRequest, mount: MountHandle, mount_sta
 
 
 @pytest.fixture
+@wave("mount", shares=_takes_turns("sequential_read"))
 def sequential_read(request: pytest.FixtureRequest, mount: MountHandle, cluster: Cluster, spec: Callable[[str], Any]) -> Measurement:
     """Reads files ``mount.node`` did not write: laid out by another node on a shared mount, else caches dropped."""
     settings = _settings(spec("storage.sequential_read"), "read", "storage.sequential_read")
@@ -85,12 +111,14 @@ def sequential_read(request: pytest.FixtureRequest, mount: MountHandle, cluster:
 
 
 @pytest.fixture
+@wave("mount", shares=_takes_turns("sequential_write"))
 def sequential_write(request: pytest.FixtureRequest, mount: MountHandle, spec: Callable[[str], Any]) -> Measurement:
     settings = _settings(spec("storage.sequential_write"), "write", "storage.sequential_write")
     return storage.sequential(mount.node, _spec_of(request, mount), settings)
 
 
 @pytest.fixture
+@wave("mount", shares=_takes_turns("random_read_iops"))
 def random_read_iops(request: pytest.FixtureRequest, mount: MountHandle, cluster: Cluster, spec: Callable[[str], Any]) -> Measurement:
     """fio randread for ``runtime`` at ``iodepth`` (libaio): IOPS as a count, of files the node did not write."""
     settings = spec("storage.random_read_iops")
@@ -107,6 +135,7 @@ def random_read_iops(request: pytest.FixtureRequest, mount: MountHandle, cluster
 
 
 @pytest.fixture
+@wave("mount", shares=_takes_turns("checkpoint_write"))
 def checkpoint_write(request: pytest.FixtureRequest, mount: MountHandle, spec: Callable[[str], Any]) -> Measurement:
     """``size`` in all, split over ``jobs`` writers, each ended by fsync: what saving a checkpoint costs."""
     settings = spec("storage.checkpoint_write")
