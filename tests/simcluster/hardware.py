@@ -119,6 +119,13 @@ class FakeHardware:
     # entry applies (the smaller wins); it also caps an NCCL run that includes both nodes.
     slow_peers: dict[str, float] = field(default_factory=dict)
     slow_peer_latency: dict[str, float] = field(default_factory=dict)  # peer -> extra us
+    # Fraction of normal bandwidth whenever this node receives (the ib_write_bw / ib_send_bw
+    # server, the ib_read_bw client): a receive-only fault, invisible while it only sends.
+    rx_fraction: float = 1.0
+    # Peer -> fraction of normal bandwidth on the first run of each rail from one of the two to
+    # the other (either side's entry applies), normal from then on: a transient pair fault that
+    # is gone when the pair is re-measured.
+    transient_slow_peers: dict[str, float] = field(default_factory=dict)
     # all_reduce busbw (GB/s) this node sustains in a multi-node run; a run gets the minimum over
     # its nodes, times 0.97 per doubling beyond 2 nodes.
     nccl_busbw_gbytes: float = 190.0

@@ -713,6 +713,7 @@ def _side_info(doc: Model, me: str, tool: str, opts: dict[str, str]) -> Model:
         "slow_peer_latency": hw["slow_peer_latency"], "opts": opts,
         "host_bw_cap_gbps": hw.get("host_bw_cap_gbps"), "leaf": hw.get("leaf"),
         "perftest_real_time": hw.get("perftest_real_time", False),
+        "rx_fraction": hw.get("rx_fraction", 1.0), "transient_slow_peers": hw.get("transient_slow_peers", {}),
     }
 
 
@@ -740,6 +741,9 @@ def _pair_model(client: Model, server: Model) -> dict[str, float]:
     extra = max(float(client["slow_peer_latency"].get(server["node"], 0.0)),
                 float(server["slow_peer_latency"].get(client["node"], 0.0)))
     bw = rate * float(client["rdma_bw_fraction"]) * factor
+    # ib_write/ib_send clients send into the server; ib_read clients pull from it
+    receiver = client if str(client.get("tool", "")).startswith("ib_read") else server
+    bw *= float(receiver.get("rx_fraction", 1.0)) * float(client.get("transient", 1.0))
     # a rail that trained at full rate but carries less (a bad transceiver on that rail)
     rail_caps = [float(p["rdma_bw_gbps"]) for p in (client["port"], server["port"]) if p.get("rdma_bw_gbps")]
     bw = min([bw, *rail_caps])
@@ -1009,8 +1013,28 @@ def _perftest_client(tool: str, kind: str, opts: dict[str, str], info: Model, do
             info = {**info, "concurrent": most, "cross_leaf": most_cross, "spine": spine,
                     "leaf_flows": most_leaf}
         _send_line(sock, {"done": True})
+    info = {**info, "transient": _transient(doc, info, server)}
     print("\n".join(_results(tool, kind, opts, info, server, info, server)))
     return 0
+
+
+def _transient(doc: Model, client: Model, server: Model) -> float:
+    """The transient fault's factor on this rail's first run from this client to that server, else 1.
+
+    The client remembers the runs in its own /tmp (per model generation), so re-measuring
+    the pair the same way finds it healthy.
+    """
+    factor = min(float(client["transient_slow_peers"].get(server["node"], 1.0)),
+                 float((server.get("transient_slow_peers") or {}).get(client["node"], 1.0)))
+    if factor >= 1.0:
+        return 1.0
+    seen = Path(f"/tmp/.fabric-standin-transient-{doc.get('generation', '')}")
+    seen.mkdir(exist_ok=True)
+    mark = seen / f"{server['node']}-{client['port']['device'] if client.get('port') else 'port'}"
+    if mark.exists():
+        return 1.0
+    mark.write_text("")
+    return factor
 
 
 # --------------------------------------------------------------------------- nccl-tests
