@@ -14,8 +14,6 @@ import subprocess
 import sys
 from pathlib import Path
 
-import pytest
-
 from pytest_fabric.parsers import ethtool, iblinkinfo, perfquery, rdma_statistic
 from tests.simcluster import SimCluster
 from tests.simcluster.hardware import FakeHardware, FakePort, default_ports, hardware_installed
@@ -57,6 +55,10 @@ def ib_hardware() -> dict[str, FakeHardware]:
     switch_side = default_ports()
     switch_side[0].switch_counter_growth = {"SymbolErrorCounter": 4}  # host -> switch direction
     switch_side[1].empty_counters = True
+    # The reading before the run times out; the port has lifetime errors from before the run,
+    # which must not be judged as this run's.
+    switch_side[2].fail_reads = 1
+    switch_side[2].counters = {"SymbolErrorCounter": 50}
     busy = default_ports()
     busy[0].counter_growth = {"PortXmitWait": 5000, "PortXmitDiscards": 2, "PortRcvSwitchRelayErrors": 3}
     return {"node02": FakeHardware(ports=switch_side), "node03": FakeHardware(ports=busy)}
@@ -97,11 +99,14 @@ def test_infiniband_counters_both_ends_and_classes(simcluster: SimCluster, tmp_p
     assert "peer LID" in switch_side["message"] and "SymbolErrorCounter +" in switch_side["message"]
     empty = port(found, "node02", 1, "mlx5_1")
     assert empty["outcome"] == "error" and "none of the counters this check judges" in empty["message"]
+    no_baseline = port(found, "node02", 2, "mlx5_2")
+    assert no_baseline["outcome"] == "error" and "no counter reading from before the run" in no_baseline["message"]
+    assert "timed out" in no_baseline["message"]
     busy = port(found, "node03", 0, "mlx5_0")
     assert busy["outcome"] == "passed", busy["message"]
     assert "PortXmitWait" in busy["message"] and "PortRcvSwitchRelayErrors" in busy["message"]
     bad = {s for s, c in found.items() if c["outcome"] != "passed"}
-    assert bad == {switch_side["subject"], empty["subject"]}
+    assert bad == {switch_side["subject"], empty["subject"], no_baseline["subject"]}
     # With a congestion bound the same growth fails, on that port only (and names the bound).
     strict_found = checks(strict, "error_counters")
     strict_busy = port(strict_found, "node03", 0, "mlx5_0")

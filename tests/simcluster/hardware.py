@@ -95,6 +95,8 @@ class FakePort:
     # perfquery (IB) or rdma statistic (RoCE) prints nothing for this port: a reading that
     # must be an error, not "no counter grew".
     empty_counters: bool = False
+    # The first N perfquery reads of this port time out: the reading before the run fails.
+    fail_reads: int = 0
     # RoCE settings of this port's netdev; None: the node's (FakeHardware.roce_*).
     roce_trust: str | None = None
     roce_pfc: list[int] | None = None

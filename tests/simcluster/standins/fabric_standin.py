@@ -406,6 +406,13 @@ def cmd_perfquery(argv: list[str]) -> int:
         # No subnet management on an Ethernet link layer: registering the SMI agent fails.
         die(f"ibwarn: [{os.getpid()}] mad_rpc_open_port: client_register for mgmt 1 failed\n"
             f"perfquery: iberror: failed: Failed to open '{ca}' port '{ca_port or 1}'", 255)
+    if local is not None and local.get("fail_reads") and not positional:
+        reads = _bump(doc, f"reads:{me}:{local['device']}:{local['port']}", {}, {"n": 1}, False)["n"]
+        if reads <= int(local["fail_reads"]):
+            pid = os.getpid()
+            die(f"ibwarn: [{pid}] _do_madrpc: recv failed: Connection timed out\n"
+                f"ibwarn: [{pid}] mad_rpc: _do_madrpc failed; dport (Lid {port_lid(local)})\n"
+                f"perfquery: iberror: [pid {pid}] main: failed: perfextquery", 255)
     if local is not None and local.get("empty_counters") and not positional:
         # A header and no counters: the output a probe must not read as "no errors".
         print(f"# Port extended counters: Lid {port_lid(local)} port {local['port']} (CapMask: 0x5A00)")
