@@ -20,8 +20,8 @@ from __future__ import annotations
 
 import random
 import re
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
-from typing import Iterable, Mapping
 
 __all__ = ["Pair", "Strategy", "parse_strategy", "make_pairs", "circle_rounds", "disjoint_rounds", "balanced"]
 
