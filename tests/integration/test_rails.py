@@ -164,3 +164,25 @@ def test_a_leaf_at_2_to_1_fails_oversubscription_once_every_node_offers_every_ra
     # every leaf pair was exercised, not only (leaf1, leaf2)
     for pair in ("leaf1<->leaf2", "leaf3"):
         assert pair in check["message"]
+
+
+def test_roce_rdma_tests_run_in_the_lossless_class_not_tc0(simcluster: SimCluster, tmp_path: Path) -> None:
+    """Two RoCE nodes, PFC on priority 3 only, on a congested fabric where a lossy class keeps 40%:
+    perftest with no --tclass runs in TC 0 and measures the congestion, not the lossless class."""
+    nodes = simcluster.nodes[:2]
+    inventory = simcluster.write_inventory(tmp_path / "inventory.yaml", nodes=nodes)
+    roce = [FakePort(device=f"mlx5_{i}", netdev=f"ens{i}", rate_gbps=100, link_layer="Ethernet") for i in range(2)]
+    hardware = {n.name: FakeHardware(ports=[FakePort(**vars(p)) for p in roce], roce_lossy_bw_fraction=0.4) for n in nodes}
+    profile = (
+        "name: lossless\ninter_node:\n  link_layer: ethernet\n  ports: 2\n"
+        "  roce: {pfc_priorities: [3], ecn: true, trust: dscp}\n"
+        "  rdma_bandwidth: {min: 90 Gb/s, size: 8 MiB, qps: 2, repeat: 1}\n"
+        "  rdma_latency: {max: 3 us}\n"
+    )
+    with hardware_installed(simcluster, hardware):
+        record = run(tmp_path, inventory, profile, "-k", "test_rdma_bandwidth or test_rdma_latency")
+    (bandwidth,) = checks(record, "rdma_bandwidth").values()
+    assert bandwidth["outcome"] == "passed", bandwidth["message"]
+    assert "--tclass=106" in bandwidth["message"]  # DSCP 26 with ECT: priority 3
+    (latency,) = checks(record, "rdma_latency").values()
+    assert latency["outcome"] == "passed" and "--tclass=106" in latency["message"]

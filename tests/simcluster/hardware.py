@@ -154,6 +154,9 @@ class FakeHardware:
     # perftest runs (with this node on either end) last as long as real ones: -D seconds, or
     # -n iterations at the modelled rate, so a slow rail run by count takes minutes.
     perftest_real_time: bool = False
+    # RoCE traffic in a priority without PFC on both ends (perftest without --tclass/--sl runs in
+    # TC 0): the share of its bandwidth a congested lossy class keeps. 1.0: no congestion modelled.
+    roce_lossy_bw_fraction: float = 1.0
 
 
 def _python_for_nodes() -> str:

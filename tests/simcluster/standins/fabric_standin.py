@@ -720,6 +720,8 @@ def _side_info(doc: Model, me: str, tool: str, opts: dict[str, str]) -> Model:
         "slow_peer_latency": hw["slow_peer_latency"], "opts": opts,
         "host_bw_cap_gbps": hw.get("host_bw_cap_gbps"), "leaf": hw.get("leaf"),
         "perftest_real_time": hw.get("perftest_real_time", False),
+        "roce_pfc": (port or {}).get("roce_pfc") if (port or {}).get("roce_pfc") is not None else hw["roce_pfc"],
+        "roce_lossy_bw_fraction": hw.get("roce_lossy_bw_fraction", 1.0),
         "rx_fraction": hw.get("rx_fraction", 1.0), "transient_slow_peers": hw.get("transient_slow_peers", {}),
     }
 
@@ -754,6 +756,9 @@ def _pair_model(client: Model, server: Model) -> dict[str, float]:
     # a rail that trained at full rate but carries less (a bad transceiver on that rail)
     rail_caps = [float(p["rdma_bw_gbps"]) for p in (client["port"], server["port"]) if p.get("rdma_bw_gbps")]
     bw = min([bw, *rail_caps])
+    if not is_ib(client["port"]) and _priority(client["opts"]) not in (set(client["roce_pfc"]) & set(server["roce_pfc"])):
+        # RoCE outside the lossless priorities: what drops and go-back-N leave under congestion
+        bw *= min(float(client["roce_lossy_bw_fraction"]), float(server["roce_lossy_bw_fraction"]))
     caps = [float(c) for c in (client.get("host_bw_cap_gbps"), server.get("host_bw_cap_gbps")) if c]
     if caps:  # concurrent flows between the two nodes share either end's host bottleneck
         bw = min(bw, min(caps) / max(1, int(client.get("concurrent", 1))))
@@ -772,6 +777,14 @@ def _pair_model(client: Model, server: Model) -> dict[str, float]:
         "p99_us": max(float(client["rdma_lat_p99_us"]), float(server["rdma_lat_p99_us"])) + extra,
         "mtu": float(min(int(client["port"]["active_mtu"]), int(server["port"]["active_mtu"]))),
     }
+
+
+def _priority(opts: dict[str, str]) -> int:
+    """The 802.1p priority a RoCE flow lands in: --tclass's DSCP under the default dscp2prio map
+    (DSCP >> 3), else --sl (sent as the PCP); neither is priority 0 (TC 0)."""
+    if "tclass" in opts:
+        return int(opts["tclass"]) >> 5
+    return int(opts.get("sl", "0")) & 7
 
 
 def _gid(address: str) -> str:
