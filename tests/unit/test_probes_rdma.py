@@ -165,12 +165,12 @@ def test_each_side_runs_bound_to_its_hca_numa_node() -> None:
     server = b.transport.started[0].command  # type: ignore[attr-defined]
     assert client.startswith("numactl --cpunodebind=1 --membind=1 ib_write_bw -d mlx5_0 ")
     assert server.startswith("numactl --cpunodebind=0 --membind=0 ib_write_bw -d mlx5_0 ")
-    assert "gpu01:mlx5_0 on NUMA node 1" in measured.detail
+    assert "NUMA: gpu01 mlx5_0 on node 1; gpu02 mlx5_0 on node 0" in measured.detail
 
 
 @pytest.mark.parametrize(
     ("numa", "note"),
-    [("-1 numactl", "sysfs gives no NUMA node"), ("1 ", "numactl is missing")],
+    [("-1 numactl", "gpu01 unbound: sysfs gives no NUMA node"), ("1 ", "gpu01 unbound: NUMA node 1, but numactl is missing")],
 )
 def test_no_numa_node_or_no_numactl_runs_unbound_and_says_so(numa: str, note: str) -> None:
     a = node("gpu01", "10.0.0.1", ibstat("mlx5_0"), numa=numa)

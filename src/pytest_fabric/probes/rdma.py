@@ -41,6 +41,7 @@ __all__ = [
     "Rail",
     "plan_rails",
     "pair_rails",
+    "NumaNote",
     "numa_prefix",
     "rail_bandwidth",
     "rails_at_once",
@@ -239,7 +240,17 @@ def pair_rails(
     return rails, a_ev + b_ev
 
 
-def numa_prefix(node: NodeHandle, device: str) -> tuple[str, CommandResult, str]:
+@dataclass(frozen=True)
+class NumaNote:
+    """What one side of a rail was bound to: ``numa`` is None when it ran unbound, for ``reason``."""
+
+    node: str
+    device: str
+    numa: str | None
+    reason: str = ""
+
+
+def numa_prefix(node: NodeHandle, device: str) -> tuple[str, CommandResult, NumaNote]:
     """``numactl`` binding to the HCA's NUMA node, and a note saying what was bound.
 
     sysfs reports -1 (or nothing) where the machine has one NUMA node or the
@@ -254,10 +265,10 @@ def numa_prefix(node: NodeHandle, device: str) -> tuple[str, CommandResult, str]
     words = result.stdout.split()
     numa = words[0] if words else "-1"
     if not numa.isdigit():
-        return "", result, f"{node.name}:{device} not NUMA-bound (sysfs gives no NUMA node)"
+        return "", result, NumaNote(node.name, device, None, "sysfs gives no NUMA node")
     if "numactl" not in words[1:]:
-        return "", result, f"{node.name}:{device} not NUMA-bound (NUMA node {numa}, but numactl is missing)"
-    return f"numactl --cpunodebind={numa} --membind={numa} ", result, f"{node.name}:{device} on NUMA node {numa}"
+        return "", result, NumaNote(node.name, device, None, f"NUMA node {numa}, but numactl is missing")
+    return f"numactl --cpunodebind={numa} --membind={numa} ", result, NumaNote(node.name, device, numa)
 
 
 def _perftest_args(device: str, ib_port: int, settings: RdmaSettings, port: int) -> str:
@@ -296,7 +307,7 @@ class _Binding:
     a: str
     b: str
     evidence: list[CommandResult]
-    notes: list[str]
+    notes: list[NumaNote]
 
 
 def _bind(pair: NodePair, a_port: RdmaPort, b_port: RdmaPort) -> _Binding:
@@ -331,7 +342,7 @@ def _run_pair(
 
 def rail_bandwidth(
     pair: NodePair, a_port: RdmaPort, b_port: RdmaPort, settings: RdmaSettings, port: int
-) -> tuple[Quantity, list[Quantity], list[CommandResult], list[str]]:
+) -> tuple[Quantity, list[Quantity], list[CommandResult], list[NumaNote]]:
     """Median ib_write_bw bandwidth over ``repeat`` runs of ``duration_s`` between one port of ``a`` and one of ``b``.
 
     Returns the median, the samples, the evidence and notes on NUMA binding.
@@ -367,9 +378,20 @@ def rails_at_once(
     return [q for q, _ in done], [e for _, ev in done for e in ev]
 
 
-def _numa_summary(notes: Sequence[str]) -> str:
-    unique = list(dict.fromkeys(notes))
-    return "NUMA: " + ", ".join(unique) if unique else ""
+def _numa_summary(notes: Sequence[NumaNote]) -> str:
+    """Per node: which HCA ran on which NUMA node, or why the node ran unbound (``gpu01 mlx5_0 on
+    node 0, mlx5_4 on node 1; gpu02 unbound: sysfs gives no NUMA node``)."""
+    by_node: dict[str, dict[str, list[str]]] = {}
+    for note in dict.fromkeys(notes):
+        status = f"on node {note.numa}" if note.numa is not None else f"unbound: {note.reason}"
+        by_node.setdefault(note.node, {}).setdefault(status, []).append(note.device)
+    parts = []
+    for node, statuses in by_node.items():
+        if len(statuses) == 1 and next(iter(statuses)).startswith("unbound"):
+            parts.append(f"{node} {next(iter(statuses))}")
+        else:
+            parts.append(f"{node} " + ", ".join(f"{','.join(devices)} {status}" for status, devices in statuses.items()))
+    return "NUMA: " + "; ".join(parts) if parts else ""
 
 
 def _unmeasurable(rails: Sequence[Rail], measured: str, evidence: list[CommandResult], extra: dict[str, object]) -> Measurement:
@@ -396,7 +418,7 @@ def pair_bandwidth(
     """
     rails, evidence = pair_rails(pair, link_layer, names, expected)
     results = []
-    notes: list[str] = []
+    notes: list[NumaNote] = []
     for rail in rails:
         if rail.problem is not None or rail.a_port is None or rail.b_port is None:
             continue
@@ -452,7 +474,7 @@ def pair_latency(
     rails, evidence = pair_rails(pair, link_layer, names, expected)
     size = settings.size_bytes
     per_rail: list[tuple[Rail, float, float | None]] = []
-    notes: list[str] = []
+    notes: list[NumaNote] = []
     for rail in rails:
         if rail.problem is not None or rail.a_port is None or rail.b_port is None:
             continue

@@ -6,12 +6,13 @@ pytestmark = pytest.mark.inter_node
 
 
 def test_rdma_bandwidth(node_pair, rdma_bandwidth, judge):
-    """ib_write_bw, median of the profile's repeats, on every rail; the worst rail is judged."""
+    """ib_write_bw for the profile's duration on every rail, rails paired by identity, median of the
+    profile's repeats; the worst rail is judged, and a rail Down or missing on one side fails by name."""
     judge(rdma_bandwidth, "inter_node.rdma_bandwidth")
 
 
 def test_rdma_latency(node_pair, rdma_latency, judge):
-    """ib_write_lat: typical latency (and p99 where the profile sets it)."""
+    """ib_write_lat on every rail: typical latency against ``max``, the 99% percentile against ``p99``."""
     judge(rdma_latency, "inter_node.rdma_latency")
 
 
