@@ -39,7 +39,9 @@ pytest_plugins = [
     "pytest_fabric.measurements.inter_node",
     "pytest_fabric.measurements.storage",
     "pytest_fabric.measurements.egress",
+    "pytest_fabric.measurements.software",
     # reporting, one feature per module (report/): order matters only for assertion rewriting
+    "pytest_fabric.report.errors",
     "pytest_fabric.report.evidence",
     "pytest_fabric.report.compare",
     "pytest_fabric.report.collect",
@@ -50,6 +52,7 @@ pytest_plugins = [
 ]
 
 LAYER_HELP = {
+    "software": "software checks: preflight (tools, devices, GPUDirect, memlock, ACS) and one software stack",
     "intra_node": "intra-node checks: NVLink/NVSwitch/PCIe inside one node",
     "inter_node": "inter-node checks: InfiniBand/RoCE/Ethernet between nodes",
     "storage": "storage checks: mounts and their throughput",
@@ -259,6 +262,13 @@ PROFILE_KEY_OF = {
 # rounds (consistency, attribution) come after the pair checks; error counters
 # come last so they see the growth caused by all the traffic of the run.
 CHECK_PHASE = {
+    # the software layer first: preflight tells later checks which nodes lack their tools
+    "preflight": -30,
+    "gpudirect": -29,
+    "memlock": -29,
+    "pcie_acs": -29,
+    "min_versions": -28,
+    "software_consistency": -27,
     "rdma_bandwidth_outlier": 20,
     "tcp_throughput_outlier": 20,
     "rdma_latency_outlier": 20,

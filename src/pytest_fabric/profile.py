@@ -36,7 +36,8 @@ from .yamlsource import SourceError
 
 __all__ = ["Profile", "load_profile", "bundled_profiles", "ProfileDocument", "LAYERS"]
 
-LAYERS = ("intra_node", "inter_node", "storage", "egress")
+# software first: it is checked before any measurement (README "The software layer")
+LAYERS = ("software", "intra_node", "inter_node", "storage", "egress")
 
 
 # ---------------------------------------------------------------------------
@@ -406,12 +407,173 @@ class Roce(CheckSpec):
         return out
 
 
+class Finding(CheckSpec):
+    """A check whose measurement states its own finding in a word (``ok``, ``consistent``); the
+    profile only switches it on (``preflight: {}``) and sets how it measures."""
+
+    OK: ClassVar[str] = "ok"
+
+    @model_validator(mode="before")
+    @classmethod
+    def _switch(cls, value: Any) -> Any:
+        return {} if value is True else value  # `preflight: true` reads as `preflight: {}`
+
+    @model_validator(mode="after")
+    def _dimensions(self) -> Any:
+        return self
+
+    def bounds(self) -> list[tuple[str, Op, Quantity | str | int | bool]]:
+        return [("value", Op.EQUAL, self.OK)]
+
+
+#: the software stack components pytest-fabric reads on every node (probes/software.py)
+SOFTWARE_COMPONENTS = ("kernel", "driver", "cuda", "nccl", "ofed", "rdma_core", "hca_firmware")
+Component = Literal["kernel", "driver", "cuda", "nccl", "ofed", "rdma_core", "hca_firmware"]
+PciePath = Literal["PIX", "PXB", "PHB", "NODE", "SYS"]
+_ALL_COMPONENTS: tuple[Component, ...] = ("kernel", "driver", "cuda", "nccl", "ofed", "rdma_core", "hca_firmware")
+_NEAR_PATHS: tuple[PciePath, ...] = ("PIX", "PXB")  # the GPU and its NIC under one PCIe switch
+
+
+class Preflight(Finding):
+    """Before any measurement: the tools the profile's checks run, on every node, and its GPUs and HCAs."""
+
+    tools: list[str] = Field(default_factory=list)  # more programs every node must have
+
+
+class GpuDirect(Finding):
+    """GPUDirect RDMA: ``peermem`` (nvidia_peermem loaded), ``dmabuf`` (open kernel module, kernel 5.12+) or ``either``."""
+
+    SCALAR_FIELD = "via"
+    via: Literal["peermem", "dmabuf", "either"] = "either"
+
+
+class Memlock(Finding):
+    """``ulimit -l`` in the sessions the checks run in: RDMA registers (pins) memory.
+
+    ``memlock: unlimited`` (what RDMA stacks ask for) or a floor, ``memlock: {min: 64 GiB}``.
+    """
+
+    SCALAR_FIELD = "value"
+    value: Literal["unlimited"] | None = None
+    min: QuantityField | None = None
+
+    @model_validator(mode="before")
+    @classmethod
+    def _size(cls, value: Any) -> Any:
+        return {"min": value} if isinstance(value, str) and value.strip() != "unlimited" else value
+
+    @field_validator("min")
+    @classmethod
+    def _min_size(cls, value: Quantity | None) -> Quantity | None:
+        return None if value is None else parse_quantity(value, dimension=Dimension.SIZE)
+
+    def bounds(self) -> list[tuple[str, Op, Quantity | str | int | bool]]:
+        if self.min is not None:
+            return [("min", Op.MIN, self.min)]
+        return [("value", Op.EQUAL, "unlimited")]
+
+
+class PcieAcs(Finding):
+    """``pcie_acs: off``: no PCIe bridge has ACS redirection on (it routes GPU-NIC peer traffic via the root complex)."""
+
+    OK = "off"
+    SCALAR_FIELD = "value"
+    value: Literal["off"] = "off"
+
+    @model_validator(mode="before")
+    @classmethod
+    def _yaml_off(cls, value: Any) -> Any:
+        return {"value": "off"} if value is False else value  # YAML 1.1 reads a bare `off` as false
+
+
+class SoftwareConsistency(Finding):
+    """The same version of each component on every node (``components``: which ones; all by default)."""
+
+    OK = "consistent"
+    components: list[Component] = Field(default_factory=lambda: list(_ALL_COMPONENTS))
+
+    @model_validator(mode="before")
+    @classmethod
+    def _list(cls, value: Any) -> Any:
+        return {"components": value} if isinstance(value, list) else value
+
+
+class MinVersions(Finding):
+    """The lowest version of a component each node may run (``nccl: '2.21.5'``); dotted parts compare as numbers."""
+
+    kernel: str | None = None
+    driver: str | None = None
+    cuda: str | None = None
+    nccl: str | None = None
+    ofed: str | None = None
+    rdma_core: str | None = None
+    hca_firmware: str | None = None
+
+    @field_validator("*", mode="before")
+    @classmethod
+    def _quoted(cls, value: Any, info: ValidationInfo) -> Any:
+        if isinstance(value, float) or (isinstance(value, int) and not isinstance(value, bool)):
+            raise ValueError(
+                f"write the version in quotes ('{value}'): YAML reads an unquoted {value} as a number "
+                "(12.10 would become 12.1)"
+            )
+        return value
+
+    @model_validator(mode="after")
+    def _dimensions(self) -> Any:
+        if not self.pins():
+            raise ValueError(f"give at least one of {', '.join(SOFTWARE_COMPONENTS)}")
+        return self
+
+    def pins(self) -> dict[str, str]:
+        """component -> the minimum version the profile pins."""
+        return {name: getattr(self, name) for name in SOFTWARE_COMPONENTS if getattr(self, name) is not None}
+
+
+class GpuNicAffinity(Finding):
+    """Each GPU's nearest NIC over a path in ``paths`` (topo -m); the GPU-to-NIC rails the same on every node."""
+
+    paths: list[PciePath] = Field(default_factory=lambda: list(_NEAR_PATHS))
+
+
+class GpuHealth(Finding):
+    """``dcgmi diag -r LEVEL`` (1 quick, 2 medium, 3 long, 4 extended) passes on every GPU."""
+
+    OK = "pass"
+    SCALAR_FIELD = "level"
+    level: int = Field(default=1, ge=1, le=4)
+
+
+class SwitchLinks(Finding):
+    """``iblinkinfo`` from one node: every switch port with a peer at ``width`` lanes and ``rate``,
+    and no "Could be" hint (a link trained below what both ends support) unless ``could_be: false``."""
+
+    width: int | None = Field(default=None, ge=1, le=12)  # lanes: 4 for 4X
+    rate: QuantityField | None = None  # per link, lanes x lane rate: 400 Gb/s for 4X NDR
+    could_be: bool = True
+    node: str | None = None  # where iblinkinfo runs; the first reachable node by default
+
+    @field_validator("rate")
+    @classmethod
+    def _rate(cls, value: Quantity | None) -> Quantity | None:
+        return None if value is None else parse_quantity(value, dimension=Dimension.BANDWIDTH)
+
+
 # ---------------------------------------------------------------------------
 # Sections
 
 
 class _Section(BaseModel):
     model_config = ConfigDict(extra="forbid")
+
+
+class Software(_Section):
+    preflight: Preflight | None = None
+    gpudirect: GpuDirect | None = None
+    memlock: Memlock | None = None
+    pcie_acs: PcieAcs | None = None
+    software_consistency: SoftwareConsistency | None = None
+    min_versions: MinVersions | None = None
 
 
 class IntraNode(_Section):
@@ -424,6 +586,8 @@ class IntraNode(_Section):
     host_to_device_bandwidth: BandwidthFloor | None = None
     device_to_host_bandwidth: BandwidthFloor | None = None
     nccl_allreduce: NcclBandwidth | None = None
+    gpu_nic_affinity: GpuNicAffinity | None = None
+    gpu_health: GpuHealth | None = None
 
 
 class InterNode(_Section):
@@ -444,6 +608,7 @@ class InterNode(_Section):
     scaling_efficiency: Share | None = None
     attribution: Attribution | None = None
     roce: Roce | None = None
+    switch_links: SwitchLinks | None = None
     pairs: str = "all"
 
     @field_validator("pairs")
@@ -476,6 +641,7 @@ class ProfileDocument(BaseModel):
     name: str
     description: str = ""
     extends: str | None = None
+    software: Software = Field(default_factory=Software)
     intra_node: IntraNode = Field(default_factory=IntraNode)
     inter_node: InterNode = Field(default_factory=InterNode)
     storage: Storage = Field(default_factory=Storage)
@@ -483,6 +649,7 @@ class ProfileDocument(BaseModel):
 
 
 _SECTION_MODELS: dict[str, type[BaseModel]] = {
+    "software": Software,
     "intra_node": IntraNode,
     "inter_node": InterNode,
     "storage": Storage,

@@ -67,6 +67,9 @@ class FakeGpus:
     nccl_busbw_gbytes: float = 480.0
     nics: int = 8
     nic_pcie: dict[int, tuple[int, int]] = field(default_factory=dict)  # NIC -> (generation, width)
+    nic_of: dict[int, int] = field(default_factory=dict)  # GPU -> the NIC under its PCIe switch (default: same index)
+    nic_path: dict[int, str] = field(default_factory=dict)  # GPU -> the path topo -m shows to every NIC ("SYS")
+    acs_on: bool = False  # ACS redirection on at the PCIe switch ports above each GPU and NIC (lspci -vvv)
 
     def to_json(self) -> str:
         data = dataclasses.asdict(self)

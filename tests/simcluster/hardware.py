@@ -157,6 +157,8 @@ class FakeHardware:
     # RoCE traffic in a priority without PFC on both ends (perftest without --tclass/--sl runs in
     # TC 0): the share of its bandwidth a congested lossy class keeps. 1.0: no congestion modelled.
     roce_lossy_bw_fraction: float = 1.0
+    # ibstat 'Firmware version' of every CA; None: what the ConnectX generation ships with
+    firmware: str | None = None
 
 
 def _python_for_nodes() -> str:

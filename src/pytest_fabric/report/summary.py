@@ -34,7 +34,7 @@ __all__ = [
     "worst_per_layer",
 ]
 
-LAYERS = ("intra_node", "inter_node", "storage", "egress")
+LAYERS = ("software", "intra_node", "inter_node", "storage", "egress")
 OUTCOMES = ("passed", "failed", "error", "waived", "skipped")
 # Failures first, then errors: a failure is a measured shortfall (the SLA
 # question), an error means the measurement itself is missing.

@@ -111,6 +111,12 @@ def ca_kind(hw: Model) -> tuple[str, str, int]:
     Judged on the whole node, so a port that trained down (100G on an HDR card) keeps its card.
     """
     rate = max((p["rate_gbps"] for p in hw["ports"]), default=200)
+    kind = _ca_generation(rate)
+    # FakeHardware.firmware: a node flashed with other firmware than its peers.
+    return (kind[0], hw.get("firmware") or kind[1], kind[2])
+
+
+def _ca_generation(rate: int) -> tuple[str, str, int]:
     if rate >= 400:
         return "MT4129", "28.39.2048", 4129  # ConnectX-7
     if rate >= 200:

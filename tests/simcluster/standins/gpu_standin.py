@@ -199,7 +199,9 @@ def smi_topo():
         return 0 if i < half else 1
 
     def gpu_nic(g, n):
-        if n == g:
+        if str(g) in MODEL.get("nic_path", {}):  # a GPU that reaches every NIC over this path
+            return MODEL["nic_path"][str(g)]
+        if n == MODEL.get("nic_of", {}).get(str(g), g):
             return "PIX"
         return "NODE" if numa(g) == numa(n) else "SYS"
 
@@ -477,8 +479,29 @@ def lspci(args):
             "\tKernel modules: mlx5_core",
             "",
         ]
+    if "-d" not in args:
+        out += acs_bridges()
     sys.stdout.write("\n".join(out))
     return 0
+
+
+def acs_bridges():
+    """lspci -vvv of the PCIe switch port above each GPU/NIC pair, with its ACS bits, and the GPUs."""
+    sign = "+" if MODEL.get("acs_on") else "-"
+    out = []
+    for n in range(MODEL["nics"]):
+        buses = [int(NIC_BUS[n], 16)] + ([int(GPU_BUS[n], 16)] if n < COUNT else [])
+        out += [
+            f"{min(buses) - 1:02x}:00.0 PCI bridge: Broadcom / LSI PEX890xx PCIe Gen 5 Switch (rev b0) (prog-if 00 [Normal decode])",
+            f"\tBus: primary={min(buses) - 2:02x}, secondary={min(buses):02x}, subordinate={max(buses):02x}, sec-latency=0",
+            "\tCapabilities: [220 v1] Access Control Services",
+            "\t\tACSCap:\tSrcValid+ TransBlk+ ReqRedir+ CmpltRedir+ UpstreamFwd+ EgressCtrl+ DirectTrans+",
+            f"\t\tACSCtl:\tSrcValid{sign} TransBlk- ReqRedir{sign} CmpltRedir{sign} UpstreamFwd{sign} EgressCtrl- DirectTrans-",
+            "",
+        ]
+    for g in range(COUNT):
+        out += [f"{GPU_BUS[g]}:00.0 3D controller: NVIDIA Corporation GH100 [H100 SXM5 80GB] (rev a1)", ""]
+    return out
 
 
 TOOLS = {"nvidia-smi": nvidia_smi, "nvbandwidth": nvbandwidth, "all_reduce_perf": all_reduce_perf, "lspci": lspci}

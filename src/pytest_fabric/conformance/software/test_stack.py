@@ -1,0 +1,15 @@
+"""Software, the stack: at least the versions the profile pins on each node, and the same versions on every node."""
+
+import pytest
+
+pytestmark = pytest.mark.software
+
+
+def test_min_versions(node, min_versions, judge):
+    """Driver, CUDA, NCCL, OFED, rdma-core, HCA firmware and kernel are at least the profile's min_versions."""
+    judge(min_versions, "software.min_versions")
+
+
+def test_software_consistency(software_consistency, judge):
+    """Once for the cluster: each component has one version on every node; the message names the odd nodes against the majority."""
+    judge(software_consistency, "software.software_consistency")

@@ -1,0 +1,276 @@
+"""The software layer: preflight before any measurement, and one software stack on every node.
+
+Per node, each in a wave over every node (the first test of a check reads all nodes at once):
+``preflight`` (the tools the profile's checks run, GPUs and HCAs visible), ``gpudirect``
+(nvidia_peermem or dma-buf), ``memlock`` (``ulimit -l``), ``pcie_acs`` (ACS redirection off
+above GPUs and NICs), all judged on one reading per node (:mod:`~pytest_fabric.probes.preflight`);
+``min_versions`` judges the node's stack (:mod:`~pytest_fabric.probes.software`) against the
+profile's pins. Once for the cluster: ``software_consistency`` compares every node's stack and
+names the nodes that differ from the majority.
+
+A node that preflight found without a tool makes every later check that runs the tool there
+error at once, with that cause and the package to install, instead of each check finding out
+by itself (``pytest_runtest_setup`` below).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
+from typing import Any
+
+import pytest
+
+from ..cluster import Cluster, NodeHandle
+from ..hostlist import fold
+from ..probes import preflight as preflight_probe
+from ..probes import software as software_probe
+from ..probes.base import MeasurementError
+from ..state import CHECK_KEY, FabricState, get_state
+from ..transport.base import ToolMissing, TransportError
+from ..units import parse_quantity
+from ..verdict import Measurement
+from ..waves import wave
+from .intra_node import node_gpus
+
+_PREFLIGHT_KEY = "software.preflight"
+_STACK_KEY = "software.stack"
+
+
+def _state(request: pytest.FixtureRequest) -> FabricState:
+    state = get_state(request.config)
+    assert state is not None  # every fixture here asks for `spec` first, which skips when unconfigured
+    return state
+
+
+def _link_layer(state: FabricState) -> str | None:
+    spec = state.profile.spec("inter_node", "link_layer")
+    return str(getattr(spec, "value", "")) or None
+
+
+def _required(state: FabricState) -> dict[str, list[str]]:
+    spec = state.profile.spec("software", "preflight")
+    extra = list(getattr(spec, "tools", []) or [])
+    return preflight_probe.required_tools(state.profile.set_checks(), _link_layer(state), extra)
+
+
+def node_preflight(request: pytest.FixtureRequest, node: NodeHandle) -> preflight_probe.NodePreflight:
+    """The node's preflight reading, once per run (an error is kept: the node's other checks report it)."""
+    state = _state(request)
+    cache: dict[str, Any] = state.cluster_results.setdefault(_PREFLIGHT_KEY, {})
+    if node.name not in cache:
+        try:
+            cache[node.name] = preflight_probe.read_preflight(node, _required(state))
+        except TransportError as exc:
+            cache[node.name] = exc
+            raise
+    found = cache[node.name]
+    if isinstance(found, TransportError):
+        raise found.again()
+    return found  # type: ignore[no-any-return]
+
+
+def node_stack(request: pytest.FixtureRequest, node: NodeHandle) -> software_probe.NodeStack:
+    """The node's software stack, once per run."""
+    state = _state(request)
+    cache: dict[str, Any] = state.cluster_results.setdefault(_STACK_KEY, {})
+    if node.name not in cache:
+        try:
+            try:
+                inv = node_gpus(request, node)
+                driver, cuda = inv.report.driver_version, inv.report.cuda_version
+            except ToolMissing:
+                driver = cuda = None  # no NVIDIA driver: 'not found', which the checks judge
+            cache[node.name] = software_probe.read_stack(node, driver=driver, cuda=cuda)
+        except TransportError as exc:
+            cache[node.name] = exc
+            raise
+    found = cache[node.name]
+    if isinstance(found, TransportError):
+        raise found.again()
+    return found  # type: ignore[no-any-return]
+
+
+def _expected_count(state: FabricState, layer: str, check: str) -> int:
+    spec = state.profile.spec(layer, check)
+    value = getattr(spec, "equal", None) or getattr(spec, "min", None) if spec is not None else None
+    return int(value.value) if value is not None else 0
+
+
+@pytest.fixture
+@wave("node")
+def preflight(request: pytest.FixtureRequest, node: NodeHandle, spec: Callable[[str], Any]) -> Measurement:
+    """Tools on PATH (missing ones: an error naming the package), GPUs and HCAs the profile expects visible."""
+    spec("software.preflight")
+    state = _state(request)
+    found = node_preflight(request, node)
+    needed = _required(state)
+    extra = {"tool_versions": dict(found.versions), "tools": dict(found.tools)}
+    if found.missing:
+        lines = [f"{t} (for {', '.join(needed.get(t, ['software.preflight.tools']))})" for t in found.missing]
+        raise MeasurementError(
+            node.name, f"not installed: {'; '.join(lines)}. Every check that runs them errors on {node.name} at once",
+            command="command -v " + " ".join(found.missing),
+            fix=f"install {preflight_probe.install_hint(found.missing)} on {node.name}",
+        )
+    problems = []
+    gpus = _expected_count(state, "intra_node", "gpu_count")
+    if gpus and (found.gpus or 0) < gpus:
+        seen = f"{found.gpus} GPU(s)" if found.gpus is not None else f"no GPU ({found.gpu_error})"
+        problems.append(f"nvidia-smi -L lists {seen}; the profile expects {gpus}")
+    if state.profile.spec("inter_node", "ports") is not None:
+        names = list(getattr(state.profile.spec("inter_node", "ports"), "names", []) or [])
+        wanted = sorted({n.split("/")[0] for n in (state.inventory.node(node.name).rdma_ports or names)})
+        absent = [d for d in wanted if d not in found.hcas]
+        if not found.hcas:
+            problems.append("no RDMA device in ibstat -l or /sys/class/infiniband (is the HCA driver, mlx5_ib, loaded?)")
+        elif absent:
+            problems.append(f"RDMA device(s) {', '.join(absent)} not listed by ibstat -l (have {', '.join(found.hcas)})")
+    tools = ", ".join(f"{t} {found.versions.get(t, '(no version)')}" for t in sorted(found.tools))
+    seen_devices = f"{found.gpus if found.gpus is not None else 0} GPU(s), {len(found.hcas)} RDMA device(s)"
+    detail = f"{seen_devices}; tools: {tools or 'none required'}"
+    if problems:
+        return Measurement(value="devices missing", detail="; ".join(problems) + f" ({detail})",
+                           evidence=found.evidence, extra=extra)
+    return Measurement(value="ok", detail=detail, evidence=found.evidence, extra=extra)
+
+
+@pytest.fixture
+@wave("node")
+def gpudirect(request: pytest.FixtureRequest, node: NodeHandle, spec: Callable[[str], Any]) -> Measurement:
+    """nvidia_peermem loaded, or dma-buf possible (open kernel module on Linux 5.12+), as the profile's ``via`` asks."""
+    settings = spec("software.gpudirect")
+    found = node_preflight(request, node)
+    ok, why = preflight_probe.gpudirect(found, settings.via)
+    if ok:
+        return Measurement(value="ok", detail=why, evidence=found.evidence)
+    fix = {"peermem": "modprobe nvidia_peermem", "dmabuf": "install the NVIDIA open kernel module driver on Linux 5.12+",
+           "either": "modprobe nvidia_peermem (or use the open kernel module driver for dma-buf)"}[settings.via]
+    return Measurement(value="unavailable", detail=f"GPUDirect RDMA ({settings.via}) is not available: {why}; "
+                       f"ib_write_bw --use_cuda and NCCL would stage through host memory; fix: {fix}",
+                       evidence=found.evidence)
+
+
+@pytest.fixture
+@wave("node")
+def memlock(request: pytest.FixtureRequest, node: NodeHandle, spec: Callable[[str], Any]) -> Measurement:
+    """``ulimit -l`` of the session the checks run in."""
+    spec("software.memlock")
+    found = node_preflight(request, node)
+    if found.memlock is None:
+        raise MeasurementError(node.name, "ulimit -l printed nothing", command="ulimit -l")
+    if found.memlock == "unlimited":
+        return Measurement(value="unlimited", detail="ulimit -l: unlimited", evidence=found.evidence,
+                           bounds={"min": parse_quantity(f"{2**60} B")})
+    if not found.memlock.isdigit():
+        raise MeasurementError(node.name, f"ulimit -l printed {found.memlock!r}, not a number of KiB", command="ulimit -l")
+    return Measurement(
+        value=f"{found.memlock} KiB", evidence=found.evidence,
+        bounds={"min": parse_quantity(f"{found.memlock} KiB")},
+        detail=f"ulimit -l is {found.memlock} KiB: RDMA memory registration beyond it fails; "
+        "set `* - memlock unlimited` in /etc/security/limits.conf (and LimitMEMLOCK=infinity for sshd/slurmd)",
+    )
+
+
+@pytest.fixture
+@wave("node")
+def pcie_acs(request: pytest.FixtureRequest, node: NodeHandle, spec: Callable[[str], Any]) -> Measurement:
+    """No PCIe bridge above a GPU or Mellanox NIC has ACS redirection on (lspci -vvv ACSCtl)."""
+    spec("software.pcie_acs")
+    found = node_preflight(request, node)
+    if found.acs is None:
+        raise MeasurementError(node.name, "lspci -vvv listed no PCI device", command="lspci -vvv",
+                               fix="install pciutils on the node")
+    if not found.acs.acs and found.acs.devices:
+        # As another user than root lspci prints no ACS lines at all: that is not 'off'.
+        raise MeasurementError(node.name, "lspci -vvv shows no ACSCtl line on any device", command="lspci -vvv",
+                               fix="lspci needs root to read ACS: connect as root or allow sudo lspci")
+    on = preflight_probe.acs_on_paths(found.acs)
+    if not on:
+        return Measurement(value="off", detail=f"ACS redirection off on all {len(found.acs.acs)} bridges with ACS",
+                           evidence=found.evidence)
+    return Measurement(value="on", evidence=found.evidence,
+                       detail="ACS redirection on above GPUs/NICs: " + "; ".join(on) +
+                       " (peer traffic goes through the root complex; disable ACS in the BIOS or with setpci)")
+
+
+@pytest.fixture
+@wave("node")
+def min_versions(request: pytest.FixtureRequest, node: NodeHandle, spec: Callable[[str], Any]) -> Measurement:
+    """Each component the profile pins is at least that version on this node."""
+    settings = spec("software.min_versions")
+    stack = node_stack(request, node)
+    pins = settings.pins()
+    below = software_probe.below_minimum(stack, pins)
+    extra = {"tool_versions": stack.tool_versions(), "software": dict(stack.versions)}
+    shown = ", ".join(f"{software_probe.LABELS[c]} {stack.shown(c)}" for c in pins)
+    if below:
+        return Measurement(value="below minimum", detail="; ".join(below), evidence=stack.evidence, extra=extra)
+    return Measurement(value="ok", detail=shown, evidence=stack.evidence, extra=extra)
+
+
+def all_stacks(request: pytest.FixtureRequest, cluster: Cluster) -> tuple[dict[str, software_probe.NodeStack], dict[str, str]]:
+    """Every node's stack (read in parallel where not read yet), and the nodes that could not be read, with why."""
+    state = _state(request)
+
+    def one(node: NodeHandle) -> software_probe.NodeStack | TransportError:
+        try:
+            return node_stack(request, node)
+        except TransportError as exc:
+            return exc
+
+    with ThreadPoolExecutor(max_workers=max(1, min(state.batches.fanout, len(cluster.nodes)))) as pool:
+        results = dict(zip([n.name for n in cluster.nodes], pool.map(one, cluster.nodes)))
+    stacks = {n: r for n, r in results.items() if isinstance(r, software_probe.NodeStack)}
+    errors = {n: str(r.detail).splitlines()[0] for n, r in results.items() if isinstance(r, TransportError)}
+    return stacks, errors
+
+
+@pytest.fixture
+def software_consistency(request: pytest.FixtureRequest, cluster: Cluster, spec: Callable[[str], Any]) -> Measurement:
+    """The same kernel, driver, CUDA, NCCL, OFED, rdma-core and HCA firmware on every node."""
+    settings = spec("software.software_consistency")
+    stacks, errors = all_stacks(request, cluster)
+    findings = software_probe.consistency(stacks, settings.components)
+    unread = "; ".join(f"{n}: {why}" for n, why in sorted(errors.items()))
+    if not findings and errors:
+        raise MeasurementError(
+            fold(errors), f"the software stack of {fold(errors)} could not be read ({unread}); "
+            f"the other {len(stacks)} node(s) agree, but a node not read cannot count as the same",
+            fix="make those nodes reachable and run again",
+        )
+    same = {software_probe.LABELS[c]: sorted({s.shown(c) for s in stacks.values()}) for c in settings.components}
+    extra = {"software": {n: dict(s.versions) for n, s in sorted(stacks.items())}}
+    if findings:
+        detail = "; ".join(findings) + (f" (not read: {unread})" if errors else "")
+        return Measurement(value="inconsistent", detail=detail, extra=extra)
+    detail = ", ".join(f"{label} {values[0]}" for label, values in same.items())
+    return Measurement(value="consistent", detail=f"all {len(stacks)} nodes: {detail}", extra=extra)
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_runtest_setup(item: pytest.Item) -> None:
+    """A check that runs a tool preflight found missing on one of its nodes errors now, with that cause."""
+    state = get_state(item.config)
+    info = item.stash.get(CHECK_KEY, None)
+    if state is None or info is None or info.layer == "software":
+        return
+    found_by_node = state.cluster_results.get(_PREFLIGHT_KEY) or {}
+    if not found_by_node:
+        return
+    from ..plugin import PROFILE_KEY_OF  # the plugin imports this module through pytest_plugins
+
+    key = f"{info.layer}.{PROFILE_KEY_OF.get(info.check, info.check)}"
+    tools = _required(state)
+    needs = [t for t, checks in tools.items() if key in checks]
+    for node in info.nodes:
+        found = found_by_node.get(node)
+        if not isinstance(found, preflight_probe.NodePreflight):
+            continue
+        lacking = [t for t in needs if t in found.missing]
+        if lacking:
+            raise MeasurementError(
+                node, f"preflight found {', '.join(lacking)} not installed, which {key} runs",
+                command="command -v " + " ".join(lacking),
+                fix=f"install {preflight_probe.install_hint(lacking)} on {node}",
+            )
