@@ -41,7 +41,6 @@ pytest_plugins = [
     "pytest_fabric.measurements.egress",
     "pytest_fabric.measurements.software",
     # reporting, one feature per module (report/): order matters only for assertion rewriting
-    "pytest_fabric.report.errors",
     "pytest_fabric.report.evidence",
     "pytest_fabric.report.compare",
     "pytest_fabric.report.collect",
