@@ -8,12 +8,14 @@ reached, so its other tests error at once with the first cause).
 
 from __future__ import annotations
 
+import contextlib
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
-from typing import Callable
 
 from .inventory import Inventory, Node
 from .profile import Profile
 from .transport.base import BackgroundProcess, CommandResult, Transport, TransportError
+from .transport.gather import Coalescing, Together
 from .transport.pool import ConnectionPool
 
 __all__ = ["Cluster", "NodeHandle", "NodePair"]
@@ -107,6 +109,23 @@ class Cluster:
     def connect(self, names: list[str] | None = None) -> dict[str, TransportError | None]:
         """Open connections to ``names`` (all nodes by default) in parallel."""
         return self.pool.connect_all(names if names is not None else list(self._handles), max_workers=self.fanout)
+
+    @contextlib.contextmanager
+    def together(self, names: Iterable[str]) -> Iterator[Together]:
+        """A block in which ``names`` run the same commands at about the same time (a wave).
+
+        Nodes whose transport can launch one command on many nodes at once (Slurm: one step)
+        then share one launch per command; over SSH nothing changes.
+        """
+        with contextlib.ExitStack() as stack:
+            by_launcher: dict[int, tuple[Coalescing, list[str]]] = {}
+            for name in dict.fromkeys(names):
+                transport = self.pool.connected(name)
+                if isinstance(transport, Coalescing):
+                    key = id(transport.launcher)
+                    by_launcher.setdefault(key, (transport, []))[1].append(name)
+            groups = [stack.enter_context(t.gathering(nodes)) for t, nodes in by_launcher.values()]
+            yield Together(groups)
 
     def interrupt(self) -> None:
         """Kill every command still running on any node (the run was interrupted)."""

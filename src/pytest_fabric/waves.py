@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import functools
 import inspect
+from collections import Counter
 from collections.abc import Callable
 from typing import Any, TypeVar
 
@@ -26,6 +27,7 @@ import pytest
 
 from .batches import Member, Share
 from .state import CHECK_KEY, get_state
+from .subjects import subject_nodes
 from .verdict import Measurement
 
 __all__ = ["wave"]
@@ -65,11 +67,19 @@ def wave(subject: str, *, shares: ShareRule | None = None) -> Callable[[F], F]:
 
             mine = member(own_param)
             members = [member(p) for p in selected] or [mine]
+            nodes_of = {id(m.subject): subject_nodes(subject, p) for m, p in zip(members, selected or [own_param])}
+            nodes_of[id(mine.subject)] = subject_nodes(subject, own_param)
+            # Nodes with one member each may share launches (one Slurm step for the wave's command).
+            params = list(selected) if own_param in selected else [*selected, own_param]
+            counts = Counter(n for p in params for n in subject_nodes(subject, p))
 
-            def measure_one(handle: Any) -> Measurement:
-                return fixture(**{**kwargs, subject: handle})
+            with state.cluster.together(n for n, c in counts.items() if c == 1) as together:
 
-            return state.batches.measure(check, "wave", mine, members, measure_one)
+                def measure_one(handle: Any) -> Measurement:
+                    with together.member(nodes_of.get(id(handle), ())):
+                        return fixture(**{**kwargs, subject: handle})
+
+                return state.batches.measure(check, "wave", mine, members, measure_one)
 
         measured.__signature__ = signature.replace(parameters=params)  # type: ignore[attr-defined]
         del measured.__wrapped__  # pytest reads the signature above, not the wrapped one's

@@ -64,6 +64,12 @@ class ConnectionPool:
                 slot.transport = transport
             return slot.transport
 
+    def connected(self, node: str) -> Transport | None:
+        """The node's transport if it is open already; never connects."""
+        with self._lock:
+            slot = self._slots.get(node)
+        return slot.transport if slot else None
+
     def failure(self, node: str) -> TransportError | None:
         """The error ``node`` failed with in this run, if it did."""
         with self._lock:

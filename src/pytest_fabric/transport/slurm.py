@@ -1,0 +1,651 @@
+"""Reach nodes through Slurm: every command is a job step (``srun``) inside one allocation.
+
+One :class:`SlurmAllocation` per run holds the job: the one the run is inside (``--cluster
+slurm``: ``SLURM_JOB_ID``/``SLURM_JOB_NODELIST``), or one it asks for itself (``salloc
+--no-shell`` with the inventory's partition and account) and cancels at the end.  Each node's
+:class:`SlurmTransport` runs its commands as steps of that job:
+
+* ``run``: ``srun --jobid=J -w NODE -N1 -n1 --overlap -l -Q --time=M sh -c CMD``; the command
+  runs under timeout(1) on the node as over SSH, the step has a time limit of its own (whole
+  minutes, Slurm's unit) as a backstop, and a step still running at the client's deadline is
+  cancelled (``scancel J.S``).
+* a gathering (a wave, see :mod:`.gather`): the same command of K nodes is ONE step,
+  ``srun -N K -n K --ntasks-per-node=1 -w NODESET -l --kill-on-bad-exit=0``; each task prints its
+  exit status and node name after the command, and the ``-l`` labels split the output per node.
+  A node whose task never reported errors alone; the others keep their results.
+* ``start`` (a pair test's server): a background step with ``--overlap`` (steps of one job
+  share its nodes, so a server and the client's step coexist), cancelled by ``stop``.
+
+Every step is named ``pf-<run>-<n>``, so ``interrupt`` and ``close`` cancel exactly this run's
+steps, and nothing of the run is left in ``squeue`` afterwards.  Slurm's refusals become the
+typed errors SSH has: a node down or drained (:class:`NodeNotAvailable`), no allocation
+(:class:`NoAllocation`), munge refusing us (:class:`~.base.AuthenticationFailed`), a step
+killed at its time limit (:class:`~.base.CommandTimeout`).  The transport knows nothing of the
+tools it runs.
+"""
+
+from __future__ import annotations
+
+import logging
+import math
+import os
+import re
+import shlex
+import signal
+import subprocess
+import threading
+import time
+import uuid
+from collections.abc import Iterable, Iterator, Mapping, Sequence
+from contextlib import AbstractContextManager, contextmanager
+from dataclasses import dataclass, field
+
+from ..hostlist import expand, fold
+from .base import (
+    AuthenticationFailed,
+    CommandResult,
+    CommandTimeout,
+    NodeUnreachable,
+    TransportError,
+)
+from .gather import DEFAULT_WINDOW_S, Gathering, StepOutcome
+from .outcome import is_wrapper_timeout, judge
+from .packages import missing_tool
+from .shellwrap import KILL_AFTER_S, with_timeout
+
+__all__ = [
+    "NoAllocation",
+    "NodeNotAvailable",
+    "SlurmAllocation",
+    "SlurmSettings",
+    "SlurmStep",
+    "SlurmTransport",
+    "classify_srun_failure",
+    "split_step_output",
+]
+
+logger = logging.getLogger(__name__)
+
+#: what each task prints on stderr after the command: its exit status and Slurm node name
+RC_MARKER = "__pf_rc="
+_RC_LINE = re.compile(rf"^{RC_MARKER}(-?\d+) (\S*)$")
+# ``srun -l``: the task number, space-padded to the widest one (`` 0: ``, ``15: ``).
+_LABEL = re.compile(r"^\s*(\d+): ?(.*)$")
+# srun's notes on tasks that exited non-zero: the marker says the same, per node.
+_TASK_EXIT = re.compile(r"^srun: error: \S+: tasks? [\d,-]+: (Exited with exit code \d+|Killed|Terminated)")
+_GRANTED = re.compile(r"Granted job allocation (\d+)")
+# sinfo's short states a step or an allocation can use; a trailing '*' (not responding) or '!'
+# (powering down) makes any of them unusable.
+_USABLE_STATES = frozenset({"idle", "alloc", "mix", "comp", "idle~", "idle#", "alloc#", "mix#"})
+# Slurm's grace past a step's time limit is the controller's, not ours: the client waits this long
+# beyond the node-side timeout before it cancels the step itself.
+_CLIENT_GRACE_S = 15.0
+
+
+class NodeNotAvailable(NodeUnreachable):
+    """Slurm will not run on the node: down, drained, reserved, or not in the allocation."""
+
+
+class NoAllocation(TransportError):
+    """There is no job to run steps in: none was given, it could not be had, or it has ended."""
+
+
+@dataclass(frozen=True)
+class SlurmSettings:
+    """How to get and use an allocation; from the inventory's ``slurm:`` section."""
+
+    #: the job to run in (``--cluster slurm``: SLURM_JOB_ID); None: ask for one
+    job_id: str | None = None
+    partition: str | None = None
+    account: str | None = None
+    #: the allocation's time limit, minutes (salloc --time)
+    time_limit_min: int = 120
+    #: how long to wait for the allocation to be granted (salloc --immediate), seconds
+    wait_s: int = 300
+    #: extra salloc options (``--gres=gpu:8``, ``--qos=...``)
+    salloc_options: tuple[str, ...] = ()
+    #: extra srun options for every step (``--gres=gpu:8``, ``--mpi=pmix``)
+    srun_options: tuple[str, ...] = ()
+    #: where steps start (srun --chdir); every node has it
+    chdir: str = "/tmp"
+    #: how long the first call of a wave waits for the others to share its step
+    gather_window_s: float = DEFAULT_WINDOW_S
+
+
+def step_time_limit(timeout_s: float) -> int:
+    """A step's ``--time`` in whole minutes: past the node-side timeout and its kill grace."""
+    return max(1, math.ceil((timeout_s + KILL_AFTER_S + 30) / 60))
+
+
+def _task_script(command: str, timeout_s: float) -> str:
+    # The status line starts with a newline so it is a line of its own whatever the command's
+    # stderr ended with; split_step_output takes that newline off again.
+    return (
+        f"{with_timeout(command, timeout_s)}; rc=$?; "
+        f"printf '\\n{RC_MARKER}%s %s\\n' \"$rc\" \"$SLURMD_NODENAME\" >&2; exit $rc"
+    )
+
+
+@dataclass
+class TaskOutput:
+    """What one task of a step printed, and how it ended (``exit_code`` None: it never said)."""
+
+    stdout: str = ""
+    stderr: str = ""
+    exit_code: int | None = None
+    node: str | None = None
+
+
+@dataclass
+class StepOutput:
+    """A step's output split per task, and the lines srun and slurmstepd printed themselves."""
+
+    tasks: dict[int, TaskOutput] = field(default_factory=dict)
+    launcher: list[str] = field(default_factory=list)
+
+    def by_node(self) -> dict[str, TaskOutput]:
+        """The tasks that reported, by the node they ran on."""
+        return {t.node: t for t in self.tasks.values() if t.node}
+
+
+def split_step_output(stdout: str, stderr: str) -> StepOutput:
+    """Split ``srun -l`` output into tasks by label; take each task's status line off its stderr."""
+    out = StepOutput()
+    lines: dict[tuple[int, str], list[str]] = {}
+    for stream, text in (("out", stdout), ("err", stderr)):
+        for line in text.splitlines():
+            match = _LABEL.match(line)
+            if match is None:
+                if line.strip() and not _TASK_EXIT.match(line):
+                    out.launcher.append(line)
+                continue
+            lines.setdefault((int(match.group(1)), stream), []).append(match.group(2))
+    for task in sorted({t for t, _ in lines}):
+        output = TaskOutput()
+        errs = lines.get((task, "err"), [])
+        # The status line is the task's last word; output printed after it cannot be the command's.
+        for position in range(len(errs) - 1, -1, -1):
+            status = _RC_LINE.match(errs[position])
+            if status:
+                output.exit_code, output.node = int(status.group(1)), status.group(2) or None
+                before = errs[:position]
+                if before and before[-1] == "":
+                    before = before[:-1]  # the newline the status line brought
+                errs = before
+                break
+        outs = lines.get((task, "out"), [])
+        output.stdout = "".join(f"{line}\n" for line in outs)
+        output.stderr = "".join(f"{line}\n" for line in errs)
+        out.tasks[task] = output
+    return out
+
+
+_NOT_AVAILABLE = re.compile(
+    r"Required node not available|down, drained or reserved|Requested node configuration is not available|"
+    r"not in (?:the )?(?:job's )?allocation|Node count specification invalid|invalid node name",
+    re.IGNORECASE,
+)
+_NO_ALLOCATION = re.compile(
+    r"Invalid job id|has expired|already completing or completed|Unable to confirm allocation|"
+    r"Job/step already|job \d+ (?:does not exist|has been revoked)",
+    re.IGNORECASE,
+)
+_AUTH = re.compile(r"munge|authentication|Invalid credential|Access/permission denied", re.IGNORECASE)
+_TIME_LIMIT = re.compile(r"CANCELLED AT \S+ DUE TO TIME LIMIT", re.IGNORECASE)
+_CONTROLLER = re.compile(r"Unable to contact slurm controller|Socket timed out|Zero Bytes were transmitted",
+                         re.IGNORECASE)
+_LAUNCH_FAILED = re.compile(r"Task launch for \S+ failed on node (\S+?):|"
+                            r"(?:Node|node) (\S+?):? (?:failure|not responding)|"
+                            r"error: (\S+?): task \d+: (?:unable|Communication)", re.IGNORECASE)
+
+
+def classify_srun_failure(node: str, messages: Sequence[str], command: str, timeout_s: float,
+                          job_id: str | None) -> TransportError:
+    """The typed error for a node whose task never reported, from what srun and slurmstepd said."""
+    text = "\n".join(messages[-12:]) or "srun printed nothing"
+    job = f"job {job_id}" if job_id else "the allocation"
+    if _TIME_LIMIT.search(text):
+        return CommandTimeout(node, command, timeout_s)
+    if _AUTH.search(text):
+        return AuthenticationFailed(
+            node, f"Slurm refused the step (authentication):\n{text}", command=command,
+            fix="check munged runs on this host and on the node with the cluster's key (munge -n | unmunge), "
+            "and that the clocks agree",
+        )
+    if _NO_ALLOCATION.search(text):
+        return NoAllocation(
+            node, f"{job} cannot run steps:\n{text}", command=command,
+            fix="the allocation ended (time limit, scancel, or a failed node): run again, in a new allocation",
+        )
+    if _NOT_AVAILABLE.search(text):
+        return NodeNotAvailable(
+            node, f"Slurm will not run on {node}:\n{text}", command=command,
+            fix=f"sinfo -n {node} -o '%N %t %E' says why; scontrol update nodename={node} state=resume once fixed",
+        )
+    if _CONTROLLER.search(text):
+        return NodeUnreachable(node, f"the Slurm controller did not answer:\n{text}", command=command,
+                               fix="check slurmctld is up (scontrol ping)")
+    return NodeUnreachable(
+        node, f"the step ended before the command did on {node}:\n{text}", command=command,
+        fix=f"check slurmd on {node} (scontrol show node {node}) and its log",
+    )
+
+
+def _blamed_nodes(messages: Iterable[str]) -> set[str]:
+    found: set[str] = set()
+    for line in messages:
+        for match in _LAUNCH_FAILED.finditer(line):
+            found.update(g for g in match.groups() if g)
+    return found
+
+
+def _text(data: bytes | None) -> str:
+    return data.decode(errors="replace") if data else ""
+
+
+class SlurmAllocation:
+    """The job every step of the run runs in, shared by every node's transport."""
+
+    def __init__(self, nodes: Sequence[str], settings: SlurmSettings, *,
+                 env: Mapping[str, str] | None = None) -> None:
+        self.nodes = list(nodes)
+        self.settings = settings
+        self.env = dict(env) if env is not None else None  # None: this process's environment
+        self.tag = f"pf-{uuid.uuid4().hex[:8]}"
+        self.job_id: str | None = settings.job_id
+        self.owned = False  # True when we asked for the job, so we cancel it at the end
+        self._lock = threading.Lock()
+        self._ready = False
+        self._error: TransportError | None = None
+        self._node_errors: dict[str, TransportError] = {}
+        self._seq = 0
+        self._running: dict[str, subprocess.Popen[bytes]] = {}  # step name -> its srun
+        self._gatherings: list[Gathering] = []
+
+    # ----------------------------------------------------------------- the job
+
+    def _slurm(self, argv: Sequence[str], timeout: float = 30) -> subprocess.CompletedProcess[str]:
+        return subprocess.run(list(argv), capture_output=True, text=True, timeout=timeout, env=self.env,
+                              stdin=subprocess.DEVNULL)
+
+    def ensure(self) -> None:
+        """Have the job: check the given one, or ask for one over the usable nodes.  Once per run."""
+        with self._lock:
+            if self._ready:
+                return
+            self._ready = True
+            try:
+                if self.job_id is not None:
+                    self._check_job()
+                else:
+                    self._allocate()
+            except (OSError, subprocess.SubprocessError) as exc:
+                self._error = NoAllocation(self.nodes[0] if self.nodes else "slurm",
+                                           f"could not run Slurm's commands: {exc}",
+                                           fix="install slurm-client on this host and put srun on PATH")
+
+    def _check_job(self) -> None:
+        proc = self._slurm(["squeue", "-h", "-j", str(self.job_id), "-o", "%T %N"])
+        state, _, nodelist = proc.stdout.strip().partition(" ")
+        if proc.returncode != 0 or state not in ("RUNNING", "COMPLETING"):
+            self._error = NoAllocation(
+                fold(self.nodes), f"job {self.job_id} is not running ({state or proc.stderr.strip() or 'unknown'})",
+                command=f"squeue -j {self.job_id}",
+                fix="run inside a live allocation (salloc -N K, or sbatch), or let the inventory ask for one",
+            )
+            return
+        held = set(expand(nodelist)) if nodelist else set()
+        for node in self.nodes:
+            if held and node not in held:
+                self._node_errors[node] = NodeNotAvailable(
+                    node, f"not in job {self.job_id} (it holds {nodelist})",
+                    fix=f"leave {node} out of the inventory, or run in an allocation that includes it",
+                )
+
+    def _allocate(self) -> None:
+        s = self.settings
+        proc = self._slurm(["sinfo", "-h", "-N", "-n", fold(self.nodes), "-o", "%N|%t|%E"])
+        states: dict[str, tuple[str, str]] = {}
+        for line in proc.stdout.splitlines():
+            name, _, rest = line.partition("|")
+            state, _, reason = rest.partition("|")
+            states[name.strip()] = (state.strip(), reason.strip())
+        usable: list[str] = []
+        for node in self.nodes:
+            state, reason = states.get(node, ("", ""))
+            if state in _USABLE_STATES:
+                usable.append(node)
+            elif not state:
+                self._node_errors[node] = NodeNotAvailable(
+                    node, "Slurm does not know this node (sinfo lists no such node)", command="sinfo -N",
+                    fix="use the node's Slurm name in the inventory (sinfo -N lists them)")
+            else:
+                why = f", reason: {reason}" if reason and reason != "none" else ""
+                self._node_errors[node] = NodeNotAvailable(
+                    node, f"Required node not available: Slurm has it {state}{why}", command="sinfo -N",
+                    fix=f"scontrol update nodename={node} state=resume once it is fixed, or leave it out")
+        if not usable:
+            self._error = NoAllocation(fold(self.nodes), "no node of the inventory is usable in Slurm",
+                                       command="sinfo -N", fix="see each node's state in sinfo -N")
+            return
+        argv = ["salloc", "--no-shell", "--no-kill", "--exclusive", f"--job-name={self.tag}",
+                "-N", str(len(usable)), "-w", fold(usable), f"--time={s.time_limit_min}",
+                f"--immediate={s.wait_s}"]
+        if s.partition:
+            argv.append(f"--partition={s.partition}")
+        if s.account:
+            argv.append(f"--account={s.account}")
+        argv.extend(s.salloc_options)
+        proc = self._slurm(argv, timeout=s.wait_s + 30)
+        granted = _GRANTED.search(proc.stderr + proc.stdout)
+        if proc.returncode != 0 or granted is None:
+            self._error = NoAllocation(
+                fold(usable), f"no allocation was granted:\n{(proc.stderr or proc.stdout).strip()}",
+                command=shlex.join(argv),
+                fix="check the partition and account (sinfo, sacctmgr show assoc user=$USER), or raise slurm.wait",
+            )
+            return
+        self.job_id, self.owned = granted.group(1), True
+
+    def node_error(self, node: str) -> TransportError | None:
+        """Why ``node`` cannot run steps in this run, if it cannot."""
+        self.ensure()
+        if self._error is not None:
+            error = type(self._error).__new__(type(self._error))
+            error.__dict__.update(self._error.__dict__)
+            error.node = node
+            Exception.__init__(error, error._render())
+            return error
+        return self._node_errors.get(node)
+
+    # ----------------------------------------------------------------- steps
+
+    def _step_argv(self, nodes: Sequence[str], name: str, script: str, timeout_s: float) -> list[str]:
+        count = str(len(nodes))
+        return [
+            "srun", f"--jobid={self.job_id}", f"--job-name={name}", "--overlap", "-N", count, "-n", count,
+            "--ntasks-per-node=1", "-w", fold(nodes), "--label", "--quiet", "--kill-on-bad-exit=0",
+            "--wait=0", "--input=none", f"--time={step_time_limit(timeout_s)}", f"--chdir={self.settings.chdir}",
+            *self.settings.srun_options, "sh", "-c", script,
+        ]
+
+    def _name(self) -> str:
+        with self._lock:
+            self._seq += 1
+            return f"{self.tag}-{self._seq}"
+
+    def _launch(self, nodes: Sequence[str], command: str, timeout_s: float) -> tuple[str, subprocess.Popen[bytes]]:
+        name = self._name()
+        proc = subprocess.Popen(
+            self._step_argv(nodes, name, _task_script(command, timeout_s), timeout_s),
+            stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=self.env,
+            start_new_session=True,  # a Ctrl-C in the terminal is ours to handle, not srun's
+        )
+        with self._lock:
+            self._running[name] = proc
+        return name, proc
+
+    def _forget(self, name: str) -> None:
+        with self._lock:
+            self._running.pop(name, None)
+
+    def run_many(self, nodes: list[str], command: str, timeout: float, check: bool) -> dict[str, StepOutcome]:
+        """Run ``command`` on every node of ``nodes`` as ONE step; each node's result or error."""
+        outcomes: dict[str, StepOutcome] = {}
+        usable: list[str] = []
+        for node in dict.fromkeys(nodes):
+            error = self.node_error(node)
+            if error is not None:
+                outcomes[node] = error
+            else:
+                usable.append(node)
+        if not usable:
+            return outcomes
+        started = time.monotonic()
+        name, proc = self._launch(usable, command, timeout)
+        timed_out = False
+        try:
+            stdout, stderr = proc.communicate(timeout=timeout + KILL_AFTER_S + _CLIENT_GRACE_S)
+        except subprocess.TimeoutExpired:
+            timed_out = True
+            self._cancel(name, proc)
+            stdout, stderr = proc.communicate()
+        except BaseException:
+            self._cancel(name, proc)  # Ctrl-C while waiting: leave no step behind
+            raise
+        finally:
+            self._forget(name)
+        elapsed = time.monotonic() - started
+        split = split_step_output(_text(stdout), _text(stderr))
+        reported = split.by_node()
+        blamed = _blamed_nodes(split.launcher)
+        for node in usable:
+            task = reported.get(node)
+            if task is None or task.exit_code is None:
+                if timed_out:
+                    outcomes[node] = CommandTimeout(node, command, timeout, task.stdout if task else "")
+                else:
+                    messages = [m for m in split.launcher if node in m or not blamed] or split.launcher
+                    outcomes[node] = classify_srun_failure(node, messages, command, timeout, self.job_id)
+                continue
+            result = CommandResult(node, command, task.exit_code, task.stdout, task.stderr, elapsed)
+            if is_wrapper_timeout(task.exit_code, elapsed, timeout):
+                outcomes[node] = CommandTimeout(node, command, timeout, task.stdout)
+                continue
+            try:
+                outcomes[node] = judge(result, check=check)
+            except TransportError as exc:
+                outcomes[node] = exc
+        return outcomes
+
+    def start(self, node: str, command: str, timeout: float) -> SlurmStep:
+        """Start ``command`` on ``node`` as a background step that overlaps the others."""
+        error = self.node_error(node)
+        if error is not None:
+            raise error
+        name, proc = self._launch([node], command, timeout)
+        return SlurmStep(self, node, command, name, proc, timeout)
+
+    def _step_ids(self, names: set[str] | None = None) -> list[str]:
+        """The ids (``J.S``) of this run's steps squeue lists: all of them, or those named."""
+        if self.job_id is None:
+            return []
+        proc = self._slurm(["squeue", "-h", "-s", "-j", str(self.job_id), "-o", "%i %j"], timeout=15)
+        ids: list[str] = []
+        for line in proc.stdout.splitlines():
+            step, _, step_name = line.strip().partition(" ")
+            if step_name.startswith(f"{self.tag}-") and (names is None or step_name in names):
+                ids.append(step)
+        return ids
+
+    def _cancel(self, name: str, proc: subprocess.Popen[bytes] | None) -> None:
+        """Cancel the step ``name`` in Slurm, then end its srun."""
+        try:
+            ids = self._step_ids({name})
+            if ids:
+                self._slurm(["scancel", *ids], timeout=15)
+        except (OSError, subprocess.SubprocessError):
+            logger.debug("cancelling step %s failed", name, exc_info=True)
+        if proc is not None and proc.poll() is None:
+            for sig, wait_s in ((signal.SIGTERM, KILL_AFTER_S), (signal.SIGKILL, 2.0)):
+                try:
+                    os.killpg(proc.pid, sig)
+                    proc.wait(wait_s)
+                    break
+                except ProcessLookupError:
+                    break
+                except subprocess.TimeoutExpired:
+                    continue
+
+    def interrupt(self) -> None:
+        """Cancel every step of this run still running (Ctrl-C), at once.  Never raises."""
+        with self._lock:
+            running = dict(self._running)
+        if not running:
+            return
+        try:
+            ids = self._step_ids(set(running))
+            if ids:
+                self._slurm(["scancel", *ids], timeout=15)
+        except Exception:  # noqa: BLE001 - best effort while a run unwinds
+            logger.debug("cancelling this run's steps failed", exc_info=True)
+        for proc in running.values():
+            if proc.poll() is None:
+                try:
+                    os.killpg(proc.pid, signal.SIGTERM)
+                except ProcessLookupError:
+                    pass
+
+    def release(self) -> None:
+        """Cancel what is left of the run: the job if we asked for it, else this run's steps.  Idempotent."""
+        self.interrupt()
+        if self.job_id is None:
+            return
+        try:
+            if self.owned:
+                self._slurm(["scancel", str(self.job_id)], timeout=15)
+                deadline = time.monotonic() + 15
+                while time.monotonic() < deadline:  # gone from squeue before the run reports it is done
+                    left = self._slurm(["squeue", "-h", "-j", str(self.job_id), "-o", "%T"], timeout=15).stdout
+                    if not left.strip():
+                        break
+                    time.sleep(0.2)
+                self.owned = False
+            else:
+                ids = self._step_ids()
+                if ids:
+                    self._slurm(["scancel", *ids], timeout=15)
+        except (OSError, subprocess.SubprocessError):
+            logger.debug("releasing job %s failed", self.job_id, exc_info=True)
+
+    # ----------------------------------------------------------------- waves
+
+    @contextmanager
+    def gathering(self, nodes: Iterable[str]) -> Iterator[Gathering]:
+        """Within the block, identical commands of ``nodes`` run as one step per round."""
+        group = Gathering(nodes, self.run_many, window_s=self.settings.gather_window_s)
+        with self._lock:
+            self._gatherings.append(group)
+        try:
+            yield group
+        finally:
+            with self._lock:
+                self._gatherings.remove(group)
+
+    def gathering_of(self, node: str) -> Gathering | None:
+        with self._lock:
+            for group in reversed(self._gatherings):
+                if node in group:
+                    return group
+        return None
+
+
+class SlurmTransport:
+    """One node reached through Slurm steps; see :class:`~.base.Transport` for the contract."""
+
+    def __init__(self, node: str, allocation: SlurmAllocation) -> None:
+        self.node = node
+        self.allocation = allocation
+        self.launcher: object = allocation  # nodes of one allocation share wave steps
+        self._lock = threading.Lock()
+        self._background: list[SlurmStep] = []
+
+    def __repr__(self) -> str:
+        return f"SlurmTransport({self.node!r}, job={self.allocation.job_id})"
+
+    def connect(self) -> None:
+        """Have the allocation; raise the node's typed error when Slurm will not run on it."""
+        error = self.allocation.node_error(self.node)
+        if error is not None:
+            raise error
+
+    def run(self, command: str, *, timeout: float, check: bool = True) -> CommandResult:
+        """Run ``command`` as a step on this node (or as part of its wave's step)."""
+        group = self.allocation.gathering_of(self.node)
+        if group is not None:
+            outcome = group.run(self.node, command, timeout, check)
+        else:
+            outcome = self.allocation.run_many([self.node], command, timeout, check)[self.node]
+        if isinstance(outcome, TransportError):
+            raise outcome
+        return outcome
+
+    def start(self, command: str, *, timeout: float) -> SlurmStep:
+        """Start ``command`` as a background step; it ends at ``timeout`` at the latest."""
+        step = self.allocation.start(self.node, command, timeout)
+        with self._lock:
+            self._background.append(step)
+        return step
+
+    def gathering(self, nodes: Iterable[str]) -> AbstractContextManager[Gathering]:
+        """See :class:`.gather.Coalescing`."""
+        return self.allocation.gathering(nodes)
+
+    def interrupt(self) -> None:
+        """Cancel this run's running steps (they may span nodes: a wave's step)."""
+        self.allocation.interrupt()
+
+    def close(self) -> None:
+        """Stop this node's background steps.  The allocation is released by its owner."""
+        with self._lock:
+            steps, self._background = self._background, []
+        for step in steps:
+            try:
+                step.stop()
+            except Exception:  # noqa: BLE001 - closing must go on
+                logger.debug("stopping %s on %s failed", step.command, self.node, exc_info=True)
+
+
+class SlurmStep:
+    """A background step (a server); see :class:`~.base.BackgroundProcess`."""
+
+    def __init__(self, allocation: SlurmAllocation, node: str, command: str, name: str,
+                 proc: subprocess.Popen[bytes], timeout_s: float) -> None:
+        self.node = node
+        self.command = command
+        self.name = name
+        self.timeout_s = timeout_s
+        self._allocation = allocation
+        self._proc = proc
+        self._started = time.monotonic()
+        self._result: CommandResult | None = None
+        self._output: tuple[bytes, bytes] | None = None
+        self._reader = threading.Thread(target=self._read, name=f"pytest-fabric step {node}", daemon=True)
+        self._reader.start()
+
+    def _read(self) -> None:
+        self._output = self._proc.communicate()
+        self._allocation._forget(self.name)
+
+    def is_running(self) -> bool:
+        return self._proc.poll() is None
+
+    def _finish(self) -> CommandResult:
+        self._reader.join(5)
+        stdout, stderr = self._output or (b"", b"")
+        split = split_step_output(_text(stdout), _text(stderr))
+        task = split.by_node().get(self.node) or next(iter(split.tasks.values()), None)
+        code = task.exit_code if task is not None and task.exit_code is not None else -1
+        err = task.stderr if task else ""
+        if code == -1 and split.launcher:
+            err += "".join(f"{line}\n" for line in split.launcher)
+        return CommandResult(self.node, self.command, code, task.stdout if task else "", err,
+                             time.monotonic() - self._started)
+
+    def wait(self, timeout: float) -> CommandResult:
+        """Wait for the step to end by itself; on timeout cancel it and raise CommandTimeout."""
+        try:
+            self._proc.wait(timeout)
+        except subprocess.TimeoutExpired:
+            partial = self.stop()
+            raise CommandTimeout(self.node, self.command, timeout, partial.stdout) from None
+        result = self._finish()
+        if result.exit_code != 0 and missing_tool(result.exit_code, result.stderr, result.command):
+            judge(result, check=True)  # raises ToolMissing, as the other transports do
+        return result
+
+    def stop(self) -> CommandResult:
+        """Cancel the step (scancel) and return what it printed.  Idempotent."""
+        if self._proc.poll() is None:
+            self._allocation._cancel(self.name, self._proc)
+        return self._finish()
