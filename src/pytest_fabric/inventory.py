@@ -25,6 +25,8 @@ from pydantic import (
 )
 
 from . import hostlist, yamlsource
+from .slurm_inventory import NoAllocationError, SlurmSection, current_allocation, settings_from
+from .transport.slurm import SlurmSettings
 from .yamlsource import SourceError
 
 __all__ = ["Inventory", "Mount", "Node", "load_inventory", "LOCAL_HOSTS", "SHARED_FSTYPES"]
@@ -73,7 +75,7 @@ class _Connection(BaseModel):
     max_sessions: int | None = Field(default=None, ge=1, le=1000)  # the node sshd's MaxSessions
     known_hosts: str | None = None
     jump: str | None = None
-    transport: Literal["ssh", "local"] | None = None
+    transport: Literal["ssh", "local", "slurm"] | None = None
 
     @field_validator("user")
     @classmethod
@@ -225,9 +227,10 @@ class _InventoryFile(BaseModel):
 
     name: str = "cluster"
     defaults: _Connection = Field(default_factory=_Connection)
-    nodes: list[_NodeEntry]
+    nodes: list[_NodeEntry] = Field(default_factory=list)  # may come from slurm: instead
     storage: _Storage = Field(default_factory=_Storage)
     egress: _Egress = Field(default_factory=_Egress)
+    slurm: SlurmSection | None = None  # run through Slurm steps (slurm_inventory.py)
 
     @field_validator("nodes")
     @classmethod
@@ -250,7 +253,7 @@ class Node:
     connect_timeout: float = 10.0
     max_sessions: int = 10  # sshd's MaxSessions (OpenSSH default 10): sessions per connection
     jump: str | None = None
-    transport: Literal["ssh", "local"] = "ssh"
+    transport: Literal["ssh", "local", "slurm"] = "ssh"
     data_address: str = ""
     rdma_ports: tuple[str, ...] = ()  # DEVICE/PORT names the inventory requires, if it lists them
     labels: dict[str, str] = field(default_factory=dict)
@@ -288,6 +291,8 @@ class Inventory:
     upload_targets: tuple[str, ...] = ()
     #: what the inventory states about each mount (type, options, shared), in the order of ``mounts``
     mount_specs: tuple[Mount, ...] = ()
+    #: how to get and use the Slurm allocation, when the inventory has a ``slurm:`` section
+    slurm: SlurmSettings | None = None
 
     def mount(self, path: str) -> Mount:
         """What the inventory states about the mount at ``path`` (nothing, for one it does not list)."""
@@ -315,6 +320,8 @@ def _known_fields(loc: tuple[Any, ...]) -> list[str]:
         model = _TargetEntry
     elif len(loc) >= 3 and loc[:2] == ("storage", "mounts"):
         model = _MountEntry
+    elif loc and loc[0] == "slurm":
+        model = SlurmSection
     elif loc and loc[0] in ("defaults", "storage", "egress"):
         sections: dict[str, type[BaseModel]] = {"defaults": _Connection, "storage": _Storage, "egress": _Egress}
         model = sections[loc[0]]
@@ -392,6 +399,7 @@ def load_inventory(path: Path | str) -> Inventory:
     except ValidationError as exc:
         raise SourceError(yamlsource.describe_errors(str(path), exc, lines, known_fields=_known_fields)) from None
 
+    slurm, job_id = _slurm_nodes(path, parsed, lines)
     defaults = parsed.defaults
     nodes: list[Node] = []
     seen: dict[str, int | None] = {}
@@ -415,7 +423,9 @@ def load_inventory(path: Path | str) -> Inventory:
                 common = getattr(defaults, key)
                 return common if common is not None else fallback
 
-            transport = pick("transport", None) or ("local" if resolved_host in LOCAL_HOSTS else "ssh")
+            transport = pick("transport", None) or (
+                "slurm" if slurm is not None else "local" if resolved_host in LOCAL_HOSTS else "ssh"
+            )
             nodes.append(
                 Node(
                     name=name,
@@ -427,7 +437,7 @@ def load_inventory(path: Path | str) -> Inventory:
                     connect_timeout=float(pick("connect_timeout", 10.0)),
                     max_sessions=int(pick("max_sessions", 10)),
                     jump=pick("jump", None),
-                    transport="local" if transport == "local" else "ssh",
+                    transport="local" if transport == "local" else "slurm" if transport == "slurm" else "ssh",
                     data_address=address or "",
                     rdma_ports=tuple(entry.rdma_ports),
                     labels={k: str(v) for k, v in entry.labels.items()},
@@ -443,4 +453,29 @@ def load_inventory(path: Path | str) -> Inventory:
         mount_specs=tuple(
             Mount(m.path, m.fstype, tuple(m.options), m.shared) for m in parsed.storage.mounts
         ),
+        slurm=settings_from(slurm, job_id) if slurm is not None else None,
     )
+
+
+def _slurm_nodes(
+    path: Path, parsed: _InventoryFile, lines: dict[Any, int]
+) -> tuple[SlurmSection | None, str | None]:
+    """The slurm: section and the job to run in; fills ``parsed.nodes`` from it when none are listed."""
+    slurm = parsed.slurm
+    where = f"{path}:{lines.get(('slurm',))}" if lines.get(("slurm",)) else str(path)
+    job_id: str | None = None
+    if slurm is not None and slurm.allocation == "current":
+        try:
+            job_id, nodelist = current_allocation()
+        except NoAllocationError as exc:
+            raise SourceError(f"{where}: slurm.allocation: current: {exc}") from None
+        if not parsed.nodes:
+            parsed.nodes = [_NodeEntry(name=nodelist)]
+    elif slurm is not None and slurm.nodes and not parsed.nodes:
+        parsed.nodes = [_NodeEntry(name=slurm.nodes)]
+    if not parsed.nodes:
+        raise SourceError(
+            f"{path}:1: nodes: required but missing"
+            + ("; or give slurm.nodes (a nodeset such as gpu[001-128])" if slurm is not None else "")
+        )
+    return slurm, job_id

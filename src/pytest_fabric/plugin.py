@@ -35,6 +35,7 @@ from .yamlsource import SourceError
 
 pytest_plugins = [
     "pytest_fabric.fixtures",
+    "pytest_fabric.slurm_drain",
     "pytest_fabric.measurements.intra_node",
     "pytest_fabric.measurements.inter_node",
     "pytest_fabric.measurements.storage",
@@ -206,6 +207,10 @@ def pytest_fabric_make_transport(node: Node, config: pytest.Config) -> Transport
         from .transport.local import LocalTransport
 
         return LocalTransport(node.name)
+    if node.transport == "slurm":
+        from .slurm_session import slurm_transport
+
+        return slurm_transport(node, config)
     from .transport.ssh import SSHSettings, SSHTransport
 
     return SSHTransport(

@@ -1,0 +1,99 @@
+"""The inventory's ``slurm:`` section: run every node's commands as steps of a Slurm allocation.
+
+Three ways to write it::
+
+    slurm: {partition: gpu, account: proj42, nodes: "gpu[001-128]"}   # ask for an allocation
+    slurm: {partition: gpu}          # with a nodes: list (hosts, data addresses, labels)
+    slurm: {allocation: current}     # the job this run is inside (--cluster slurm)
+
+With ``allocation: current`` the nodes and the job come from ``SLURM_JOB_NODELIST`` and
+``SLURM_JOB_ID`` (salloc and sbatch set them); otherwise the run asks for an allocation over the
+nodes (salloc, with the partition and account given) and cancels it when it ends.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from collections.abc import Mapping
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict, Field, field_validator
+
+from .transport.slurm import SlurmSettings
+
+__all__ = ["SlurmSection", "current_allocation", "settings_from"]
+
+_WORD_RE = re.compile(r"^[A-Za-z0-9_.+-]{1,64}$")
+# One srun/salloc option as a list item: --gres=gpu:8, --qos=high, --mpi=pmix, -C h100.
+_OPTION_RE = re.compile(r"^-{1,2}[A-Za-z][A-Za-z0-9-]*(?:=[A-Za-z0-9_.:,/@+%=-]+)?$|^[A-Za-z0-9_.:,/@+%=-]+$")
+
+
+class NoAllocationError(ValueError):
+    """``allocation: current`` outside an allocation."""
+
+
+class SlurmSection(BaseModel):
+    """What a user writes under ``slurm:``."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    partition: str | None = None
+    account: str | None = None
+    nodes: str | None = None  # a nodeset, as sinfo prints it: gpu[001-128]
+    allocation: Literal["current", "new"] = "new"
+    time: int = Field(default=120, ge=1, le=100_000)  # the allocation's time limit, minutes
+    wait: int = Field(default=300, ge=0, le=86_400)  # seconds to wait for the allocation
+    salloc_options: list[str] = Field(default_factory=list)
+    srun_options: list[str] = Field(default_factory=list)
+    chdir: str = "/tmp"
+
+    @field_validator("partition", "account")
+    @classmethod
+    def _word(cls, value: str | None) -> str | None:
+        if value is not None and not _WORD_RE.match(value):
+            raise ValueError(f"{value!r} is not a Slurm partition or account name")
+        return value
+
+    @field_validator("salloc_options", "srun_options")
+    @classmethod
+    def _options(cls, value: list[str]) -> list[str]:
+        for option in value:
+            if not _OPTION_RE.match(option):
+                raise ValueError(f"{option!r}: write one option per item, e.g. [--gres=gpu:8, --qos=high]")
+        return value
+
+    @field_validator("chdir")
+    @classmethod
+    def _chdir(cls, value: str) -> str:
+        if not value.startswith("/") or not re.match(r"^[A-Za-z0-9._/@+~=,-]+$", value):
+            raise ValueError(f"{value!r}: an absolute path every node has")
+        return value
+
+
+def current_allocation(env: Mapping[str, str] | None = None) -> tuple[str, str]:
+    """(job id, nodelist) of the allocation this process runs in; NoAllocationError outside one."""
+    env = os.environ if env is None else env
+    job = env.get("SLURM_JOB_ID") or env.get("SLURM_JOBID")
+    nodes = env.get("SLURM_JOB_NODELIST") or env.get("SLURM_NODELIST")
+    if not job or not nodes:
+        raise NoAllocationError(
+            "no Slurm allocation: SLURM_JOB_ID and SLURM_JOB_NODELIST are not set; run inside one "
+            "(salloc -N 4 pytest --cluster slurm ..., or from an sbatch script), or write an inventory "
+            "with slurm: {partition: ..., nodes: ...} to have the run ask for one"
+        )
+    return job, nodes
+
+
+def settings_from(section: SlurmSection, job_id: str | None) -> SlurmSettings:
+    """The transport's settings for a ``slurm:`` section (``job_id``: the allocation to use, if any)."""
+    return SlurmSettings(
+        job_id=job_id,
+        partition=section.partition,
+        account=section.account,
+        time_limit_min=section.time,
+        wait_s=section.wait,
+        salloc_options=tuple(section.salloc_options),
+        srun_options=tuple(section.srun_options),
+        chdir=section.chdir,
+    )

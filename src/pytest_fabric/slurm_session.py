@@ -1,0 +1,37 @@
+"""The run's Slurm allocation: made on first use, shared by every Slurm node, released at the end.
+
+``pytest_fabric_make_transport`` asks here for a node written ``transport: slurm`` (or under a
+``slurm:`` section).  All such nodes share one :class:`~.transport.slurm.SlurmAllocation`, kept
+in ``config.stash``; the allocation is released (the job cancelled if the run asked for it,
+else this run's steps) when pytest unconfigures, after every transport has closed.
+"""
+
+from __future__ import annotations
+
+import pytest
+
+from .inventory import Node
+from .state import get_state
+from .transport.slurm import SlurmAllocation, SlurmSettings, SlurmTransport
+
+__all__ = ["ALLOCATION_KEY", "slurm_transport"]
+
+ALLOCATION_KEY = pytest.StashKey[SlurmAllocation]()
+
+
+def allocation_for(config: pytest.Config) -> SlurmAllocation:
+    """The run's allocation over the inventory's Slurm nodes (not yet asked for: that is on first use)."""
+    allocation = config.stash.get(ALLOCATION_KEY, None)
+    if allocation is None:
+        state = get_state(config)
+        assert state is not None
+        nodes = [n.name for n in state.inventory.nodes if n.transport == "slurm"]
+        allocation = SlurmAllocation(nodes, state.inventory.slurm or SlurmSettings())
+        config.stash[ALLOCATION_KEY] = allocation
+        config.add_cleanup(allocation.release)
+    return allocation
+
+
+def slurm_transport(node: Node, config: pytest.Config) -> SlurmTransport:
+    """``node``'s transport: steps in the run's allocation."""
+    return SlurmTransport(node.name, allocation_for(config))
