@@ -14,7 +14,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from decimal import Decimal
 
-__all__ = ["Deviation", "OutlierFinding", "below_median", "above_median", "outlier"]
+__all__ = ["Deviation", "OutlierFinding", "Population", "below_median", "above_median", "outlier"]
 
 
 @dataclass(frozen=True)
@@ -57,6 +57,28 @@ FENCE_SIGMAS = 3.0
 
 
 @dataclass(frozen=True)
+class Population:
+    """One check's figures over all measured pairs, with their median and MAD, computed once.
+
+    Every pair's outlier test and every attribution decision compares against the same
+    population: computing it once after the rounds keeps a run's work O(pairs), not O(pairs^2).
+    """
+
+    values: Mapping[str, float]
+    median: float
+    mad: float
+
+    @classmethod
+    def of(cls, values: Mapping[str, float]) -> Population:
+        median = _median(values)
+        return cls(values, median, float(statistics.median(abs(v - median) for v in values.values())))
+
+    def with_value(self, subject: str, value: float) -> Population:
+        """The same population with ``subject``'s figure replaced (or added)."""
+        return Population.of({**self.values, subject: value})
+
+
+@dataclass(frozen=True)
 class OutlierFinding:
     """A pair judged against its peers after re-measuring: how far beyond the noise it sits."""
 
@@ -77,7 +99,7 @@ class OutlierFinding:
 
 
 def outlier(
-    values: Mapping[str, float],
+    values: Mapping[str, float] | Population,
     subject: str,
     remeasured: Sequence[float] = (),
     *,
@@ -91,12 +113,12 @@ def outlier(
     the larger of three robust standard deviations of the pairs (MAD) and the
     range of the re-measurements.
     """
-    median = _median(values)
-    round_value = values[subject]
+    population = values if isinstance(values, Population) else Population.of(values)
+    median, mad = population.median, population.mad
+    round_value = population.values[subject]
     value = float(statistics.median(remeasured)) if remeasured else round_value
     if median > 0:
         fraction = (value - median) / median if lower_is_better else (median - value) / median
-        mad = statistics.median(abs(v - median) for v in values.values())
         repeat_range = (max(remeasured) - min(remeasured)) if len(remeasured) > 1 else 0.0
         spread = max(FENCE_SIGMAS * MAD_TO_SIGMA * mad, repeat_range) / median
     else:
@@ -106,7 +128,7 @@ def outlier(
         value,
         round_value,
         median,
-        len(values),
+        len(population.values),
         max(fraction, 0.0),
         spread,
         1 + len(remeasured),

@@ -46,6 +46,16 @@ class FabricState:
     #: results computed once per run for the whole cluster (attribution, scaling, ...)
     cluster_results: dict[str, Any] = field(default_factory=dict)
 
+    def rounds_index(self) -> dict[int, list[Pair]]:
+        """The scheduled pairs by round, in round order (built once: tests look up their round often)."""
+        index: dict[int, list[Pair]] | None = self.cluster_results.get("rounds_index")
+        if index is None:
+            index = {}
+            for pair in sorted(self.pairs, key=lambda p: p.round):
+                index.setdefault(pair.round, []).append(pair)
+            self.cluster_results["rounds_index"] = index
+        return index
+
     @property
     def rounds(self) -> RoundCache:
         """Pair rounds: batches of the same cache as waves."""

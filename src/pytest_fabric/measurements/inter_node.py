@@ -157,8 +157,8 @@ def _round_pairs(state: FabricState, check: str, pair: NodePair, *, whole: bool 
     selected = None if whole else state.selected_pairs.get(check)
     return [
         state.cluster.pair(p.a, p.b, p.round, p.slot)
-        for p in state.pairs
-        if p.round == pair.round and (selected is None or p.id in selected)
+        for p in state.rounds_index().get(pair.round, [])
+        if selected is None or p.id in selected
     ]
 
 
@@ -174,7 +174,7 @@ def pair_measurement(request: pytest.FixtureRequest, check: str, pair: NodePair)
     whole = bool(request.config.getoption("lf", False))
     round_pairs = _round_pairs(state, check, pair, whole=whole)
     measured = state.rounds.measure(check, pair, round_pairs, measure_function(state, check))
-    full = sum(1 for p in state.pairs if p.round == pair.round)
+    full = len(state.rounds_index().get(pair.round, []))
     selected = state.selected_pairs.get(check)
     note = ""
     if len(round_pairs) < full:
@@ -203,18 +203,35 @@ def pair_measurement(request: pytest.FixtureRequest, check: str, pair: NodePair)
 
 
 def all_pair_measurements(state: FabricState, check: str) -> dict[str, Measurement | BaseException]:
-    """Every scheduled pair's measurement for ``check``, measuring the rounds not measured yet."""
+    """Every scheduled pair's measurement for ``check``, measuring the rounds not measured yet.
+
+    Computed once per check: every outlier test and attribution reads the same results.
+    """
     assert state.cluster is not None
+    cached: dict[str, Measurement | BaseException] | None = state.cluster_results.get(f"all_pairs:{check}")
+    if cached is not None:
+        return cached
     measure = measure_function(state, check)
     out: dict[str, Measurement | BaseException] = {}
-    for round_no in sorted({p.round for p in state.pairs}):
-        round_pairs = [state.cluster.pair(p.a, p.b, p.round, p.slot) for p in state.pairs if p.round == round_no]
+    for round_no, scheduled in state.rounds_index().items():
+        round_pairs = [state.cluster.pair(p.a, p.b, p.round, p.slot) for p in scheduled]
         for pair in round_pairs:
             try:
                 out[pair.id] = state.rounds.measure(check, pair, round_pairs, measure)
             except Exception as exc:  # reported by that pair's own test
                 out[pair.id] = exc
+    state.cluster_results[f"all_pairs:{check}"] = out
     return out
+
+
+def pair_population(state: FabricState, check: str) -> consistency.Population | None:
+    """The check's figures over every measured pair, with median and MAD: computed once, after its rounds."""
+    key = f"population:{check}"
+    if key not in state.cluster_results:
+        values = _values(all_pair_measurements(state, check))
+        state.cluster_results[key] = consistency.Population.of(values) if values else None
+    population: consistency.Population | None = state.cluster_results[key]
+    return population
 
 
 def _values(measurements: dict[str, Measurement | BaseException]) -> dict[str, float]:
@@ -475,7 +492,9 @@ def measure_alone(state: FabricState, check: str, sender: str, receiver: str, co
     return done
 
 
-def _good_alone(state: FabricState, check: str, sender: str, receiver: str, values: dict[str, float]) -> tuple[bool, str]:
+def _good_alone(
+    state: FabricState, check: str, sender: str, receiver: str, values: dict[str, float] | consistency.Population
+) -> tuple[bool, str]:
     """Is the pair good measured alone (on the median of what was measured alone), and its figure as text."""
     samples = measure_alone(state, check, sender, receiver)
     errors = [s for s in samples if isinstance(s, BaseException)]
@@ -561,9 +580,10 @@ def _outlier(request: pytest.FixtureRequest, check: str, pair: NodePair, *, lowe
     own = measurements.get(pair.id)
     if isinstance(own, BaseException):
         raise own
-    values = _values(measurements)
-    if len(values) < 3:
-        pytest.skip(f"{check}: {len(values)} pair(s) measured; a median needs at least 3")
+    values = pair_population(state, check)
+    if values is None or len(values.values) < 3:
+        count = 0 if values is None else len(values.values)
+        pytest.skip(f"{check}: {count} pair(s) measured; a median needs at least 3")
     limit = _outlier_limit(state, lower_is_better)
     finding = consistency.outlier(values, pair.id, lower_is_better=lower_is_better)
     if limit is not None and finding.beyond_spread > limit:
@@ -674,7 +694,7 @@ def _is_bad(
     check: str,
     pair_id: str,
     measured: Measurement | BaseException,
-    values: dict[str, float],
+    values: dict[str, float] | consistency.Population,
     *,
     alone: bool = False,
 ) -> bool:
@@ -688,9 +708,15 @@ def _is_bad(
         except (ValueError, TypeError):
             return True
     limit = _outlier_limit(state, lower_is_better=False)
-    if limit is not None and len(values) >= 3 and (figure := _figure(measured)) is not None:
-        population = {**values, pair_id: figure} if pair_id in values or alone else values
-        if pair_id in population and consistency.outlier(population, pair_id).beyond_spread > limit:
+    if limit is not None and (figure := _figure(measured)) is not None:
+        population = values if isinstance(values, consistency.Population) else None
+        if not isinstance(values, consistency.Population) and len(values) >= 3:
+            population = consistency.Population.of(values)
+        if population is None or len(population.values) < 3:
+            return False
+        if population.values.get(pair_id) != figure and (pair_id in population.values or alone):
+            population = population.with_value(pair_id, figure)  # a re-measurement, judged against the sweep
+        if pair_id in population.values and consistency.outlier(population, pair_id).beyond_spread > limit:
             return True
     return False
 
@@ -700,7 +726,7 @@ def _attribute(state: FabricState, check: str) -> attribution_rules.Attribution:
     assert state.cluster is not None
     spec: Any = state.profile.spec("inter_node", "attribution")
     measurements = all_pair_measurements(state, check)
-    values = _values(measurements)
+    values: dict[str, float] | consistency.Population = pair_population(state, check) or {}
     names = {p.id: (p.a, p.b) for p in state.pairs}
     measured: list[tuple[str, str]] = []
     bad: list[tuple[str, str]] = []
