@@ -156,6 +156,28 @@ def test_compare_with_previous_record(pytester: pytest.Pytester) -> None:
     assert 'data-column-type="change"' in page and "was 191.2 Gb/s, now 120.5 Gb/s (-37.0%)" in page
 
 
+def test_compare_with_a_record_of_another_profile_warns(pytester: pytest.Pytester) -> None:
+    info, good = sample_cluster(4, slow=None, down=None)
+    write_fake_project(pytester.path, info, good)
+    pytester.runpytest(*PLUGIN_ARGS, "--conformance-json=prev.json").assert_outcomes(passed=len(good) - 1, skipped=1)
+    info.profile_name, info.profile_sha256 = "roce-small", "cd" * 32
+    write_fake_project(pytester.path, info, good)
+    result = pytester.runpytest(*PLUGIN_ARGS, "--compare=prev.json", "--conformance-json=now.json")
+    result.stdout.fnmatch_lines(["compared with prev.json: * -- WARNING, not the same question: "
+                                 "the previous run used profile hdr200, this one roce-small"])
+    record = json.loads((pytester.path / "now.json").read_text())
+    assert record["run"]["comparison_warnings"] == ["the previous run used profile hdr200, this one roce-small"]
+    assert verify_file(pytester.path / "now.json") == (True, [])
+
+
+def test_bad_compare_tolerance_is_a_usage_error(pytester: pytest.Pytester) -> None:
+    info, checks = sample_cluster(2)
+    write_fake_project(pytester.path, info, checks)
+    pytester.runpytest(*PLUGIN_ARGS, "--conformance-json=prev.json")
+    result = pytester.runpytest(*PLUGIN_ARGS, "--compare=prev.json", "--compare-tolerance=dns_resolve=quick")
+    result.stderr.fnmatch_lines(["*--compare-tolerance dns_resolve=quick: write PERCENT, CHECK=PERCENT or CHECK=QUANTITY*"])
+
+
 def test_bad_previous_record_is_a_usage_error(pytester: pytest.Pytester) -> None:
     info, checks = sample_cluster(2)
     write_fake_project(pytester.path, info, checks)

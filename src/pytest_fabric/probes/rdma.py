@@ -446,6 +446,8 @@ def pair_bandwidth(
     # Peers are compared on the slowest rail in absolute terms: a port that trained
     # at 100G meets '90% line' of its own rate but is still half its peers.
     extra["consistency_value"] = float(min(m.value for _, m, _, _, _ in results))
+    # The worst rail's runs: --compare takes their spread as this figure's own noise.
+    extra["repeats"] = {"values": [round(float(s.to("Gb/s")), 3) for s in samples], "unit": "Gb/s"}
     return Measurement(
         value=value,
         detail=detail,

@@ -1,31 +1,122 @@
 """``--compare previous.json``: each check's change since a previous record.
 
 Checks are matched by ``(check, subject)`` (test ids can change when tests
-move; a pair of nodes measured for the same thing is the same question).  A
-value counts as changed when it moved more than ``--compare-tolerance``
-(default 5 %) in either direction; the direction that matters follows the
-expectation: bandwidth regresses when it drops, latency when it rises.
+move; a pair of nodes measured for the same thing is the same question).
+Values are compared as values, not spellings: ``50 MB/s`` before and
+``0.0425 GB/s`` now is a 15 % drop, whatever units the profiles were written in.
+
+A value counts as changed when it moved beyond the threshold that fits the
+figure: ``--compare-tolerance`` (default 5 %, or per check:
+``dns_resolve=20%``, ``dns_resolve=5ms``), widened to the check's own spread
+when it was measured in repeats (``extra.repeats``: a rail whose three runs
+differ by 8 % has not regressed by moving 6 %).  A single DNS lookup moves by
+milliseconds, so ``dns_resolve`` counts only beyond 5 ms unless told otherwise.
+The direction that matters follows the expectation: bandwidth regresses when it
+drops, latency when it rises.
+
+A check that was measured before and could not be now (skipped, errored after
+failing) is "not measured", never "unchanged".  A record of another profile,
+cluster or node set is still compared, with a warning that says so.
 """
 
 from __future__ import annotations
 
 import json
 import math
-from collections.abc import Iterable, Mapping
-from dataclasses import dataclass
+import re
+import statistics
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-from ..runinfo import get_run_info
+from ..hostlist import fold
+from ..runinfo import RunInfo, get_run_info
+from ..units import Quantity, QuantityError, parse_quantity
 from .summary import format_number, higher_is_better, numeric_value
 
-__all__ = ["PREVIOUS_KEY", "STATUSES", "Previous", "compare_check", "index_checks", "load_previous", "summary_line"]
+__all__ = [
+    "DEFAULT_CHECK_TOLERANCES", "PREVIOUS_KEY", "STATUSES", "Previous", "Tolerance", "Tolerances",
+    "compare_check", "comparison_warnings", "index_checks", "load_previous", "parse_tolerances", "summary_line",
+]
 
 # In the order the terminal line lists them: what needs attention first.
-STATUSES = ("regressed", "newly failing", "fixed", "improved", "unchanged", "new")
+STATUSES = ("regressed", "newly failing", "not measured", "fixed", "improved", "unchanged", "new")
 _BAD = ("failed", "error")
+_MEASURED = ("passed", "failed", "waived")
+_UNMEASURED = ("skipped", "error")
+
+
+@dataclass(frozen=True)
+class Tolerance:
+    """How far a check's value may move and still be unchanged: a share, an amount, or both must be passed."""
+
+    relative: float  # a fraction: 0.05
+    absolute: Quantity | None = None  # '5 ms': a change below it is noise whatever its share
+
+    def describe(self) -> str:
+        share = f"{format_number(self.relative * 100)}%"
+        return f"{share} and {self.absolute}" if self.absolute is not None else share
+
+
+@dataclass(frozen=True)
+class Tolerances:
+    """The run's thresholds: one share for every check, and per-check ones (``check`` or ``layer.check``)."""
+
+    default: float = 0.05
+    per_check: Mapping[str, Tolerance] = field(default_factory=dict)
+
+    def for_check(self, check: Mapping[str, Any]) -> Tolerance:
+        name, layer = str(check.get("check")), str(check.get("layer"))
+        for key in (f"{layer}.{name}", name):
+            if key in self.per_check:
+                return self.per_check[key]
+        default = DEFAULT_CHECK_TOLERANCES.get(name)
+        if default is not None:
+            return Tolerance(self.default, default)
+        return Tolerance(self.default)
+
+
+#: Figures measured once whose run-to-run noise is an amount, not a share: one DNS lookup takes
+#: 1-2 ms from a cache and tens of ms past it, so a change under 5 ms says nothing.
+DEFAULT_CHECK_TOLERANCES: dict[str, Quantity] = {"dns_resolve": parse_quantity("5 ms")}
+
+_USAGE = "write PERCENT, CHECK=PERCENT or CHECK=QUANTITY (e.g. 5, dns_resolve=20%, dns_resolve=5ms)"
+
+
+def _share(text: str) -> float | None:
+    match = re.fullmatch(r"\s*(\d+(?:\.\d*)?|\.\d+)\s*%?\s*", text)
+    return float(match.group(1)) / 100 if match else None
+
+
+def parse_tolerances(values: Sequence[str]) -> Tolerances:
+    """``--compare-tolerance`` values: ``5`` (every check), ``dns_resolve=20%``, ``inter_node.rdma_latency=0.2us``."""
+    default = 0.05
+    per_check: dict[str, Tolerance] = {}
+    for value in values:
+        name, sep, amount = (str(value)).partition("=")
+        if not sep:
+            share = _share(name)
+            if share is None:
+                raise ValueError(f"--compare-tolerance {value}: {_USAGE}")
+            default = share
+            continue
+        name = name.strip()
+        share = _share(amount)
+        if share is not None and name:
+            per_check[name] = Tolerance(share)
+            continue
+        try:
+            quantity = parse_quantity(amount.strip())
+        except QuantityError:
+            quantity = None
+        if not name or quantity is None:
+            raise ValueError(f"--compare-tolerance {value}: {_USAGE}")
+        per_check[name] = Tolerance(-1.0, quantity)  # the share is the run's default, filled in below
+    return Tolerances(default, {k: Tolerance(default if t.relative < 0 else t.relative, t.absolute)
+                                for k, t in per_check.items()})
 
 
 @dataclass
@@ -34,7 +125,9 @@ class Previous:
 
     path: Path
     index: dict[tuple[str, str], Mapping[str, Any]]
-    tolerance: float
+    tolerance: Tolerances | float
+    #: what differs between the two runs' profile, cluster or nodes (empty: the same question)
+    warnings: list[str] = field(default_factory=list)
 
 
 PREVIOUS_KEY = pytest.StashKey[Previous]()
@@ -50,38 +143,84 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     )
     group.addoption(
         "--compare-tolerance",
-        metavar="PERCENT",
-        type=float,
-        default=5.0,
-        help="a value that moved less than this (percent, default 5) counts as unchanged.",
+        metavar="[CHECK=]TOLERANCE",
+        action="append",
+        default=[],
+        help="a value that moved less than this counts as unchanged: PERCENT for every check (default 5), "
+        "or per check as a share or an amount, e.g. dns_resolve=20%% or dns_resolve=5ms (repeatable). "
+        "A check measured in repeats also allows the spread of its repeats.",
     )
 
 
-@pytest.hookimpl(trylast=True)
+def _run_of(info: RunInfo) -> dict[str, Any]:
+    return {"profile": info.profile_name, "profile_sha256": info.profile_sha256, "cluster": info.cluster_name,
+            "inventory": info.inventory_path, "nodes": list(info.nodes), "overrides": list(info.overrides)}
+
+
+# First, so the record writer (trylast at session start) finds the comparison's warnings.
+@pytest.hookimpl(tryfirst=True)
 def pytest_sessionstart(session: pytest.Session) -> None:
     config = session.config
     path = config.getoption("compare", None)
+    info = get_run_info(config)
     # Loaded at session start, after every plugin's configure, so run info is there.
-    if not path or get_run_info(config) is None or hasattr(config, "workerinput"):
+    if not path or info is None or hasattr(config, "workerinput"):
         return
+    try:
+        tolerances = parse_tolerances(config.getoption("compare_tolerance") or [])
+    except ValueError as exc:
+        raise pytest.UsageError(str(exc)) from None
+    run, checks = load_record(path)
     config.stash[PREVIOUS_KEY] = Previous(
-        Path(path), index_checks(load_previous(path)), config.getoption("compare_tolerance") / 100
+        Path(path), index_checks(checks), tolerances, comparison_warnings(run, _run_of(info))
     )
 
 
-def load_previous(path: str | Path) -> list[Mapping[str, Any]]:
-    """The checks of a previous record; a clear usage error when it cannot be read."""
+def load_record(path: str | Path) -> tuple[Mapping[str, Any], list[Mapping[str, Any]]]:
+    """The ``run`` and ``checks`` of a previous record; a clear usage error when it cannot be read."""
     try:
         data = json.loads(Path(path).read_text(encoding="utf-8"))
         checks = data["checks"]
         if not isinstance(checks, list):
             raise TypeError("'checks' is not a list")
-    except (OSError, ValueError, KeyError, TypeError) as exc:
+        run = data.get("run")
+        if not isinstance(run, dict):
+            raise TypeError("'run' is not a mapping")
+    except (OSError, ValueError, KeyError, TypeError, AttributeError) as exc:
         raise pytest.UsageError(
             f"--compare {path}: not a readable pytest-fabric record ({exc}); "
             "give the file a previous run wrote with --conformance-json"
         ) from exc
-    return checks
+    return run, checks
+
+
+def load_previous(path: str | Path) -> list[Mapping[str, Any]]:
+    """The checks of a previous record; a clear usage error when it cannot be read."""
+    return load_record(path)[1]
+
+
+def comparison_warnings(before: Mapping[str, Any], now: Mapping[str, Any]) -> list[str]:
+    """What makes two runs answer different questions: another profile, an edited one, another cluster or nodes."""
+    out = []
+    if before.get("profile") != now.get("profile"):
+        out.append(f"the previous run used profile {before.get('profile')}, this one {now.get('profile')}")
+    elif before.get("profile_sha256") != now.get("profile_sha256"):
+        out.append(
+            f"profile {now.get('profile')} was edited since the previous run "
+            f"(sha256 {str(before.get('profile_sha256'))[:12]}, now {str(now.get('profile_sha256'))[:12]})"
+        )
+    if list(before.get("overrides") or []) != list(now.get("overrides") or []):
+        out.append(
+            f"--expect differs: {', '.join(before.get('overrides') or []) or 'none'} before, "
+            f"{', '.join(now.get('overrides') or []) or 'none'} now"
+        )
+    if before.get("cluster") != now.get("cluster"):
+        out.append(f"the previous run measured cluster {before.get('cluster')}, this one {now.get('cluster')}")
+    was, is_ = set(before.get("nodes") or []), set(now.get("nodes") or [])
+    if was != is_:
+        parts = [f"{fold(was - is_)} only before" if was - is_ else "", f"{fold(is_ - was)} only now" if is_ - was else ""]
+        out.append("the nodes differ: " + ", ".join(p for p in parts if p))
+    return out
 
 
 def index_checks(checks: Iterable[Mapping[str, Any]]) -> dict[tuple[str, str], Mapping[str, Any]]:
@@ -89,37 +228,108 @@ def index_checks(checks: Iterable[Mapping[str, Any]]) -> dict[tuple[str, str], M
     return {(str(c.get("check")), str(c.get("subject"))): c for c in checks}
 
 
-def compare_check(now: Mapping[str, Any], before: Mapping[str, Any] | None, tolerance: float = 0.05) -> dict[str, Any]:
+def _quantity(q: Mapping[str, Any]) -> Quantity | None:
+    value, unit = numeric_value(q), q.get("unit")
+    if value is None or not unit:
+        return None
+    try:
+        return parse_quantity(f"{value!r} {unit}")
+    except QuantityError:
+        return None
+
+
+def _as_now(before: Mapping[str, Any] | None, now: Mapping[str, Any] | None) -> tuple[float, float, str] | None:
+    """Both values in the unit of ``now``: ``(before, now, unit)``; None when they are not the same kind."""
+    if not before or not now:
+        return None
+    v0, v1 = numeric_value(before), numeric_value(now)
+    if v0 is None or v1 is None:
+        return None
+    unit0, unit1 = before.get("unit") or "", now.get("unit") or ""
+    if unit0 == unit1:
+        return v0, v1, unit1
+    q0, q1 = _quantity(before), _quantity(now)
+    if q0 is None or q1 is None or q0.dimension is not q1.dimension:
+        return None  # a count against a rate, or a unit we do not know: not one figure
+    try:
+        return float(q0.to(unit1)), v1, unit1
+    except QuantityError:
+        return None
+
+
+def _spread(check: Mapping[str, Any]) -> float | None:
+    """The range of a check's repeated runs as a share of their median (``extra.repeats``)."""
+    repeats = ((check.get("extra") or {}).get("repeats") or {}).get("values") or []
+    values = [float(v) for v in repeats if isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v)]
+    if len(values) < 2:
+        return None
+    median = statistics.median(values)
+    return (max(values) - min(values)) / abs(median) if median else None
+
+
+def _within(delta: float, unit: str, tolerance: Tolerance) -> bool | None:
+    """Whether ``delta`` (in ``unit``) is below the tolerance's amount; None when it has none that applies."""
+    if tolerance.absolute is None:
+        return None
+    moved = _quantity({"value": abs(delta), "unit": unit})
+    if moved is None or moved.dimension is not tolerance.absolute.dimension:
+        return None
+    return moved.value <= tolerance.absolute.value
+
+
+def compare_check(
+    now: Mapping[str, Any], before: Mapping[str, Any] | None, tolerance: Tolerances | float = 0.05
+) -> dict[str, Any]:
     """The ``previous`` entry of a check: the earlier outcome and value, the change and a sentence."""
     if before is None:
         return {"status": "new", "text": "new check"}
+    tolerances = tolerance if isinstance(tolerance, Tolerances) else Tolerances(tolerance)
+    rule = tolerances.for_check(now)
     out: dict[str, Any] = {
         "outcome": before.get("outcome"),
         "measured": before.get("measured"),
         "margin": before.get("margin"),
         "change": None,
     }
-    v0, v1 = numeric_value(before.get("measured")), numeric_value(now.get("measured"))
-    same_unit = (before.get("measured") or {}).get("unit") == (now.get("measured") or {}).get("unit")
-    text = ""
-    if v0 is not None and v1 is not None and same_unit:
-        unit = (now.get("measured") or {}).get("unit") or ""
+    was, is_ = before.get("outcome"), now.get("outcome")
+    values = _as_now(before.get("measured"), now.get("measured"))
+    text, noise = "", ""
+    significant = False
+    if values is not None:
+        v0, v1, unit = values
         change = (v1 - v0) / abs(v0) if v0 else (0.0 if v1 == v0 else math.copysign(1.0, v1 - v0))
         out["change"] = round(change, 6)
-        text = f"was {format_number(v0)} {unit}, now {format_number(v1)} {unit} ({change * 100:+.1f}%)".replace("  ", " ")
-    was_bad, is_bad = before.get("outcome") in _BAD, now.get("outcome") in _BAD
-    if is_bad and not was_bad:
+        spreads = [s for s in (_spread(before), _spread(now)) if s is not None]
+        relative = max([rule.relative, *spreads])
+        out["threshold"] = rule.describe() if relative == rule.relative else f"{format_number(relative * 100)}% (repeats)"
+        significant = abs(change) > relative
+        small = _within(v1 - v0, unit, rule)
+        if significant and small:
+            significant, noise = False, f"within {rule.absolute}"
+        elif not significant and abs(change) > rule.relative:
+            noise = f"within the spread of its repeats, {relative * 100:.1f}%"
+        detail = f"{change * 100:+.1f}%" + (f", {noise}" if noise else "")
+        text = f"was {format_number(v0)} {unit}, now {format_number(v1)} {unit} ({detail})".replace("  ", " ")
+    was_bad, is_bad = was in _BAD, is_ in _BAD
+    if is_ in _UNMEASURED and was in _MEASURED and not (is_ == "error" and not was_bad):
+        status = "not measured"
+        shown = before.get("measured") or {}
+        at = f" at {format_number(float(shown['value']))} {shown.get('unit') or ''}".rstrip() if numeric_value(shown) is not None else ""
+        text = f"not measured now ({is_}; was {was}{at})"
+    elif was == "skipped" and is_ in _MEASURED:
+        status, text = "new", "measured now (was skipped)"
+    elif is_bad and not was_bad:
         status = "newly failing"
-    elif was_bad and not is_bad and now.get("outcome") in ("passed", "waived"):
+    elif was_bad and not is_bad and is_ in ("passed", "waived"):
         status = "fixed"
-    elif out["change"] is not None and abs(out["change"]) > tolerance:
+    elif significant:
         better = out["change"] > 0 if higher_is_better(now) else out["change"] < 0
         status = "improved" if better else "regressed"
     else:
         status = "unchanged"
     out["status"] = status
     if status in ("newly failing", "fixed"):
-        text = f"{status} (was {before.get('outcome')})" + (f": {text}" if text else "")
+        text = f"{status} (was {was})" + (f": {text}" if text else "")
     out["text"] = text or status
     return out
 
@@ -133,7 +343,10 @@ def annotate(config: pytest.Config, check: dict[str, Any]) -> None:
 
 
 def summary_line(config: pytest.Config, checks: Iterable[Mapping[str, Any]]) -> str | None:
-    """``compared with previous.json: 1 regressed, 2 fixed, 60 unchanged``; None without ``--compare``."""
+    """``compared with previous.json: 1 regressed, 2 fixed, 60 unchanged``; None without ``--compare``.
+
+    When the previous run asked another question (profile, cluster, nodes) the line says so first.
+    """
     prev = config.stash.get(PREVIOUS_KEY, None)
     if prev is None:
         return None
@@ -148,4 +361,7 @@ def summary_line(config: pytest.Config, checks: Iterable[Mapping[str, Any]]) -> 
     missing = len(set(prev.index) - matched)
     if missing:
         parts.append(f"{missing} not run this time")
-    return f"compared with {prev.path.name}: " + (", ".join(parts) or "nothing to compare")
+    line = f"compared with {prev.path.name}: " + (", ".join(parts) or "nothing to compare")
+    if prev.warnings:
+        line += " -- WARNING, not the same question: " + "; ".join(prev.warnings)
+    return line

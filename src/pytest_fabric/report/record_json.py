@@ -34,6 +34,7 @@ import pytest
 
 from ..runinfo import RunInfo, get_run_info, utc_now
 from .collect import CHECKS_KEY, final_verdict, get_checks, is_controller, record_of
+from .compare import PREVIOUS_KEY
 from .run_verdict import RunVerdict
 from .summary import OUTCOMES, nodeset, outcome_counts, send_back, tool_versions
 from .verify import canonical_json
@@ -59,12 +60,14 @@ def build_run(
     info: RunInfo, checks: Sequence[dict[str, Any]], *, verdict: RunVerdict | None = None,
     compared_with: str | None = None, evidence_dir: str | None = None, finished: str | None = None,
     counts: dict[str, int] | None = None, tools: dict[str, list[str]] | None = None,
+    comparison_warnings: Sequence[str] = (),
 ) -> dict[str, Any]:
     """The ``run`` object: what was tested against what, when, with which versions, and the verdict.
 
     ``verdict`` is the run's (:func:`.run_verdict.judge_run`); without one the run is still
     running and has none.  ``counts`` and ``tools``, when given, stand for
     ``outcome_counts(checks)`` and ``tool_versions(checks)`` (the writer keeps them as running tallies).
+    ``comparison_warnings`` say how the ``--compare`` record asked another question (profile, nodes).
     """
     counts = counts if counts is not None else outcome_counts(checks)
     judged = verdict.to_json() if verdict is not None else {"verdict": None, "status": "running", "not_run": {}}
@@ -92,6 +95,7 @@ def build_run(
         "controller": info.controller,
         "tool_versions": tools if tools is not None else tool_versions(checks),
         "compared_with": compared_with,
+        "comparison_warnings": list(comparison_warnings),
         "evidence_dir": evidence_dir,
     }
 
@@ -106,10 +110,12 @@ class RecordWriter:
     """
 
     def __init__(self, path: Path, info: RunInfo, *, compared_with: str | None = None,
-                 evidence_dir: str | None = None, min_interval_s: float = MIN_INTERVAL_S) -> None:
+                 evidence_dir: str | None = None, min_interval_s: float = MIN_INTERVAL_S,
+                 comparison_warnings: Sequence[str] = ()) -> None:
         self.path = path
         self.info = info
         self.compared_with = compared_with
+        self.comparison_warnings = list(comparison_warnings)
         self.evidence_dir = evidence_dir
         self.min_interval_s = min_interval_s
         self._pieces: dict[str, bytes] = {}  # nodeid -> canonical JSON of the check
@@ -148,6 +154,7 @@ class RecordWriter:
         run = canonical_json(build_run(
             self.info, checks, verdict=verdict, compared_with=self.compared_with, evidence_dir=self.evidence_dir,
             finished=finished, counts=dict(self._counts), tools={t: sorted(v) for t, v in sorted(self._tools.items())},
+            comparison_warnings=self.comparison_warnings,
         )).encode("ascii")
         # The hash is over canonical_json({"checks": [...], "run": {...}}) byte for byte (keys sorted,
         # compact), so verify.record_sha256 of the loaded file reproduces it.
@@ -191,7 +198,9 @@ def pytest_sessionstart(session: pytest.Session) -> None:
     target = Path(path).expanduser().resolve()
     target.parent.mkdir(parents=True, exist_ok=True)
     cmp, ev = config.getoption("compare", None), config.getoption("evidence_dir", None)
-    writer = RecordWriter(target, info, compared_with=str(cmp) if cmp else None, evidence_dir=str(ev) if ev else None)
+    previous = config.stash.get(PREVIOUS_KEY, None)  # loaded before this hook (tryfirst there)
+    writer = RecordWriter(target, info, compared_with=str(cmp) if cmp else None, evidence_dir=str(ev) if ev else None,
+                          comparison_warnings=previous.warnings if previous is not None else ())
     config.stash[WRITER_KEY] = writer
     config.pluginmanager.register(_JsonPlugin(config, writer), "fabric-report-json")
     writer.write()  # a record exists from the start, even if the first check never ends
