@@ -614,9 +614,9 @@ class InterNode(_Section):
     @field_validator("pairs")
     @classmethod
     def _pairs(cls, value: str) -> str:
-        from .pairs import parse_strategy
+        from .pairs import resolve_strategy
 
-        parse_strategy(value)
+        resolve_strategy(value, 0)  # checks both halves of a size rule
         return value
 
 

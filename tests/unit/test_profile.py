@@ -74,11 +74,11 @@ def test_hdr200_values() -> None:
     (rdma,) = profile.expectations("inter_node", "rdma_bandwidth")
     assert rdma.key == "inter_node.rdma_bandwidth.min" and rdma.op is Op.MIN and rdma.profile == "hdr200"
     assert rdma.params == {"size": parse_quantity("8 MiB"), "qps": 4, "repeat": 3, "duration": parse_quantity("5 s")}
-    assert profile.document.inter_node.pairs == "all"
+    assert profile.document.inter_node.pairs == "all up to 32 nodes, then random:4"
 
 
 def test_ndr400_pairs_random() -> None:
-    assert load_profile("ndr400-large").document.inter_node.pairs == "random:4"
+    assert load_profile("ndr400-large").document.inter_node.pairs == "all up to 32 nodes, then random:4"
 
 
 SOURCED = [
