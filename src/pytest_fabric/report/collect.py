@@ -22,6 +22,7 @@ them together; every output reads the verdict from there.
 from __future__ import annotations
 
 import math
+import os
 from pathlib import Path
 from typing import Any
 
@@ -30,7 +31,8 @@ import pytest
 from ..record import PLANNED_KEY, REPORT_ATTRIBUTE, PlannedCheck
 from ..runinfo import get_run_info
 from .compare import annotate
-from .evidence import EVIDENCE_DIR_KEY, slim_evidence
+from .errors import TRACEBACK_ATTRIBUTE
+from .evidence import EVIDENCE_DIR_KEY, slim_evidence, write_output
 from .run_verdict import Plan, RunVerdict, judge_run
 
 __all__ = ["CHECKS_KEY", "get_checks", "get_plan", "is_controller", "json_safe", "record_of", "final_verdict"]
@@ -106,6 +108,10 @@ class Collector:
         base = Path(json_path).expanduser().resolve().parent if json_path else Path.cwd()
         check["evidence"] = slim_evidence(rec.get("evidence") or [], self.config.stash.get(EVIDENCE_DIR_KEY, None), base)
         check["evidence"] = json_safe(check["evidence"])
+        directory = self.config.stash.get(EVIDENCE_DIR_KEY, None)
+        traceback = getattr(report, TRACEBACK_ATTRIBUTE, None)
+        if traceback and directory is not None:  # the message replaced it on the report (report/errors.py)
+            check["traceback_file"] = os.path.relpath(directory / write_output(directory, str(traceback)), base)
         annotate(self.config, check)
         store = self.config.stash[CHECKS_KEY]
         store.pop(report.nodeid, None)  # re-reported: move to the end, where it now arrived

@@ -1,0 +1,64 @@
+"""A check that could not measure reads as its message (node, command, fix), not as a Python traceback.
+
+The transport and the probes raise typed errors (:class:`~pytest_fabric.transport.base.TransportError`
+and its subclasses, :class:`~pytest_fabric.probes.base.MeasurementError`) whose text already says
+what a person needs.  pytest would print each one under a traceback of the fixture chain, some 60
+lines of reprs and source per check; here the report's ``longrepr`` becomes that text, so the
+terminal's ERRORS section, the short summary (``ERROR test_x[node01] - node node01: ibstat: command
+not found``), pytest-html's log and JUnit's ``<error>`` all show the message, as a failure does.
+
+The traceback stays available: ``--tb=long`` (or ``native``) keeps pytest's own report, and with
+``--evidence-dir`` every such traceback is written there and named from the record
+(``traceback_file``).  An exception that is not one of ours is a bug and keeps its traceback.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+import pytest
+from _pytest._code.code import ReprFileLocation, TerminalRepr  # what pytest's own reports hold
+from _pytest._io import TerminalWriter
+
+from ..transport.base import TransportError
+
+__all__ = ["MessageRepr", "TRACEBACK_ATTRIBUTE", "message_lines"]
+
+#: the original traceback's text, kept on the report for ``--evidence-dir``
+TRACEBACK_ATTRIBUTE = "fabric_traceback"
+#: pytest's --tb styles under which the message replaces the traceback (auto is the default)
+_SHORT_STYLES = ("auto", "short")
+_HINT = "(the Python traceback: run again with --tb=long)"
+
+
+@dataclass(eq=False)
+class MessageRepr(TerminalRepr):
+    """A report's ``longrepr`` that is the error's own text; ``reprcrash`` feeds the short summary and JUnit."""
+
+    reprcrash: ReprFileLocation
+    lines: list[str]
+
+    def toterminal(self, tw: TerminalWriter) -> None:
+        for line in self.lines:
+            tw.line(line, red=not line.startswith("("))
+
+
+def message_lines(exc: TransportError) -> list[str]:
+    """The error's text as lines: ``node n: what happened``, ``command: ...``, ``fix: ...``."""
+    return str(exc).splitlines() or [f"node {exc.node}: {type(exc).__name__}"]
+
+
+@pytest.hookimpl(wrapper=True, trylast=True)  # innermost: the core's record is made from what this leaves
+def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) -> Any:
+    report: pytest.TestReport = yield
+    excinfo = call.excinfo
+    if excinfo is None or not report.failed or not isinstance(excinfo.value, TransportError):
+        return report
+    if item.config.getoption("tbstyle", "auto") not in _SHORT_STYLES:
+        return report
+    setattr(report, TRACEBACK_ATTRIBUTE, str(report.longrepr))
+    path, lineno, _ = item.location
+    lines = message_lines(excinfo.value)
+    report.longrepr = MessageRepr(ReprFileLocation(path, (lineno or 0) + 1, "\n".join(lines)), [*lines, _HINT])
+    return report
