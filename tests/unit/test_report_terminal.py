@@ -26,7 +26,20 @@ def test_a_down_node_is_one_line_with_its_peers_folded() -> None:
 def test_errors_without_a_shared_node_name_the_nodes_as_a_nodeset() -> None:
     group = [make_check("mtu", f"gpu{i:02d}", "error", nodes=[f"gpu{i:02d}"], message="ip: command not found")
              for i in (3, 4, 5, 17)]
-    assert error_lines(group)[0] == "ERROR  mtu gpu03 (+3 more, on gpu[03-05,17]): ip: command not found"
+    assert error_lines(group)[0] == "ERROR  mtu on gpu[03-05,17] (4 checks): ip: command not found"
+
+
+def test_one_missing_tool_on_every_node_is_one_group_across_checks() -> None:
+    def missing(check: str, node: str) -> dict[str, object]:
+        return make_check(check, node, "error", nodes=[node], message=f"node {node}: ibstat: command not found\n"
+                          f"command: ibstat\nfix: install infiniband-diags on {node}")
+    errors = [missing(check, f"gpu{i:02d}") for check in ("link_layer", "port_rate") for i in range(1, 65)]
+    (group,) = error_groups(errors)
+    assert error_lines(group) == [
+        "ERROR  link_layer, port_rate on gpu[01-64] (128 checks): node gpu[01-64]: ibstat: command not found",
+        "command: ibstat",
+        "fix: install infiniband-diags on gpu[01-64]",
+    ]
 
 
 def test_verdict_line_says_what_did_not_run_and_when_nothing_was_measured() -> None:

@@ -25,6 +25,7 @@ from typing import Any
 import pytest
 
 from ..runinfo import get_run_info
+from .causes import group_by_cause
 from .collect import final_verdict, get_checks, is_controller
 from .compare import summary_line
 from .run_verdict import NOT_RUN_REASONS, RunVerdict
@@ -89,33 +90,30 @@ def problem_line(c: Mapping[str, Any]) -> str:
 
 
 def error_groups(errors: Sequence[Mapping[str, Any]]) -> list[list[Mapping[str, Any]]]:
-    """Errors with the same message together: one node down errs every pair it is in, for one cause."""
-    groups: dict[str, list[Mapping[str, Any]]] = {}
-    for c in errors:
-        groups.setdefault(f"{c.get('check')}\0{c.get('message')}", []).append(c)
-    return sorted(groups.values(), key=len, reverse=True)
+    """Errors of one cause together (:mod:`.causes`): one node down errs every pair it is in, one
+    missing tool every check that needs it on every node that lacks it; the largest group first."""
+    return [cause.checks for cause in group_by_cause(errors)]
 
 
 def error_lines(group: Sequence[Mapping[str, Any]]) -> list[str]:
     """One line for errors of one cause, node lists folded, then the message's further lines (the fix).
 
-    Pairs that share one node (a node down errs every pair it is in) read as
+    Pairs of one check that share one node (a node down errs every pair it is in) read as
     ``ERROR  tcp_throughput node04 with node[01-03,05-08] (7 pairs): cause``; other groups as
-    ``ERROR  check subject (+6 more, on node[01-07]): cause``.
+    ``ERROR  link_layer, port_rate on gpu[01-64] (128 checks): node gpu[01-64]: ibstat: command not found``.
     """
-    first = group[0]
-    lines = problem_line(first).splitlines() or [""]
-    if len(group) > 1:
-        head, _, cause = lines[0].partition(": ")
-        node_sets = [{str(n) for n in c.get("nodes") or []} for c in group]
-        shared = set.intersection(*node_sets)
-        if all(len(ns) == 2 for ns in node_sets) and len(shared) == 1:
-            node = shared.pop()
-            peers = nodeset(set.union(*node_sets) - {node})
-            lines[0] = f"ERROR  {first.get('check')} {node} with {peers} ({len(group)} pairs): {cause}"
-        else:
-            on = nodeset(set.union(*node_sets))
-            lines[0] = f"{head} (+{len(group) - 1} more{', on ' + on if on else ''}): {cause}"
+    if len(group) == 1:
+        return problem_line(group[0]).splitlines() or [""]
+    (cause,) = group_by_cause(group)
+    lines = cause.message().splitlines() or ["could not measure"]
+    node_sets = [{str(n) for n in c.get("nodes") or []} for c in group]
+    shared = set.intersection(*node_sets)
+    if len(cause.check_names) == 1 and cause.all_pairs and len(shared) == 1:
+        node = shared.pop()
+        peers = nodeset(set.union(*node_sets) - {node})
+        lines[0] = f"ERROR  {cause.check_names[0]} {node} with {peers} ({len(group)} pairs): {lines[0]}"
+    else:
+        lines[0] = f"ERROR  {cause.what()} {cause.where()}: {lines[0]}"
     return lines
 
 

@@ -1,0 +1,114 @@
+"""Errors of one cause together, however many nodes and checks it hit.  Pure: records in, groups out.
+
+``ibstat: command not found`` on 64 nodes is one thing to fix, not 64 (or 600, one per pair and
+check).  An error's *cause* is its message with the names of its own nodes taken out, so
+``node gpu01: ibstat: command not found / fix: install infiniband-diags on gpu01`` and the same
+for gpu02 are one cause; :class:`Cause` says it back with the nodes folded into a nodeset
+(``node gpu[01-64]: ibstat: command not found``).  The terminal summary and the HTML tables both
+read these groups, so they agree.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from .summary import nodeset
+
+__all__ = ["Cause", "cause_key", "group_by_cause", "reason"]
+
+Check = Mapping[str, Any]
+_NODE = "\x00node\x00"  # where a node's name stood in a message
+
+
+def _name_pattern(name: str) -> re.Pattern[str]:
+    # node01 is not node010 nor node01-ib; a trailing "." or ":" ends a name.
+    return re.compile(rf"(?<![\w-]){re.escape(name)}(?![\w-])")
+
+
+def _named(c: Check) -> tuple[str, list[str]]:
+    """The message with its nodes' names taken out, and the nodes it named."""
+    text = str(c.get("message") or "could not measure")
+    named = []
+    for n in sorted({str(n) for n in c.get("nodes") or []}, key=len, reverse=True):
+        pattern = _name_pattern(n)
+        if pattern.search(text):
+            named.append(n)
+            text = pattern.sub(_NODE, text)
+    return text, sorted(named)
+
+
+def cause_key(c: Check) -> str:
+    """What errors of one cause share: the message without the names of the check's own nodes."""
+    return _named(c)[0]
+
+
+def reason(message: str) -> str:
+    """A message as a table cell reads it: what happened and the fix, without the command line."""
+    lines = [line.strip() for line in message.splitlines() if line.strip()]
+    return "; ".join(line for line in lines if not line.startswith("command:"))
+
+
+@dataclass
+class Cause:
+    """Errored checks of one cause: which checks, on which nodes, and the message said once."""
+
+    key: str
+    checks: list[Check] = field(default_factory=list)
+    named: set[str] = field(default_factory=set)  # the nodes the messages name
+
+    @property
+    def check_names(self) -> list[str]:
+        """The checks this cause errored, in first-seen order."""
+        return list(dict.fromkeys(str(c.get("check")) for c in self.checks))
+
+    @property
+    def nodes(self) -> list[str]:
+        """Every node of every errored check (for a pair, both ends)."""
+        return sorted({str(n) for c in self.checks for n in c.get("nodes") or []})
+
+    @property
+    def all_pairs(self) -> bool:
+        return all(len(c.get("nodes") or []) == 2 for c in self.checks)
+
+    def message(self) -> str:
+        """The message once, each node name it held replaced by the nodeset of all the nodes named."""
+        if not self.named:
+            return self.key
+        # A message naming two nodes (a pair's both ends) reads better with each in its place.
+        if len(self.checks) == 1:
+            return str(self.checks[0].get("message") or "")
+        return self.key.replace(_NODE, nodeset(self.named))
+
+    def what(self, limit: int = 3) -> str:
+        """``rdma_bandwidth``; ``rdma_bandwidth, rdma_latency, port_rate +2 more checks``."""
+        names = self.check_names
+        more = f" +{len(names) - limit} more checks" if len(names) > limit else ""
+        return ", ".join(names[:limit]) + more
+
+    def where(self) -> str:
+        """``on gpu[01-64] (64 checks)``, ``on gpu[01-08] (28 pairs)``."""
+        unit = "pairs" if self.all_pairs and len(self.check_names) == 1 else "checks"
+        on = nodeset(self.nodes)
+        return f"{'on ' + on + ' ' if on else ''}({len(self.checks)} {unit})"
+
+
+def group_by_cause(errors: Iterable[Check]) -> list[Cause]:
+    """The errors in groups of one cause, the largest first (ties: first seen first)."""
+    groups: dict[str, Cause] = {}
+    for c in errors:
+        key, named = _named(c)
+        cause = groups.setdefault(key, Cause(key))
+        cause.checks.append(c)
+        cause.named.update(named)
+    return sorted(groups.values(), key=lambda g: -len(g.checks))
+
+
+def by_layer(errors: Sequence[Check]) -> dict[str, list[Cause]]:
+    """Per layer, its errors grouped by cause."""
+    layers: dict[str, list[Check]] = {}
+    for c in errors:
+        layers.setdefault(str(c.get("layer")), []).append(c)
+    return {layer: group_by_cause(checks) for layer, checks in layers.items()}
