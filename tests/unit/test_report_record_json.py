@@ -21,6 +21,7 @@ from pytest_fabric.report.run_verdict import judge_run
 from pytest_fabric.report.testing import make_check, sample_cluster
 from pytest_fabric.report.verify import (
     canonical_json,
+    check_file,
     main,
     record_sha256,
     verify_file,
@@ -165,3 +166,34 @@ def test_rewrites_stay_cheap(tmp_path: Path) -> None:
     # Generous bound for slow CI; measured ~3 s here. Real checks take seconds each, and the plugin
     # also throttles rewrites to one per 0.2 s.
     assert total < 30
+
+
+def test_verify_a_file_that_cannot_be_read_is_not_called_edited(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    (tmp_path / "broken.json").write_text("{not json")
+    (tmp_path / "plain.json").write_text('{"run": {}, "checks": []}')
+    assert main([str(tmp_path / "missing.json")]) == 2
+    assert main([str(tmp_path / "broken.json")]) == 2
+    assert main([str(tmp_path / "plain.json")]) == 2
+    out = capsys.readouterr().out
+    assert "EDITED" not in out
+    assert f"{tmp_path / 'missing.json'}: CANNOT READ" in out and "no such file" in out
+    assert f"{tmp_path / 'broken.json'}: CANNOT READ" in out and "not JSON" in out
+    assert f"{tmp_path / 'plain.json'}: NOT SEALED" in out
+    assert check_file(tmp_path / "missing.json").status == "cannot read"
+
+
+def test_verify_missing_evidence_cannot_be_read_edited_evidence_is_edited(tmp_path: Path) -> None:
+    evdir = tmp_path / "evidence"
+    evdir.mkdir()
+    check = make_check("tcp_throughput", "a<->b", "passed", evidence=[("a", "iperf3 -c b", 0, "hello\n")])
+    slim = slim_evidence(check["evidence"], evdir, tmp_path)
+    info, _ = sample_cluster(2)
+    writer = RecordWriter(tmp_path / "rec.json", info)
+    writer.add(check["nodeid"], json_safe(dict(check, evidence=slim)))
+    writer.write(judge_run([check]), checks=[check])
+    evidence = tmp_path / slim[0]["stdout_file"]
+    evidence.write_text("bye\n")
+    assert check_file(tmp_path / "rec.json").status == "edited"
+    evidence.unlink()
+    result = check_file(tmp_path / "rec.json")
+    assert result.status == "cannot read" and "is missing" in result.problems[0]

@@ -6,7 +6,7 @@ a check added or removed, or a reordered list changes it; reformatting the
 file does not.  Evidence files written with ``--evidence-dir`` are named by
 the SHA-256 of their content and checked too.
 
-    python -m pytest_fabric.report.verify record.json    # prints OK or EDITED; exit 0 or 1
+    python -m pytest_fabric.report.verify record.json    # OK (exit 0), EDITED (1), CANNOT READ or NOT SEALED (2)
 
 The hash shows a record was altered after the run; it is not a signature:
 whoever can edit the file can recompute it.  Keep the printed hash (or the
@@ -19,10 +19,11 @@ import hashlib
 import json
 import sys
 from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-__all__ = ["canonical_json", "main", "record_sha256", "verify_file", "verify_record"]
+__all__ = ["Verification", "canonical_json", "check_file", "main", "record_sha256", "verify_file", "verify_record"]
 
 
 def canonical_json(obj: Any) -> str:
@@ -41,8 +42,21 @@ def verify_record(record: Mapping[str, Any]) -> bool:
     return isinstance(record.get("sha256"), str) and record_sha256(record) == record["sha256"]
 
 
-def _evidence_problems(record: Mapping[str, Any], base: Path) -> list[str]:
-    problems = []
+@dataclass(frozen=True)
+class Verification:
+    """What checking one record found: ``ok``, ``edited``, ``cannot read`` or ``not sealed``, and why."""
+
+    status: str
+    problems: list[str] = field(default_factory=list)
+
+    @property
+    def ok(self) -> bool:
+        return self.status == "ok"
+
+
+def _evidence_problems(record: Mapping[str, Any], base: Path) -> tuple[list[str], list[str]]:
+    """``(edited, unreadable)``: evidence files whose content differs from their name, and those not there."""
+    edited, unreadable = [], []
     for check in record.get("checks") or []:
         for item in check.get("evidence") or []:
             for stream in ("stdout", "stderr"):
@@ -50,44 +64,76 @@ def _evidence_problems(record: Mapping[str, Any], base: Path) -> list[str]:
                 if not name:
                     continue
                 path = base / name
-                if not path.is_file():
-                    problems.append(f"{check.get('nodeid')}: evidence file {name} is missing")
+                try:
+                    digest = hashlib.sha256(path.read_bytes()).hexdigest()
+                except FileNotFoundError:
+                    unreadable.append(f"{check.get('nodeid')}: evidence file {name} is missing")
                     continue
-                digest = hashlib.sha256(path.read_bytes()).hexdigest()
+                except OSError as exc:
+                    unreadable.append(f"{check.get('nodeid')}: evidence file {name} cannot be read: {exc.strerror or exc}")
+                    continue
                 if digest != Path(name).stem:
-                    problems.append(f"{check.get('nodeid')}: evidence file {name} was EDITED")
-    return problems
+                    edited.append(f"{check.get('nodeid')}: evidence file {name} was EDITED")
+    return edited, unreadable
 
 
-def verify_file(path: str | Path) -> tuple[bool, list[str]]:
-    """Check a record file and the evidence files it names; ``(ok, problems)``."""
+def check_file(path: str | Path) -> Verification:
+    """Check a record file and the evidence files it names.
+
+    A file that is not there, not JSON or not sealed says so: only content that
+    no longer matches its hash is ``edited``.
+    """
     path = Path(path)
     try:
-        record = json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, ValueError) as exc:
-        return False, [f"{path}: cannot read a JSON record: {exc}"]
+        text = path.read_text(encoding="utf-8")
+    except FileNotFoundError:
+        return Verification("cannot read", [f"{path}: no such file"])
+    except (OSError, UnicodeDecodeError) as exc:
+        return Verification("cannot read", [f"{path}: cannot read: {exc}"])
+    try:
+        record = json.loads(text)
+    except ValueError as exc:
+        return Verification("cannot read", [f"{path}: not JSON ({exc}); not a record --conformance-json wrote"])
     if not isinstance(record, dict) or "sha256" not in record:
-        return False, [f"{path}: no sha256 field; not a pytest-fabric record, or written by an interrupted run"]
+        return Verification("not sealed", [f"{path}: no sha256 field: not a record --conformance-json wrote"])
     problems = []
     if not verify_record(record):
         problems.append(f"{path}: content does not match its sha256 {record['sha256']}")
-    problems += _evidence_problems(record, path.parent)
-    return not problems, problems
+    edited, unreadable = _evidence_problems(record, path.parent)
+    problems += edited
+    if problems:
+        return Verification("edited", problems + unreadable)
+    if unreadable:
+        return Verification("cannot read", unreadable)
+    return Verification("ok")
+
+
+def verify_file(path: str | Path) -> tuple[bool, list[str]]:
+    """Check a record file and the evidence files it names; ``(ok, problems)`` (see :func:`check_file`)."""
+    result = check_file(path)
+    return result.ok, result.problems
+
+
+_EXIT = {"ok": 0, "edited": 1, "cannot read": 2, "not sealed": 2}
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    """Command line: verify each record named; prints ``OK`` or ``EDITED`` per file, exit 1 if any is edited."""
+    """Command line: ``OK``, ``EDITED``, ``CANNOT READ`` or ``NOT SEALED`` per file.
+
+    Exit 0 when every record is intact, 1 when any was edited, 2 when one could not be checked.
+    """
     args = list(sys.argv[1:] if argv is None else argv)
     if not args or args[0] in ("-h", "--help"):
         print("usage: python -m pytest_fabric.report.verify RECORD.json [...]")
         return 2
     status = 0
     for name in args:
-        ok, problems = verify_file(name)
-        print(f"{name}: {'OK' if ok else 'EDITED'}")
-        for p in problems:
+        result = check_file(name)
+        print(f"{name}: {result.status.upper()}")
+        for p in result.problems:
             print(f"  {p}")
-        status |= 0 if ok else 1
+        code = _EXIT[result.status]
+        status = 1 if 1 in (status, code) else max(status, code)
     return status
 
 
