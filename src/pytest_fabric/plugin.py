@@ -41,6 +41,9 @@ pytest_plugins = [
     "pytest_fabric.measurements.storage",
     "pytest_fabric.measurements.egress",
     "pytest_fabric.measurements.software",
+    "pytest_fabric.measurements.affinity",
+    "pytest_fabric.measurements.gpu_health",
+    "pytest_fabric.measurements.switch_links",
     # reporting, one feature per module (report/): order matters only for assertion rewriting
     "pytest_fabric.report.errors",
     "pytest_fabric.report.evidence",
@@ -261,6 +264,7 @@ PROFILE_KEY_OF = {
     "rdma_latency_outlier": "latency_outlier",
     "node_nccl_allreduce": "nccl_allreduce",
     "fabric_attribution": "attribution",
+    "gpu_rails": "gpu_nic_affinity",
 }
 
 # When a check runs relative to the others.  Checks that read results of pair

@@ -38,6 +38,7 @@ __all__ = [
     "below_minimum",
     "compare_versions",
     "consistency",
+    "odd_ones",
     "read_stack",
     "sections",
     "stack_from",
@@ -182,22 +183,27 @@ def compare_versions(a: str, b: str) -> int:
     return (ka > kb) - (ka < kb)
 
 
+def odd_ones(values: Mapping[str, str], label: str) -> list[str]:
+    """Each group of nodes whose value differs from the majority's, as one line:
+    ``gpu07: HCA firmware 20.31.1014; 63 others 20.35.2000``. Empty when all nodes agree."""
+    counts = Counter(values.values())
+    if len(counts) < 2:
+        return []
+    # The majority; a tie goes to the newer version, so the message reads as "these are behind".
+    majority, size = max(counts.items(), key=lambda kv: (kv[1], kv[0] != NOT_FOUND, _version_key(kv[0])))
+    findings = []
+    for value, _ in sorted(counts.items(), key=lambda kv: (kv[1], kv[0])):
+        if value != majority:
+            odd = fold([n for n, v in values.items() if v == value])
+            findings.append(f"{odd}: {label} {value}; {size} other{'s' if size != 1 else ''} {majority}")
+    return findings
+
+
 def consistency(stacks: Mapping[str, NodeStack], components: Iterable[str]) -> list[str]:
-    """One line per node group that differs from the majority, per component:
-    ``gpu07: HCA firmware 20.31.1014; 63 others 20.35.2000``. Empty when every node agrees."""
+    """:func:`odd_ones` for each component, in order. Empty when every node agrees on all."""
     findings: list[str] = []
     for component in components:
-        values = {node: stack.shown(component) for node, stack in stacks.items()}
-        counts = Counter(values.values())
-        if len(counts) < 2:
-            continue
-        # The majority; a tie goes to the newer version, so the message reads as "these are behind".
-        majority, size = max(counts.items(), key=lambda kv: (kv[1], kv[0] != NOT_FOUND, _version_key(kv[0])))
-        for value, _ in sorted(counts.items(), key=lambda kv: (kv[1], kv[0])):
-            if value == majority:
-                continue
-            odd = fold([n for n, v in values.items() if v == value])
-            findings.append(f"{odd}: {LABELS[component]} {value}; {size} other{'s' if size != 1 else ''} {majority}")
+        findings += odd_ones({node: stack.shown(component) for node, stack in stacks.items()}, LABELS[component])
     return findings
 
 

@@ -1,0 +1,10 @@
+"""Inter-node, the switches: every link of the InfiniBand subnet, switch-to-switch ones included, read once from one node."""
+
+import pytest
+
+pytestmark = pytest.mark.inter_node
+
+
+def test_switch_links(switch_links, judge):
+    """iblinkinfo: each switch port with a peer has the profile's width and rate and no "Could be" hint; each bad link named by both ends."""
+    judge(switch_links, "inter_node.switch_links")

@@ -1,0 +1,58 @@
+"""Switch links of the InfiniBand fabric, once for the cluster, from one node (see
+:mod:`~pytest_fabric.probes.switch_links`)."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from decimal import Decimal
+from typing import Any
+
+import pytest
+
+from ..cluster import Cluster, NodeHandle
+from ..probes import switch_links as probe
+from ..state import get_state
+from ..transport.base import NodeUnreachable
+from ..verdict import Measurement
+
+#: bad links named in the message; the record's extra keeps them all
+SHOWN = 20
+
+
+def _runner(cluster: Cluster, wanted: str | None) -> NodeHandle:
+    """The node iblinkinfo runs on: the profile's ``node``, else the first one that answers."""
+    if wanted is not None:
+        return cluster.node(wanted)
+    failures = []
+    for node in cluster.nodes:
+        try:
+            _ = node.transport  # connects, or raises the node's remembered error at once
+            return node
+        except NodeUnreachable as exc:
+            failures.append(exc)
+    raise failures[0] if failures else RuntimeError("the inventory has no nodes")
+
+
+@pytest.fixture
+def switch_links(request: pytest.FixtureRequest, cluster: Cluster, spec: Callable[[str], Any]) -> Measurement:
+    """Every switch port with a peer at the profile's width and rate, without a "Could be" hint."""
+    settings = spec("inter_node.switch_links")
+    state = get_state(request.config)
+    layer = state.profile.spec("inter_node", "link_layer") if state is not None else None
+    if str(getattr(layer, "value", "")).lower() == "ethernet":
+        pytest.skip("switch_links reads an InfiniBand subnet (iblinkinfo); this profile's link_layer is ethernet")
+    if settings.node is not None and settings.node not in {n.name for n in cluster.nodes}:
+        raise ValueError(f"inter_node.switch_links.node: {settings.node} is not in the inventory")
+    node = _runner(cluster, settings.node)
+    ports, result = probe.read_links(node)
+    rate = Decimal(str(settings.rate.to("Gb/s"))) if settings.rate is not None else None
+    judged, bad = probe.bad_links(ports, width=settings.width, rate_gbps=rate, could_be=settings.could_be)
+    extra = {"switch_links": {"from": node.name, "links": judged, "bad": [str(b) for b in bad]}}
+    if not judged:
+        return Measurement.absent(f"iblinkinfo on {node.name} shows no switch port with a peer", (result,))
+    if bad:
+        shown = "; ".join(str(b) for b in bad[:SHOWN]) + (f"; and {len(bad) - SHOWN} more" if len(bad) > SHOWN else "")
+        return Measurement(value="degraded", evidence=(result,), extra=extra,
+                           detail=f"{len(bad)} of {judged} switch links bad (iblinkinfo on {node.name}): {shown}")
+    return Measurement(value="ok", evidence=(result,), extra=extra,
+                       detail=f"all {judged} switch links as expected (iblinkinfo on {node.name})")
