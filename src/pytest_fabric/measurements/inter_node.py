@@ -16,6 +16,7 @@ import pytest
 
 from .. import attribution as attribution_rules
 from .. import consistency
+from ..batches import Share
 from ..cluster import Cluster, NodeHandle, NodePair
 from ..fixtures import HcaHandle
 from ..pairs import circle_rounds
@@ -26,6 +27,7 @@ from ..transport.base import AuthenticationFailed, HostKeyMismatch, NodeUnreacha
 from ..units import Quantity, parse_quantity
 from ..verdict import Measurement
 from ..verdict import judge as judge_measurement
+from ..waves import wave
 
 PAIR_CHECKS = ("rdma_bandwidth", "rdma_latency", "tcp_throughput", "nccl_allreduce", "aggregate_rdma_bandwidth")
 # Each pair check gets its own port range so that a server left by one check can
@@ -255,6 +257,11 @@ def node_ports(request: pytest.FixtureRequest, node: NodeHandle) -> tuple[list[r
     return found
 
 
+def _same_node(state: FabricState, hca: HcaHandle) -> Share:
+    """One node's ports take turns in a wave: the first lists the node's ports, the others reuse it."""
+    return Share(f"{hca.node.name}'s ports", 1)
+
+
 def _hca_port(request: pytest.FixtureRequest, hca: HcaHandle) -> tuple[rdma.RdmaPort | None, Measurement | None]:
     ports, evidence = node_ports(request, hca.node)
     state = _state(request)
@@ -279,6 +286,7 @@ def _hca_port(request: pytest.FixtureRequest, hca: HcaHandle) -> tuple[rdma.Rdma
 
 
 @pytest.fixture
+@wave("node")
 def link_layer(request: pytest.FixtureRequest, node: NodeHandle, spec: Callable[[str], Any]) -> Measurement:
     spec("inter_node.link_layer")
     ports, evidence = rdma.list_ports(node, None)
@@ -292,6 +300,7 @@ def link_layer(request: pytest.FixtureRequest, node: NodeHandle, spec: Callable[
 
 
 @pytest.fixture
+@wave("node")
 def ports(request: pytest.FixtureRequest, node: NodeHandle, spec: Callable[[str], Any]) -> Measurement:
     """Active ports among those the inventory or profile names, else among all of the link layer.
 
@@ -325,6 +334,7 @@ def ports(request: pytest.FixtureRequest, node: NodeHandle, spec: Callable[[str]
 
 
 @pytest.fixture
+@wave("hca", shares=_same_node)
 def port_state(request: pytest.FixtureRequest, hca: HcaHandle, spec: Callable[[str], Any]) -> Measurement:
     spec("inter_node.port_state")
     port, absent = _hca_port(request, hca)
@@ -335,6 +345,7 @@ def port_state(request: pytest.FixtureRequest, hca: HcaHandle, spec: Callable[[s
 
 
 @pytest.fixture
+@wave("hca", shares=_same_node)
 def port_rate(request: pytest.FixtureRequest, hca: HcaHandle, spec: Callable[[str], Any]) -> Measurement:
     spec("inter_node.port_rate")
     port, absent = _hca_port(request, hca)
@@ -374,7 +385,7 @@ def _error_counter_baseline(request: pytest.FixtureRequest) -> None:
             except Exception as exc:
                 state.counter_baseline[key] = exc
 
-    with ThreadPoolExecutor(max_workers=min(32, len(cluster.nodes))) as pool:
+    with ThreadPoolExecutor(max_workers=min(state.batches.fanout, len(cluster.nodes))) as pool:
         list(pool.map(snapshot, cluster.nodes))
 
 
@@ -384,6 +395,7 @@ def _lossless_priorities(state: FabricState) -> tuple[int, ...]:
 
 
 @pytest.fixture
+@wave("hca", shares=_same_node)
 def error_counters(request: pytest.FixtureRequest, hca: HcaHandle, spec: Callable[[str], Any]) -> Measurement:
     settings = spec("inter_node.error_counters")
     port, absent = _hca_port(request, hca)
@@ -401,6 +413,7 @@ def error_counters(request: pytest.FixtureRequest, hca: HcaHandle, spec: Callabl
 
 
 @pytest.fixture
+@wave("node")
 def mtu(request: pytest.FixtureRequest, node: NodeHandle, spec: Callable[[str], Any]) -> Measurement:
     """InfiniBand: the smallest active MTU of the node's IB ports.  Otherwise: the data interface's MTU."""
     spec("inter_node.mtu")
@@ -417,6 +430,7 @@ def mtu(request: pytest.FixtureRequest, node: NodeHandle, spec: Callable[[str], 
 
 
 @pytest.fixture
+@wave("node")
 def roce(request: pytest.FixtureRequest, node: NodeHandle, spec: Callable[[str], Any]) -> Measurement:
     settings = spec("inter_node.roce")
     ports, _ = node_ports(request, node)
