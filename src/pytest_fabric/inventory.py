@@ -8,6 +8,7 @@ naming the file, the line and the field.
 
 from __future__ import annotations
 
+import os
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -27,6 +28,7 @@ from pydantic import (
 from . import hostlist, yamlsource
 from .slurm_inventory import NoAllocationError, SlurmSection, current_allocation, settings_from
 from .transport.slurm import SlurmSettings
+from .units import Dimension, QuantityError, parse_quantity
 from .yamlsource import SourceError
 
 __all__ = ["Inventory", "Mount", "Node", "load_inventory", "LOCAL_HOSTS", "SHARED_FSTYPES"]
@@ -63,6 +65,34 @@ def _check_path(value: str, what: str) -> str:
     return value
 
 
+def _seconds(value: Any) -> Any:
+    """``10``, ``10 s`` or ``500 ms`` -> seconds; anything else says what to write."""
+    if isinstance(value, bool):
+        raise ValueError(f"{value!r} is not a duration; {_DURATION_HINT}")
+    if isinstance(value, str):
+        try:
+            value = float(parse_quantity(value, dimension=Dimension.TIME if not _is_number(value) else None).value)
+        except QuantityError:
+            raise ValueError(f"{value!r} is not a duration; {_DURATION_HINT}") from None
+    if isinstance(value, (int, float)) and not 0 < value <= 600:
+        raise ValueError(f"connect_timeout is {value:g} s; give more than 0 and at most 600 s")
+    return value
+
+
+_DURATION_HINT = "write seconds (10) or a duration with its unit (10 s, 500 ms)"
+
+
+def _is_number(text: str) -> bool:
+    try:
+        float(text)
+    except ValueError:
+        return False
+    return True
+
+
+_Seconds = Annotated[float, BeforeValidator(_seconds)]
+
+
 class _Connection(BaseModel):
     """Connection settings shared by `defaults:` and each node entry."""
 
@@ -71,7 +101,7 @@ class _Connection(BaseModel):
     user: str | None = None
     port: int | None = Field(default=None, ge=1, le=65535)
     identity_file: str | None = None
-    connect_timeout: float | None = Field(default=None, gt=0, le=600)
+    connect_timeout: _Seconds | None = None
     max_sessions: int | None = Field(default=None, ge=1, le=1000)  # the node sshd's MaxSessions
     known_hosts: str | None = None
     jump: str | None = None
@@ -389,7 +419,7 @@ def _expand_entry(
 
 
 def load_inventory(path: Path | str) -> Inventory:
-    """Load and resolve an inventory file; errors name the file, line and field."""
+    """Load and resolve an inventory file; errors name the file, line and field, all of them at once."""
     path = Path(path)
     data, lines = yamlsource.load(path)
     if not isinstance(data, dict):
@@ -397,21 +427,82 @@ def load_inventory(path: Path | str) -> Inventory:
     try:
         parsed = _InventoryFile.model_validate(data)
     except ValidationError as exc:
-        raise SourceError(yamlsource.describe_errors(str(path), exc, lines, known_fields=_known_fields)) from None
+        problems = yamlsource.describe_errors(str(path), exc, lines, known_fields=_known_fields).splitlines()
+        # What is wrong elsewhere is said in the same run: the entries that are valid on their own
+        # are still expanded and checked (hostlists, duplicates, key files).
+        _, more = _resolve_nodes(path, lines, *_valid_parts(data), slurm=None)
+        raise SourceError("\n".join(_by_line(problems + more))) from None
 
     slurm, job_id = _slurm_nodes(path, parsed, lines)
-    defaults = parsed.defaults
+    nodes, problems = _resolve_nodes(path, lines, parsed.defaults, list(enumerate(parsed.nodes)), slurm=slurm)
+    if problems:
+        raise SourceError("\n".join(_by_line(problems)))
+    return Inventory(
+        name=parsed.name,
+        path=path,
+        nodes=tuple(nodes),
+        mounts=tuple(m.path for m in parsed.storage.mounts),
+        egress_targets=tuple(t.url for t in parsed.egress.targets),
+        upload_targets=tuple(t.url for t in parsed.egress.targets if t.upload),
+        mount_specs=tuple(
+            Mount(m.path, m.fstype, tuple(m.options), m.shared) for m in parsed.storage.mounts
+        ),
+        slurm=settings_from(slurm, job_id) if slurm is not None else None,
+    )
+
+
+def _valid_parts(data: dict[str, Any]) -> tuple[_Connection, list[tuple[int, _NodeEntry]]]:
+    """The defaults (empty if they are wrong) and each node entry that is valid on its own."""
+    try:
+        defaults = _Connection.model_validate(data.get("defaults") or {})
+    except ValidationError:
+        defaults = _Connection()
+    entries = []
+    raw = data.get("nodes")
+    for index, item in enumerate(raw if isinstance(raw, list) else []):
+        try:
+            entries.append((index, _NodeEntry.model_validate(item)))
+        except ValidationError:
+            continue
+    return defaults, entries
+
+
+def _by_line(problems: list[str]) -> list[str]:
+    """Problems in the order of the file (``inv.yaml:12: ...``), each once."""
+    def line(problem: str) -> int:
+        match = re.match(r"^.*?:(\d+): ", problem)
+        return int(match.group(1)) if match else 0
+
+    return sorted(dict.fromkeys(problems), key=line)
+
+
+_KEY_HINT = "give the private key ssh logs in with (ssh -i), e.g. ~/.ssh/id_ed25519"
+
+
+def _resolve_nodes(
+    path: Path,
+    lines: dict[Any, int],
+    defaults: _Connection,
+    entries: list[tuple[int, _NodeEntry]],
+    *,
+    slurm: SlurmSection | None,
+) -> tuple[list[Node], list[str]]:
+    """Expand the node entries and apply the defaults; return the nodes and every problem found."""
     nodes: list[Node] = []
+    problems: list[str] = []
     seen: dict[str, int | None] = {}
-    for index, entry in enumerate(parsed.nodes):
+    for index, entry in entries:
         line = lines.get(("nodes", index))
-        for name, host, address in _expand_entry(str(path), line, index, entry):
+        try:
+            expanded = _expand_entry(str(path), line, index, entry)
+        except SourceError as exc:
+            problems.append(str(exc))
+            continue
+        twice: dict[int | None, list[str]] = {}  # first line -> names this entry repeats
+        for name, host, address in expanded:
             if name in seen:
-                first = seen[name]
-                raise SourceError(
-                    f"{path}:{line}: nodes[{index}]: node {name!r} is listed twice"
-                    + (f" (first on line {first})" if first else "")
-                )
+                twice.setdefault(seen[name], []).append(name)
+                continue
             seen[name] = line
             resolved_host = host or name
 
@@ -426,35 +517,45 @@ def load_inventory(path: Path | str) -> Inventory:
             transport = pick("transport", None) or (
                 "slurm" if slurm is not None else "local" if resolved_host in LOCAL_HOSTS else "ssh"
             )
-            nodes.append(
-                Node(
-                    name=name,
-                    host=resolved_host,
-                    port=pick("port", None),
-                    user=pick("user", None),
-                    identity_file=pick("identity_file", None),
-                    known_hosts=pick("known_hosts", None),
-                    connect_timeout=float(pick("connect_timeout", 10.0)),
-                    max_sessions=int(pick("max_sessions", 10)),
-                    jump=pick("jump", None),
-                    transport="local" if transport == "local" else "slurm" if transport == "slurm" else "ssh",
-                    data_address=address or "",
-                    rdma_ports=tuple(entry.rdma_ports),
-                    labels={k: str(v) for k, v in entry.labels.items()},
-                )
+            node = Node(
+                name=name,
+                host=resolved_host,
+                port=pick("port", None),
+                user=pick("user", None),
+                identity_file=pick("identity_file", None),
+                known_hosts=pick("known_hosts", None),
+                connect_timeout=float(pick("connect_timeout", 10.0)),
+                max_sessions=int(pick("max_sessions", 10)),
+                jump=pick("jump", None),
+                transport="local" if transport == "local" else "slurm" if transport == "slurm" else "ssh",
+                data_address=address or "",
+                rdma_ports=tuple(entry.rdma_ports),
+                labels={k: str(v) for k, v in entry.labels.items()},
             )
-    return Inventory(
-        name=parsed.name,
-        path=path,
-        nodes=tuple(nodes),
-        mounts=tuple(m.path for m in parsed.storage.mounts),
-        egress_targets=tuple(t.url for t in parsed.egress.targets),
-        upload_targets=tuple(t.url for t in parsed.egress.targets if t.upload),
-        mount_specs=tuple(
-            Mount(m.path, m.fstype, tuple(m.options), m.shared) for m in parsed.storage.mounts
-        ),
-        slurm=settings_from(slurm, job_id) if slurm is not None else None,
-    )
+            if node.transport == "ssh" and node.identity_file:
+                problem = _missing_key(path, lines, index, entry, node.identity_file)
+                if problem:
+                    problems.append(problem)
+            nodes.append(node)
+        for first, names in twice.items():
+            what = f"node {names[0]!r} is" if len(names) == 1 else f"nodes {hostlist.fold(names)} are"
+            problems.append(
+                f"{path}:{line}: nodes[{index}]: {what} listed twice" + (f" (first on line {first})" if first else "")
+            )
+    return nodes, problems
+
+
+def _missing_key(path: Path, lines: dict[Any, int], index: int, entry: _NodeEntry, key: str) -> str | None:
+    """An identity_file that is not a readable file, named where it was written (the node's or `defaults:`)."""
+    expanded = Path(key).expanduser()
+    if expanded.is_file() and os.access(expanded, os.R_OK):
+        return None
+    loc: tuple[Any, ...] = ("nodes", index, "identity_file") if entry.identity_file is not None else ("defaults", "identity_file")
+    line = yamlsource.line_of(lines, loc)
+    where = f"{path}:{line}" if line else str(path)
+    what = "no such file" if not expanded.exists() else "not a file" if not expanded.is_file() else "cannot be read"
+    shown = key if str(expanded) == key else f"{key} ({expanded})"
+    return f"{where}: {yamlsource.path_text(loc)}: {shown}: {what}; {_KEY_HINT}"
 
 
 def _slurm_nodes(

@@ -31,7 +31,7 @@ from .subjects import SUBJECT_FIXTURES, is_subject, subject_id, subject_nodes
 ELAPSED_KEY = pytest.StashKey[float]()
 STARTED_KEY = pytest.StashKey[str]()
 from .transport.base import Transport
-from .yamlsource import SourceError
+from .yamlsource import MissingFile, SourceError
 
 pytest_plugins = [
     "pytest_fabric.fixtures",
@@ -44,6 +44,7 @@ pytest_plugins = [
     "pytest_fabric.measurements.affinity",
     "pytest_fabric.measurements.gpu_health",
     "pytest_fabric.measurements.switch_links",
+    "pytest_fabric.measurements.gpudirect",
     # reporting, one feature per module (report/): order matters only for assertion rewriting
     "pytest_fabric.report.errors",
     "pytest_fabric.report.evidence",
@@ -143,9 +144,12 @@ def pytest_configure(config: pytest.Config) -> None:
         )
     try:
         inventory = load_inventory(inventory_path(inventory_ref))
+    except SourceError as exc:
+        raise pytest.UsageError(_named_option("--cluster", inventory_ref, exc)) from None
+    try:
         profile = load_profile(profile_ref, config.getoption("fabric_expect") or [])
     except SourceError as exc:
-        raise pytest.UsageError(str(exc)) from None
+        raise pytest.UsageError(_named_option("--profile", profile_ref, exc)) from None
 
     workers = config.getoption("numprocesses", None)
     if workers not in (None, 0, "0"):
@@ -196,6 +200,13 @@ def pytest_configure(config: pytest.Config) -> None:
         for extra in config.hook.pytest_fabric_suite_paths(config=config):
             paths.extend(extra or [])
         config.args[:] = paths
+
+
+def _named_option(option: str, ref: str, exc: SourceError) -> str:
+    """A file the option itself names that is not there says which option (``--cluster nope.yaml``)."""
+    if isinstance(exc, MissingFile) and Path(exc.path).expanduser() == Path(ref).expanduser():
+        return f"{option} {ref}: no such file ({Path(exc.path).expanduser().absolute()})"
+    return str(exc)
 
 
 @pytest.hookimpl(trylast=True)

@@ -10,19 +10,36 @@ turns a pydantic ValidationError into lines like
 from __future__ import annotations
 
 import difflib
+from collections.abc import Iterable
 from pathlib import Path
-from typing import Any, Iterable
+from typing import Any
 
 import yaml
 from pydantic import ValidationError
 
-__all__ = ["SourceError", "load", "loads", "describe_errors", "path_text", "suggest"]
+__all__ = ["MissingFile", "SourceError", "load", "loads", "describe_errors", "path_text", "suggest"]
 
 Loc = tuple[Any, ...]
 
 
 class SourceError(Exception):
     """A user-written file is wrong; the message names the file, line and field and says what to do."""
+
+
+class MissingFile(SourceError):
+    """The file named is not there; ``path`` is the one looked for, so a caller can name its option."""
+
+    def __init__(self, path: Path) -> None:
+        super().__init__(f"{path}: no such file")
+        self.path = path
+
+
+def _problem(exc: yaml.MarkedYAMLError) -> str:
+    problem = str(exc.problem or exc)
+    if "'\\t'" in problem or "\t" in problem:
+        # PyYAML says "found character '\t' that cannot start any token": the fix is the point.
+        return "a tab where YAML needs spaces; indent with spaces, not tabs"
+    return problem
 
 
 class _LineLoader(yaml.SafeLoader):
@@ -71,7 +88,7 @@ def loads(text: str, source: str) -> tuple[Any, dict[Loc, int]]:
     except yaml.MarkedYAMLError as exc:
         mark = exc.problem_mark or exc.context_mark
         line = f":{mark.line + 1}" if mark else ""
-        raise SourceError(f"{source}{line}: not valid YAML: {exc.problem or exc}") from None
+        raise SourceError(f"{source}{line}: not valid YAML: {_problem(exc)}") from None
     except yaml.YAMLError as exc:
         raise SourceError(f"{source}: not valid YAML: {exc}") from None
     lines: dict[Loc, int] = {}
@@ -88,7 +105,7 @@ def load(path: Path) -> tuple[Any, dict[Loc, int]]:
     try:
         text = path.read_text(encoding="utf-8")
     except FileNotFoundError:
-        raise SourceError(f"{path}: no such file") from None
+        raise MissingFile(path) from None
     except (OSError, UnicodeDecodeError) as exc:
         raise SourceError(f"{path}: cannot read: {exc}") from None
     return loads(text, str(path))

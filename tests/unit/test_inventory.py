@@ -52,7 +52,11 @@ egress:
 """
 
 
-def test_design_example(tmp_path: Path) -> None:
+def test_design_example(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    # The key it names must exist: ~ is a home of the test's own.
+    monkeypatch.setenv("HOME", str(tmp_path))
+    (tmp_path / ".ssh").mkdir()
+    (tmp_path / ".ssh" / "id_ed25519").write_text("key")
     inventory = _load(tmp_path, DESIGN_EXAMPLE)
     assert inventory.name == "bj-a100-pod1"
     assert inventory.node_names == [f"gpu{n:02d}" for n in range(1, 17)] + ["head"]
@@ -268,7 +272,7 @@ def test_duplicate_node_names_from_two_hostlists(tmp_path: Path) -> None:
           - name: gpu[03-05]
         """,
     )
-    assert message == ":3: nodes[1]: node 'gpu03' is listed twice (first on line 2)"
+    assert message == ":3: nodes[1]: nodes gpu[03-04] are listed twice (first on line 2)"
 
 
 def test_name_and_host_expand_to_different_counts(tmp_path: Path) -> None:
@@ -483,3 +487,88 @@ def test_rdma_ports_are_normalised_and_checked(tmp_path: Path) -> None:
         assert "bad.yaml:3" in str(exc) and "rdma_ports" in str(exc) and "DEVICE/PORT" in str(exc)
     else:
         raise AssertionError("a port name with a shell metacharacter was accepted")
+
+
+# -- errors a user can act on, all at once ---------------------------------------------------------
+
+
+def test_missing_identity_file_is_a_load_error_naming_file_and_line(tmp_path: Path) -> None:
+    key = tmp_path / "id_real"
+    key.write_text("key")
+    message = _error(tmp_path, f"""
+        defaults:
+          identity_file: /no/such/key
+        nodes:
+          - name: gpu[01-04]
+          - name: head
+            identity_file: {tmp_path}/id_gone
+          - name: other
+            identity_file: {key}
+          - name: here
+            host: localhost
+        """)
+    assert message.replace(str(tmp_path / "inv.yaml"), "").splitlines() == [
+        ":2: defaults.identity_file: /no/such/key: no such file; give the private key ssh logs in with "
+        "(ssh -i), e.g. ~/.ssh/id_ed25519",
+        f":6: nodes[1].identity_file: {tmp_path}/id_gone: no such file; give the private key ssh logs in with "
+        "(ssh -i), e.g. ~/.ssh/id_ed25519",
+    ]
+
+
+def test_connect_timeout_takes_a_duration(tmp_path: Path) -> None:
+    inventory = _load(tmp_path, """
+        defaults: {connect_timeout: 10 s}
+        nodes:
+          - name: a
+          - name: b
+            connect_timeout: 500 ms
+          - name: c
+            connect_timeout: 3
+        """)
+    assert [n.connect_timeout for n in inventory.nodes] == [10.0, 0.5, 3.0]
+
+
+@pytest.mark.parametrize(
+    ("value", "expected"),
+    [
+        ("ten", "'ten' is not a duration; write seconds (10) or a duration with its unit (10 s, 500 ms)"),
+        ("10 Gb/s", "'10 Gb/s' is not a duration; write seconds (10) or a duration with its unit (10 s, 500 ms)"),
+        ("0", "connect_timeout is 0 s; give more than 0 and at most 600 s"),
+        ("20 min", "connect_timeout is 1200 s; give more than 0 and at most 600 s"),
+    ],
+)
+def test_connect_timeout_errors_say_what_to_write(tmp_path: Path, value: str, expected: str) -> None:
+    message = _error(tmp_path, f"nodes:\n  - name: a\n    connect_timeout: {value}\n")
+    assert message == f":3: nodes[0].connect_timeout: {expected}"
+
+
+def test_all_errors_of_one_inventory_at_once(tmp_path: Path) -> None:
+    message = _error(tmp_path, """
+        defaults:
+          connect_timeout: 10 parsecs
+        nodes:
+          - name: gpu[01-04]
+            host: 10.0.0.[1-3]
+          - name: b
+            prot: 22
+          - name: c
+            identity_file: /no/such/key
+          - name: c
+        """)
+    lines = message.replace(str(tmp_path / "inv.yaml"), "").splitlines()
+    assert len(lines) == 5, message
+    assert lines[0].startswith(":2: defaults.connect_timeout: '10 parsecs' is not a duration")
+    assert lines[1].startswith(":4: nodes[0]: name 'gpu[01-04]' expands to 4 nodes but host")
+    assert lines[2] == ":7: nodes[1].prot: unknown key (did you mean 'port'?)"
+    assert lines[3].startswith(":9: nodes[2].identity_file: /no/such/key: no such file")
+    assert lines[4] == ":10: nodes[3]: node 'c' is listed twice (first on line 8)"
+
+
+def test_yaml_tab_error_says_to_use_spaces(tmp_path: Path) -> None:
+    path = tmp_path / "inv.yaml"
+    path.write_text("nodes:\n\t- name: a\n")
+    with pytest.raises(SourceError) as excinfo:
+        load_inventory(path)
+    assert str(excinfo.value) == (
+        f"{path}:2: not valid YAML: a tab where YAML needs spaces; indent with spaces, not tabs"
+    )

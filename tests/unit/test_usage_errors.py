@@ -89,7 +89,13 @@ def test_bad_inventory(pytester: pytest.Pytester, text: str, expected: str) -> N
 
 def test_missing_inventory(pytester: pytest.Pytester) -> None:
     output = _usage_error(pytester, "--cluster", "nope.yaml", "--profile", "localhost")
-    assert "nope.yaml: no such file" in output
+    assert f"--cluster nope.yaml: no such file ({pytester.path / 'nope.yaml'})" in output
+
+
+def test_missing_profile_file_names_the_option(pytester: pytest.Pytester) -> None:
+    inventory = _write(pytester, "inv.yaml", LOCAL_INVENTORY)
+    output = _usage_error(pytester, "--cluster", str(inventory), "--profile", "nope.yaml")
+    assert f"--profile nope.yaml: no such file ({pytester.path / 'nope.yaml'})" in output
 
 
 def test_unreadable_inventory(pytester: pytest.Pytester) -> None:
