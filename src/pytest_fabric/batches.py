@@ -77,7 +77,8 @@ class BatchCache:
         #: called when Ctrl-C arrives while a batch runs: kill what the members run on the nodes
         self.on_interrupt: Callable[[], None] | None = None
         self._results: dict[tuple[str, object], dict[str, Outcome]] = {}
-        self._lock = threading.Lock()
+        self._lock = threading.Lock()  # guards the two dicts; each batch has a lock of its own
+        self._batch_locks: dict[tuple[str, object], threading.Lock] = {}
 
     def measure(
         self,
@@ -95,6 +96,10 @@ class BatchCache:
         key = (check, batch)
         with self._lock:
             results = self._results.setdefault(key, {})
+            batch_lock = self._batch_locks.setdefault(key, threading.Lock())
+        # Only this batch waits while it is measured: a member may need another batch (an
+        # aggregate needs its pair's rdma_bandwidth round), which must not wait on this one.
+        with batch_lock:
             if member.id not in results:
                 todo = [m for m in members if m.id not in results]
                 if member.id not in {m.id for m in todo}:
@@ -108,6 +113,10 @@ class BatchCache:
     def results(self, check: str, batch: object) -> dict[str, Outcome]:
         """What a batch has measured so far (a copy)."""
         with self._lock:
+            batch_lock = self._batch_locks.get((check, batch))
+        if batch_lock is None:
+            return {}
+        with batch_lock:
             return dict(self._results.get((check, batch), {}))
 
     def _run(self, members: Sequence[Member[S]], measure: Callable[[S], Measurement]) -> dict[str, Outcome]:

@@ -171,6 +171,10 @@ def test_aggregate_fails_where_rails_share_a_bottleneck_and_oversubscription_pas
     assert {o for s, o in aggregate.items() if "node03" not in s} == {"passed"}
     check = next(c for c in roce_record["checks"] if c["check"] == "aggregate_rdma_bandwidth" and "node03" in c["subject"])
     assert "2 rails at once: 120.0 Gb/s" in check["message"]
+    # in rounds of disjoint pairs, like every pair check: 4 nodes, 2 pairs at once
+    assert {c["extra"].get("measured_as") for c in roce_record["checks"] if c["check"] == "aggregate_rdma_bandwidth"} == {
+        "all 2 at once"
+    }
     assert outcomes(roce_record, "oversubscription") == {"cluster": "passed"}
     check = next(c for c in roce_record["checks"] if c["check"] == "oversubscription")
     assert "2 cross-leaf pairs" in check["message"]

@@ -116,3 +116,23 @@ def test_describe_concurrency() -> None:
 def test_fanout_must_be_positive() -> None:
     with pytest.raises(ValueError, match="at least 1"):
         BatchCache(fanout=0)
+
+
+def test_a_member_may_need_another_batch() -> None:
+    """An aggregate measures its pair's own round first: batches nest without waiting on each other."""
+    cache = BatchCache()
+    inner = members(["p1", "p2"])
+
+    def outer_measure(subject: tuple[str, str]) -> Measurement:
+        first = cache.measure("rdma_bandwidth", ("round", 0), inner[0], inner, Recorder(duration=0.01))
+        return Measurement(value=1, detail=f"{subject[0]} after {first.detail}")
+
+    outer = members(["p1", "p2"])
+    got: list[Measurement] = []
+    runner = threading.Thread(
+        target=lambda: got.append(cache.measure("aggregate", ("round", 0), outer[0], outer, outer_measure)), daemon=True
+    )
+    runner.start()
+    runner.join(10)
+    assert not runner.is_alive(), "nested batches deadlocked"
+    assert got[0].detail == "p1 after p1"

@@ -663,9 +663,21 @@ def rdma_latency_outlier(request: pytest.FixtureRequest, node_pair: NodePair, sp
 
 @pytest.fixture
 def aggregate_rdma_bandwidth(request: pytest.FixtureRequest, node_pair: NodePair, spec: Callable[[str], Any]) -> Measurement:
-    """All rails of a pair at once against the rail count times one rail alone."""
+    """All rails of a pair at once against the rail count times one rail alone, a round of pairs at once.
+
+    Pairs of a round share no node, so their aggregates run together like any pair check:
+    N-1 rounds for ``pairs: all``, not N(N-1)/2 measurements one after another.
+    """
     spec("inter_node.aggregate_rdma_bandwidth")
     spec("inter_node.rdma_bandwidth")
+    state = _state(request)
+    check = "aggregate_rdma_bandwidth"
+    return state.rounds.measure(
+        check, node_pair, _round_pairs(state, check, node_pair), lambda pair: _aggregate_rails(request, pair)
+    )
+
+
+def _aggregate_rails(request: pytest.FixtureRequest, node_pair: NodePair) -> Measurement:
     single = pair_measurement(request, "rdma_bandwidth", node_pair)
     rails = single.extra.get("rails", [])
     if len(rails) < 2:
