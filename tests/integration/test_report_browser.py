@@ -89,3 +89,30 @@ def test_screenshot(report: Path, tmp_path: Path) -> None:
         Path(keep).mkdir(parents=True, exist_ok=True)
         shutil.copy(shot, Path(keep) / "report.png")
         shutil.copy(report, Path(keep) / "report.html")
+
+
+def test_verdict_comes_first_and_counts_every_check(report: Path, tmp_path: Path) -> None:
+    """Where the browser lays things out: the verdict above pytest-html's Environment box, and the
+    banner's own count line instead of pytest-html's "N tests took" (which leaves out errors and skips)."""
+    probe = tmp_path / "probe.html"
+    # A script of the test's own, appended to a copy: it writes what the layout gave into the DOM.
+    script = """<script>window.addEventListener('load', () => setTimeout(() => {
+      const top = s => { const e = document.querySelector(s); return e ? Math.round(e.getBoundingClientRect().top) : -1; };
+      const shown = s => { const e = document.querySelector(s); return e ? getComputedStyle(e).display !== 'none' : false; };
+      const out = document.createElement('pre'); out.id = 'layout-probe';
+      out.textContent = JSON.stringify({verdict: top('#fabric-verdict'), environment: top('#environment-header'),
+        results: top('#results-table'), runCount: shown('p.run-count'), took: document.querySelector('#fabric-took')?.textContent});
+      document.body.appendChild(out); }, 500));</script>"""
+    probe.write_text(report.read_text().replace("</body>", script + "</body>"))
+    run = _chromium(tmp_path / "profile", "--virtual-time-budget=5000", "--dump-dom", probe.as_uri())
+    assert run.returncode == 0, run.stderr[-2000:]
+    import json
+    import re
+
+    found = re.search(r'<pre id="layout-probe">(.*?)</pre>', run.stdout)
+    assert found, "the probe script did not run"
+    layout = json.loads(found.group(1).replace("&quot;", '"'))
+    assert 0 <= layout["verdict"] < layout["environment"] < layout["results"], layout
+    assert layout["runCount"] is False
+    checks = len(json.loads((report.parent / "fake_records.json").read_text()))
+    assert layout["took"].startswith(f"{checks} checks in "), layout

@@ -21,6 +21,7 @@ It does nothing without ``--cluster``.  What it adds:
 
 from __future__ import annotations
 
+from datetime import datetime
 from typing import Any
 
 import pytest
@@ -40,6 +41,7 @@ class FabricHtml:
 
     def __init__(self, config: pytest.Config) -> None:
         self.config = config
+        self.seen_outputs: dict[str, str] = {}  # sha256 -> the check whose evidence shows it
 
     def _active(self) -> bool:
         return get_run_info(self.config) is not None
@@ -75,7 +77,7 @@ class FabricHtml:
         if rec is None or not self._active():
             return
         extras = list(getattr(report, "extras", []) or [])
-        extras.append({"name": "evidence", "format_type": "html", "content": page.evidence_html(rec),
+        extras.append({"name": "evidence", "format_type": "html", "content": page.evidence_html(rec, self.seen_outputs),
                        "mime_type": None, "extension": None})
         report.extras = extras  # type: ignore[attr-defined]  # pytest-html's convention
 
@@ -88,12 +90,21 @@ class FabricHtml:
         finished = info.finished or utc_now()
         prefix.extend([
             page.STYLE,
-            page.verdict_banner(verdict),
+            page.verdict_banner(verdict, _took(info.started, finished)),
             page.not_run_table(verdict),
             page.run_table(info, checks, finished, summary_line(self.config, checks)),
         ])
         postfix.extend([page.layer_tables(checks), page.node_table(info, checks), page.heatmaps_html(info, checks),
                         page.send_back_line(checks)])
+
+
+def _took(started: str | None, finished: str | None) -> str | None:
+    """``00:04:22`` between two ISO times, as pytest-html writes a duration; None when either is unknown."""
+    try:
+        seconds = int((datetime.fromisoformat(str(finished)) - datetime.fromisoformat(str(started))).total_seconds())
+    except ValueError:
+        return None
+    return f"{seconds // 3600:02d}:{seconds % 3600 // 60:02d}:{seconds % 60:02d}" if seconds >= 0 else None
 
 
 @pytest.hookimpl(trylast=True)

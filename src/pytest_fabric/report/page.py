@@ -13,6 +13,8 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from ..runinfo import RunInfo
+from .causes import Cause, group_by_cause
+from .causes import reason as cause_reason
 from .heatmap import MAX_NODES, matrix_heatmaps, pair_heatmaps
 from .run_verdict import NOT_RUN_REASONS, RunVerdict
 from .summary import (
@@ -62,7 +64,16 @@ table.fabric-table td.num{text-align:right;font-variant-numeric:tabular-nums}
 .fabric-sortkey{display:none}
 #results-table td.col-subject,#results-table td.col-measured,#results-table td.col-margin{white-space:nowrap}
 details.fabric-all>summary{cursor:pointer;color:#0645ad}
+body{display:flex;flex-direction:column}
+#environment-header,#environment{order:1}#environment{align-self:flex-start}
+#results-table,body>footer{order:2}
+.summary__data p.run-count{display:none}
+.fabric-took{color:#000;font-size:14px;margin:2px 0 8px}
+.fabric-evidence .fabric-cut{color:#777}
 </style>"""
+# The verdict comes first: pytest-html puts its Environment box above the summary, so the page is a
+# flex column and that box moves below the summary (CSS only; the page stays script-free).  Its
+# "N tests took" line counts only passed and failed tests: the banner's own line replaces it.
 
 
 def _e(x: object) -> str:
@@ -85,14 +96,20 @@ def _change(c: Check) -> str:
     return f'<span class="fabric-chg-{_e(status.split(" ")[0])}">{_e(prev.get("text") or status)}</span>'
 
 
-def verdict_banner(verdict: RunVerdict) -> str:
-    """The run's verdict in big type (the one the terminal, JUnit and JSON show), with the counts."""
+def verdict_banner(verdict: RunVerdict, took: str | None = None) -> str:
+    """The run's verdict in big type (the one the terminal, JUnit and JSON show), with the counts.
+
+    ``took`` (``00:04:22``) adds the line that replaces pytest-html's "N tests took", counting every
+    check the banner counts.
+    """
     counts = verdict.counts
     small = f"{counts['failed']} failed, {counts['error']} errored, {counts['waived']} waived, " \
             f"{counts['passed']} passed, {counts['skipped']} skipped"
     if verdict.not_run_count():
         small += f", {verdict.not_run_count()} not run"
     out = f'<div class="fabric-verdict {_e(verdict.css)}" id="fabric-verdict">{_e(verdict.word)}<small>{_e(small)}</small></div>'
+    if took:
+        out += f'<p class="fabric-took" id="fabric-took">{sum(counts.values())} checks in {_e(took)}</p>'
     if verdict.status == "interrupted":
         out += '<p class="fabric-status">Run interrupted: it stopped before every check had run.</p>'
     elif verdict.verdict is None:
@@ -149,6 +166,16 @@ def run_table(info: RunInfo, checks: Sequence[Check], finished: str | None, comp
     return f'<table class="fabric-table" id="fabric-run">{body}</table>'
 
 
+def _reason(c: Check) -> str:
+    """Why a row is what it is, when its numbers do not say: an error's cause, a waiver, a finding without a value."""
+    outcome = c.get("outcome")
+    if outcome == "error" or (outcome in ("failed", "skipped") and not c.get("measured")):
+        return cause_reason(str(c.get("message") or ""))
+    if outcome == "waived":
+        return str(c.get("waiver") or "")
+    return ""
+
+
 def _check_rows(checks: Sequence[Check], with_change: bool) -> str:
     out = []
     for c in checks:
@@ -157,16 +184,35 @@ def _check_rows(checks: Sequence[Check], with_change: bool) -> str:
             f"<tr><td>{_e(c.get('check'))}</td><td>{_e(c.get('subject'))}</td>"
             f'<td class="num">{_e(format_quantity(c.get("measured")))}</td>'
             f"<td>{_e(format_expected(c.get('expected')))}</td>"
-            f'<td class="num">{_e(format_margin(c.get("margin")))}</td><td>{_outcome(c)}</td>{change}</tr>'
+            f'<td class="num">{_e(format_margin(c.get("margin")))}</td><td>{_outcome(c)}</td>'
+            f"<td>{_e(_reason(c))}</td>{change}</tr>"
+        )
+    return "".join(out)
+
+
+def _cause_rows(causes: Sequence[Cause], with_change: bool) -> str:
+    """One row per cause of errors: the checks, how many subjects on which nodes, the cause once."""
+    out = []
+    for cause in causes:
+        if len(cause.checks) == 1:
+            out.append(_check_rows(cause.checks, with_change))
+            continue
+        expected = {format_expected(c.get("expected")) for c in cause.checks} - {""}
+        out.append(
+            f'<tr class="fabric-cause"><td>{_e(cause.what(limit=4))}</td><td>{_e(cause.where())}</td><td></td>'
+            f"<td>{_e(expected.pop() if len(expected) == 1 else '')}</td><td></td>"
+            f'<td><span class="fabric-o-error">error</span></td><td>{_e(cause_reason(cause.message()))}</td>'
+            + ("<td></td>" if with_change else "") + "</tr>"
         )
     return "".join(out)
 
 
 def layer_tables(checks: Sequence[Check]) -> str:
-    """Per layer: counts, the failed/errored/waived checks (failures first), then all checks on demand."""
+    """Per layer: counts, the failed checks (largest shortfall first), the errors one row per cause and the
+    waived checks, then all checks on demand.  Every problem row says why in its Reason column."""
     with_change = any("previous" in c for c in checks)
-    head = "<tr><th>Check</th><th>Subject</th><th>Measured</th><th>Expected</th><th>Margin</th><th>Outcome</th>" + (
-        "<th>Change</th>" if with_change else "") + "</tr>"
+    head = ("<tr><th>Check</th><th>Subject</th><th>Measured</th><th>Expected</th><th>Margin</th><th>Outcome</th>"
+            "<th>Reason</th>" + ("<th>Change</th>" if with_change else "") + "</tr>")
     layers = [x for x in LAYERS if any(c.get("layer") == x for c in checks)]
     layers += sorted({str(c.get("layer")) for c in checks} - set(LAYERS))
     out = ['<div class="fabric-section" id="fabric-layers"><h2>Checks per layer</h2>']
@@ -175,13 +221,19 @@ def layer_tables(checks: Sequence[Check]) -> str:
         counts = outcome_counts(mine)
         summary = ", ".join(f"{n} {o}" for o, n in counts.items() if n)
         out.append(f'<h3 id="fabric-layer-{_e(layer)}">{_e(layer)}: {_e(summary)}</h3>')
-        problems = [c for c in mine if c.get("outcome") in ("failed", "error", "waived")]
-        if problems:
+        failed = [c for c in mine if c.get("outcome") == "failed"]
+        causes = group_by_cause(c for c in mine if c.get("outcome") == "error")
+        waived = [c for c in mine if c.get("outcome") == "waived"]
+        if failed or causes or waived:
             out.append(f'<table class="fabric-table fabric-problems">{head}'
-                       f'{_check_rows(problems[:PROBLEM_LIMIT], with_change)}</table>')
-            if len(problems) > PROBLEM_LIMIT:
-                out.append(f'<p class="fabric-note">and {len(problems) - PROBLEM_LIMIT} more problems: '
-                           "see all checks below, or the nodes table (one node down errs every pair it is in)</p>")
+                       f"{_check_rows(failed[:PROBLEM_LIMIT], with_change)}"
+                       f"{_cause_rows(causes[:PROBLEM_LIMIT], with_change)}"
+                       f"{_check_rows(waived[:PROBLEM_LIMIT], with_change)}</table>")
+            left = [f"{n} more {what}" for n, what in (
+                (len(failed) - PROBLEM_LIMIT, "failed checks"), (len(causes) - PROBLEM_LIMIT, "causes of errors"),
+                (len(waived) - PROBLEM_LIMIT, "waived checks")) if n > 0]
+            if left:
+                out.append(f'<p class="fabric-note">and {_e(", ".join(left))}: see all checks below</p>')
         shown = mine[:FULL_TABLE_LIMIT]
         more = f" (first {FULL_TABLE_LIMIT}; the results table below has all)" if len(mine) > len(shown) else ""
         out.append(f'<details class="fabric-all"><summary>all {len(mine)} {_e(layer)} checks{more}</summary>'
@@ -218,17 +270,25 @@ def node_table(info: RunInfo, checks: Sequence[Check]) -> str:
 
 
 def _problems(node: str, checks: Sequence[Check], limit: int = 3) -> str:
-    """A node's own problems with their message, then pair problems as the peer's name."""
+    """A node's own problems, one per cause with its reason, then pair problems as the peers' names."""
     own = [c for c in checks if len(c.get("nodes") or []) < 2]
     pairs = [c for c in checks if len(c.get("nodes") or []) >= 2]
-    parts = [f"{_e(c.get('check'))} {_e(c.get('subject'))}: {_e(c.get('message'))}" for c in own[:limit]]
+    parts = []
+    failed = [c for c in own if c.get("outcome") != "error"]
+    for c in failed[:limit]:
+        numbers = format_quantity(c.get("measured"))
+        why = f"{numbers}, expected {format_expected(c.get('expected'))}" if numbers else cause_reason(str(c.get("message") or ""))
+        parts.append(f"{_e(c.get('check'))} {_e(c.get('subject'))}: {_e(why)}")
+    causes = group_by_cause(c for c in own if c.get("outcome") == "error")
+    for cause in causes[:limit]:
+        parts.append(f"{_e(cause.what())}: {_e(cause_reason(cause.message()))}")
     by_check: dict[str, list[str]] = {}
     for c in pairs:
         peers = [n for n in c.get("nodes") or [] if n != node]
         by_check.setdefault(f"{c.get('check')} {c.get('outcome')}", []).extend(peers)
     for what, peers in by_check.items():
         parts.append(f"{_e(what)} with {_e(nodeset(peers))}")
-    more = len(own) - limit
+    more = max(len(failed) - limit, 0) + max(len(causes) - limit, 0)
     return "<br>".join(parts) + (f"<br>+{more} more" if more > 0 else "")
 
 
@@ -279,11 +339,31 @@ def row_cells(c: Check | None, with_change: bool) -> list[str]:
     return cells
 
 
-def evidence_html(c: Check) -> str:
-    """What a check measured and how: message, expectation with its source, and every command with its output."""
+#: of one command's output, the tail shown inline (a tool's summary is at its end); the record and
+#: ``--evidence-dir`` keep it whole
+OUTPUT_INLINE_CHARS = 2_000
+#: of one check's outputs together, what is shown inline; further commands are listed without output
+CHECK_INLINE_CHARS = 8_000
+
+
+def _output(text: str, digest: object, budget: int) -> str:
+    if len(text) <= budget:
+        return f"<pre>{_e(text)}</pre>"
+    cut = f"[{len(text) - budget} earlier characters cut here; --evidence-dir keeps the whole output as {digest}.txt]\n"
+    return f'<pre><span class="fabric-cut">{_e(cut)}</span>{_e(text[-budget:])}</pre>' if budget > 0 else ""
+
+
+def evidence_html(c: Check, seen: dict[str, str] | None = None) -> str:
+    """What a check measured and how: message, expectation with its source, and every command with its output.
+
+    Outputs are collapsed, cut to their tail (``OUTPUT_INLINE_CHARS`` each, ``CHECK_INLINE_CHARS`` per check)
+    and, with ``seen`` (sha256 -> the check that showed it first, kept across calls), shown once per page:
+    a round's server log or one node's ``ibstat`` read by many checks is not repeated for each.
+    """
     e = c.get("expected") or {}
-    parts = [f"<p><b>{_e(c.get('check'))} {_e(c.get('subject'))}</b>: {_outcome(c)} &mdash; {_e(c.get('message'))}</p>"]
-    if c.get("detail"):
+    message = "<br>".join(_e(line) for line in str(c.get("message") or "").splitlines())
+    parts = [f"<p><b>{_e(c.get('check'))} {_e(c.get('subject'))}</b>: {_outcome(c)} &mdash; {message}</p>"]
+    if c.get("detail") and c.get("detail") != c.get("message"):
         parts.append(f"<p>{_e(c.get('detail'))}</p>")
     if e:
         parts.append(
@@ -293,19 +373,32 @@ def evidence_html(c: Check) -> str:
         )
     items = c.get("evidence") or []
     if not items:
-        parts.append("<p>No command output recorded for this check.</p>")
+        if c.get("outcome") != "error":  # an error's message above says what it ran and why it stopped
+            parts.append("<p>No command output recorded for this check.</p>")
         return '<div class="fabric-evidence">' + "".join(parts) + "</div>"
     parts.append(f"<details><summary>Evidence: {len(items)} command(s) on "
                  f"{_e(', '.join(sorted({str(i.get('node')) for i in items})))}</summary>")
+    budget = CHECK_INLINE_CHARS
+    here = f"{c.get('check')} {c.get('subject')}"
     for i in items:
         parts.append(
             f"<p>on <b>{_e(i.get('node'))}</b>: <code>{_e(i.get('command'))}</code> &rarr; exit {_e(i.get('exit_code'))}"
             f" in {_e(i.get('duration_s'))} s</p>"
         )
         for stream in ("stdout", "stderr"):
-            text = i.get(stream)
-            if text:
-                parts.append(f"<div>{stream} <small>sha256 {_e(i.get(f'{stream}_sha256'))}</small>"
-                             f"<pre>{_e(text)}</pre></div>")
+            text = str(i.get(stream) or "")
+            if not text:
+                continue
+            digest = str(i.get(f"{stream}_sha256"))
+            head = f"<div>{stream} <small>sha256 {_e(digest)}</small>"
+            first = seen.get(digest) if seen is not None else None
+            if first is not None and first != here:
+                parts.append(f"{head} <small>(the same output as {_e(first)} shows)</small></div>")
+                continue
+            if seen is not None:
+                seen.setdefault(digest, here)
+            shown = _output(text, digest, min(OUTPUT_INLINE_CHARS, budget))
+            budget -= min(len(text), OUTPUT_INLINE_CHARS)
+            parts.append(f"{head}{shown or ' <small>(not shown here; --evidence-dir keeps it as a file)</small>'}</div>")
     parts.append("</details>")
     return '<div class="fabric-evidence">' + "".join(parts) + "</div>"
