@@ -609,6 +609,7 @@ class InterNode(_Section):
     attribution: Attribution | None = None
     roce: Roce | None = None
     switch_links: SwitchLinks | None = None
+    gpudirect_bandwidth: RdmaBandwidth | None = None
     pairs: str = "all"
 
     @field_validator("pairs")

@@ -159,6 +159,8 @@ class FakeHardware:
     roce_lossy_bw_fraction: float = 1.0
     # ibstat 'Firmware version' of every CA; None: what the ConnectX generation ships with
     firmware: str | None = None
+    # ib_*_bw --use_cuda registers GPU memory (nvidia_peermem loaded); False: it fails as without peermem
+    gpudirect: bool = True
 
 
 def _python_for_nodes() -> str:

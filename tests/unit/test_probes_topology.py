@@ -67,3 +67,16 @@ def test_a_switch_to_switch_link_is_judged_once() -> None:
     )
     judged, bad = bad_links(parse_iblinkinfo(text), width=None, rate_gbps=None, could_be=True)
     assert judged == 1 and [b.ends for b in bad] == ["leaf1 (0x0000000000000001) port 41 <-> spine1 (LID 103) port 1"]
+
+
+def test_gpudirect_names_a_gpu_whose_nearest_nic_is_not_active() -> None:
+    from types import SimpleNamespace
+
+    from pytest_fabric.probes.gpudirect import pair_gpudirect
+    from pytest_fabric.probes.rdma import RdmaPort, RdmaSettings
+
+    pair = SimpleNamespace(a=SimpleNamespace(name="n1"), b=SimpleNamespace(name="n2"))
+    down = RdmaPort("n1", "mlx5_0", 1, "Down", "Polling", Decimal(200), "InfiniBand")
+    measured = pair_gpudirect(pair, RdmaSettings(), rails_a=[GpuRail("GPU0", ("mlx5_0",), "PIX")],  # type: ignore[arg-type]
+                              rails_b=[GpuRail("GPU0", ("mlx5_0",), "PIX")], ports_a=[down], ports_b=[])
+    assert measured.missing == "GPU0: no Active port of its nearest NIC mlx5_0 on n1"

@@ -62,6 +62,7 @@ CHECK_TOOLS: dict[str, tuple[str, ...]] = {
     "inter_node.port_rate": ("ibstat",),
     "inter_node.rdma_bandwidth": ("ibstat", "ib_write_bw"),
     "inter_node.rdma_latency": ("ibstat", "ib_write_lat"),
+    "inter_node.gpudirect_bandwidth": ("ibstat", "ib_write_bw", "nvidia-smi"),
     "inter_node.tcp_throughput": ("iperf3",),
     "inter_node.nccl_allreduce": ("mpirun", "all_reduce_perf"),
     "inter_node.roce": ("mlnx_qos",),

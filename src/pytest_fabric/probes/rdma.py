@@ -29,7 +29,7 @@ from itertools import zip_longest
 
 from ..cluster import NodeHandle, NodePair
 from ..parsers import ibstat, ibv_devinfo, perfquery, perftest
-from ..transport.base import BackgroundProcess, CommandResult
+from ..transport.base import BackgroundProcess, CommandFailed, CommandResult
 from ..units import Quantity, bandwidth, parse_quantity
 from ..verdict import Measurement
 from .base import MeasurementError, parse_or_raise
@@ -354,6 +354,9 @@ def rail_bandwidth(
     for _ in range(settings.repeat):
         client, server_evidence = _run_pair(pair, a_port, b_port, settings, port, args, binding)
         evidence += [client, *server_evidence]
+        if client.exit_code != 0 and not client.stdout.strip():
+            # No table at all: perftest's own words (Couldn't allocate MR, ...) say more than the parser.
+            raise CommandFailed(client)
         parsed = parse_or_raise(perftest.parse_bandwidth, client)
         row = parsed.row_at(settings.size_bytes) if any(r.size_bytes == settings.size_bytes for r in parsed.rows) else parsed.largest_row
         samples.append(bandwidth(row.bw_average_gbps, "Gb/s"))

@@ -908,6 +908,9 @@ def cmd_perftest(tool: str, argv: list[str]) -> int:
         return 0
     doc = load_cluster()
     me = self_name(doc)
+    if ("use-cuda" in opts or "cuda-dmabuf" in opts) and not doc["nodes"][me].get("gpudirect", True):
+        # FakeHardware.gpudirect False: GPU memory cannot be registered (no nvidia_peermem), as perftest says it.
+        die(" Couldn't allocate MR\n failed to create mr\n Failed to create MR", 1)
     info = _side_info(doc, me, tool, opts)
     _check_port(tool, opts, info, doc)
     tcp_port = int(opts.get("port", "18515"))

@@ -1,0 +1,10 @@
+"""Inter-node, GPUDirect RDMA: GPU memory to GPU memory between node pairs, each GPU over its nearest NIC."""
+
+import pytest
+
+pytestmark = pytest.mark.inter_node
+
+
+def test_gpudirect_bandwidth(node_pair, gpudirect_bandwidth, judge):
+    """ib_write_bw --use_cuda=N per GPU through its nearest NIC: the worst GPU meets the floor; a GPU whose memory cannot be registered errors."""
+    judge(gpudirect_bandwidth, "inter_node.gpudirect_bandwidth")

@@ -1,0 +1,65 @@
+"""GPUDirect RDMA bandwidth: ``ib_write_bw --use_cuda=N`` between two nodes, each GPU with its nearest NIC.
+
+For every GPU of the client node, the NIC ``nvidia-smi topo -m`` puts nearest to it (its rail)
+sends from that GPU's memory to the same GPU index on the server node, through that node's
+nearest NIC for it: the path NCCL's GPUDirect RDMA takes. A GPU whose memory cannot be
+registered (no nvidia_peermem: perftest's ``Couldn't allocate MR``) is an error naming the GPU;
+the verdict value is the GPU furthest below its NIC's line rate.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Sequence
+
+from ..cluster import NodePair
+from ..transport.base import CommandResult, TransportError
+from ..verdict import Measurement
+from .affinity import GpuRail
+from .base import MeasurementError
+from .rdma import RdmaPort, RdmaSettings, rail_bandwidth
+
+__all__ = ["pair_gpudirect"]
+
+FIX = "load nvidia_peermem (modprobe nvidia_peermem) or use --use_cuda_dmabuf with the open kernel module; see software.gpudirect"
+
+
+def _port(ports: Sequence[RdmaPort], device: str) -> RdmaPort | None:
+    return next((p for p in ports if p.device == device and p.state == "Active"), None)
+
+
+def pair_gpudirect(pair: NodePair, settings: RdmaSettings, *, rails_a: Sequence[GpuRail], rails_b: Sequence[GpuRail],
+                   ports_a: Sequence[RdmaPort], ports_b: Sequence[RdmaPort]) -> Measurement:
+    """Each GPU of ``pair.a`` to the same GPU of ``pair.b``, one at a time, through their nearest NICs."""
+    by_gpu = {r.gpu: r for r in rails_b}
+    results = []
+    evidence: list[CommandResult] = []
+    problems = []
+    for rail in rails_a:
+        peer = by_gpu.get(rail.gpu)
+        a_port = _port(ports_a, rail.nics[0]) if rail.nics else None
+        b_port = _port(ports_b, peer.nics[0]) if peer is not None and peer.nics else None
+        if a_port is None or b_port is None:
+            side, device = (pair.a.name, rail.nic_text) if a_port is None else (pair.b.name, peer.nic_text if peer else "no NIC")
+            problems.append(f"{rail.gpu}: no Active port of its nearest NIC {device} on {side}")
+            continue
+        index = rail.gpu.removeprefix("GPU")
+        run = dataclasses.replace(settings, extra_args=(*settings.extra_args, f"--use_cuda={index}"))
+        try:
+            median, samples, ev, _ = rail_bandwidth(pair, a_port, b_port, run, settings.port)
+        except TransportError as exc:
+            raise MeasurementError(exc.node, f"{rail.gpu} via {a_port.device} -> {b_port.device}: {exc.detail}",
+                                   command=exc.command, fix=FIX) from exc
+        evidence += ev
+        line = min(a_port.rate, b_port.rate)
+        results.append((median.value / line.value, median, line, rail.gpu, a_port.device, b_port.device))
+    shown = ", ".join(f"{gpu} {a}->{b} {m.display('Gb/s')}" for _, m, _, gpu, a, b in results)
+    extra = {"gpus": [{"gpu": gpu, "a": a, "b": b, "gbps": float(m.to("Gb/s"))} for _, m, _, gpu, a, b in results]}
+    if problems or not results:
+        reason = "; ".join(problems) or f"nvidia-smi topo -m on {pair.a.name} shows no GPU"
+        return Measurement(value="absent", missing=reason + (f"; measured: {shown}" if shown else ""),
+                           evidence=tuple(evidence), extra=extra)
+    _, value, line, gpu, a, b = min(results, key=lambda r: (r[0], r[1].value))
+    how = f"ib_write_bw --use_cuda {settings.size_bytes // 2**20} MiB x {settings.qps} QP for {settings.duration_s} s"
+    return Measurement(value=value, line_rate=line, evidence=tuple(evidence), extra=extra,
+                       detail=f"{how}, median of {settings.repeat}; worst {gpu} via {a} -> {b}; GPUs: {shown}")

@@ -1,0 +1,54 @@
+"""GPUDirect RDMA bandwidth on the simulated cluster: a slow rail fails its GPU by name, no peermem errors."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from tests.simcluster import SimCluster
+from tests.simcluster.gpu import FakeGpus, install_gpus, uninstall_gpus
+from tests.simcluster.hardware import (
+    FakeHardware,
+    FakePort,
+    default_ports,
+    install_hardware,
+    uninstall_hardware,
+)
+
+PROFILE = Path(__file__).resolve().parents[1] / "data" / "profiles" / "sim-gpudirect.yaml"
+
+
+@pytest.fixture
+def faulty(simcluster: SimCluster) -> Iterator[SimCluster]:
+    slow = default_ports()
+    slow[2] = FakePort(device="mlx5_2", netdev="ib2", rdma_bw_gbps=90.0)
+    try:
+        install_hardware(simcluster, {"node03": FakeHardware(gpudirect=False), "node05": FakeHardware(ports=slow)})
+        for node in simcluster.nodes:
+            install_gpus(simcluster, node.name, FakeGpus(count=4, nics=4))
+        yield simcluster
+    finally:
+        uninstall_gpus(simcluster)
+        uninstall_hardware(simcluster)
+
+
+def test_gpudirect_bandwidth_per_gpu(pytester: pytest.Pytester, faulty: SimCluster, sim_inventory: Path) -> None:
+    record = pytester.path / "record.json"
+    result = pytester.runpytest_subprocess(
+        "--cluster", str(sim_inventory), "--profile", str(PROFILE), "-p", "no:cacheprovider", "-rA",
+        "-k", "gpudirect_bandwidth", f"--conformance-json={record}", timeout=240,
+    )
+    checks = {c["subject"]: c for c in json.loads(record.read_text())["checks"] if c["check"] == "gpudirect_bandwidth"}
+    outcomes = {subject: c["outcome"] for subject, c in checks.items()}
+    for subject, outcome in outcomes.items():
+        want = "error" if "node03" in subject else "failed" if "node05" in subject else "passed"
+        assert outcome == want, f"{subject}: {outcome}, want {want}\n{result.stdout.str()[-4000:]}"
+    assert any("node05" in s for s in outcomes) and any("node03" in s for s in outcomes), outcomes
+    slow = next(c["message"] for s, c in checks.items() if "node05" in s)
+    assert "worst GPU2 via mlx5_2 -> mlx5_2" in slow and "GPU0 mlx5_0->mlx5_0" in slow, slow
+    broken = next(c["message"] for s, c in checks.items() if "node03" in s)
+    assert "GPU0 via mlx5_0 -> mlx5_0" in broken and "Couldn't allocate MR" in broken, broken
+    assert "modprobe nvidia_peermem" in broken
