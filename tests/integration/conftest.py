@@ -20,9 +20,10 @@ if _REPO_ROOT not in sys.path:
     sys.path.insert(0, _REPO_ROOT)
 
 from tests.simcluster import NodeBreaker, SimCluster, missing_prerequisites  # noqa: E402
+from tests.simcluster.slurm import SlurmSim, missing_slurm  # noqa: E402
 
 SIM_NODES = 8
-_SIM_FIXTURES = {"simcluster", "sim_inventory", "break_node"}
+_SIM_FIXTURES = {"simcluster", "sim_inventory", "break_node", "slurm_cluster"}
 
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
@@ -41,6 +42,16 @@ def simcluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[SimCluster]
     cluster = SimCluster(SIM_NODES, tmp_path_factory.mktemp("simcluster"), name="sim")
     with cluster:
         yield cluster
+
+
+@pytest.fixture(scope="session")
+def slurm_cluster(simcluster: SimCluster) -> Iterator[SlurmSim]:
+    """A real Slurm (munged, slurmctld, one slurmd per node) over the session cluster; skips without Slurm."""
+    missing = missing_slurm()
+    if missing:
+        pytest.skip("simulated Slurm unavailable: " + "; ".join(missing))
+    with SlurmSim(simcluster) as slurm:
+        yield slurm
 
 
 @pytest.fixture

@@ -31,6 +31,9 @@ import time
 import uuid
 from collections.abc import Iterator, Sequence
 from pathlib import Path
+from typing import Any
+
+import yaml
 
 from .cluster import SimCluster, SimClusterError, _first_child
 
@@ -317,11 +320,21 @@ class SlurmSim:
         steps = self.run(["squeue", "-h", "-s", "-o", "%i %j"]).stdout.splitlines()
         return [line for line in jobs + steps if line.strip()]
 
-    def launched_steps(self) -> set[str]:
-        """Every step id the slurmds have launched so far (``12.3``), from their logs."""
-        steps: set[str] = set()
+    def launched_steps(self) -> dict[str, set[str]]:
+        """Every step the slurmds have launched so far (``12.3``), with the nodes it ran on, from their logs."""
+        steps: dict[str, set[str]] = {}
         for log in (self.state / "log").glob("node*.log"):
             for line in log.read_text(errors="replace").splitlines():
                 if "launch task StepId=" in line:
-                    steps.add(line.split("StepId=", 1)[1].split()[0])
+                    steps.setdefault(line.split("StepId=", 1)[1].split()[0], set()).add(log.stem)
         return steps
+
+    def write_inventory(self, path: Path, *, nodes: Sequence[str] | None = None,
+                        extra: dict[str, Any] | None = None, wait_s: int = 10) -> Path:
+        """The session cluster's inventory with every node reached through Slurm (partition sim)."""
+        doc: dict[str, Any] = {"slurm": {"partition": PARTITION, "wait": wait_s, "time": 10}, **(extra or {})}
+        written = self.cluster.write_inventory(path, nodes=nodes, extra=doc)
+        data = yaml.safe_load(written.read_text())
+        data["defaults"]["transport"] = "slurm"
+        written.write_text(yaml.safe_dump(data, sort_keys=False))
+        return written

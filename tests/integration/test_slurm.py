@@ -1,0 +1,240 @@
+"""pytest-fabric through a real Slurm (slurmctld, one slurmd per simulated node, munge).
+
+The same nodes are reached over SSH by the other integration tests; here every command is a
+job step in one allocation the run asks for (``slurm:`` in the inventory) and cancels at the end.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+import uuid
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from pytest_fabric.hostlist import expand
+from pytest_fabric.transport.base import AuthenticationFailed, CommandTimeout, ToolMissing
+from pytest_fabric.transport.slurm import (
+    NoAllocation,
+    NodeNotAvailable,
+    SlurmAllocation,
+    SlurmSettings,
+    SlurmTransport,
+)
+from tests.simcluster import SimCluster
+from tests.simcluster.hardware import FakeHardware, FakePort, default_ports, hardware_installed
+from tests.simcluster.slurm import SlurmSim
+
+RDMA_PROFILE = Path(__file__).resolve().parents[1] / "data" / "profiles" / "sim-rdma.yaml"
+# Per-port, per-node and pair checks, with servers: enough to compare, short enough for the suite.
+PARITY_CHECKS = "port_rate or port_state or rdma_bandwidth or mtu or tcp_throughput"
+WAVE_PROFILE = "name: sim-slurm-waves\negress:\n  dns_resolve: {max: 30 s}\n"
+
+
+@pytest.fixture
+def slurm_env(slurm_cluster: SlurmSim, monkeypatch: pytest.MonkeyPatch) -> SlurmSim:
+    """Slurm's client commands (ours and the run's) talk to the simulated cluster."""
+    monkeypatch.setenv("SLURM_CONF", str(slurm_cluster.conf))
+    for name in [k for k in os.environ if k.startswith("SLURM_") and k != "SLURM_CONF"]:
+        monkeypatch.delenv(name)
+    return slurm_cluster
+
+
+@pytest.fixture
+def allocation(slurm_env: SlurmSim) -> Iterator[SlurmAllocation]:
+    alloc = SlurmAllocation(slurm_env.nodes, SlurmSettings(partition="sim", wait_s=10, time_limit_min=10))
+    try:
+        yield alloc
+    finally:
+        alloc.release()
+        assert slurm_env.jobs() == []
+
+
+def _pytest(cwd: Path, *args: str, timeout: float = 300) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "-q", "-rfE", *args],
+        cwd=cwd, capture_output=True, text=True, timeout=timeout,
+    )
+
+
+# ----------------------------------------------------------------- the transport on its own
+
+
+def test_run_maps_exit_codes_output_and_errors(allocation: SlurmAllocation) -> None:
+    node = SlurmTransport("node02", allocation)
+    node.connect()
+    result = node.run("hostname; echo to-stderr >&2", timeout=10)
+    assert (result.stdout, result.stderr, result.exit_code) == ("node02\n", "to-stderr\n", 0)
+    assert node.run("exit 3", timeout=10, check=False).exit_code == 3
+    with pytest.raises(ToolMissing, match="no-such-tool"):
+        node.run("no-such-tool --version", timeout=10)
+    started = time.monotonic()
+    with pytest.raises(CommandTimeout):
+        node.run("sleep 30", timeout=1)
+    assert time.monotonic() - started < 10
+
+
+def test_a_server_step_overlaps_and_ends_with_stop(allocation: SlurmAllocation, slurm_env: SlurmSim) -> None:
+    server = SlurmTransport("node01", allocation).start("echo listening; sleep 60", timeout=120)
+    client = SlurmTransport("node01", allocation)
+    # The client's step runs beside the server's on the same node (--overlap), not after it.
+    assert client.run("echo client", timeout=10).stdout == "client\n"
+    assert any(allocation.tag in line for line in slurm_env.jobs() if "." in line.split()[0])
+    result = server.stop()
+    assert not server.is_running()
+    assert "listening" in result.stdout
+    assert not [line for line in slurm_env.jobs() if "." in line.split()[0]]  # no step left
+
+
+def test_a_drained_node_errors_alone(slurm_env: SlurmSim, allocation: SlurmAllocation) -> None:
+    with slurm_env.drained("node03", "bad cable"):
+        with pytest.raises(NodeNotAvailable, match="drain.*bad cable"):
+            SlurmTransport("node03", allocation).connect()
+        outcomes = allocation.run_many(slurm_env.nodes, "hostname", 10, True)
+        assert isinstance(outcomes.pop("node03"), NodeNotAvailable)
+        assert {n: o.stdout for n, o in outcomes.items()} == {n: f"{n}\n" for n in outcomes}  # type: ignore[union-attr]
+        allocation.release()
+
+
+def test_no_allocation_and_munge_refusal_are_typed(slurm_env: SlurmSim, tmp_path: Path) -> None:
+    with pytest.raises(NoAllocation, match="job 999999 is not running"):
+        SlurmTransport("node01", SlurmAllocation(["node01"], SlurmSettings(job_id="999999"))).connect()
+    bad = tmp_path / "slurm.conf"
+    bad.write_text(slurm_env.conf.read_text().replace(str(slurm_env.munge_socket), "/nonexistent/munge.socket"))
+    refused = SlurmAllocation(["node01"], SlurmSettings(partition="sim", wait_s=5),
+                              env={**os.environ, "SLURM_CONF": str(bad)})
+    with pytest.raises(AuthenticationFailed, match="[Mm]unge"):
+        SlurmTransport("node01", refused).connect()
+
+
+# ----------------------------------------------------------------- whole runs
+
+
+def test_a_wave_is_one_step_over_all_nodes(slurm_env: SlurmSim, tmp_path: Path) -> None:
+    inventory = slurm_env.write_inventory(tmp_path / "inventory.yaml", extra={"egress": {"targets": ["localhost"]}})
+    (tmp_path / "waves.yaml").write_text(WAVE_PROFILE)
+    before = set(slurm_env.launched_steps())
+    assert slurm_env.jobs() == [] and set(slurm_env.node_states().values()) == {"idle"}, slurm_env.node_states()
+    result = _pytest(tmp_path, "--cluster", str(inventory), "--profile", "waves.yaml", "-k", "dns_resolve",
+                     "--conformance-json", "record.json")
+    assert result.returncode == 0, result.stdout[-3000:]
+    n = len(slurm_env.nodes)
+    assert f"{n} passed" in result.stdout
+    steps = {s: nodes for s, nodes in slurm_env.launched_steps().items() if s not in before}
+    # Every command of the wave ran once over all nodes: as many steps as the check has commands, not n times that.
+    assert steps and all(nodes == set(slurm_env.nodes) for nodes in steps.values()), steps
+    assert slurm_env.jobs() == []
+
+
+@pytest.fixture(scope="module")
+def ssh_and_slurm_records(slurm_cluster: SlurmSim, tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
+    """The same inter-node conformance run on the same 4 nodes (one slow port, one slow cable), over SSH and over Slurm."""
+    sim: SimCluster = slurm_cluster.cluster
+    nodes = [n.name for n in sim.nodes[:4]]
+    hardware = {
+        "node02": FakeHardware(ports=[FakePort(rate_gbps=100), *default_ports()[1:]]),
+        "node03": FakeHardware(slow_peers={"node04": 0.5}),
+    }
+    records: dict[str, Any] = {}
+    env = {k: v for k, v in os.environ.items() if not k.startswith("SLURM_")}
+    env["SLURM_CONF"] = str(slurm_cluster.conf)
+    with hardware_installed(sim, hardware):
+        for how in ("ssh", "slurm"):
+            work = tmp_path_factory.mktemp(f"parity-{how}")
+            if how == "ssh":
+                inventory = sim.write_inventory(work / "inventory.yaml", nodes=nodes)
+            else:
+                inventory = slurm_cluster.write_inventory(work / "inventory.yaml", nodes=nodes)
+            started = time.monotonic()
+            proc = subprocess.run(
+                [sys.executable, "-m", "pytest", "--cluster", str(inventory), "--profile", str(RDMA_PROFILE),
+                 "-m", "inter_node", "-k", PARITY_CHECKS, "-p", "no:cacheprovider", "--conformance-json", "record.json", "-q", "-rfE"],
+                cwd=work, capture_output=True, text=True, timeout=400, env=env,
+            )
+            data = json.loads((work / "record.json").read_text())
+            data["_stdout"], data["_wall_s"] = proc.stdout, time.monotonic() - started
+            data["_jobs"] = slurm_cluster.jobs()
+            records[how] = data
+            print(f"{how}: {data['_wall_s']:.1f} s")
+    return records
+
+
+def _verdicts(record: dict[str, Any]) -> dict[str, str]:
+    return {c["nodeid"]: c["outcome"] for c in record["checks"]}
+
+
+def test_ssh_and_slurm_give_the_same_verdicts(ssh_and_slurm_records: dict[str, Any]) -> None:
+    ssh, slurm = (_verdicts(ssh_and_slurm_records[k]) for k in ("ssh", "slurm"))
+    assert "failed" in ssh.values()  # the faults show, so agreeing means something
+    assert slurm == ssh, {k: (ssh.get(k), slurm.get(k)) for k in set(ssh) | set(slurm) if ssh.get(k) != slurm.get(k)}
+
+
+def test_a_slurm_run_prints_drain_lines_and_leaves_no_job(ssh_and_slurm_records: dict[str, Any]) -> None:
+    slurm = ssh_and_slurm_records["slurm"]
+    assert slurm["_jobs"] == []
+    failed_alone = sorted({c["nodes"][0] for c in slurm["checks"] if c["outcome"] == "failed" and len(c["nodes"]) == 1})
+    assert failed_alone
+    lines = [line.strip() for line in slurm["_stdout"].splitlines() if line.strip().startswith("scontrol update")]
+    assert lines and all('state=drain reason="pytest-fabric sim-rdma: failed ' in line for line in lines), lines
+    drained = {n for line in lines for n in expand(line.split("nodename=", 1)[1].split()[0])}
+    assert drained == set(failed_alone)
+    assert "scontrol update" not in ssh_and_slurm_records["ssh"]["_stdout"]  # an SSH run prints none
+
+
+def test_a_drained_node_errors_only_its_own_tests(slurm_env: SlurmSim, tmp_path: Path) -> None:
+    inventory = slurm_env.write_inventory(tmp_path / "inventory.yaml", extra={"egress": {"targets": ["localhost"]}})
+    (tmp_path / "waves.yaml").write_text(WAVE_PROFILE)
+    with slurm_env.drained("node05", "pytest-fabric test"):
+        result = _pytest(tmp_path, "--cluster", str(inventory), "--profile", "waves.yaml", "-k", "dns_resolve",
+                         "--conformance-json", "record.json")
+    record = json.loads((tmp_path / "record.json").read_text())
+    outcomes = {c["subject"].split(":")[0]: c["outcome"] for c in record["checks"]}
+    assert outcomes.pop("node05") == "error", result.stdout[-3000:]
+    assert set(outcomes.values()) == {"passed"}
+    assert "Required node not available: Slurm has it drain, reason: pytest-fabric test" in result.stdout
+    assert slurm_env.jobs() == []
+
+
+def test_ctrl_c_leaves_nothing_in_squeue(slurm_env: SlurmSim, tmp_path: Path) -> None:
+    sim = slurm_env.cluster
+    token = f"300.{uuid.uuid4().int % 10**6:06d}"
+    for node in sim.nodes:
+        sim.install_tool(node, "getent", f"sleep {token}\n")
+    inventory = slurm_env.write_inventory(tmp_path / "inventory.yaml", extra={"egress": {"targets": ["localhost"]}})
+    (tmp_path / "waves.yaml").write_text(WAVE_PROFILE.replace("30 s", "600 s"))
+
+    def sleeping() -> list[str]:
+        return [n.name for n in sim.nodes if any(token in cmd for _, cmd in sim.processes(n))]
+
+    run = subprocess.Popen(
+        [sys.executable, "-m", "pytest", "--cluster", str(inventory), "--profile", "waves.yaml",
+         "-p", "no:cacheprovider", "-k", "dns_resolve", "-q"],
+        cwd=tmp_path, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+    )
+    try:
+        deadline = time.monotonic() + 60
+        while len(sleeping()) < len(sim.nodes) and time.monotonic() < deadline:
+            time.sleep(0.2)
+        assert len(sleeping()) == len(sim.nodes)
+        assert any(line.split()[0].count(".") for line in slurm_env.jobs())  # the wave's step runs
+        run.send_signal(signal.SIGINT)
+        out, _ = run.communicate(timeout=60)
+    finally:
+        if run.poll() is None:
+            run.kill()
+            run.wait()
+        for node in sim.nodes:
+            sim.remove_tool(node, "getent")
+    assert "KeyboardInterrupt" in out or "Interrupted" in out, out[-2000:]
+    assert slurm_env.jobs() == []
+    deadline = time.monotonic() + 10
+    while sleeping() and time.monotonic() < deadline:
+        time.sleep(0.2)
+    assert sleeping() == []
