@@ -1,0 +1,224 @@
+"""What a run will do and about how long it takes, from its items and the profile's settings.
+
+Pure: the plugin hands :func:`plan_run` one :class:`PlannedSubject` per selected test
+(after ``-k``/``-m``) and prints :meth:`RunPlan.summary` before the first measurement::
+
+    fabric: plan: 41,409 tests: 9 rounds x ~2.0 min + 31 waves ~8 min ~ 26 min (64 nodes at once)
+
+A pair check is measured a round of disjoint pairs at a time, every pair check of a round
+one after the other; a per-node check (node, GPU, port, mount, egress target) is one wave.
+Either runs at most ``fanout`` subjects at once, and subjects that share a resource (one
+node's GPUs, a shared mount, the egress uplink) at most that resource's limit at once.
+The time of one measurement comes from the check's settings where the profile gives them
+(``duration`` x ``repeat``, fio ``runtime``, ``size`` over the floor) and otherwise from
+:data:`TYPICAL_SECONDS`; checks that only read other checks' results (outliers,
+attribution) take none. It is an estimate: re-measurements of suspect pairs, slow nodes
+and connection setup are not in it.
+"""
+
+from __future__ import annotations
+
+import math
+from collections import defaultdict
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+__all__ = [
+    "PlannedSubject",
+    "CheckPlan",
+    "RunPlan",
+    "TYPICAL_SECONDS",
+    "READS_RESULTS",
+    "measurement_seconds",
+    "plan_run",
+    "format_duration",
+]
+
+#: seconds every measurement adds to its tool's own time: SSH channel, tool start, servers on the peer
+OVERHEAD_S = 2.0
+
+#: one measurement of a check whose profile settings do not say how long it runs, in seconds
+TYPICAL_SECONDS: Mapping[str, float] = {
+    "nccl_allreduce": 60.0,  # all_reduce_perf sweep up to 8-16 GiB across 2 nodes
+    "node_nccl_allreduce": 45.0,  # the same on 8 GPUs of one node
+    "nvlink_bandwidth": 30.0,  # nvbandwidth device-to-device over every GPU pair
+    "host_to_device_bandwidth": 10.0,
+    "device_to_host_bandwidth": 10.0,
+    "gpu_pcie": 10.0,  # read under nvbandwidth load
+    "gpu_health": 120.0,  # dcgmi diag -r 1 (level 2 and above take minutes more)
+    "rdma_latency": 5.0,  # ib_write_lat, 10,000 iterations per rail
+    "aggregate_rdma_bandwidth": 20.0,
+    "scaling_efficiency": 300.0,  # NCCL at 2, 4, 8, ... nodes, three runs each
+    "oversubscription": 60.0,
+    "dns_resolve": 1.0,
+    "connect_latency": 1.0,
+    "download": 10.0,
+    "upload": 10.0,
+}
+
+#: checks that judge what other checks measured: no measurement of their own
+READS_RESULTS = frozenset(
+    {"rdma_bandwidth_outlier", "tcp_throughput_outlier", "rdma_latency_outlier", "attribution", "fabric_attribution"}
+)
+
+#: a reading (ibstat, nvidia-smi, findmnt, sysfs): about a second
+READING_S = 1.0
+
+
+@dataclass(frozen=True)
+class PlannedSubject:
+    """One selected test: its check, how it is measured, and what it must not share."""
+
+    layer: str
+    check: str
+    kind: str  # "pair" (rounds), "wave" (per node, GPU, port, mount, egress target) or "cluster"
+    round: int | None = None  # pair tests: the round of its pair
+    resource: str | None = None  # what it shares with other subjects of its wave (a node's GPUs)
+    limit: int = 1  # how many holding ``resource`` run at once
+
+
+@dataclass(frozen=True)
+class CheckPlan:
+    """One check's share of the run."""
+
+    layer: str
+    check: str
+    kind: str
+    tests: int
+    rounds: int  # pair checks: rounds of disjoint pairs; waves: 1; cluster checks: 1
+    seconds: float  # one measurement
+    slots: int  # measurements one after the other, summed over the check's rounds or its wave
+
+    @property
+    def total_s(self) -> float:
+        return self.seconds * self.slots
+
+
+@dataclass(frozen=True)
+class RunPlan:
+    """The run as the header states it."""
+
+    tests: int
+    checks: list[CheckPlan] = field(default_factory=list)
+    fanout: int = 64
+
+    @property
+    def rounds(self) -> int:
+        """Rounds of pairs the pair checks sweep (the most any one pair check has)."""
+        return max((c.rounds for c in self.checks if c.kind == "pair" and c.seconds > 0), default=0)
+
+    @property
+    def waves(self) -> int:
+        return sum(1 for c in self.checks if c.kind == "wave" and c.seconds > 0)
+
+    @property
+    def rounds_s(self) -> float:
+        return sum(c.total_s for c in self.checks if c.kind == "pair")
+
+    @property
+    def waves_s(self) -> float:
+        return sum(c.total_s for c in self.checks if c.kind == "wave")
+
+    @property
+    def cluster_s(self) -> float:
+        return sum(c.total_s for c in self.checks if c.kind == "cluster")
+
+    @property
+    def total_s(self) -> float:
+        return self.rounds_s + self.waves_s + self.cluster_s
+
+    def summary(self) -> str:
+        """``41,409 tests: 9 rounds x ~2.0 min + 31 waves ~8 min + 3 cluster checks ~6 min ~ 26 min``."""
+        parts = []
+        if self.rounds:
+            parts.append(f"{self.rounds} rounds x ~{format_duration(self.rounds_s / self.rounds)}")
+        if self.waves:
+            parts.append(f"{self.waves} waves ~{format_duration(self.waves_s)}")
+        cluster = sum(1 for c in self.checks if c.kind == "cluster" and c.seconds > 0)
+        if cluster:
+            parts.append(f"{cluster} cluster check{'s' if cluster > 1 else ''} ~{format_duration(self.cluster_s)}")
+        what = " + ".join(parts) if parts else "nothing to measure"
+        tail = f" ~ {format_duration(self.total_s)}" if parts else ""
+        return f"{self.tests:,} tests: {what}{tail} (at most {self.fanout} subjects at once)"
+
+
+def format_duration(seconds: float) -> str:
+    """``40 s``, ``2.0 min``, ``45 min``, ``3.2 h``: as a header reads best."""
+    if seconds < 90:
+        return f"{seconds:.0f} s"
+    minutes = seconds / 60
+    if minutes < 10:
+        return f"{minutes:.1f} min"
+    if minutes < 120:
+        return f"{minutes:.0f} min"
+    return f"{minutes / 60:.1f} h"
+
+
+def _seconds(value: Any) -> float | None:
+    if value is None:
+        return None
+    try:
+        return float(value.to("s"))
+    except (AttributeError, ValueError, TypeError):
+        return None
+
+
+def measurement_seconds(check: str, spec: Any) -> float:
+    """About how long one measurement of ``check`` takes with the profile's ``spec`` (None: not set)."""
+    if check in READS_RESULTS:
+        return 0.0
+    repeat = int(getattr(spec, "repeat", 1) or 1)
+    duration = _seconds(getattr(spec, "duration", None)) or _seconds(getattr(spec, "runtime", None))
+    if duration is not None:
+        return repeat * (duration + OVERHEAD_S)
+    size: Any = getattr(spec, "size", None)
+    floor: Any = getattr(spec, "min", None)
+    if check in TYPICAL_SECONDS:
+        return repeat * TYPICAL_SECONDS[check]
+    # storage: size per job x jobs at the floor's rate is the longest a passing run takes
+    # (a checkpoint's size is its total, split over its writers)
+    jobs = 1 if check == "checkpoint_write" else int(getattr(spec, "jobs", 1) or 1)
+    try:
+        nbytes = float(size.to("B")) * jobs
+        rate = float(floor.to("B/s"))
+        return repeat * (nbytes / rate + OVERHEAD_S)
+    except (AttributeError, ValueError, TypeError, ZeroDivisionError):
+        pass
+    return repeat * READING_S
+
+
+def plan_run(subjects: Iterable[PlannedSubject], specs: Mapping[tuple[str, str], Any], fanout: int) -> RunPlan:
+    """The plan of a run of ``subjects``; ``specs`` maps (layer, check) to the profile's settings."""
+    by_check: dict[tuple[str, str, str], list[PlannedSubject]] = defaultdict(list)
+    tests = 0
+    for subject in subjects:
+        tests += 1
+        by_check[(subject.layer, subject.check, subject.kind)].append(subject)
+    checks = []
+    for (layer, check, kind), members in by_check.items():
+        seconds = measurement_seconds(check, specs.get((layer, check)))
+        if kind == "pair":
+            per_round: dict[int | None, int] = defaultdict(int)
+            for m in members:
+                per_round[m.round] += 1
+            rounds = len(per_round)
+            slots = sum(math.ceil(n / fanout) for n in per_round.values())
+        elif kind == "wave":
+            rounds, slots = 1, _wave_slots(members, fanout)
+        else:
+            rounds, slots = 1, len(members)
+        checks.append(CheckPlan(layer, check, kind, len(members), rounds, seconds, slots))
+    return RunPlan(tests, checks, fanout)
+
+
+def _wave_slots(members: list[PlannedSubject], fanout: int) -> int:
+    """Measurements one after the other in a wave: the fan-out cap, or the busiest shared resource."""
+    holding: dict[str, int] = defaultdict(int)
+    limits: dict[str, int] = {}
+    for m in members:
+        if m.resource is not None:
+            holding[m.resource] += 1
+            limits[m.resource] = max(1, m.limit)
+    busiest = max((math.ceil(n / limits[r]) for r, n in holding.items()), default=1)
+    return max(math.ceil(len(members) / fanout), busiest)

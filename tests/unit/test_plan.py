@@ -1,0 +1,80 @@
+"""The run's plan: rounds, waves, tests and an estimate from the profile's settings."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from pytest_fabric.pairs import make_pairs
+from pytest_fabric.plan import (
+    OVERHEAD_S,
+    PlannedSubject,
+    format_duration,
+    measurement_seconds,
+    plan_run,
+)
+from pytest_fabric.profile import load_profile
+
+
+def _specs(name: str) -> dict[tuple[str, str], Any]:
+    profile = load_profile(name, [])
+    out: dict[tuple[str, str], Any] = {}
+    for key in profile.set_checks():
+        layer, _, check = key.partition(".")
+        out[(layer, check)] = profile.spec(layer, check)
+    return out
+
+
+def test_measurement_seconds_follow_the_profile() -> None:
+    specs = _specs("hdr200")
+    # perftest -D 5 s, three repeats
+    assert measurement_seconds("rdma_bandwidth", specs[("inter_node", "rdma_bandwidth")]) == 3 * (5 + OVERHEAD_S)
+    assert measurement_seconds("tcp_throughput", specs[("inter_node", "tcp_throughput")]) == 10 + OVERHEAD_S
+    # fio: 4 GiB per job x 4 jobs at the 2 GB/s floor
+    read = measurement_seconds("sequential_read", specs[("storage", "sequential_read")])
+    assert read == pytest.approx(4 * 4 * 2**30 / 2e9 + OVERHEAD_S)
+    # a checkpoint's size is its total over 8 writers, at the 1 GB/s floor
+    assert measurement_seconds("checkpoint_write", specs[("storage", "checkpoint_write")]) == pytest.approx(
+        4 * 2**30 / 1e9 + OVERHEAD_S
+    )
+    assert measurement_seconds("rdma_bandwidth_outlier", None) == 0
+    assert measurement_seconds("gpu_count", specs[("intra_node", "gpu_count")]) == 1.0
+
+
+def test_rounds_and_waves_of_an_all_pairs_sweep() -> None:
+    nodes = [f"n{i:02d}" for i in range(64)]
+    pairs = make_pairs(nodes, "all")
+    subjects = [PlannedSubject("inter_node", "tcp_throughput", "pair", p.round) for p in pairs]
+    subjects += [PlannedSubject("inter_node", "tcp_throughput_outlier", "pair", p.round) for p in pairs]
+    subjects += [PlannedSubject("storage", "random_read_iops", "wave") for _ in nodes]
+    subjects += [PlannedSubject("egress", "download", "wave", resource="the egress uplink", limit=1) for _ in nodes]
+    plan = plan_run(subjects, _specs("hdr200"), fanout=64)
+    assert plan.tests == 2 * 2016 + 128
+    assert plan.rounds == 63
+    assert plan.waves == 2
+    # 63 rounds of 32 pairs, each one slot of tcp (12 s); iops once on every node; download one node at a time
+    assert plan.rounds_s == 63 * 12
+    assert plan.waves_s == 12 + 64 * 10  # download: TYPICAL_SECONDS
+    assert plan.summary() == "4,160 tests: 63 rounds x ~12 s + 2 waves ~11 min ~ 23 min (at most 64 subjects at once)"
+
+
+def test_the_fanout_cap_and_shared_resources_make_slots() -> None:
+    # 16 pairs in a round with 4 at once: 4 slots; 8 GPUs of one node one at a time: 8 slots
+    subjects = [PlannedSubject("inter_node", "tcp_throughput", "pair", 0) for _ in range(16)]
+    subjects += [PlannedSubject("intra_node", "gpu_model", "wave", resource="n1's GPUs") for _ in range(8)]
+    plan = plan_run(subjects, {}, fanout=4)
+    by_check = {c.check: c for c in plan.checks}
+    assert by_check["tcp_throughput"].slots == 4
+    assert by_check["gpu_model"].slots == 8
+
+
+def test_nothing_selected() -> None:
+    assert plan_run([], {}, fanout=64).summary() == "0 tests: nothing to measure (at most 64 subjects at once)"
+
+
+@pytest.mark.parametrize(
+    ("seconds", "text"), [(40, "40 s"), (89, "89 s"), (120, "2.0 min"), (45 * 60, "45 min"), (10 * 3600, "10.0 h")]
+)
+def test_format_duration(seconds: float, text: str) -> None:
+    assert format_duration(seconds) == text
