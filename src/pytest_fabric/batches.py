@@ -14,14 +14,15 @@ holding it run together; everything else runs in parallel up to the fan-out cap
 from __future__ import annotations
 
 import threading
+import time
 from collections.abc import Callable, Sequence
-from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import ThreadPoolExecutor, as_completed
 from dataclasses import dataclass, replace
 from typing import Generic, TypeVar
 
 from .verdict import Measurement
 
-__all__ = ["DEFAULT_FANOUT", "BatchCache", "Member", "Share", "describe_concurrency"]
+__all__ = ["DEFAULT_FANOUT", "BatchCache", "BatchProgress", "Member", "Share", "describe_concurrency"]
 
 #: how many subjects one controller measures at once unless --fabric-fanout says otherwise
 DEFAULT_FANOUT = 64
@@ -47,6 +48,29 @@ class Member(Generic[S]):
 
 
 Outcome = Measurement | BaseException
+
+
+@dataclass(frozen=True)
+class BatchProgress:
+    """Where a batch stands: reported when it starts (``done`` 0) and as each member ends."""
+
+    check: str
+    batch: object  # "wave", ("round", n), ...
+    done: int
+    total: int
+    failed: int  # members that ended with an error or a skip, not a measurement
+    elapsed_s: float
+
+    @property
+    def finished(self) -> bool:
+        return self.done >= self.total
+
+    @property
+    def remaining_s(self) -> float | None:
+        """At the pace so far; None before the first member ends."""
+        if self.done == 0:
+            return None
+        return self.elapsed_s / self.done * (self.total - self.done)
 
 
 def describe_concurrency(size: int, share: Share | None, fanout: int, sharing: int | None = None) -> str:
@@ -76,6 +100,10 @@ class BatchCache:
         self.fanout = fanout
         #: called when Ctrl-C arrives while a batch runs: kill what the members run on the nodes
         self.on_interrupt: Callable[[], None] | None = None
+        #: called as a batch starts and as each of its members ends (a progress line); from the
+        #: thread that measures the batch, which for a batch measured inside another's member
+        #: is a worker thread
+        self.on_progress: Callable[[BatchProgress], None] | None = None
         self._results: dict[tuple[str, object], dict[str, Outcome]] = {}
         self._lock = threading.Lock()  # guards the two dicts; each batch has a lock of its own
         self._batch_locks: dict[tuple[str, object], threading.Lock] = {}
@@ -104,7 +132,7 @@ class BatchCache:
                 todo = [m for m in members if m.id not in results]
                 if member.id not in {m.id for m in todo}:
                     todo.append(member)
-                results.update(self._run(todo, measure))
+                results.update(self._run(key, todo, measure))
             outcome = results[member.id]
         if isinstance(outcome, BaseException):
             raise outcome
@@ -119,7 +147,18 @@ class BatchCache:
         with batch_lock:
             return dict(self._results.get((check, batch), {}))
 
-    def _run(self, members: Sequence[Member[S]], measure: Callable[[S], Measurement]) -> dict[str, Outcome]:
+    def _run(
+        self, key: tuple[str, object], members: Sequence[Member[S]], measure: Callable[[S], Measurement]
+    ) -> dict[str, Outcome]:
+        started = time.monotonic()
+        ended: dict[str, Outcome] = {}
+
+        def report() -> None:
+            if self.on_progress is not None:
+                failed = sum(isinstance(o, BaseException) for o in ended.values())
+                self.on_progress(BatchProgress(key[0], key[1], len(ended), len(members), failed,
+                                               time.monotonic() - started))
+
         limits = {m.share.resource: threading.Semaphore(m.share.limit) for m in members if m.share}
         sharing: dict[str, int] = {}
         for m in members:
@@ -143,15 +182,20 @@ class BatchCache:
             how = describe_concurrency(size, member.share, self.fanout, users)
             return replace(measured, extra={**measured.extra, "measured_as": how})
 
+        report()
         if size == 1:
-            return {members[0].id: one(members[0])}
+            ended[members[0].id] = one(members[0])
+            report()
+            return ended
         # Members that wait on a shared resource hold a worker while they wait; order them so
         # the pool starts one member of every resource before a second of any.
         ordered = _interleave_by_resource(members)
         pool = ThreadPoolExecutor(max_workers=min(self.fanout, size), thread_name_prefix="fabric-batch")
         try:
-            futures = [pool.submit(one, m) for m in ordered]
-            results = {m.id: f.result() for m, f in zip(ordered, futures)}
+            futures = {pool.submit(one, m): m for m in ordered}
+            for future in as_completed(futures):
+                ended[futures[future].id] = future.result()
+                report()
         except KeyboardInterrupt:
             # The workers wait on remote commands that would run to their own timeouts (a node
             # NCCL run: 15 minutes): end those on the nodes, so the workers, and the run, end now.
@@ -160,7 +204,7 @@ class BatchCache:
             pool.shutdown(wait=True, cancel_futures=True)
             raise
         pool.shutdown()
-        return results
+        return {m.id: ended[m.id] for m in ordered}
 
 
 def _interleave_by_resource(members: Sequence[Member[S]]) -> list[Member[S]]:

@@ -36,6 +36,8 @@ class RunInfo:
     pytest_fabric_version: str
     #: ``layer.check`` for every check the profile sets: ACCEPT needs each of them to have run
     profile_checks: list[str] = field(default_factory=list)
+    #: --host-key-policy: strict, accept-new or ignore
+    host_key_policy: str = "strict"
     started: str = field(default_factory=utc_now)
     finished: str | None = None
     controller: str = field(default_factory=platform.node)

@@ -11,6 +11,7 @@ from .batches import BatchCache
 from .inventory import Inventory
 from .pairs import Pair
 from .probes.rounds import RoundCache
+from .transport.hostkeys import HostKeyLog
 from .transport.jumphosts import JumpHosts
 from .profile import Profile
 from .verdict import Verdict
@@ -38,6 +39,8 @@ class FabricState:
     batches: BatchCache = field(default_factory=BatchCache)
     #: connections to jump hosts, shared by every node behind them
     jump_hosts: JumpHosts = field(default_factory=JumpHosts)
+    #: which host keys the run's connections verified, accepted new or accepted although they differ
+    host_keys: HostKeyLog = field(default_factory=HostKeyLog)
     #: per node: the RDMA ports it reports, listed once per run
     ports: dict[str, Any] = field(default_factory=dict)
     #: (node, device, port) -> error counters read before any traffic of this run

@@ -8,6 +8,7 @@ a unique argument (``sleep 1000.<random>``) in /proc, which works because the
 
 from __future__ import annotations
 
+import json
 import os
 import random
 import socket
@@ -19,7 +20,6 @@ from typing import Any
 
 import pytest
 
-from pytest_fabric.transport.jumphosts import JumpHosts
 from pytest_fabric.transport import (
     AuthenticationFailed,
     BackgroundProcess,
@@ -33,6 +33,8 @@ from pytest_fabric.transport import (
     ToolMissing,
     Transport,
 )
+from pytest_fabric.transport.hostkeys import HostKeyLog
+from pytest_fabric.transport.jumphosts import JumpHosts
 
 try:  # tests/ is not a package: pytest puts this directory on sys.path
     from loopback_sshd import LoopbackSshd, free_port, make_key, sshd_unavailable
@@ -427,6 +429,55 @@ def test_ignore_accepts_any_key_and_saves_nothing(
     assert not path.exists()
 
 
+def _decisions(log: HostKeyLog) -> list[tuple[str, str, str]]:
+    return [(d.node, d.decision, d.policy) for d in log.decisions]
+
+
+def test_host_key_log_says_what_each_policy_trusted(
+    settings: Callable[..., SSHSettings], tmp_path: Path, sshd: LoopbackSshd, known_hosts: Path
+) -> None:
+    log = HostKeyLog()
+    SSHTransport("good", settings(host_key_log=log)).connect()
+    new_file = tmp_path / "new_known_hosts"
+    t = SSHTransport("fresh", settings(known_hosts=new_file, host_key_policy="accept-new", host_key_log=log))
+    t.connect()
+    t.close()
+    SSHTransport("fresh", settings(known_hosts=new_file, host_key_policy="accept-new", host_key_log=log)).connect()
+    SSHTransport("anon", settings(known_hosts=tmp_path / "none", host_key_policy="ignore", host_key_log=log)).connect()
+    with pytest.raises(HostKeyMismatch):
+        SSHTransport("stranger", settings(known_hosts=tmp_path / "none", host_key_log=log)).connect()
+    assert _decisions(log) == [
+        ("good", "verified", "strict"),
+        ("fresh", "accepted new", "accept-new"),  # the reconnect verified it: still 'accepted new'
+        ("anon", "accepted unknown", "ignore"),
+        ("stranger", "refused unknown", "strict"),
+    ]
+    good = log.decisions[0]
+    assert good.name == f"[127.0.0.1]:{sshd.port}" and good.known_hosts == str(known_hosts)
+    assert good.fingerprint.startswith("SHA256:") and good.key_type == "ssh-ed25519"
+    assert log.decisions[1].known_hosts == str(new_file)
+
+
+def test_ignore_with_a_changed_key_connects_and_says_so(
+    settings: Callable[..., SSHSettings], tmp_path: Path, sshd: LoopbackSshd
+) -> None:
+    other = make_key(tmp_path / "other_host_key")
+    kind, blob = Path(f"{other}.pub").read_text().split()[:2]
+    wrong = tmp_path / "wrong_known_hosts"
+    wrong.write_text(f"[127.0.0.1]:{sshd.port} {kind} {blob}\n")
+    log = HostKeyLog()
+    t = SSHTransport("node1", settings(known_hosts=wrong, host_key_policy="ignore", host_key_log=log))
+    assert t.run("echo in", timeout=10).stdout == "in\n"
+    t.close()
+    [decision] = log.decisions
+    assert (decision.decision, decision.policy) == ("accepted changed", "ignore")
+    assert decision.expected is not None and decision.expected != decision.fingerprint
+    assert wrong.read_text() == f"[127.0.0.1]:{sshd.port} {kind} {blob}\n"  # nothing saved
+    with pytest.raises(HostKeyMismatch):
+        SSHTransport("node1", settings(known_hosts=wrong, host_key_policy="accept-new", host_key_log=log)).connect()
+    assert [d.decision for d in log.decisions] == ["accepted changed", "refused changed"]
+
+
 # -- connect failures --------------------------------------------------------------------------
 
 
@@ -624,6 +675,25 @@ def test_ssh_config_alias_is_honoured(
     t.close()
 
 
+def test_ssh_config_user_known_hosts_file_is_honoured(tmp_path: Path, sshd: LoopbackSshd) -> None:
+    first, second = tmp_path / "kh_first", tmp_path / "kh_second"
+    second.write_text(sshd.known_hosts_line())  # the key is in the second file listed
+    config = tmp_path / "config"
+    config.write_text(
+        f"Host gpu-alias\n  HostName 127.0.0.1\n  Port {sshd.port}\n  User {sshd.user}\n"
+        f"  IdentityFile {sshd.client_key}\n  UserKnownHostsFile {first} {second}\n"
+    )
+    log = HostKeyLog()
+    t = SSHTransport("gpu01", SSHSettings(host="gpu-alias", ssh_config=config, host_key_log=log))
+    assert t.run("echo known", timeout=10).stdout == "known\n"
+    t.close()
+    assert [(d.decision, d.known_hosts) for d in log.decisions] == [("verified", str(first))]
+    # accept-new writes to the first file listed, as OpenSSH does.
+    second.write_text("")
+    SSHTransport("gpu01", SSHSettings(host="gpu-alias", ssh_config=config, host_key_policy="accept-new")).connect()
+    assert sshd.host_public_key in first.read_text()
+
+
 def test_inventory_values_win_over_ssh_config(
     tmp_path: Path, sshd: LoopbackSshd, known_hosts: Path
 ) -> None:
@@ -716,3 +786,38 @@ def test_pool_connects_in_parallel_and_tries_a_failed_node_once(
     finally:
         pool.close_all()
         frozen.stop()
+
+
+# -- what a run trusted, through the plugin ----------------------------------------------------------
+
+
+def test_run_under_ignore_records_a_changed_key(
+    pytester: pytest.Pytester, sshd: LoopbackSshd, tmp_path: Path, ssh_config: Path
+) -> None:
+    other = make_key(tmp_path / "other_host_key")
+    kind, blob = Path(f"{other}.pub").read_text().split()[:2]
+    wrong = tmp_path / "wrong_known_hosts"
+    wrong.write_text(f"[127.0.0.1]:{sshd.port} {kind} {blob}\n")
+    inventory = pytester.path / "inv.yaml"
+    inventory.write_text(
+        "name: loop\n"
+        f"defaults: {{user: {sshd.user}, port: {sshd.port}, identity_file: {sshd.client_key}, known_hosts: {wrong},"
+        " transport: ssh}\n"
+        "nodes: [{name: n1, host: 127.0.0.1}]\n"
+    )
+    result = pytester.runpytest(
+        "--cluster", str(inventory), "--profile", "localhost", "--host-key-policy", "ignore",
+        "--ssh-config", str(ssh_config), "-k", "mtu", "--conformance-json", "rec.json", "-p", "no:cacheprovider",
+    )
+    result.stdout.fnmatch_lines([
+        "fabric: host keys: ignore (ANY key is accepted and nothing is saved: the nodes are not authenticated)",
+    ])
+    result.stdout.fnmatch_lines([
+        f"host keys (ignore): ACCEPTED CHANGED (differs from {wrong}): n1",
+        f"    n1: [[]127.0.0.1]:{sshd.port} presents ssh-ed25519 SHA256:*, the file has SHA256:*",
+    ])
+    run = json.loads((pytester.path / "rec.json").read_text())["run"]
+    assert run["host_key_policy"] == "ignore"
+    [decision] = run["host_keys"]
+    assert (decision["node"], decision["decision"], decision["known_hosts"]) == ("n1", "accepted changed", str(wrong))
+    assert decision["expected"].startswith("SHA256:") and decision["expected"] != decision["fingerprint"]

@@ -26,13 +26,14 @@ import os
 import platform
 import time
 from collections import Counter
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
 import pytest
 
 from ..runinfo import RunInfo, get_run_info, utc_now
+from ..state import get_state
 from .collect import CHECKS_KEY, final_verdict, get_checks, is_controller, record_of
 from .compare import PREVIOUS_KEY
 from .run_verdict import RunVerdict
@@ -60,14 +61,15 @@ def build_run(
     info: RunInfo, checks: Sequence[dict[str, Any]], *, verdict: RunVerdict | None = None,
     compared_with: str | None = None, evidence_dir: str | None = None, finished: str | None = None,
     counts: dict[str, int] | None = None, tools: dict[str, list[str]] | None = None,
-    comparison_warnings: Sequence[str] = (),
+    comparison_warnings: Sequence[str] = (), host_keys: Sequence[dict[str, Any]] = (),
 ) -> dict[str, Any]:
     """The ``run`` object: what was tested against what, when, with which versions, and the verdict.
 
     ``verdict`` is the run's (:func:`.run_verdict.judge_run`); without one the run is still
     running and has none.  ``counts`` and ``tools``, when given, stand for
     ``outcome_counts(checks)`` and ``tool_versions(checks)`` (the writer keeps them as running tallies).
-    ``comparison_warnings`` say how the ``--compare`` record asked another question (profile, nodes).
+    ``comparison_warnings`` say how the ``--compare`` record asked another question (profile, nodes);
+    ``host_keys`` what the connections did with each node's host key (verified, accepted new, ...).
     """
     counts = counts if counts is not None else outcome_counts(checks)
     judged = verdict.to_json() if verdict is not None else {"verdict": None, "status": "running", "not_run": {}}
@@ -96,6 +98,8 @@ def build_run(
         "tool_versions": tools if tools is not None else tool_versions(checks),
         "compared_with": compared_with,
         "comparison_warnings": list(comparison_warnings),
+        "host_key_policy": info.host_key_policy,
+        "host_keys": list(host_keys),
         "evidence_dir": evidence_dir,
     }
 
@@ -111,11 +115,13 @@ class RecordWriter:
 
     def __init__(self, path: Path, info: RunInfo, *, compared_with: str | None = None,
                  evidence_dir: str | None = None, min_interval_s: float = MIN_INTERVAL_S,
-                 comparison_warnings: Sequence[str] = ()) -> None:
+                 comparison_warnings: Sequence[str] = (),
+                 host_keys: Callable[[], Sequence[dict[str, Any]]] | None = None) -> None:
         self.path = path
         self.info = info
         self.compared_with = compared_with
         self.comparison_warnings = list(comparison_warnings)
+        self.host_keys = host_keys
         self.evidence_dir = evidence_dir
         self.min_interval_s = min_interval_s
         self._pieces: dict[str, bytes] = {}  # nodeid -> canonical JSON of the check
@@ -154,7 +160,7 @@ class RecordWriter:
         run = canonical_json(build_run(
             self.info, checks, verdict=verdict, compared_with=self.compared_with, evidence_dir=self.evidence_dir,
             finished=finished, counts=dict(self._counts), tools={t: sorted(v) for t, v in sorted(self._tools.items())},
-            comparison_warnings=self.comparison_warnings,
+            comparison_warnings=self.comparison_warnings, host_keys=self.host_keys() if self.host_keys else (),
         )).encode("ascii")
         # The hash is over canonical_json({"checks": [...], "run": {...}}) byte for byte (keys sorted,
         # compact), so verify.record_sha256 of the loaded file reproduces it.
@@ -199,8 +205,10 @@ def pytest_sessionstart(session: pytest.Session) -> None:
     target.parent.mkdir(parents=True, exist_ok=True)
     cmp, ev = config.getoption("compare", None), config.getoption("evidence_dir", None)
     previous = config.stash.get(PREVIOUS_KEY, None)  # loaded before this hook (tryfirst there)
+    state = get_state(config)
     writer = RecordWriter(target, info, compared_with=str(cmp) if cmp else None, evidence_dir=str(ev) if ev else None,
-                          comparison_warnings=previous.warnings if previous is not None else ())
+                          comparison_warnings=previous.warnings if previous is not None else (),
+                          host_keys=state.host_keys.to_json if state is not None else None)
     config.stash[WRITER_KEY] = writer
     config.pluginmanager.register(_JsonPlugin(config, writer), "fabric-report-json")
     writer.write()  # a record exists from the start, even if the first check never ends

@@ -14,14 +14,21 @@ is checked against a known_hosts file:
 We append single lines ourselves instead of calling paramiko's
 ``save_host_keys``, which rewrites the whole file and drops comments,
 ``@cert-authority`` lines and key types it does not know.
+
+What was trusted is kept in a :class:`HostKeyLog` (one per run): each node's key
+as verified against the file, accepted new (and appended), accepted although it
+differs from the file or is unknown to it (``ignore``), or refused.  Under
+``ignore`` the file is still read, only to say which keys did not match it.
 """
 
 from __future__ import annotations
 
 import os
 import threading
+from collections.abc import Sequence
+from dataclasses import asdict, dataclass
 from pathlib import Path
-from typing import Literal
+from typing import Any, Literal
 
 import paramiko
 from paramiko.hostkeys import HostKeys
@@ -29,7 +36,10 @@ from paramiko.hostkeys import HostKeys
 from .base import HostKeyMismatch
 
 __all__ = [
+    "DECISIONS",
     "DEFAULT_KNOWN_HOSTS",
+    "HostKeyDecision",
+    "HostKeyLog",
     "GLOBAL_KNOWN_HOSTS",
     "HOST_KEY_POLICIES",
     "HostKeyPolicy",
@@ -37,6 +47,8 @@ __all__ = [
     "configure_client",
     "entry_lines",
     "known_hosts_name",
+    "note_connected",
+    "note_refused",
 ]
 
 HostKeyPolicy = Literal["strict", "accept-new", "ignore"]
@@ -47,6 +59,66 @@ GLOBAL_KNOWN_HOSTS = Path("/etc/ssh/ssh_known_hosts")
 
 # Nodes are connected in parallel; appends to one file must not interleave.
 _APPEND_LOCK = threading.Lock()
+
+#: what a connection did with the key a node presented
+DECISIONS = (
+    "verified",  # it is in known_hosts
+    "accepted new",  # unknown; accept-new appended it to known_hosts
+    "accepted changed",  # known_hosts holds another key for the host; ignore accepted it anyway
+    "accepted unknown",  # not in known_hosts; ignore accepted it without saving it
+    "refused changed",  # another key is on file: strict and accept-new refuse it
+    "refused unknown",  # not in known_hosts: strict refuses it
+)
+
+
+@dataclass(frozen=True)
+class HostKeyDecision:
+    """One node's host key and what the run did with it."""
+
+    node: str
+    name: str  # as known_hosts files it: host, or [host]:port
+    decision: str  # one of DECISIONS
+    policy: str
+    key_type: str
+    fingerprint: str  # SHA256:...
+    known_hosts: str
+    #: the fingerprint on file when it differs (the 'changed' decisions)
+    expected: str | None = None
+
+
+class HostKeyLog:
+    """The host key decisions of a run, from every connection, in the order they were made (thread-safe)."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._decisions: list[HostKeyDecision] = []
+
+    def add(self, decision: HostKeyDecision) -> None:
+        with self._lock:
+            self._decisions.append(decision)
+
+    @property
+    def decisions(self) -> list[HostKeyDecision]:
+        """Each decision once per node and key; a reconnect that verifies a key accepted earlier adds nothing."""
+        with self._lock:
+            out: dict[tuple[str, str, str], HostKeyDecision] = {}
+            decided = set()
+            for d in self._decisions:
+                if d.decision == "verified" and (d.node, d.fingerprint) in decided:
+                    continue
+                decided.add((d.node, d.fingerprint))
+                out.setdefault((d.node, d.fingerprint, d.decision), d)
+            return list(out.values())
+
+    def to_json(self) -> list[dict[str, Any]]:
+        return [asdict(d) for d in self.decisions]
+
+
+def _decision(
+    node: str, name: str, decision: str, policy: str, key: paramiko.PKey, path: Path, expected: paramiko.PKey | None = None
+) -> HostKeyDecision:
+    return HostKeyDecision(node, name, decision, policy, key.get_name(), key.fingerprint, str(path),
+                           expected.fingerprint if expected is not None else None)
 
 
 def known_hosts_name(host: str, port: int) -> str:
@@ -91,12 +163,14 @@ def _append(path: Path, name: str, key: paramiko.PKey) -> None:
 class _RejectUnknown(paramiko.MissingHostKeyPolicy):
     """``strict``: an unknown host is an error that says how to make it known."""
 
-    def __init__(self, node: str, path: Path, host: str, port: int) -> None:
-        self._node, self._path, self._host, self._port = node, path, host, port
+    def __init__(self, node: str, path: Path, host: str, port: int, log: HostKeyLog | None = None) -> None:
+        self._node, self._path, self._host, self._port, self._log = node, path, host, port, log
 
     def missing_host_key(
         self, client: paramiko.SSHClient, hostname: str, key: paramiko.PKey
     ) -> None:
+        if self._log is not None:
+            self._log.add(_decision(self._node, hostname, "refused unknown", "strict", key, self._path))
         port_flag = f"-p {self._port} " if self._port != 22 else ""
         raise HostKeyMismatch(
             self._node,
@@ -112,22 +186,40 @@ class _RejectUnknown(paramiko.MissingHostKeyPolicy):
 class _AcceptNew(paramiko.MissingHostKeyPolicy):
     """``accept-new``: trust on first use and remember the key in the file."""
 
-    def __init__(self, path: Path) -> None:
-        self._path = path
+    def __init__(self, path: Path, node: str = "", log: HostKeyLog | None = None) -> None:
+        self._path, self._node, self._log = path, node, log
 
     def missing_host_key(
         self, client: paramiko.SSHClient, hostname: str, key: paramiko.PKey
     ) -> None:
         client.get_host_keys().add(hostname, key.get_name(), key)
         _append(self._path, hostname, key)
+        if self._log is not None:
+            self._log.add(_decision(self._node, hostname, "accepted new", "accept-new", key, self._path))
 
 
 class _AcceptAny(paramiko.MissingHostKeyPolicy):
-    """``ignore``: accept whatever the node presents, remember nothing."""
+    """``ignore``: accept whatever the node presents, remember nothing, but say how it compares with the file."""
+
+    def __init__(self, node: str = "", path: Path = DEFAULT_KNOWN_HOSTS, known: HostKeys | None = None,
+                 log: HostKeyLog | None = None) -> None:
+        self._node, self._path, self._known, self._log = node, path, known, log
 
     def missing_host_key(
         self, client: paramiko.SSHClient, hostname: str, key: paramiko.PKey
     ) -> None:
+        if self._log is None:
+            return None
+        on_file = self._known.lookup(hostname) if self._known is not None else None
+        expected = None
+        if not on_file:
+            decision = "accepted unknown"
+        elif on_file.get(key.get_name()) == key:
+            decision = "verified"
+        else:
+            decision = "accepted changed"
+            expected = on_file.get(key.get_name()) or next(iter(on_file.values()))
+        self._log.add(_decision(self._node, hostname, decision, "ignore", key, self._path, expected))
         return None
 
 
@@ -139,26 +231,56 @@ def configure_client(
     known_hosts: Path | None,
     host: str,
     port: int,
+    also: Sequence[Path] = (),
+    log: HostKeyLog | None = None,
 ) -> Path:
-    """Replace Fabric's AutoAddPolicy on ``client`` by ``policy``; return the known_hosts file used."""
+    """Replace Fabric's AutoAddPolicy on ``client`` by ``policy``; return the known_hosts file used.
+
+    ``also``: more files whose keys count (read only), as OpenSSH reads every ``UserKnownHostsFile``
+    and the ``GlobalKnownHostsFile``; new keys go to ``known_hosts``.  Decisions go to ``log``.
+    """
     path = (known_hosts or DEFAULT_KNOWN_HOSTS).expanduser()
     if policy not in HOST_KEY_POLICIES:
         raise ValueError(
             f"host_key_policy must be one of {', '.join(HOST_KEY_POLICIES)}, got {policy!r}"
         )
-    if policy == "ignore":
-        client.set_missing_host_key_policy(_AcceptAny())
-        return path
+    files = [p.expanduser() for p in also]
     # Like OpenSSH, the system-wide file counts too unless the user named a file.
     if known_hosts is None and GLOBAL_KNOWN_HOSTS.is_file():
-        client.get_host_keys().load(str(GLOBAL_KNOWN_HOSTS))
-    if path.is_file():
-        client.get_host_keys().load(str(path))
-    if policy == "strict":
-        client.set_missing_host_key_policy(_RejectUnknown(node, path, host, port))
+        files.append(GLOBAL_KNOWN_HOSTS)
+    files.append(path)
+    # Under ignore the keys are read apart from the client's, which would refuse a changed one.
+    keys = HostKeys() if policy == "ignore" else client.get_host_keys()
+    for file in files:
+        if file.is_file():
+            keys.load(str(file))
+    if policy == "ignore":
+        client.set_missing_host_key_policy(_AcceptAny(node, path, keys, log))
+    elif policy == "strict":
+        client.set_missing_host_key_policy(_RejectUnknown(node, path, host, port, log))
     else:
-        client.set_missing_host_key_policy(_AcceptNew(path))
+        client.set_missing_host_key_policy(_AcceptNew(path, node, log))
     return path
+
+
+def note_connected(
+    log: HostKeyLog | None, node: str, client: paramiko.SSHClient, policy: HostKeyPolicy, path: Path, host: str, port: int
+) -> None:
+    """After a connect: a key no policy was asked about was found in known_hosts (verified)."""
+    transport = client.get_transport()
+    if log is None or transport is None or policy == "ignore":
+        return  # under ignore the policy is asked about every key and has logged it
+    key = transport.get_remote_server_key()
+    log.add(_decision(node, known_hosts_name(host, port), "verified", policy, key, path))
+
+
+def note_refused(
+    log: HostKeyLog | None, node: str, exc: paramiko.BadHostKeyException, policy: HostKeyPolicy, path: Path,
+    host: str, port: int,
+) -> None:
+    """A key that differs from the one on file was refused (strict, accept-new)."""
+    if log is not None:
+        log.add(_decision(node, known_hosts_name(host, port), "refused changed", policy, exc.key, path, exc.expected_key))
 
 
 def changed_key_error(

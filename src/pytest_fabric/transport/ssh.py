@@ -27,7 +27,7 @@ import socket
 import threading
 import time
 import uuid
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -35,7 +35,14 @@ import fabric
 import paramiko
 
 from .base import CommandResult, CommandTimeout, TransportError
-from .hostkeys import HostKeyPolicy, configure_client
+from .hostkeys import (
+    GLOBAL_KNOWN_HOSTS,
+    HostKeyLog,
+    HostKeyPolicy,
+    configure_client,
+    note_connected,
+    note_refused,
+)
 from .jumphosts import JumpHosts
 from .outcome import is_wrapper_timeout, judge
 from .shellwrap import KILL_AFTER_S, in_background, kill_marked, with_timeout
@@ -83,6 +90,8 @@ class SSHSettings:
     ssh_config: Path | str | None = None
     #: sessions one connection may hold at once: sshd's MaxSessions (OpenSSH's default is 10)
     max_sessions: int = 10
+    #: where host key decisions go (verified, accepted new, mismatched), shared by the run
+    host_key_log: HostKeyLog | None = field(default=None, compare=False)
 
 
 def _split_hop(spec: str) -> tuple[str | None, str, int | None]:
@@ -92,6 +101,28 @@ def _split_hop(spec: str) -> tuple[str | None, str, int | None]:
     if not colon or not port.isdigit() or (host.count(":") and not host.endswith("]")):
         host, port = hostport, ""
     return user or None, host.strip("[]"), int(port) if port else None
+
+
+def _known_hosts_files(settings: SSHSettings, conn: fabric.Connection) -> tuple[Path | None, list[Path]]:
+    """The file new keys go to and the others that count: the inventory's, else ssh_config's UserKnownHostsFile.
+
+    As OpenSSH reads them: every file listed counts, new keys go to the first, and the
+    GlobalKnownHostsFile (``/etc/ssh/ssh_known_hosts``) still counts beside them.
+    """
+    if settings.known_hosts:
+        return Path(settings.known_hosts), []
+    configured = str(conn.ssh_config.get("userknownhostsfile") or "").split()
+    if not configured:
+        return None, []
+    tokens = {"%h": conn.host, "%p": str(conn.port), "%r": str(conn.user), "%d": str(Path.home()),
+              "%u": Path.home().name, "%%": "%"}
+    files = []
+    for name in configured:
+        for token, value in tokens.items():
+            name = name.replace(token, value)
+        files.append(Path(name).expanduser())
+    also = files[1:] + ([GLOBAL_KNOWN_HOSTS] if GLOBAL_KNOWN_HOSTS.is_file() else [])
+    return files[0], also
 
 
 def _tcp_socket(host: str, port: int, timeout: float, nodelay: bool) -> socket.socket:
@@ -233,13 +264,16 @@ class SSHTransport:
         }
         conn.connect_timeout = None  # ours is in kwargs, as a float (Fabric would truncate to int)
         conn.client.set_log_channel(_PARAMIKO_LOG)
+        known_file, also = _known_hosts_files(s, conn)
         known_hosts = configure_client(
             conn.client,
             node=self.node,
             policy=s.host_key_policy,
-            known_hosts=Path(s.known_hosts) if s.known_hosts else None,
+            known_hosts=known_file,
             host=conn.host,
             port=conn.port,
+            also=also,
+            log=s.host_key_log,
         )
         jump = s.jump or conn.ssh_config.get("proxyjump")
         jump = None if jump is None or jump.lower() == "none" else jump
@@ -259,10 +293,13 @@ class SSHTransport:
             conn.connect_kwargs = kwargs
             conn.open()
         except Exception as exc:
+            if isinstance(exc, paramiko.BadHostKeyException):
+                note_refused(s.host_key_log, self.node, exc, s.host_key_policy, known_hosts, conn.host, conn.port)
             conn.close()
             if dropped_before_banner(exc, time.monotonic() - started, s.connect_timeout):
                 raise _DroppedEarly(dropped_error(self._endpoint)) from exc
             raise connect_error(self._endpoint, exc) from exc
+        note_connected(s.host_key_log, self.node, conn.client, s.host_key_policy, known_hosts, conn.host, conn.port)
         return conn
 
     def _socket(self, conn: fabric.Connection, jump: str | None) -> Any:
