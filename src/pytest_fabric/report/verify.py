@@ -123,8 +123,16 @@ def main(argv: Sequence[str] | None = None) -> int:
     Exit 0 when every record is intact, 1 when any was edited, 2 when one could not be checked.
     """
     args = list(sys.argv[1:] if argv is None else argv)
+    signers = None
+    if "--signers" in args:  # SSH signatures too (report/sign.py): each must verify, at least one must be there
+        at = args.index("--signers")
+        signers = Path(args[at + 1]) if at + 1 < len(args) else None
+        del args[at : at + 2]
+        if signers is None or not signers.is_file():
+            print(f"--signers: {signers or 'give an allowed_signers file'}: no such file")
+            return 2
     if not args or args[0] in ("-h", "--help"):
-        print("usage: python -m pytest_fabric.report.verify RECORD.json [...]")
+        print("usage: python -m pytest_fabric.report.verify [--signers ALLOWED_SIGNERS] RECORD.json [...]")
         return 2
     status = 0
     for name in args:
@@ -133,6 +141,15 @@ def main(argv: Sequence[str] | None = None) -> int:
         for p in result.problems:
             print(f"  {p}")
         code = _EXIT[result.status]
+        if signers is not None and result.status != "cannot read":
+            from .sign import check_signatures
+
+            checks = check_signatures(Path(name), signers)
+            for c in checks:
+                print(f"  {c.signature.name}: {'GOOD' if c.ok else 'BAD'}: {c.message}")
+            if not checks:
+                print(f"  NOT SIGNED: no {Path(name).name}.sig beside it")
+            code = max(code, 2) if not checks else (1 if not all(c.ok for c in checks) else code)
         status = 1 if 1 in (status, code) else max(status, code)
     return status
 

@@ -1,0 +1,190 @@
+"""Sign a sealed conformance record with SSH keys, and check who signed it.
+
+``--sign KEY`` signs the record ``--conformance-json`` wrote, once the run has sealed it, with
+``ssh-keygen -Y sign -n pytest-fabric`` (OpenSSH 8.1+; KEY is a private key, or a public key
+whose private half ssh-agent holds). The signature lies beside the record: ``record.json.sig``.
+The other party signs the same file with a key of their own::
+
+    python -m pytest_fabric.report.sign record.json ~/.ssh/id_ed25519   # adds record.json.2.sig
+
+and anyone checks every signature against an ``allowed_signers`` file as OpenSSH writes it
+(``tenant@example.com ssh-ed25519 AAAA...``)::
+
+    python -m pytest_fabric.report.verify --signers allowed_signers record.json
+
+A signature covers the file's bytes: the record's seal (its sha256) shows an edit to the
+content, the signature who vouched for exactly that file. The HTML report names the key the
+run signs with.
+"""
+
+from __future__ import annotations
+
+import html
+import re
+import subprocess
+import sys
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+__all__ = ["NAMESPACE", "SignatureCheck", "check_signatures", "fingerprint", "main", "sign", "signature_files"]
+
+NAMESPACE = "pytest-fabric"  # ssh-keygen -Y -n: a signature made for this purpose verifies only for it
+SIGN_KEY = pytest.StashKey[tuple[Path, str]]()  # (key, its fingerprint line)
+_GOOD = re.compile(r'^Good "[^"]*" signature for (?P<principal>.+?) with (?P<key>.+)$', re.MULTILINE)
+
+
+def _keygen(*args: str, stdin: bytes | None = None) -> subprocess.CompletedProcess[bytes]:
+    try:
+        return subprocess.run(["ssh-keygen", *args], input=stdin, capture_output=True, timeout=60, check=False)
+    except FileNotFoundError:
+        raise RuntimeError("ssh-keygen not found: install openssh-client (signing needs OpenSSH 8.1 or later)") from None
+
+
+def fingerprint(key: Path) -> str:
+    """``256 SHA256:... comment (ED25519)`` for a private or public key file."""
+    done = _keygen("-l", "-f", str(key))
+    if done.returncode != 0:
+        raise ValueError(f"{key}: not an SSH key ({done.stderr.decode(errors='replace').strip()})")
+    return done.stdout.decode().strip()
+
+
+def signature_files(record: Path) -> list[Path]:
+    """The record's signatures: ``record.json.sig``, then ``record.json.2.sig``, ``.3.sig`` ..."""
+    found = [record.with_name(record.name + ".sig")] if record.with_name(record.name + ".sig").exists() else []
+    numbered = sorted(record.parent.glob(record.name + ".*.sig"),
+                      key=lambda p: int(p.name[len(record.name) + 1:-4]) if p.name[len(record.name) + 1:-4].isdigit() else 0)
+    return found + [p for p in numbered if p.name[len(record.name) + 1:-4].isdigit()]
+
+
+def sign(record: Path, key: Path, *, replace: bool = False) -> Path:
+    """Sign ``record`` with ``key``; the signature file it wrote (a new one unless ``replace``)."""
+    first = record.with_name(record.name + ".sig")
+    target = first
+    if not replace:
+        n = 2
+        while target.exists():
+            target, n = record.with_name(f"{record.name}.{n}.sig"), n + 1
+    # ssh-keygen writes FILE.sig for a file and refuses to overwrite it: sign a copy's stream instead.
+    done = _keygen("-Y", "sign", "-f", str(key), "-n", NAMESPACE, stdin=record.read_bytes())
+    if done.returncode != 0:
+        raise RuntimeError(f"ssh-keygen -Y sign -f {key} -n {NAMESPACE} failed: {done.stderr.decode(errors='replace').strip()}")
+    target.write_bytes(done.stdout)
+    return target
+
+
+@dataclass(frozen=True)
+class SignatureCheck:
+    """One signature file: whether it holds for the record, by whom, and what ssh-keygen said."""
+
+    signature: Path
+    ok: bool
+    principal: str | None
+    message: str
+
+
+def check_signatures(record: Path, allowed_signers: Path) -> list[SignatureCheck]:
+    """Every signature of ``record`` checked against ``allowed_signers`` (empty: the record has none)."""
+    out = []
+    data = record.read_bytes()
+    for sig in signature_files(record):
+        found = _keygen("-Y", "find-principals", "-s", str(sig), "-f", str(allowed_signers))
+        principals = found.stdout.decode().split() if found.returncode == 0 else []
+        if not principals:
+            out.append(SignatureCheck(sig, False, None, f"signed by a key {allowed_signers} does not list"))
+            continue
+        done = _keygen("-Y", "verify", "-f", str(allowed_signers), "-I", principals[0], "-n", NAMESPACE,
+                       "-s", str(sig), stdin=data)
+        said = (done.stdout + done.stderr).decode(errors="replace").strip()
+        good = _GOOD.search(said)
+        if done.returncode == 0 and good:
+            out.append(SignatureCheck(sig, True, good.group("principal"), f"signed by {good.group('principal')} ({good.group('key')})"))
+        else:
+            out.append(SignatureCheck(sig, False, principals[0],
+                                      f"does not verify for {principals[0]}: the record changed after it was signed ({said})"))
+    return out
+
+
+# ---------------------------------------------------------------------------------------- plugin
+
+
+def pytest_addoption(parser: pytest.Parser) -> None:
+    parser.getgroup("fabric").addoption(
+        "--sign", dest="fabric_sign", metavar="KEY", default=None,
+        help="sign the sealed --conformance-json record with this SSH key (ssh-keygen -Y sign -n pytest-fabric); "
+        "writes RECORD.sig beside it",
+    )
+
+
+@pytest.hookimpl(trylast=True)
+def pytest_configure(config: pytest.Config) -> None:
+    key = config.getoption("fabric_sign", None)
+    if not key:
+        return
+    if not config.getoption("conformance_json", None):
+        raise pytest.UsageError("--sign KEY signs the conformance record: give --conformance-json PATH too")
+    path = Path(key).expanduser()
+    if not path.is_file():
+        raise pytest.UsageError(f"--sign {key}: no such key file")
+    try:
+        config.stash[SIGN_KEY] = (path, fingerprint(path))
+    except (ValueError, RuntimeError) as exc:
+        raise pytest.UsageError(f"--sign {key}: {exc}") from None
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> Any:
+    # After every other sessionfinish: the record writer has sealed the record by then.
+    result = yield
+    config = session.config
+    signing = config.stash.get(SIGN_KEY, None)
+    if signing is None or hasattr(config, "workerinput"):
+        return result
+    record = Path(config.getoption("conformance_json")).expanduser().resolve()
+    reporter = config.pluginmanager.get_plugin("terminalreporter")
+    try:
+        written = sign(record, signing[0], replace=True)
+        line = f"fabric: {record.name} signed with {signing[1]}: {written}"
+    except (OSError, RuntimeError) as exc:
+        line = f"fabric: {record.name} NOT signed: {exc}"
+        session.exitstatus = pytest.ExitCode.INTERNAL_ERROR
+    if reporter is not None:
+        reporter.write_line(line)
+    return result
+
+
+@pytest.hookimpl(optionalhook=True)
+def pytest_html_results_summary(prefix: list[str], summary: list[str], postfix: list[str], session: Any) -> None:
+    config = getattr(session, "config", None)
+    signing = config.stash.get(SIGN_KEY, None) if config is not None else None
+    if signing is None:
+        return
+    record = Path(config.getoption("conformance_json")).name  # type: ignore[union-attr]
+    prefix.append(
+        f"<p class=\"fabric-signed\">Record {html.escape(record)} signed with SSH key {html.escape(signing[1])} "
+        f"(signature {html.escape(record)}.sig); check it with <code>python -m pytest_fabric.report.verify "
+        f"--signers allowed_signers {html.escape(record)}</code></p>"
+    )
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """``python -m pytest_fabric.report.sign RECORD KEY``: add a signature; exit 0 when written."""
+    args = list(sys.argv[1:] if argv is None else argv)
+    if len(args) != 2 or args[0] in ("-h", "--help"):
+        print("usage: python -m pytest_fabric.report.sign RECORD.json SSH_KEY")
+        return 2
+    record, key = Path(args[0]), Path(args[1]).expanduser()
+    try:
+        written = sign(record, key)
+    except (OSError, RuntimeError) as exc:
+        print(f"{record}: not signed: {exc}")
+        return 2
+    print(f"{record}: signed with {fingerprint(key)}: {written}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
