@@ -54,6 +54,7 @@ pytest_plugins = [
     "pytest_fabric.report.terminal",
     "pytest_fabric.report.html",
     "pytest_fabric.report.junit",
+    "pytest_fabric.report.trust",
     "pytest_fabric.report.sign",
 ]
 
@@ -191,6 +192,7 @@ def pytest_configure(config: pytest.Config) -> None:
         overrides=list(profile.overrides),
         pytest_fabric_version=__version__,
         profile_checks=profile.set_checks(),
+        host_key_policy=state.host_key_policy,
     )
     if not hasattr(config, "workerinput"):  # pytest-xdist workers report to the controller
         config.pluginmanager.register(RecordSink(config), "fabric-record-sink")
@@ -242,6 +244,7 @@ def pytest_fabric_make_transport(node: Node, config: pytest.Config) -> Transport
             jump=node.jump,
             host_key_policy=state.host_key_policy,  # type: ignore[arg-type]
             ssh_config=state.ssh_config,
+            host_key_log=state.host_keys,
         ),
         jump_hosts=state.jump_hosts,
     )
@@ -454,6 +457,13 @@ class RecordSink:
             self.config.hook.pytest_fabric_check_recorded(record=record, config=self.config)
 
 
+HOST_KEY_POLICY_TEXT = {
+    "strict": "strict (a node's key must be in known_hosts)",
+    "accept-new": "accept-new (unknown keys are added to known_hosts, changed ones refused)",
+    "ignore": "ignore (ANY key is accepted and nothing is saved: the nodes are not authenticated)",
+}
+
+
 @pytest.hookimpl(trylast=True)
 def pytest_report_header(config: pytest.Config) -> list[str] | None:
     state = get_state(config)
@@ -466,6 +476,7 @@ def pytest_report_header(config: pytest.Config) -> list[str] | None:
         # Folded as Slurm and clush write nodesets, so the list pastes into srun -w or --exclude.
         f"fabric: {len(state.inventory.nodes)} nodes: {fold(state.inventory.node_names)}",
         f"fabric: profile {p.name}{extends} sha256:{p.sha256[:12]} from {p.path}",
+        f"fabric: host keys: {HOST_KEY_POLICY_TEXT.get(state.host_key_policy, state.host_key_policy)}",
     ]
     return lines
 
