@@ -34,6 +34,7 @@ from .transport.base import Transport
 from .yamlsource import MissingFile, SourceError
 
 pytest_plugins = [
+    "pytest_fabric.gcpause",  # collection without the cyclic collector (large inventories)
     "pytest_fabric.fixtures",
     "pytest_fabric.slurm_drain",
     "pytest_fabric.measurements.intra_node",
