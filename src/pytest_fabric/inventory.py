@@ -10,7 +10,8 @@ from __future__ import annotations
 
 import os
 import re
-from dataclasses import dataclass, field
+from collections.abc import Callable
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Annotated, Any, Literal
 from urllib.parse import urlsplit
@@ -31,7 +32,7 @@ from .transport.slurm import SlurmSettings
 from .units import Dimension, QuantityError, parse_quantity
 from .yamlsource import SourceError
 
-__all__ = ["Inventory", "Mount", "Node", "load_inventory", "LOCAL_HOSTS", "SHARED_FSTYPES"]
+__all__ = ["Inventory", "Mount", "Node", "load_inventory", "with_data_addresses", "LOCAL_HOSTS", "SHARED_FSTYPES"]
 
 LOCAL_HOSTS = frozenset({"localhost", "127.0.0.1", "::1"})
 
@@ -449,6 +450,23 @@ def load_inventory(path: Path | str) -> Inventory:
         ),
         slurm=settings_from(slurm, job_id) if slurm is not None else None,
     )
+
+
+def with_data_addresses(inventory: Inventory, hostname: Callable[[str], str]) -> Inventory:
+    """The inventory with each SSH node's data address set to what SSH connects to.
+
+    ``hostname`` maps a host to the HostName ssh_config gives it: a node written by its alias
+    (``nu2``) is sent data at ``10.0.0.2``, as SSH reaches it.  A ``data_address`` written in the
+    inventory stays.
+    """
+    nodes = []
+    for node in inventory.nodes:
+        if node.transport == "ssh" and not node.data_address:
+            connected = hostname(node.host)
+            if connected != node.host:
+                node = replace(node, data_address=connected)
+        nodes.append(node)
+    return replace(inventory, nodes=tuple(nodes))
 
 
 def _valid_parts(data: dict[str, Any]) -> tuple[_Connection, list[tuple[int, _NodeEntry]]]:

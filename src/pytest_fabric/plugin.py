@@ -20,7 +20,7 @@ from . import __version__, hookspecs
 from .batches import DEFAULT_FANOUT, BatchCache
 from .bundled import bundled_inventories, conformance_dir, inventory_path
 from .hostlist import fold
-from .inventory import Node, load_inventory
+from .inventory import Node, load_inventory, with_data_addresses
 from .pairs import make_pairs
 from .profile import LAYERS, bundled_profiles, load_profile
 from .record import PLANNED_KEY, REPORT_ATTRIBUTE, CheckRecord, PlannedCheck, quantity_json
@@ -31,6 +31,7 @@ from .subjects import SUBJECT_FIXTURES, is_subject, subject_id, subject_nodes
 ELAPSED_KEY = pytest.StashKey[float]()
 STARTED_KEY = pytest.StashKey[str]()
 from .transport.base import Transport
+from .transport.sshconfig import hostname_lookup
 from .yamlsource import MissingFile, SourceError
 
 pytest_plugins = [
@@ -149,6 +150,12 @@ def pytest_configure(config: pytest.Config) -> None:
         inventory = load_inventory(inventory_path(inventory_ref))
     except SourceError as exc:
         raise pytest.UsageError(_named_option("--cluster", inventory_ref, exc)) from None
+    ssh_config = config.getoption("fabric_ssh_config")
+    if ssh_config and not Path(ssh_config).expanduser().is_file():
+        raise pytest.UsageError(f"--ssh-config {ssh_config}: no such file")
+    if any(n.transport == "ssh" for n in inventory.nodes):
+        # Data traffic goes where SSH connects (an alias's HostName), unless data_address says otherwise.
+        inventory = with_data_addresses(inventory, hostname_lookup(ssh_config))
     try:
         profile = load_profile(profile_ref, config.getoption("fabric_expect") or [])
     except SourceError as exc:

@@ -821,3 +821,40 @@ def test_run_under_ignore_records_a_changed_key(
     [decision] = run["host_keys"]
     assert (decision["node"], decision["decision"], decision["known_hosts"]) == ("n1", "accepted changed", str(wrong))
     assert decision["expected"].startswith("SHA256:") and decision["expected"] != decision["fingerprint"]
+
+
+def test_data_traffic_goes_where_ssh_connects_for_an_alias(
+    pytester: pytest.Pytester, sshd: LoopbackSshd, known_hosts: Path, tmp_path: Path
+) -> None:
+    config = tmp_path / "ssh_config_aliases"
+    config.write_text(
+        f"Host nu*\n  HostName 127.0.0.1\n  Port {sshd.port}\n  User {sshd.user}\n  IdentityFile {sshd.client_key}\n"
+        f"  UserKnownHostsFile {known_hosts}\n"
+    )
+    inventory = pytester.path / "inv.yaml"
+    inventory.write_text("name: aliases\ndefaults: {transport: ssh}\nnodes: [{name: nu1}]\n")
+    result = pytester.runpytest(
+        "--cluster", str(inventory), "--profile", "localhost", "--ssh-config", str(config),
+        "-k", "mtu", "--conformance-json", "rec.json", "-p", "no:cacheprovider",
+    )
+    record = json.loads((pytester.path / "rec.json").read_text())
+    [mtu] = [c for c in record["checks"] if c["check"] == "mtu"]
+    # The MTU check finds the interface holding the data address: 127.0.0.1 (lo), not 'nu1'.
+    assert mtu["outcome"] == "passed", result.stdout.str()
+    assert record["run"]["host_keys"][0]["decision"] == "verified"
+
+
+def test_data_address_in_the_inventory_wins_over_ssh_config(tmp_path: Path) -> None:
+    from pytest_fabric.inventory import load_inventory, with_data_addresses
+    from pytest_fabric.transport.sshconfig import hostname_lookup
+
+    config = tmp_path / "ssh_config"
+    config.write_text("Host nu*\n  HostName 10.0.0.%h\nHost head\n  HostName head.example.com\n")
+    inventory = tmp_path / "inv.yaml"
+    inventory.write_text(
+        "nodes:\n  - {name: 'nu[1-2]'}\n  - {name: nu3, data_address: 192.168.0.3}\n  - {name: other}\n"
+        "  - {name: here, host: localhost}\n"
+    )
+    resolved = with_data_addresses(load_inventory(inventory), hostname_lookup(config))
+    assert [n.address for n in resolved.nodes] == ["10.0.0.nu1", "10.0.0.nu2", "192.168.0.3", "other", "localhost"]
+    assert [n.host for n in resolved.nodes] == ["nu1", "nu2", "nu3", "other", "localhost"]
