@@ -39,7 +39,7 @@ def test_collection_pauses_the_collector_and_freezes_the_items(pytester: pytest.
     assert seen["during"] is False
     assert seen["enabled_after"] is True
     assert seen["frozen_after"] > before
-    # in-process: the run's objects are unfrozen again, so they can be freed
+    # run inside this session: its objects are unfrozen again, so they can be freed
     assert gc.get_freeze_count() == before == 0
     assert gc.isenabled()
 
@@ -52,3 +52,15 @@ def test_without_a_cluster_the_collector_is_left_alone(pytester: pytest.Pytester
     result = pytester.runpytest("-q")
     result.assert_outcomes(passed=1)
     assert gc.get_freeze_count() == 0
+
+
+def test_the_outermost_session_leaves_its_items_frozen(pytester: pytest.Pytester) -> None:
+    """In its own process the run ends frozen: pytest's full collections at exit skip the items."""
+    _suite(pytester)
+    pytester.makeconftest(
+        (pytester.path / "conftest.py").read_text()
+        + "\n\ndef pytest_unconfigure(config):\n    open('after.txt', 'w').write(str(gc.get_freeze_count()))\n"
+    )
+    result = pytester.runpytest_subprocess("--cluster", "inv.yaml", "--profile", "prof.yaml", "--collect-only", "-q")
+    assert result.ret == 0
+    assert int((pytester.path / "after.txt").read_text()) > 0
