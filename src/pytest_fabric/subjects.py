@@ -10,7 +10,7 @@ from __future__ import annotations
 from typing import Any
 
 from .pairs import Pair
-from .probes.egress import target_host
+from .probes.egress import target_label
 
 __all__ = ["SUBJECT_FIXTURES", "is_subject", "subject_id", "subject_nodes"]
 
@@ -28,7 +28,8 @@ def is_subject(name: str, param: Any) -> bool:
 
 
 def subject_id(name: str, param: Any) -> str:
-    """The subject as reports and test ids name it: ``gpu01``, ``gpu01<->gpu02``, ``gpu01:/scratch``."""
+    """The subject as reports and test ids name it: ``gpu01``, ``gpu01<->gpu02``, ``gpu01:/scratch``,
+    ``gpu01:mirror.example.com/100MB.bin`` (an egress target without its scheme)."""
     if name == "node_pair":
         return str(param.id)
     if name == "node":
@@ -40,7 +41,7 @@ def subject_id(name: str, param: Any) -> str:
         return f"{node}:gpu{what}"
     if name == "hca":
         return f"{node}:{what}" if isinstance(what, str) else f"{node}:port{what}"
-    return f"{node}:{target_host(what)}"
+    return f"{node}:{target_label(what)}"
 
 
 def subject_nodes(name: str, param: Any) -> tuple[str, ...]:

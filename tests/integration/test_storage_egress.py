@@ -87,17 +87,25 @@ def test_healthy_cluster_passes_every_storage_and_egress_check(
     pytester: pytest.Pytester, simcluster: SimCluster, http_base: str, mounts: SimMounts
 ) -> None:
     url = f"{http_base}/{FILE_NAME}"
+    drop = f"{http_base}/drop"  # takes PUTs; a GET of it answers 404, as a real drop URL does
     shared = mounts.shared()
     inventory = simcluster.write_inventory(
         pytester.path / "inventory.yaml",
-        extra={"storage": {"mounts": [{"path": shared, "shared": True}]}, "egress": {"targets": [{"url": url, "upload": True}]}},
+        extra={"storage": {"mounts": [{"path": shared, "shared": True}]},
+               "egress": {"targets": [url, {"url": drop, "upload": True}]}},
     )
     result = run_fabric(pytester, inventory, "-m", "storage or egress", "-k", "not sequential")
     n = len(simcluster.nodes)
-    # per node: mount, random_read_iops, checkpoint_write, dns_resolve, connect_latency, download, upload;
-    # aggregate_write once for the cluster
-    result.assert_outcomes(passed=7 * n + 1)
-    result.stdout.fnmatch_lines([f"PASSED *test_upload*{simcluster.nodes[0].name}*", "PASSED *test_aggregate_write"])
+    # per node: mount, random_read_iops, checkpoint_write, dns_resolve and connect_latency of both targets,
+    # download of the file, upload to the drop URL; aggregate_write once for the cluster.  The upload
+    # target is not downloaded, the file not uploaded to.
+    result.assert_outcomes(passed=9 * n + 1, skipped=2 * n)
+    first, where = simcluster.nodes[0].name, http_base.removeprefix("http://")
+    # Two URLs on one host are two subjects named by what they are, not the host twice.
+    for line in (f"PASSED *test_upload[[]{first}:{where}/drop]*", f"PASSED *test_download[[]{first}:{where}/{FILE_NAME}]*",
+                 f"SKIPPED *{drop} is an upload target (upload: true): it is uploaded to, not downloaded",
+                 "PASSED *test_aggregate_write"):
+        result.stdout.fnmatch_lines([line])
     # nothing left behind on the shared mount or running on the nodes
     assert simcluster.exec(simcluster.nodes[0], ["ls", "-A", shared]).stdout == ""
     for node in simcluster.nodes:
@@ -135,11 +143,12 @@ def test_unreachable_target_fails_and_missing_curl_errors(
     # No curl on a node: the check could not measure, an error that says what to install.
     result.assert_outcomes(failed=n + n - 1, errors=1)
     result.stdout.fnmatch_lines([
-        f"*cannot connect to {simcluster.bridge_address}:* from node02: *Connection refused*",
+        f"*cannot connect to {simcluster.bridge_address}:* from node02: connection refused",
         f"*cannot download from {dead} on node02: curl: (7) Failed to connect*",
         f"*node {no_curl.name}: curl: command not found*",
         f"*fix: install curl on {no_curl.name}*",
     ])
+    assert "/dev/tcp" not in result.stdout.str()  # the tool's words, not the shell's
 
 
 def test_mount_missing_on_one_node_fails_that_node_only(

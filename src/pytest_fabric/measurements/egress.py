@@ -11,9 +11,9 @@ from typing import Any
 
 import pytest
 
+from ..batches import Share
 from ..fixtures import EgressTarget
 from ..probes import egress
-from ..batches import Share
 from ..state import FabricState, get_state
 from ..verdict import Measurement
 from ..waves import wave
@@ -44,11 +44,15 @@ def connect_latency(egress_target: EgressTarget, spec: Callable[[str], Any]) -> 
 
 @pytest.fixture
 @wave("egress_target", shares=_uplink("download"))
-def download(egress_target: EgressTarget, spec: Callable[[str], Any]) -> Measurement:
-    """curl the target URL on the node; the average download rate."""
+def download(request: pytest.FixtureRequest, egress_target: EgressTarget, spec: Callable[[str], Any]) -> Measurement:
+    """curl the target URL on the node; the average download rate.  Not for upload targets."""
     spec("egress.download")
     if not egress.is_url(egress_target.target):
         pytest.skip(f"{egress_target.target} is not an http(s) URL: host:port targets get dns_resolve and connect_latency only")
+    state = get_state(request.config)
+    if state is not None and egress_target.target in state.inventory.upload_targets:
+        # A drop URL takes PUTs; a GET of it answers 404 and would err every node.
+        pytest.skip(f"{egress_target.target} is an upload target (upload: true): it is uploaded to, not downloaded")
     return egress.download(egress_target.node, egress_target.target)
 
 

@@ -15,6 +15,7 @@ words.  A missing tool, a URL that answers 404, or output we cannot read is an
 
 from __future__ import annotations
 
+import re
 import shlex
 import statistics
 from dataclasses import dataclass
@@ -34,6 +35,7 @@ __all__ = [
     "UPLOAD_BYTES",
     "ConnectOutcome",
     "CurlStats",
+    "connect_error",
     "connect_latency",
     "dns_resolve",
     "download",
@@ -41,6 +43,7 @@ __all__ = [
     "parse_connect_output",
     "parse_curl_stats",
     "target_host",
+    "target_label",
     "target_port",
     "upload",
 ]
@@ -72,6 +75,17 @@ def target_host(target: str) -> str:
     """The host part of ``https://host/path`` or ``host:port``."""
     parts = urlsplit(target if "://" in target else f"tcp://{target}")
     return parts.hostname or target
+
+
+def target_label(target: str) -> str:
+    """The target as a subject names it: ``mirror.example.com/100MB.bin``, ``10.0.0.1:8080/put``, ``host:443``.
+
+    The whole target but its scheme, so three URLs on one host are three names, not one host.
+    """
+    if "://" not in target:
+        return target
+    parts = urlsplit(target)
+    return f"{parts.netloc}{parts.path}" + (f"?{parts.query}" if parts.query else "")
 
 
 def target_port(target: str) -> int | None:
@@ -197,7 +211,7 @@ def connect_latency(node: NodeHandle, target: str, repeat: int = CONNECT_REPEAT)
             f"no answer from {where} ({outcome.address}) on {node.name} within {CONNECT_TIMEOUT_S} s", (result,)
         )
     if outcome.exit_code != 0 or not outcome.seconds:
-        said = _last_line(result.stderr) or f"exit code {outcome.exit_code}"
+        said = connect_error(result.stderr) or f"exit code {outcome.exit_code}"
         return Measurement.absent(f"cannot connect to {where} ({outcome.address}) from {node.name}: {said}", (result,))
     samples = tuple(parse_quantity(f"{s} s") for s in outcome.seconds)
     median = statistics.median(outcome.seconds)
@@ -249,6 +263,28 @@ def parse_curl_stats(text: str) -> CurlStats | None:
     return None
 
 
+def connect_error(stderr: str) -> str:
+    """What a failed connect said, as the tool and not the shell says it: ``connection refused``.
+
+    The connect loop opens ``/dev/tcp/ADDRESS/PORT`` in bash, whose complaint is
+    ``bash: line 1: /dev/tcp/10.0.0.1/9999: Connection refused``; the person reading the check
+    wants the last part (the address and port are in the message already).
+    """
+    line = _last_line(stderr)
+    found = _BASH_TCP_ERROR.search(line)
+    said = found.group(1) if found else line
+    return said[:1].lower() + said[1:]
+
+
+_BASH_TCP_ERROR = re.compile(r"/dev/tcp/[^:]*: (.+)$")
+_WRITE_OUT_ARG = re.compile(r" -w '[^']*'")
+
+
+def _shown(command: str) -> str:
+    """The curl command as a person would type it to try again: without our ``-w`` statistics format."""
+    return _WRITE_OUT_ARG.sub("", command)
+
+
 def _last_line(text: str) -> str:
     lines = [line.strip() for line in text.strip().splitlines() if line.strip()]
     return lines[-1] if lines else ""
@@ -259,7 +295,7 @@ def _transfer(node: NodeHandle, url: str, command: str, direction: str) -> Measu
     result = node.run(command, timeout=TRANSFER_MAX_TIME_S + 30, check=False)
     tool = missing_tool(result.exit_code, result.stderr, result.command)
     if tool is not None:
-        raise ToolMissing(node.name, tool, command=command, package=package_for(tool))
+        raise ToolMissing(node.name, tool, command=_shown(command), package=package_for(tool))
     stats = parse_curl_stats(result.stdout)
     said = _last_line(result.stderr)
     verb = {"download": "download from", "upload": "upload to"}[direction]
@@ -271,12 +307,12 @@ def _transfer(node: NodeHandle, url: str, command: str, direction: str) -> Measu
         raise MeasurementError(
             node.name,
             f"curl could not {verb} {url}: {said or f'exit code {result.exit_code}'}",
-            command=command,
+            command=_shown(command),
             fix="run the curl command by hand on the node (certificates, proxy settings, curl version)",
         )
     if stats is None:
         raise MeasurementError(
-            node.name, f"curl printed no transfer figures for {url}", command=command,
+            node.name, f"curl printed no transfer figures for {url}", command=_shown(command),
             fix="curl 7.x or later is needed for -w statistics",
         )
     if not 200 <= stats.http_code < 300:
@@ -285,9 +321,9 @@ def _transfer(node: NodeHandle, url: str, command: str, direction: str) -> Measu
             if direction == "upload"
             else "check the URL in the inventory's egress.targets"
         )
-        raise MeasurementError(node.name, f"{url} answered HTTP {stats.http_code} to {node.name}", command=command, fix=fix)
+        raise MeasurementError(node.name, f"{url} answered HTTP {stats.http_code} to {node.name}", command=_shown(command), fix=fix)
     if stats.size_bytes <= 0 or stats.speed_bytes_per_s <= 0:
-        raise MeasurementError(node.name, f"curl moved no data to or from {url}", command=command)
+        raise MeasurementError(node.name, f"curl moved no data to or from {url}", command=_shown(command))
     detail = f"curl {direction} {url} on {node.name}: {stats.size_bytes / 2**20:.1f} MiB in {stats.time_total_s:.2f} s"
     if partial:
         detail += f" (stopped at the {TRANSFER_MAX_TIME_S} s limit)"
