@@ -38,7 +38,9 @@ from .summary import (
     worst_per_layer,
 )
 
-__all__ = ["error_groups", "error_lines", "not_run_lines", "problem_line", "send_back_line", "verdict_line"]
+__all__ = [
+    "error_groups", "error_lines", "not_run_lines", "problem_line", "send_back_line", "value_lines", "verdict_line",
+]
 
 WORST_PER_LAYER = 5
 CHECKS_PER_REASON = 8  # checks named per reason; the JSON record's run.not_run has them all
@@ -117,6 +119,51 @@ def error_lines(group: Sequence[Mapping[str, Any]]) -> list[str]:
     return lines
 
 
+def pytest_addoption(parser: pytest.Parser) -> None:
+    parser.getgroup("fabric").addoption(
+        "--fabric-values",
+        dest="fabric_values",
+        action="store_true",
+        default=False,
+        help="also show what the passing checks measured, closest to their limit first (so does -rA or -rp)",
+    )
+
+
+def _shows_values(config: pytest.Config) -> bool:
+    chars = str(config.getoption("reportchars", "") or "")
+    return bool(config.getoption("fabric_values", False)) or "A" in chars or "p" in chars
+
+
+def value_lines(checks: Sequence[Mapping[str, Any]]) -> list[str]:
+    """The passing checks' figures: per check the closest margin and where, then every passing check.
+
+    Acceptance is also about how much room what passed has: 28 pairs at +2 % of the floor are not
+    28 pairs at +40 %.  Closest to the limit first; checks without a margin (counts, versions) after.
+    """
+    passed = [c for c in checks if c.get("outcome") == "passed" and c.get("measured")]
+    if not passed:
+        return []
+
+    def margin(c: Mapping[str, Any]) -> float:
+        m = c.get("margin")
+        return float(m) if isinstance(m, (int, float)) else float("inf")
+
+    lines = ["measured values of passing checks (closest to the limit first):"]
+    by_check: dict[str, list[Mapping[str, Any]]] = {}
+    for c in sorted(passed, key=lambda c: (margin(c), str(c.get("subject")))):
+        by_check.setdefault(f"{c.get('layer')}.{c.get('check')}", []).append(c)
+    for key, rows in by_check.items():
+        closest = rows[0]
+        room = format_margin(closest.get("margin"))
+        lines.append(f"  {key}: {len(rows)} passed; closest {closest.get('subject')} "
+                     f"{format_quantity(closest.get('measured'))}, expected {format_expected(closest.get('expected'))}"
+                     + (f" ({room})" if room else ""))
+        for c in rows:
+            room = format_margin(c.get("margin"))
+            lines.append(f"    {c.get('subject')}: {format_quantity(c.get('measured'))}" + (f" ({room})" if room else ""))
+    return lines
+
+
 @pytest.hookimpl(trylast=True)
 def pytest_terminal_summary(terminalreporter: Any, exitstatus: int, config: pytest.Config) -> None:
     info = get_run_info(config)
@@ -139,6 +186,9 @@ def pytest_terminal_summary(terminalreporter: Any, exitstatus: int, config: pyte
                 tr.write_line(("  " if n == 0 else "         ") + text, red=True)
         if len(errors) > WORST_PER_LAYER:
             tr.write_line(f"  ... and {len(errors) - WORST_PER_LAYER} more causes of errors", red=True)
+    if _shows_values(config):
+        for text in value_lines(checks):
+            tr.write_line(text)
     for c in (c for c in checks if c.get("outcome") == "waived"):
         tr.write_line(f"waived: {c.get('check')} {c.get('subject')} ({c.get('waiver')})", yellow=True)
     line = summary_line(config, checks)
