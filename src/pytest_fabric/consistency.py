@@ -14,7 +14,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from decimal import Decimal
 
-__all__ = ["Deviation", "OutlierFinding", "Population", "below_median", "above_median", "outlier"]
+__all__ = ["Deviation", "OutlierFinding", "Population", "below_median", "above_median", "describe", "outlier"]
 
 
 @dataclass(frozen=True)
@@ -134,6 +134,26 @@ def outlier(
         1 + len(remeasured),
         tuple(remeasured),
     )
+
+
+def describe(finding: OutlierFinding, limit: float | None, *, lower_is_better: bool = False) -> str:
+    """A finding as a person says it: ``12 % below the median of 15 pairs; limit 7 %``.
+
+    The figure is the deviation beyond the measurement's own spread (what the limit is compared
+    with); when part of the deviation is within that spread, the whole deviation is said too.
+    """
+    def pct(fraction: float) -> str:
+        text = f"{fraction * 100:.1f}".removesuffix(".0")
+        return f"{text} %"
+
+    direction = "above" if lower_is_better else "below"
+    text = f"{pct(finding.beyond_spread)} {direction} the median of {finding.peers} pairs"
+    within = min(finding.spread, finding.fraction)
+    if within > 0 and finding.fraction > 0:
+        text += f" beyond their spread ({pct(finding.fraction)} in all, {pct(within)} of it noise)"
+    if limit is not None:
+        text += f"; limit {pct(limit)}"
+    return text
 
 
 def as_percent(fraction: float) -> Decimal:

@@ -624,6 +624,7 @@ def _outlier(request: pytest.FixtureRequest, check: str, pair: NodePair, *, lowe
     return Measurement(
         value=parse_quantity(f"{finding.beyond_spread * 100:.4f}%"),
         detail=(
+            f"{consistency.describe(finding, limit, lower_is_better=lower_is_better)}: "
             f"{check} {show(finding.value)} {unit} vs median {show(finding.median)} {unit} over {finding.peers} pairs: "
             f"{finding.fraction * 100:.1f}% {direction} the median, of which {min(finding.spread, finding.fraction) * 100:.1f}% "
             f"is within the measurement's own spread (3 x MAD of the pairs, or the range of the re-measurements); "
@@ -631,6 +632,7 @@ def _outlier(request: pytest.FixtureRequest, check: str, pair: NodePair, *, lowe
         ),
         extra={
             "outlier": {
+                "text": consistency.describe(finding, limit, lower_is_better=lower_is_better),
                 "fraction": finding.fraction,
                 "spread": finding.spread,
                 "samples": finding.samples,

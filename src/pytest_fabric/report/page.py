@@ -26,6 +26,7 @@ from .summary import (
     nodeset,
     numeric_value,
     outcome_counts,
+    outlier_text,
     send_back,
     sort_problems_first,
     tool_versions,
@@ -169,6 +170,8 @@ def run_table(info: RunInfo, checks: Sequence[Check], finished: str | None, comp
 def _reason(c: Check) -> str:
     """Why a row is what it is, when its numbers do not say: an error's cause, a waiver, a finding without a value."""
     outcome = c.get("outcome")
+    if outlier_text(c):
+        return outlier_text(c)
     if outcome == "error" or (outcome in ("failed", "skipped") and not c.get("measured")):
         return cause_reason(str(c.get("message") or ""))
     if outcome == "waived":
@@ -184,7 +187,7 @@ def _check_rows(checks: Sequence[Check], with_change: bool) -> str:
             f"<tr><td>{_e(c.get('check'))}</td><td>{_e(c.get('subject'))}</td>"
             f'<td class="num">{_e(format_quantity(c.get("measured")))}</td>'
             f"<td>{_e(format_expected(c.get('expected')))}</td>"
-            f'<td class="num">{_e(format_margin(c.get("margin")))}</td><td>{_outcome(c)}</td>'
+            f'<td class="num">{"" if outlier_text(c) else _e(format_margin(c.get("margin")))}</td><td>{_outcome(c)}</td>'
             f"<td>{_e(_reason(c))}</td>{change}</tr>"
         )
     return "".join(out)

@@ -27,6 +27,7 @@ __all__ = [
     "node_rows",
     "nodeset",
     "numeric_value",
+    "outlier_text",
     "outcome_counts",
     "send_back",
     "sort_problems_first",
@@ -243,6 +244,16 @@ def format_expected(e: Mapping[str, Any] | None) -> str:
     if written and str(written).replace(" ", "") not in text.replace(" ", ""):
         text += f" ({written})"
     return text
+
+
+def outlier_text(c: Check) -> str:
+    """How a peer-relative check says its finding (``12 % below the median of 15 pairs; limit 7 %``), or empty.
+
+    Its measured value is a share of the median and its margin a change of that share: as numbers
+    beside a limit they read as ``94.24 % <= 7 % (+1246.3%)``; the sentence says what they mean.
+    """
+    outlier = (c.get("extra") or {}).get("outlier")
+    return str(outlier.get("text") or "") if isinstance(outlier, dict) else ""
 
 
 def format_margin(margin: float | None) -> str:

@@ -34,6 +34,7 @@ from .summary import (
     format_margin,
     format_quantity,
     nodeset,
+    outlier_text,
     send_back,
     worst_per_layer,
 )
@@ -85,6 +86,9 @@ def problem_line(c: Mapping[str, Any]) -> str:
     what = f"{c.get('check')} {c.get('subject')}"
     if c.get("outcome") == "error":
         return f"ERROR  {what}: {c.get('message') or 'could not measure'}"
+    said = outlier_text(c)
+    if said:  # "12 % below the median of 15 pairs; limit 7 %", not "12 %, expected <= 7 % (+71.4%)"
+        return f"FAILED {what}: {said}"
     measured, expected = format_quantity(c.get("measured")), format_expected(c.get("expected"))
     numbers = f"{measured}, expected {expected}" if measured and expected else (c.get("message") or "")
     margin = format_margin(c.get("margin"))
