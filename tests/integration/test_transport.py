@@ -687,7 +687,7 @@ def test_ssh_config_user_known_hosts_file_is_honoured(tmp_path: Path, sshd: Loop
     t = SSHTransport("gpu01", SSHSettings(host="gpu-alias", ssh_config=config, host_key_log=log))
     assert t.run("echo known", timeout=10).stdout == "known\n"
     t.close()
-    assert [(d.decision, d.known_hosts) for d in log.decisions] == [("verified", str(first))]
+    assert [(d.decision, d.known_hosts) for d in log.decisions] == [("verified", str(second))]  # the file holding it
     # accept-new writes to the first file listed, as OpenSSH does.
     second.write_text("")
     SSHTransport("gpu01", SSHSettings(host="gpu-alias", ssh_config=config, host_key_policy="accept-new")).connect()

@@ -264,14 +264,21 @@ def configure_client(
 
 
 def note_connected(
-    log: HostKeyLog | None, node: str, client: paramiko.SSHClient, policy: HostKeyPolicy, path: Path, host: str, port: int
+    log: HostKeyLog | None, node: str, client: paramiko.SSHClient, policy: HostKeyPolicy, path: Path, host: str, port: int,
+    also: Sequence[Path] = (),
 ) -> None:
-    """After a connect: a key no policy was asked about was found in known_hosts (verified)."""
+    """After a connect: a key no policy was asked about was found in known_hosts (verified).
+
+    The decision names the file that holds the key: ``path``, or one of ``also`` (as passed to
+    :func:`configure_client`) or the global file.
+    """
     transport = client.get_transport()
     if log is None or transport is None or policy == "ignore":
         return  # under ignore the policy is asked about every key and has logged it
     key = transport.get_remote_server_key()
-    log.add(_decision(node, known_hosts_name(host, port), "verified", policy, key, path))
+    name = known_hosts_name(host, port)
+    holder = next((f for f in [path, *also, GLOBAL_KNOWN_HOSTS] if entry_lines(f.expanduser(), name)), path)
+    log.add(_decision(node, name, "verified", policy, key, holder.expanduser()))
 
 
 def note_refused(

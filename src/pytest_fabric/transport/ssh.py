@@ -299,7 +299,7 @@ class SSHTransport:
             if dropped_before_banner(exc, time.monotonic() - started, s.connect_timeout):
                 raise _DroppedEarly(dropped_error(self._endpoint)) from exc
             raise connect_error(self._endpoint, exc) from exc
-        note_connected(s.host_key_log, self.node, conn.client, s.host_key_policy, known_hosts, conn.host, conn.port)
+        note_connected(s.host_key_log, self.node, conn.client, s.host_key_policy, known_hosts, conn.host, conn.port, also)
         return conn
 
     def _socket(self, conn: fabric.Connection, jump: str | None) -> Any:
