@@ -65,3 +65,14 @@ def test_send_back_line() -> None:
     _, checks = sample_cluster(4, slow="node03", down="node04")
     assert send_back_line(checks) == "nodes to send back: node[03-04]"
     assert send_back_line([]) == "nodes to send back: none"
+
+
+def test_a_message_quoting_other_nodes_is_still_one_cause() -> None:
+    def unattributed(node: str, peer: str) -> dict[str, object]:
+        return make_check("attribution", node, "error", nodes=[node],
+                          message=f"node {node}: no pair with {node} was measured ({node}<->{peer}: ibstat missing)")
+    (group,) = error_groups([unattributed("node01", "node05"), unattributed("node02", "node06")])
+    assert error_lines(group) == [
+        "ERROR  attribution on node[01-02] (2 checks): node node[01-02]: no pair with node[01-02] was measured "
+        "(node[01-02]<->node[05-06]: ibstat missing)"
+    ]

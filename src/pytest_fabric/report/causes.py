@@ -17,10 +17,11 @@ from typing import Any
 
 from .summary import nodeset
 
-__all__ = ["Cause", "cause_key", "group_by_cause", "reason"]
+__all__ = ["Cause", "by_layer", "cause_key", "group_by_cause", "one_cause", "reason"]
 
 Check = Mapping[str, Any]
-_NODE = "\x00node\x00"  # where a node's name stood in a message
+_NODE = "\x00node\x00"  # where a check's own node's name stood in a message
+_OTHER = "\x00other\x00"  # where another node's name stood
 
 
 def _name_pattern(name: str) -> re.Pattern[str]:
@@ -28,16 +29,22 @@ def _name_pattern(name: str) -> re.Pattern[str]:
     return re.compile(rf"(?<![\w-]){re.escape(name)}(?![\w-])")
 
 
-def _named(c: Check) -> tuple[str, list[str]]:
-    """The message with its nodes' names taken out, and the nodes it named."""
+def _named(c: Check, others: Iterable[str] = ()) -> tuple[str, list[str], list[str]]:
+    """The message with node names taken out, the check's own nodes it named, and the other nodes it named.
+
+    ``others`` are further node names (those of the other errors): an attribution of node01 that
+    quotes its pairs' errors names node05 too, and is the same cause as node02's quoting node06.
+    """
     text = str(c.get("message") or "could not measure")
-    named = []
-    for n in sorted({str(n) for n in c.get("nodes") or []}, key=len, reverse=True):
+    own = {str(n) for n in c.get("nodes") or []}
+    named: list[str] = []
+    other: list[str] = []
+    for n in sorted(own | set(others), key=len, reverse=True):
         pattern = _name_pattern(n)
         if pattern.search(text):
-            named.append(n)
-            text = pattern.sub(_NODE, text)
-    return text, sorted(named)
+            (named if n in own else other).append(n)
+            text = pattern.sub(_NODE if n in own else _OTHER, text)
+    return text, sorted(named), sorted(other)
 
 
 def cause_key(c: Check) -> str:
@@ -57,7 +64,8 @@ class Cause:
 
     key: str
     checks: list[Check] = field(default_factory=list)
-    named: set[str] = field(default_factory=set)  # the nodes the messages name
+    named: set[str] = field(default_factory=set)  # the checks' own nodes the messages name
+    others: set[str] = field(default_factory=set)  # other nodes the messages name
 
     @property
     def check_names(self) -> list[str]:
@@ -75,12 +83,9 @@ class Cause:
 
     def message(self) -> str:
         """The message once, each node name it held replaced by the nodeset of all the nodes named."""
-        if not self.named:
-            return self.key
-        # A message naming two nodes (a pair's both ends) reads better with each in its place.
-        if len(self.checks) == 1:
-            return str(self.checks[0].get("message") or "")
-        return self.key.replace(_NODE, nodeset(self.named))
+        if len(self.checks) == 1 or not (self.named or self.others):
+            return str(self.checks[0].get("message") or self.key)
+        return self.key.replace(_NODE, nodeset(self.named)).replace(_OTHER, nodeset(self.others))
 
     def what(self, limit: int = 3) -> str:
         """``rdma_bandwidth``; ``rdma_bandwidth, rdma_latency, port_rate +2 more checks``."""
@@ -97,13 +102,27 @@ class Cause:
 
 def group_by_cause(errors: Iterable[Check]) -> list[Cause]:
     """The errors in groups of one cause, the largest first (ties: first seen first)."""
+    errors = list(errors)
+    every = {str(n) for c in errors for n in c.get("nodes") or []}
     groups: dict[str, Cause] = {}
     for c in errors:
-        key, named = _named(c)
+        key, named, others = _named(c, every)
         cause = groups.setdefault(key, Cause(key))
         cause.checks.append(c)
         cause.named.update(named)
+        cause.others.update(others)
     return sorted(groups.values(), key=lambda g: -len(g.checks))
+
+
+def one_cause(errors: Sequence[Check]) -> Cause:
+    """The errors as one :class:`Cause` (those :func:`group_by_cause` put together), said as the first's."""
+    causes = group_by_cause(errors)
+    merged = Cause(causes[0].key if causes else "could not measure")
+    for cause in causes:
+        merged.checks.extend(cause.checks)
+        merged.named |= cause.named
+        merged.others |= cause.others
+    return merged
 
 
 def by_layer(errors: Sequence[Check]) -> dict[str, list[Cause]]:

@@ -25,7 +25,7 @@ from typing import Any
 import pytest
 
 from ..runinfo import get_run_info
-from .causes import group_by_cause
+from .causes import Cause, group_by_cause, one_cause
 from .collect import final_verdict, get_checks, is_controller
 from .compare import summary_line
 from .run_verdict import NOT_RUN_REASONS, RunVerdict
@@ -95,22 +95,23 @@ def problem_line(c: Mapping[str, Any]) -> str:
     return f"FAILED {what}: {numbers}" + (f" ({margin})" if margin else "")
 
 
-def error_groups(errors: Sequence[Mapping[str, Any]]) -> list[list[Mapping[str, Any]]]:
+def error_groups(errors: Sequence[Mapping[str, Any]]) -> list[Cause]:
     """Errors of one cause together (:mod:`.causes`): one node down errs every pair it is in, one
     missing tool every check that needs it on every node that lacks it; the largest group first."""
-    return [cause.checks for cause in group_by_cause(errors)]
+    return group_by_cause(errors)
 
 
-def error_lines(group: Sequence[Mapping[str, Any]]) -> list[str]:
+def error_lines(group: Cause | Sequence[Mapping[str, Any]]) -> list[str]:
     """One line for errors of one cause, node lists folded, then the message's further lines (the fix).
 
     Pairs of one check that share one node (a node down errs every pair it is in) read as
     ``ERROR  tcp_throughput node04 with node[01-03,05-08] (7 pairs): cause``; other groups as
     ``ERROR  link_layer, port_rate on gpu[01-64] (128 checks): node gpu[01-64]: ibstat: command not found``.
     """
+    cause = group if isinstance(group, Cause) else one_cause(group)
+    group = cause.checks
     if len(group) == 1:
         return problem_line(group[0]).splitlines() or [""]
-    (cause,) = group_by_cause(group)
     lines = cause.message().splitlines() or ["could not measure"]
     node_sets = [{str(n) for n in c.get("nodes") or []} for c in group]
     shared = set.intersection(*node_sets)
