@@ -54,6 +54,7 @@ pytest_plugins = [
     "pytest_fabric.report.collect",
     "pytest_fabric.report.record_json",
     "pytest_fabric.report.terminal",
+    "pytest_fabric.report.progress",  # the plan after collection, a live line per wave or round
     "pytest_fabric.report.html",
     "pytest_fabric.report.junit",
     "pytest_fabric.report.trust",
@@ -490,6 +491,10 @@ def pytest_report_header(config: pytest.Config) -> list[str] | None:
         f"fabric: profile {p.name}{extends} sha256:{p.sha256[:12]} from {p.path}",
         f"fabric: host keys: {HOST_KEY_POLICY_TEXT.get(state.host_key_policy, state.host_key_policy)}",
     ]
+    if state.pairs:
+        rounds = len({pair.round for pair in state.pairs})
+        lines.append(f"fabric: pairs: {p.document.inter_node.pairs} on {len(state.inventory.nodes):,} nodes: "
+                     f"{len(state.pairs):,} pairs in {rounds:,} rounds of disjoint pairs")
     return lines
 
 

@@ -1,0 +1,232 @@
+"""The run's progress in the terminal: what it will do, then where each wave or round stands.
+
+After collection, one line says what the run will do and about how long it takes
+(:mod:`pytest_fabric.plan`). While a wave or a round of pairs is measured, a live line
+(rewritten in place, on a terminal) shows the check, how many of its subjects are done,
+the time so far and the time left; when the batch ends, its line stays. Without a
+terminal (CI logs) only that last line is written: a line per wave or round, not per test.
+A batch of one subject (one node, a pair re-measured alone) writes nothing: its test's
+outcome says as much.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import threading
+import time
+from collections.abc import Callable
+from contextlib import AbstractContextManager
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from ..batches import BatchProgress
+from ..plan import CheckPlan, RunPlan, format_duration, plan_run, planned_subject
+from ..state import CHECK_KEY, get_state
+from ..subjects import SUBJECT_FIXTURES, is_subject
+
+__all__ = ["PLAN_KEY", "ProgressLine", "describe", "plan_items"]
+
+#: the plan stated after collection (what the header line said)
+PLAN_KEY = pytest.StashKey[RunPlan]()
+
+# The profile key a check is judged by, where it differs from the check's name (plugin.PROFILE_KEY_OF).
+_PROFILE_KEY_OF = {
+    "rdma_bandwidth_outlier": "outlier",
+    "tcp_throughput_outlier": "outlier",
+    "rdma_latency_outlier": "latency_outlier",
+    "node_nccl_allreduce": "nccl_allreduce",
+    "fabric_attribution": "attribution",
+}
+
+
+def describe(progress: BatchProgress, rounds: int = 0, expected_s: float | None = None) -> str:
+    """``tcp_throughput round 3/17: 12/2,048 pairs, 8 s, ~1.2 min left``; ``expected_s``: the plan's
+    time for the batch, which says what is left before the first member ends."""
+    if isinstance(progress.batch, tuple) and len(progress.batch) == 2 and progress.batch[0] == "round":
+        of = f"/{rounds}" if rounds else ""
+        what, unit = f"{progress.check} round {progress.batch[1] + 1}{of}", "pairs"
+    else:
+        what, unit = f"{progress.check} wave", "measured"
+    failed = f" ({progress.failed} not measured)" if progress.failed else ""
+    if progress.finished:
+        return f"fabric: {what}: {progress.total:,} {unit} in {format_duration(progress.elapsed_s)}{failed}"
+    left = progress.remaining_s
+    if left is None and expected_s is not None:
+        left = max(expected_s - progress.elapsed_s, 0.0)
+    remaining = f", ~{format_duration(left)} left" if left is not None else ""
+    return (f"fabric: {what}: {progress.done:,}/{progress.total:,} {unit}, "
+            f"{format_duration(progress.elapsed_s)}{remaining}{failed}")
+
+
+class ProgressLine:
+    """Writes batch progress to pytest's terminal reporter; safe to call from any thread."""
+
+    def __init__(self, reporter: Any, rounds: int = 0, expected: Callable[[str], float | None] | None = None,
+                 interval_s: float = 0.5, uncaptured: Callable[[], AbstractContextManager[Any]] | None = None) -> None:
+        self.reporter = reporter
+        # batches run in test setup, where pytest captures the terminal's file descriptor
+        self.uncaptured = uncaptured or contextlib.nullcontext
+        self.live = bool(getattr(reporter, "isatty", False))
+        self.rounds = rounds
+        self.expected = expected or (lambda check: None)
+        self.interval_s = interval_s
+        self._lock = threading.Lock()
+        self._active: list[tuple[BatchProgress, float]] = []  # (latest progress, when it came), innermost last
+        self._written = 0.0
+        self._open = False  # our last line has no newline yet (pytest's next result adds one)
+        self._live_open = False  # the line at the cursor is a live one, rewritten in place
+        self._pytest_line: object = None  # pytest's current file (or -v test) line that ours ended
+        self._ticker: threading.Thread | None = None
+        self._stop = threading.Event()
+
+    def update(self, progress: BatchProgress) -> None:
+        """A batch's news: the callback :class:`~pytest_fabric.batches.BatchCache` calls."""
+        if progress.total <= 1:
+            return  # one subject: its test's own outcome says as much
+        with self._lock, self.uncaptured():
+            key = (progress.check, progress.batch)
+            self._active = [(p, t) for p, t in self._active if (p.check, p.batch) != key]
+            if progress.finished:
+                final = describe(progress, self.rounds)
+                if self.live and self._live_open:
+                    self.reporter.rewrite(final, erase=True)
+                else:
+                    self._new_line()
+                    self.reporter.write(final, flush=True)
+                self._open, self._live_open = True, False
+                if not self._active:
+                    self._give_the_line_back()
+                return
+            if not self.live:
+                return
+            now = time.monotonic()
+            self._active.append((progress, now))
+            self._start_ticker()
+            if not self._live_open:
+                self._new_line()
+                self._rewrite(now)
+            elif now - self._written >= self.interval_s:
+                self._rewrite(now)
+
+    def close(self) -> None:
+        self._stop.set()
+
+    def _new_line(self) -> None:
+        """Start a line of our own: end pytest's (its file's dots) or our last one."""
+        current = getattr(self.reporter, "currentfspath", None)
+        if current:
+            self._pytest_line = current
+            self.reporter.ensure_newline()
+        elif self._open or not self._pytest_tracks_lines():
+            self.reporter.write("\n")
+        self._open = False
+
+    def _give_the_line_back(self) -> None:
+        """After the last batch's line: pytest's results go on, on a line of their own."""
+        ended, self._pytest_line = self._pytest_line, None
+        if isinstance(ended, Path):
+            # without -v pytest writes its dots after the file's name with no newline of its
+            # own, so the file's line starts again below ours
+            start = getattr(self.reporter, "startpath", None)
+            name = str(ended.relative_to(start)) if start is not None and ended.is_relative_to(start) else str(ended)
+            self.reporter.write(f"\n{name} ", flush=True)
+            self.reporter.currentfspath = ended
+            self._open = False
+        elif not self._pytest_tracks_lines():
+            self.reporter.write("\n", flush=True)
+            self._open = False
+        # under -v pytest starts a new line before the test's outcome itself
+
+    def _pytest_tracks_lines(self) -> bool:
+        # under -q pytest writes its dots without a current file, so it would not end our line
+        return bool(getattr(self.reporter, "showfspath", True))
+
+    def _rewrite(self, now: float) -> None:
+        progress, at = self._active[-1]
+        ticking = BatchProgress(progress.check, progress.batch, progress.done, progress.total, progress.failed,
+                                progress.elapsed_s + (now - at))
+        self.reporter.rewrite(describe(ticking, self.rounds, self.expected(progress.check)), erase=True)
+        self._written = now
+        self._open = self._live_open = True
+
+    def _start_ticker(self) -> None:
+        if self._ticker is not None:
+            return
+
+        def tick() -> None:
+            # the elapsed time moves on a terminal even while every member of a wave still runs
+            while not self._stop.wait(1.0):
+                with self._lock:
+                    if self._active:
+                        with self.uncaptured():
+                            self._rewrite(time.monotonic())
+
+        self._ticker = threading.Thread(target=tick, name="fabric-progress", daemon=True)
+        self._ticker.start()
+
+
+def plan_items(items: list[pytest.Item], config: pytest.Config) -> RunPlan | None:
+    """The plan of the selected ``items`` (None without ``--cluster``)."""
+    state = get_state(config)
+    if state is None:
+        return None
+    shared = [m.path for m in state.inventory.mount_specs if m.is_shared()]
+    specs: dict[tuple[str, str], Any] = {}
+    subjects = []
+    for item in items:
+        info = item.stash.get(CHECK_KEY, None)
+        if info is None:
+            continue
+        params = getattr(getattr(item, "callspec", None), "params", {})
+        name = next((n for n in SUBJECT_FIXTURES if n in params), None)
+        if name is not None and not is_subject(name, params[name]):
+            continue  # an empty parameter set: the test skips, nothing to measure
+        if (info.layer, info.check) not in specs:
+            specs[(info.layer, info.check)] = state.profile.spec(info.layer, _PROFILE_KEY_OF.get(info.check, info.check))
+        subjects.append(planned_subject(info.layer, info.check, name, params.get(name),
+                                        specs[(info.layer, info.check)], shared))
+    # a check the profile does not set skips: it takes no time
+    return plan_run(subjects, {k: v for k, v in specs.items() if v is not None}, state.batches.fanout)
+
+
+def pytest_report_collectionfinish(config: pytest.Config, items: list[pytest.Item]) -> list[str] | None:
+    plan = plan_items(items, config)
+    if plan is None:
+        return None
+    config.stash[PLAN_KEY] = plan
+    return [f"fabric: plan: {plan.summary()}"]
+
+
+@pytest.hookimpl(trylast=True)
+def pytest_collection_finish(session: pytest.Session) -> None:
+    config = session.config
+    state = get_state(config)
+    reporter = config.pluginmanager.get_plugin("terminalreporter")
+    if state is None or reporter is None or config.option.collectonly:
+        return
+    plan = config.stash.get(PLAN_KEY, None) or plan_items(session.items, config)
+    per_check: dict[str, CheckPlan] = {c.check: c for c in plan.checks} if plan is not None else {}
+
+    def expected(check: str) -> float | None:
+        found = per_check.get(check)
+        if found is None:
+            return None
+        return found.seconds * found.slots / max(found.rounds, 1)  # one round, or the wave
+
+    rounds = len({p.round for p in state.pairs})
+    capture = config.pluginmanager.get_plugin("capturemanager")
+    uncaptured = capture.global_and_fixture_disabled if capture is not None else None
+    line = ProgressLine(reporter, rounds, expected, uncaptured=uncaptured)
+    state.batches.on_progress = line.update
+    config.stash[_LINE_KEY] = line
+
+
+_LINE_KEY = pytest.StashKey[ProgressLine]()
+
+
+def pytest_unconfigure(config: pytest.Config) -> None:
+    line = config.stash.get(_LINE_KEY, None)
+    if line is not None:
+        line.close()
