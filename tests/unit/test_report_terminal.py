@@ -71,8 +71,10 @@ def test_a_message_quoting_other_nodes_is_still_one_cause() -> None:
     def unattributed(node: str, peer: str) -> dict[str, object]:
         return make_check("attribution", node, "error", nodes=[node],
                           message=f"node {node}: no pair with {node} was measured ({node}<->{peer}: ibstat missing)")
-    (group,) = error_groups([unattributed("node01", "node05"), unattributed("node02", "node06")])
+    # Each quotes a node that has errors of its own (the names the run's errors hold).
+    (group,) = error_groups([unattributed("node01", "node02"), unattributed("node02", "node03"),
+                             unattributed("node03", "node01")])
     assert error_lines(group) == [
-        "ERROR  attribution on node[01-02] (2 checks): node node[01-02]: no pair with node[01-02] was measured "
-        "(node[01-02]<->node[05-06]: ibstat missing)"
+        "ERROR  attribution on node[01-03] (3 checks): node node[01-03]: no pair with node[01-03] was measured "
+        "(node[01-03]<->node[01-03]: ibstat missing)"
     ]
