@@ -30,7 +30,7 @@ from .transport.base import Transport
 from .verdict import Expectation, Measurement, Verdict
 from .verdict import judge as judge_measurement
 
-__all__ = ["MountHandle", "EgressTarget", "GpuHandle", "HcaHandle"]
+__all__ = ["MountHandle", "EgressTarget", "GpuHandle", "HcaHandle", "Judge"]
 
 NOT_CONFIGURED = "pytest-fabric: run with --cluster INVENTORY --profile NAME to measure a cluster"
 
@@ -240,8 +240,16 @@ def spec(request: pytest.FixtureRequest) -> Callable[[str], Any]:
     return lookup
 
 
+class Judge(Protocol):
+    """What the ``judge`` fixture gives a conformance test."""
+
+    def __call__(
+        self, measurement: Measurement, key: str, expectations: list[Expectation] | None = None
+    ) -> list[Verdict]: ...
+
+
 @pytest.fixture
-def judge(request: pytest.FixtureRequest) -> Callable[[Measurement, str], list[Verdict]]:
+def judge(request: pytest.FixtureRequest) -> Judge:
     """``judge(measurement, "layer.check")``: every bound the profile sets must hold.
 
     A failed bound fails the test with the verdict's message; a failed bound whose

@@ -2,8 +2,11 @@
 
 import pytest
 
+from pytest_fabric.fixtures import EgressTarget, Judge
+from pytest_fabric.verdict import Measurement
+
 pytestmark = pytest.mark.egress
 
 
-def test_dns_resolve(egress_target, dns_resolve, judge):
+def test_dns_resolve(egress_target: EgressTarget, dns_resolve: Measurement, judge: Judge) -> None:
     judge(dns_resolve, "egress.dns_resolve")

@@ -2,16 +2,19 @@
 
 import pytest
 
+from pytest_fabric.fixtures import EgressTarget, Judge
+from pytest_fabric.verdict import Measurement
+
 pytestmark = pytest.mark.egress
 
 
-def test_connect_latency(egress_target, connect_latency, judge):
+def test_connect_latency(egress_target: EgressTarget, connect_latency: Measurement, judge: Judge) -> None:
     judge(connect_latency, "egress.connect_latency")
 
 
-def test_download(egress_target, download, judge):
+def test_download(egress_target: EgressTarget, download: Measurement, judge: Judge) -> None:
     judge(download, "egress.download")
 
 
-def test_upload(egress_target, upload, judge):
+def test_upload(egress_target: EgressTarget, upload: Measurement, judge: Judge) -> None:
     judge(upload, "egress.upload")

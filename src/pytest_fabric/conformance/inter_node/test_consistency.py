@@ -2,33 +2,37 @@
 
 import pytest
 
+from pytest_fabric.cluster import NodeHandle, NodePair
+from pytest_fabric.fixtures import Judge
+from pytest_fabric.verdict import Measurement
+
 pytestmark = pytest.mark.inter_node
 
 
-def test_rdma_bandwidth_outlier(node_pair, rdma_bandwidth_outlier, judge):
+def test_rdma_bandwidth_outlier(node_pair: NodePair, rdma_bandwidth_outlier: Measurement, judge: Judge) -> None:
     """A pair far below the cluster median fails even when it clears the floor (one bad cable)."""
     judge(rdma_bandwidth_outlier, "inter_node.outlier")
 
 
-def test_tcp_throughput_outlier(node_pair, tcp_throughput_outlier, judge):
+def test_tcp_throughput_outlier(node_pair: NodePair, tcp_throughput_outlier: Measurement, judge: Judge) -> None:
     judge(tcp_throughput_outlier, "inter_node.outlier")
 
 
-def test_rdma_latency_outlier(node_pair, rdma_latency_outlier, judge):
+def test_rdma_latency_outlier(node_pair: NodePair, rdma_latency_outlier: Measurement, judge: Judge) -> None:
     """Latency that differs between pairs is a finding, even under the ceiling."""
     judge(rdma_latency_outlier, "inter_node.latency_outlier")
 
 
-def test_oversubscription(oversubscription, judge):
+def test_oversubscription(oversubscription: Measurement, judge: Judge) -> None:
     """Pairs across leaves all at once move as much as one at a time: the fabric is non-blocking."""
     judge(oversubscription, "inter_node.oversubscription")
 
 
-def test_attribution(node, attribution, judge):
+def test_attribution(node: NodeHandle, attribution: Measurement, judge: Judge) -> None:
     """After the pair rounds, re-measured alone: a node bad with most peers is a node fault; a single bad pair, a link fault."""
     judge(attribution, "inter_node.attribution")
 
 
-def test_fabric_attribution(fabric_attribution, judge):
+def test_fabric_attribution(fabric_attribution: Measurement, judge: Judge) -> None:
     """Once for the whole fabric: every pair short (fabric-wide), or pairs short only under load (contention)."""
     judge(fabric_attribution, "inter_node.attribution")

@@ -2,9 +2,13 @@
 
 import pytest
 
+from pytest_fabric.cluster import NodePair
+from pytest_fabric.fixtures import Judge
+from pytest_fabric.verdict import Measurement
+
 pytestmark = pytest.mark.inter_node
 
 
-def test_gpudirect_bandwidth(node_pair, gpudirect_bandwidth, judge):
+def test_gpudirect_bandwidth(node_pair: NodePair, gpudirect_bandwidth: Measurement, judge: Judge) -> None:
     """ib_write_bw --use_cuda=N per GPU through its nearest NIC: the worst GPU meets the floor; a GPU whose memory cannot be registered errors."""
     judge(gpudirect_bandwidth, "inter_node.gpudirect_bandwidth")

@@ -2,8 +2,12 @@
 
 import pytest
 
+from pytest_fabric.cluster import NodeHandle
+from pytest_fabric.fixtures import Judge
+from pytest_fabric.verdict import Measurement
+
 pytestmark = pytest.mark.inter_node
 
 
-def test_mtu(node, mtu, judge):
+def test_mtu(node: NodeHandle, mtu: Measurement, judge: Judge) -> None:
     judge(mtu, "inter_node.mtu")

@@ -2,9 +2,13 @@
 
 import pytest
 
+from pytest_fabric.cluster import NodePair
+from pytest_fabric.fixtures import Judge
+from pytest_fabric.verdict import Measurement
+
 pytestmark = pytest.mark.inter_node
 
 
-def test_tcp_throughput(node_pair, tcp_throughput, judge):
+def test_tcp_throughput(node_pair: NodePair, tcp_throughput: Measurement, judge: Judge) -> None:
     """iperf3 with the profile's streams and duration, client on the first node, server on the second."""
     judge(tcp_throughput, "inter_node.tcp_throughput")

@@ -2,9 +2,13 @@
 
 import pytest
 
+from pytest_fabric.cluster import NodeHandle
+from pytest_fabric.fixtures import Judge
+from pytest_fabric.verdict import Measurement
+
 pytestmark = pytest.mark.intra_node
 
 
-def test_gpu_health(node, gpu_health, judge):
+def test_gpu_health(node: NodeHandle, gpu_health: Measurement, judge: Judge) -> None:
     """dcgmi diag -r LEVEL (the profile's gpu_health level): the message names each failed test per GPU."""
     judge(gpu_health, "intra_node.gpu_health")

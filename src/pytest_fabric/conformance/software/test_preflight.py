@@ -2,24 +2,28 @@
 
 import pytest
 
+from pytest_fabric.cluster import NodeHandle
+from pytest_fabric.fixtures import Judge
+from pytest_fabric.verdict import Measurement
+
 pytestmark = pytest.mark.software
 
 
-def test_preflight(node, preflight, judge):
+def test_preflight(node: NodeHandle, preflight: Measurement, judge: Judge) -> None:
     """Every tool the profile's checks run is on PATH (else an error naming the package); the GPUs and HCAs the profile expects are visible."""
     judge(preflight, "software.preflight")
 
 
-def test_gpudirect(node, gpudirect, judge):
+def test_gpudirect(node: NodeHandle, gpudirect: Measurement, judge: Judge) -> None:
     """nvidia_peermem is loaded, or dma-buf is possible (open kernel module, Linux 5.12+), as the profile's via asks."""
     judge(gpudirect, "software.gpudirect")
 
 
-def test_memlock(node, memlock, judge):
+def test_memlock(node: NodeHandle, memlock: Measurement, judge: Judge) -> None:
     """ulimit -l is unlimited in the sessions the checks run in: RDMA registers (pins) memory."""
     judge(memlock, "software.memlock")
 
 
-def test_pcie_acs(node, pcie_acs, judge):
+def test_pcie_acs(node: NodeHandle, pcie_acs: Measurement, judge: Judge) -> None:
     """No PCIe bridge above a GPU or NIC has ACS redirection on (lspci -vvv ACSCtl): it defeats GPUDirect P2P."""
     judge(pcie_acs, "software.pcie_acs")

@@ -2,8 +2,11 @@
 
 import pytest
 
+from pytest_fabric.fixtures import Judge
+from pytest_fabric.verdict import Measurement
+
 pytestmark = pytest.mark.storage
 
 
-def test_aggregate_write(shared_mount_write, judge):
+def test_aggregate_write(shared_mount_write: Measurement, judge: Judge) -> None:
     judge(shared_mount_write, "storage.aggregate_write")

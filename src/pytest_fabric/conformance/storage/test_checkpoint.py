@@ -2,8 +2,11 @@
 
 import pytest
 
+from pytest_fabric.fixtures import Judge, MountHandle
+from pytest_fabric.verdict import Measurement
+
 pytestmark = pytest.mark.storage
 
 
-def test_checkpoint_write(mount, checkpoint_write, judge):
+def test_checkpoint_write(mount: MountHandle, checkpoint_write: Measurement, judge: Judge) -> None:
     judge(checkpoint_write, "storage.checkpoint_write")

@@ -2,9 +2,12 @@
 
 import pytest
 
+from pytest_fabric.fixtures import Judge, MountHandle
+from pytest_fabric.verdict import Expectation, Measurement
+
 pytestmark = pytest.mark.storage
 
 
-def test_mount(mount, mount_state, mount_expected, judge):
+def test_mount(mount: MountHandle, mount_state: Measurement, mount_expected: list[Expectation], judge: Judge) -> None:
     """A mount point, not a directory on the local disk; of the stated type (lustre, nfs4) and options (proto=rdma)."""
     judge(mount_state, "storage.mount", mount_expected)

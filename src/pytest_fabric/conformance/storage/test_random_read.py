@@ -2,8 +2,11 @@
 
 import pytest
 
+from pytest_fabric.fixtures import Judge, MountHandle
+from pytest_fabric.verdict import Measurement
+
 pytestmark = pytest.mark.storage
 
 
-def test_random_read_iops(mount, random_read_iops, judge):
+def test_random_read_iops(mount: MountHandle, random_read_iops: Measurement, judge: Judge) -> None:
     judge(random_read_iops, "storage.random_read_iops")
