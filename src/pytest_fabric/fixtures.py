@@ -16,8 +16,9 @@ collects on each worker): ``node01``, ``node01<->node02``, ``node01:/scratch``,
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any, Callable
+from typing import Any, Protocol
 
 import pytest
 

@@ -27,12 +27,12 @@ from .record import PLANNED_KEY, REPORT_ATTRIBUTE, CheckRecord, PlannedCheck, qu
 from .runinfo import RUN_INFO_KEY, RunInfo, utc_now
 from .state import CHECK_KEY, STATE_KEY, VERDICTS_KEY, CheckInfo, FabricState, get_state
 from .subjects import SUBJECT_FIXTURES, is_subject, subject_id, subject_nodes
-
-ELAPSED_KEY = pytest.StashKey[float]()
-STARTED_KEY = pytest.StashKey[str]()
 from .transport.base import Transport
 from .transport.sshconfig import hostname_lookup
 from .yamlsource import MissingFile, SourceError
+
+ELAPSED_KEY = pytest.StashKey[float]()
+STARTED_KEY = pytest.StashKey[str]()
 
 pytest_plugins = [
     "pytest_fabric.gcpause",  # collection without the cyclic collector (large inventories)

@@ -11,9 +11,9 @@ from .batches import BatchCache
 from .inventory import Inventory
 from .pairs import Pair
 from .probes.rounds import RoundCache
+from .profile import Profile
 from .transport.hostkeys import HostKeyLog
 from .transport.jumphosts import JumpHosts
-from .profile import Profile
 from .verdict import Verdict
 
 if TYPE_CHECKING:

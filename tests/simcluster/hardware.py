@@ -29,8 +29,8 @@ from __future__ import annotations
 import contextlib
 import dataclasses
 import json
-import shutil
 import os
+import shutil
 import sys
 import uuid
 from collections.abc import Iterator, Mapping

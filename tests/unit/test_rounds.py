@@ -55,5 +55,5 @@ def test_checks_are_cached_separately() -> None:
     p = pair("a", "b")
     cache = RoundCache()
     for check in ("tcp", "rdma", "tcp"):
-        cache.measure(check, p, [p], lambda x: seen.append(check) or Measurement(value=1))
+        cache.measure(check, p, [p], lambda x, check=check: seen.append(check) or Measurement(value=1))
     assert seen == ["tcp", "rdma"]

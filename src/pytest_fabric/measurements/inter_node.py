@@ -9,8 +9,9 @@ instead of measuring again.
 from __future__ import annotations
 
 import dataclasses
+from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
-from typing import Any, Callable
+from typing import Any
 
 import pytest
 
@@ -49,7 +50,7 @@ def _state(request: pytest.FixtureRequest) -> FabricState:
 
 def _link_layer(state: FabricState) -> str | None:
     spec = state.profile.spec("inter_node", "link_layer")
-    return str(getattr(spec, "value")) if spec is not None else None
+    return str(getattr(spec, "value", None)) if spec is not None else None
 
 
 def _expected_ports(state: FabricState) -> int | None:
@@ -215,7 +216,7 @@ def all_pair_measurements(state: FabricState, check: str) -> dict[str, Measureme
         return cached
     measure = measure_function(state, check)
     out: dict[str, Measurement | BaseException] = {}
-    for round_no, scheduled in state.rounds_index().items():
+    for scheduled in state.rounds_index().values():
         round_pairs = [state.cluster.pair(p.a, p.b, p.round, p.slot) for p in scheduled]
         for pair in round_pairs:
             try:

@@ -22,10 +22,10 @@ from typing import Any
 
 import pytest
 
+from ..batches import Share
 from ..cluster import NodeHandle
 from ..fixtures import GpuHandle
 from ..probes import gpu as gpu_probe
-from ..batches import Share
 from ..state import FabricState, get_state
 from ..transport.base import TransportError
 from ..verdict import Measurement

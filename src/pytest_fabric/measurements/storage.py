@@ -15,11 +15,11 @@ from typing import Any
 
 import pytest
 
+from ..batches import Share
 from ..cluster import Cluster, NodeHandle
 from ..fixtures import MountHandle
 from ..inventory import SHARED_FSTYPES, Mount
 from ..probes import storage
-from ..batches import Share
 from ..state import FabricState, get_state
 from ..verdict import Expectation, Measurement, Op
 from ..waves import wave

@@ -8,8 +8,9 @@ subclass whose message says what the tool said.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any, Callable, TypeVar
+from typing import Any, TypeVar
 
 __all__ = ["ParseError", "ToolReportedError", "UnrecognizedOutput", "Parser", "register", "registry", "get_parser"]
 

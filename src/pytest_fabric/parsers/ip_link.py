@@ -68,7 +68,7 @@ def _parse_json(text: str) -> list[IpLinkInterface]:
             raise ParseError(TOOL, f"JSON interface without ifindex/ifname: {str(item)[:80]!r}")
 
         def text_of(key: str) -> str | None:
-            value = item.get(key)
+            value = item.get(key)  # noqa: B023 - called within this iteration
             return None if value is None or isinstance(value, (dict, list)) else str(value)
 
         mtu = item.get("mtu")

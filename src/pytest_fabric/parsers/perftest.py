@@ -384,7 +384,7 @@ def parse_latency(text: str) -> PerftestLatency:
         cells = _cells(LAT_TOOL, scan, tokens, line)
 
         def value(column: str) -> float | None:
-            cell = cells.get(column)
+            cell = cells.get(column)  # noqa: B023 - called within this iteration
             return None if cell is None else _float(LAT_TOOL, cell, column, line)  # noqa: B023
 
         rows.append(

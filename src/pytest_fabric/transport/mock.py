@@ -18,8 +18,8 @@ every command run, in order, for assertions.
 from __future__ import annotations
 
 import re
+from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Mapping, Union
 
 from .base import CommandResult, CommandTimeout
 from .outcome import judge
@@ -37,7 +37,7 @@ class CannedCommand:
     timeout: bool = False
 
 
-Answer = Union[str, CannedCommand]
+Answer = str | CannedCommand
 
 
 class UnexpectedCommand(AssertionError):

@@ -7,8 +7,8 @@ absent (a checkout without the shared folder).
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from pathlib import Path
-from typing import Callable
 
 import pytest
 

@@ -9,7 +9,7 @@ from ``registry()``, so a new parser module is fuzzed without editing this file.
 from __future__ import annotations
 
 import random
-from functools import lru_cache
+from functools import cache
 from pathlib import Path
 
 import pytest
@@ -35,7 +35,7 @@ def _read(path: Path) -> str:
     return path.read_text(encoding="utf-8", errors="replace")
 
 
-@lru_cache(maxsize=None)
+@cache
 def samples(tool: str, root: Path) -> tuple[str, ...]:
     """The recorded outputs this parser claims under ``root``, plus our own samples for it."""
     parser = PARSERS[tool]
@@ -53,7 +53,7 @@ def samples(tool: str, root: Path) -> tuple[str, ...]:
     return tuple(dict.fromkeys(_read(p) for p in paths))
 
 
-@lru_cache(maxsize=None)
+@cache
 def foreign_lines(root: Path) -> tuple[str, ...]:
     """A few lines of every tool's samples, to splice into another tool's output."""
     lines: list[str] = []
