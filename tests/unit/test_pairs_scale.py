@@ -73,3 +73,14 @@ def test_random_pairs_of_4096_nodes_take_well_under_a_second() -> None:
         degree[p.b] = degree.get(p.b, 0) + 1
     assert min(degree.values()) >= 4
     assert len({frozenset(p.nodes) for p in pairs}) == len(pairs)
+
+
+def test_a_profile_without_pairs_scales_too(tmp_path: object) -> None:
+    """Fails on the old default `all`: a user's profile on 512 nodes collected 130,816 pairs per check."""
+    from pathlib import Path
+
+    path = Path(str(tmp_path)) / "p.yaml"
+    path.write_text("name: p\ninter_node:\n  rdma_latency: {max: 3 us}\n")
+    pairs = load_profile(str(path), []).document.inter_node.pairs
+    assert resolve_strategy(pairs, 8) == Strategy("all")
+    assert resolve_strategy(pairs, 512) == Strategy("random", 4)
