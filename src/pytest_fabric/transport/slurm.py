@@ -77,6 +77,8 @@ _GRANTED = re.compile(r"Granted job allocation (\d+)")
 # sinfo's short states a step or an allocation can use; a trailing '*' (not responding) or '!'
 # (powering down) makes any of them unusable.
 _USABLE_STATES = frozenset({"idle", "alloc", "mix", "comp", "idle~", "idle#", "alloc#", "mix#"})
+# Job states in which the job still holds its nodes (squeue -j lists a job in any state until purged).
+_HELD_STATES = frozenset({"PENDING", "RUNNING", "COMPLETING", "CONFIGURING", "SUSPENDED", "STOPPED"})
 # Slurm's grace past a step's time limit is the controller's, not ours: the client waits this long
 # beyond the node-side timeout before it cancels the step itself.
 _CLIENT_GRACE_S = 15.0
@@ -182,7 +184,8 @@ def split_step_output(stdout: str, stderr: str) -> StepOutput:
 
 _NOT_AVAILABLE = re.compile(
     r"Required node not available|down, drained or reserved|Requested node configuration is not available|"
-    r"not in (?:the )?(?:job's )?allocation|Node count specification invalid|invalid node name",
+    r"not in (?:the )?(?:job's )?allocation|Node count specification invalid|invalid node name|"
+    r"Only allocated \d+ nodes asked for \d+",
     re.IGNORECASE,
 )
 _NO_ALLOCATION = re.compile(
@@ -287,6 +290,10 @@ class SlurmAllocation:
     def _check_job(self) -> None:
         proc = self._slurm(["squeue", "-h", "-j", str(self.job_id), "-o", "%T %N"])
         state, _, nodelist = proc.stdout.strip().partition(" ")
+        if proc.returncode != 0 and _AUTH.search(proc.stderr):
+            self._error = classify_srun_failure(fold(self.nodes), proc.stderr.splitlines(),
+                                                f"squeue -j {self.job_id}", 0, self.job_id)
+            return
         if proc.returncode != 0 or state not in ("RUNNING", "COMPLETING"):
             self._error = NoAllocation(
                 fold(self.nodes), f"job {self.job_id} is not running ({state or proc.stderr.strip() or 'unknown'})",
@@ -305,6 +312,9 @@ class SlurmAllocation:
     def _allocate(self) -> None:
         s = self.settings
         proc = self._slurm(["sinfo", "-h", "-N", "-n", fold(self.nodes), "-o", "%N|%t|%E"])
+        if proc.returncode != 0:  # munge refusing us, no controller: nothing can be allocated
+            self._error = classify_srun_failure(fold(self.nodes), proc.stderr.splitlines(), "sinfo -N", 0, None)
+            return
         states: dict[str, tuple[str, str]] = {}
         for line in proc.stdout.splitlines():
             name, _, rest = line.partition("|")
@@ -389,8 +399,44 @@ class SlurmAllocation:
         with self._lock:
             self._running.pop(name, None)
 
+    def _leavers(self, nodes: Sequence[str]) -> list[str]:
+        """Nodes of ``nodes`` the job no longer holds (Slurm took a failed node out: --no-kill); remembered."""
+        proc = self._slurm(["squeue", "-h", "-j", str(self.job_id), "-o", "%N"], timeout=15)
+        if proc.returncode != 0 or not proc.stdout.strip():
+            return []
+        held = set(expand(proc.stdout.strip()))
+        gone = [n for n in nodes if n not in held]
+        if gone:
+            states = self._slurm(["sinfo", "-h", "-N", "-n", fold(gone), "-o", "%N|%t|%E"], timeout=15).stdout
+            said = {line.split("|")[0]: line.split("|", 1)[1:] for line in states.splitlines() if "|" in line}
+            with self._lock:
+                for node in gone:
+                    state = said.get(node, ["unknown"])[0].replace("|", ", reason: ")
+                    self._node_errors[node] = NodeNotAvailable(
+                        node, f"Required node not available: job {self.job_id} no longer holds it "
+                        f"(Slurm has it {state})", command=f"squeue -j {self.job_id}",
+                        fix=f"scontrol show node {node}; once fixed: scontrol update nodename={node} state=resume",
+                    )
+        return gone
+
     def run_many(self, nodes: list[str], command: str, timeout: float, check: bool) -> dict[str, StepOutcome]:
-        """Run ``command`` on every node of ``nodes`` as ONE step; each node's result or error."""
+        """Run ``command`` on every node of ``nodes`` as ONE step; each node's result or error.
+
+        A step Slurm refuses as a whole because a node left the job (it went down) is run again
+        over the nodes still held, so only the node that left errors.
+        """
+        outcomes = self._run_step(nodes, command, timeout, check)
+        failed = [n for n, o in outcomes.items() if isinstance(o, (NodeNotAvailable, NodeUnreachable))
+                  and not isinstance(o, CommandTimeout)]
+        if len(failed) > 1 and self.job_id is not None:
+            gone = self._leavers(failed)
+            if gone and len(gone) < len(failed):
+                outcomes.update(self._run_step([n for n in failed if n not in gone], command, timeout, check))
+                for node in gone:
+                    outcomes[node] = self._node_errors[node]
+        return outcomes
+
+    def _run_step(self, nodes: list[str], command: str, timeout: float, check: bool) -> dict[str, StepOutcome]:
         outcomes: dict[str, StepOutcome] = {}
         usable: list[str] = []
         for node in dict.fromkeys(nodes):
@@ -507,7 +553,8 @@ class SlurmAllocation:
                 deadline = time.monotonic() + 15
                 while time.monotonic() < deadline:  # gone from squeue before the run reports it is done
                     left = self._slurm(["squeue", "-h", "-j", str(self.job_id), "-o", "%T"], timeout=15).stdout
-                    if not left.strip():
+                    logger.debug("job %s: %s", self.job_id, left.strip())
+                    if left.strip() not in _HELD_STATES:
                         break
                     time.sleep(0.2)
                 self.owned = False
