@@ -57,12 +57,13 @@ def wave(subject: str, *, shares: ShareRule | None = None) -> Callable[[F], F]:
                 return fixture(**kwargs)
             from .fixtures import handle_for  # fixtures imports this module's users
 
+            cluster = state.cluster  # narrowed here, for the closure below
             check = fixture.__name__
             own_param = request.node.callspec.params[subject]
             selected = [p for kind, p in state.selected_subjects.get(check, []) if kind == subject]
 
             def member(param: Any) -> Member[Any]:
-                handle = handle_for(state.cluster, subject, param)
+                handle = handle_for(cluster, subject, param)
                 return Member(_id(subject, param), handle, shares(state, handle) if shares else None)
 
             mine = member(own_param)
@@ -73,7 +74,7 @@ def wave(subject: str, *, shares: ShareRule | None = None) -> Callable[[F], F]:
             params = list(selected) if own_param in selected else [*selected, own_param]
             counts = Counter(n for p in params for n in subject_nodes(subject, p))
 
-            with state.cluster.together(n for n, c in counts.items() if c == 1) as together:
+            with cluster.together(n for n, c in counts.items() if c == 1) as together:
 
                 def measure_one(handle: Any) -> Measurement:
                     with together.member(nodes_of.get(id(handle), ())):
