@@ -20,7 +20,12 @@ from typing import Any
 import pytest
 
 from pytest_fabric.hostlist import expand
-from pytest_fabric.transport.base import AuthenticationFailed, CommandTimeout, ToolMissing
+from pytest_fabric.transport.base import (
+    AuthenticationFailed,
+    CommandResult,
+    CommandTimeout,
+    ToolMissing,
+)
 from pytest_fabric.transport.slurm import (
     NoAllocation,
     NodeNotAvailable,
@@ -101,6 +106,27 @@ def test_a_drained_node_errors_alone(slurm_env: SlurmSim, allocation: SlurmAlloc
         assert isinstance(outcomes.pop("node03"), NodeNotAvailable)
         assert {n: o.stdout for n, o in outcomes.items()} == {n: f"{n}\n" for n in outcomes}  # type: ignore[union-attr]
         allocation.release()
+
+
+def test_a_node_that_goes_down_mid_run_errors_alone(slurm_env: SlurmSim, allocation: SlurmAllocation) -> None:
+    """Slurm calls node07 down while the run holds its job: the job (--no-kill) keeps the rest, and the
+    wave's step, refused as a whole ("Only allocated 7 nodes asked for 8"), runs again without node07."""
+    nodes = slurm_env.nodes
+    for node in nodes:
+        SlurmTransport(node, allocation).connect()
+    assert all(isinstance(o, CommandResult) for o in allocation.run_many(nodes, "hostname", 20, True).values())
+    slurm_env.run(["scontrol", "update", "nodename=node07", "state=down", "reason=slurmd died"])
+    try:
+        outcomes = allocation.run_many(nodes, "hostname", 20, True)
+        gone = outcomes.pop("node07")
+        assert isinstance(gone, NodeNotAvailable) and "no longer holds it" in str(gone), gone
+        assert {n: o.stdout for n, o in outcomes.items()} == {n: f"{n}\n" for n in outcomes}  # type: ignore[union-attr]
+        with pytest.raises(NodeNotAvailable):
+            SlurmTransport("node07", allocation).run("hostname", timeout=10)
+    finally:
+        allocation.release()
+        slurm_env.resume("node07")
+        slurm_env.wait_idle(nodes, 60)
 
 
 def test_no_allocation_and_munge_refusal_are_typed(slurm_env: SlurmSim, tmp_path: Path) -> None:
