@@ -45,7 +45,8 @@ WAVE_PROFILE = "name: sim-slurm-waves\negress:\n  dns_resolve: {max: 30 s}\n"
 
 @pytest.fixture
 def slurm_env(slurm_cluster: SlurmSim, monkeypatch: pytest.MonkeyPatch) -> SlurmSim:
-    """Slurm's client commands (ours and the run's) talk to the simulated cluster."""
+    """Slurm's client commands (ours and the run's) talk to the simulated cluster, every slurmd up."""
+    slurm_cluster.ensure_slurmds()
     monkeypatch.setenv("SLURM_CONF", str(slurm_cluster.conf))
     for name in [k for k in os.environ if k.startswith("SLURM_") and k != "SLURM_CONF"]:
         monkeypatch.delenv(name)

@@ -263,7 +263,7 @@ class SimCluster:
              "--wd=/root", "--", *argv], **kwargs)
 
     def processes(self, node: SimNode | str) -> list[tuple[int, str]]:
-        """Processes in the node's PID namespace except its sshd and sshd session processes.
+        """Processes in the node's PID namespace except its sshd, sshd session processes and slurmd.
 
         Returns (host PID, command line) pairs. Idle SSH sessions (a transport keeping its
         connection open) show up only as sshd processes, so they are not reported; whatever such
@@ -288,7 +288,7 @@ class SimCluster:
                 raw = Path(f"/proc/{pid}/cmdline").read_bytes()
             except (FileNotFoundError, ProcessLookupError, PermissionError):
                 continue  # exited while we looked
-            if comm == "sshd":
+            if comm in ("sshd", "slurmd"):  # the node's daemons (slurmd: tests/simcluster/slurm.py)
                 continue
             cmdline = raw.replace(b"\0", b" ").decode(errors="replace").strip() or f"[{comm}]"
             found.append((pid, cmdline))

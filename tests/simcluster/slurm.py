@@ -246,6 +246,18 @@ class SlurmSim:
         if pid is None:
             raise SimClusterError(f"{node}: slurmd did not start; see {self.state}/log/{node}.out")
 
+    def ensure_slurmds(self, timeout: float = 30) -> None:
+        """Start again the slurmd of every node whose namespaces were restarted (a test stopped its sshd)."""
+        restarted = []
+        for node in self.nodes:
+            _, pid = self._slurmd.get(node, (None, None))
+            if pid is None or not Path(f"/proc/{pid}").exists():
+                self.stop_slurmd(node)
+                self.start_slurmd(node)
+                restarted.append(node)
+        if restarted:
+            self.wait_idle(self.nodes, timeout)
+
     def stop_slurmd(self, node: str) -> None:
         """End ``node``'s slurmd and any step daemons it left, by PID (Slurm will call the node DOWN)."""
         launcher, pid = self._slurmd.pop(node, (None, None))
