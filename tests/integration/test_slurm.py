@@ -163,6 +163,7 @@ def test_a_wave_is_one_step_over_all_nodes(slurm_env: SlurmSim, tmp_path: Path) 
 @pytest.fixture(scope="module")
 def ssh_and_slurm_records(slurm_cluster: SlurmSim, tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
     """The same inter-node conformance run on the same 4 nodes (one slow port, one slow cable), over SSH and over Slurm."""
+    slurm_cluster.ensure_slurmds()
     sim: SimCluster = slurm_cluster.cluster
     nodes = [n.name for n in sim.nodes[:4]]
     hardware = {
