@@ -108,7 +108,7 @@ def test_outputs_of_a_rejected_run(pytester: pytest.Pytester) -> None:
     evidence = next(e["content"] for e in row["extras"] if e["format_type"] == "html")
     # An output many checks share (the server's) is shown once, escaped; the others point to it.
     assert "iperf3 -c node03 -P 8 -t 10 -J" in evidence and "(the same output as tcp_throughput node01" in evidence
-    shown = [e["content"] for rows in tests.values() for e in rows[0].get("extras", [])
+    shown = [e["content"] for rows in tests.values() for r in rows for e in r.get("extras", [])
              if "&lt;server output &amp; stuff&gt;" in e["content"]]
     assert len(shown) == 1
     assert "vendor datasheet" in evidence and "inter_node.tcp_throughput.min" in evidence

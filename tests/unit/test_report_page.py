@@ -49,7 +49,7 @@ def test_the_nodes_table_gives_the_reason_not_the_command_line() -> None:
 
 def test_evidence_is_cut_to_its_tail_and_shown_once_per_page() -> None:
     big = "x" * 50_000 + "THE END"
-    a = make_check("tcp_throughput", "a<->b", "passed", nodes=["a", "b"],
+    a = make_check("tcp_throughput", "a<->b", "failed", nodes=["a", "b"],
                    evidence=[("a", "iperf3 -c b", 0, big), ("b", "iperf3 -s", 0, "server log")])
     b = make_check("tcp_throughput", "a<->c", "passed", nodes=["a", "c"],
                    evidence=[("c", "iperf3 -s", 0, "server log")])
@@ -59,6 +59,18 @@ def test_evidence_is_cut_to_its_tail_and_shown_once_per_page() -> None:
     assert "earlier characters cut here; --evidence-dir keeps the whole output" in first
     assert "server log" in first and "server log" not in second
     assert "the same output as tcp_throughput a&lt;-&gt;b shows" in second
+    # What passed shows less of its outputs: its figure is in its row.
+    passed = make_check("tcp_throughput", "b<->c", "passed", nodes=["b", "c"], evidence=[("b", "iperf3 -c c", 0, big)])
+    assert len(page.evidence_html(passed)) < page.PASSED_INLINE_CHARS + 1_500
+
+
+def test_checks_the_profile_does_not_set_are_counted_not_listed() -> None:
+    unset = [make_check("preflight", f"gpu{i:02d}", "skipped", nodes=[f"gpu{i:02d}"], layer="software",
+                        message="profile p does not set software.preflight") for i in range(1, 65)]
+    ran = make_check("mtu", "gpu01", "passed", value=9000, expected=9000, nodes=["gpu01"])
+    html = page.layer_tables([*unset, ran])
+    assert "64 checks the profile does not set were skipped" in html and "gpu07" not in html
+    assert "all 1 inter_node checks" in html
 
 
 def test_an_errors_evidence_is_its_message() -> None:

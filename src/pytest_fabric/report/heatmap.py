@@ -243,7 +243,11 @@ def render_svg(grid: Grid, *, title: str, id_prefix: str) -> str:
         f"<title>{_e(title)}</title>",
         (f'<defs><pattern id="{pid}-hatch" width="6" height="6" patternUnits="userSpaceOnUse" '
          'patternTransform="rotate(45)"><rect width="6" height="6" fill="none"/>'
-         '<line x1="0" y1="0" x2="0" y2="6" stroke="#ffffff" stroke-width="2.5" stroke-opacity="0.9"/></pattern></defs>'),
+         '<line x1="0" y1="0" x2="0" y2="6" stroke="#ffffff" stroke-width="2.5" stroke-opacity="0.9"/></pattern>'
+         # Empty cells are one background of this tile, not a rect each: with random pairing most
+         # of a 64-node grid is empty, and 4,000 rects per map were most of the page's weight.
+         f'<pattern id="{pid}-empty" x="{left}" y="{top}" width="{cs}" height="{cs}" patternUnits="userSpaceOnUse">'
+         f'<rect width="{cs}" height="{cs}" fill="#e8e8e8" stroke="#fff" stroke-width="0.5"/></pattern></defs>'),
         f'<text x="4" y="14" font-size="13" font-weight="bold" fill="#000">{_e(title)}</text>',
     ]
     for i, name in enumerate(grid.rows):
@@ -255,13 +259,15 @@ def render_svg(grid: Grid, *, title: str, id_prefix: str) -> str:
             f'<text x="{x:.1f}" y="{top - 4}" font-size="{font}" fill="#000" '
             f'transform="rotate(-90 {x:.1f} {top - 4})">{_e(name)}</text>'
         )
+    out.append(f'<rect x="{left}" y="{top}" width="{n_cols * cs}" height="{n_rows * cs}" fill="url(#{pid}-empty)"/>')
     for i in range(n_rows):
         for j in range(n_cols):
             x, y = left + j * cs, top + i * cs
             cell = grid.cells.get((i, j))
             if cell is None:
-                fill = "#e8e8e8" if grid.rows[i] != grid.cols[j] else "#cccccc"
-                out.append(f'<rect x="{x}" y="{y}" width="{cs}" height="{cs}" fill="{fill}" stroke="#fff" stroke-width="0.5"/>')
+                if grid.rows[i] == grid.cols[j]:
+                    out.append(f'<rect x="{x}" y="{y}" width="{cs}" height="{cs}" fill="#cccccc" stroke="#fff" '
+                               'stroke-width="0.5"/>')
                 continue
             if cell.value is None:
                 fill = "#555555"
@@ -320,10 +326,16 @@ def pair_heatmaps(
     labels: Mapping[str, Mapping[str, str]] | None = None,
     max_nodes: int = MAX_NODES,
 ) -> list[tuple[str, Grid, str]]:
-    """One ``(check, grid, svg)`` per pair check (bandwidth, latency, ...) with at least one pair."""
+    """One ``(check, grid, svg)`` per pair check (bandwidth, latency, ...) with at least one measured pair.
+
+    A check no pair of which was measured gets no map: every cell would be the same grey, and the
+    errors' causes are in the tables above.
+    """
     out = []
     for check, records in sorted(_pair_records(checks).items()):
         grid = pair_grid(records, nodes, labels, max_nodes)
+        if all(cell.value is None for cell in grid.cells.values()):
+            continue
         unit = f" ({grid.unit})" if grid.unit else ""
         svg = render_svg(grid, title=f"{check}{unit}: node x node", id_prefix=f"fabric-{check}")
         out.append((check, grid, svg))

@@ -33,13 +33,18 @@ from .summary import (
 )
 
 __all__ = [
-    "STYLE", "evidence_html", "heatmaps_html", "layer_tables", "node_table", "not_run_table", "row_cells",
+    "STYLE", "evidence_html", "heatmaps_html", "layer_tables", "node_table", "not_run_table", "not_set", "row_cells",
     "run_table", "send_back_line", "verdict_banner",
 ]
 
 Check = Mapping[str, Any]
 PROBLEM_LIMIT = 25  # rows of failed/errored/waived checks shown per layer before "and N more"
-FULL_TABLE_LIMIT = 2000  # rows per layer in the "all checks" table; the results table has the rest
+FULL_TABLE_LIMIT = 300  # rows per layer in the "all checks" table; the results table has the rest
+
+
+def not_set(c: Check) -> bool:
+    """A check the profile does not set: skipped with no expectation.  Listed only as a count."""
+    return c.get("outcome") == "skipped" and not c.get("expected")
 
 STYLE = """<style>
 .fabric-verdict{font-size:40px;font-weight:bold;padding:10px 18px;margin:8px 0;border-radius:4px;color:#fff;display:inline-block}
@@ -71,6 +76,7 @@ body{display:flex;flex-direction:column}
 .summary__data p.run-count{display:none}
 .fabric-took{color:#000;font-size:14px;margin:2px 0 8px}
 .fabric-evidence .fabric-cut{color:#777}
+table.fabric-problems td:nth-child(n+3):nth-child(-n+5){white-space:nowrap}
 </style>"""
 # The verdict comes first: pytest-html puts its Environment box above the summary, so the page is a
 # flex column and that box moves below the summary (CSS only; the page stays script-free).  Its
@@ -219,11 +225,18 @@ def layer_tables(checks: Sequence[Check]) -> str:
     layers = [x for x in LAYERS if any(c.get("layer") == x for c in checks)]
     layers += sorted({str(c.get("layer")) for c in checks} - set(LAYERS))
     out = ['<div class="fabric-section" id="fabric-layers"><h2>Checks per layer</h2>']
+    unset = sum(1 for c in checks if not_set(c))
+    if unset:
+        out.append(f'<p class="fabric-note">{unset} checks the profile does not set were skipped; they are '
+                   "counted, but neither listed here nor in the results table.</p>")
     for layer in layers:
         mine = sort_problems_first([c for c in checks if c.get("layer") == layer])
         counts = outcome_counts(mine)
         summary = ", ".join(f"{n} {o}" for o, n in counts.items() if n)
         out.append(f'<h3 id="fabric-layer-{_e(layer)}">{_e(layer)}: {_e(summary)}</h3>')
+        mine = [c for c in mine if not not_set(c)]
+        if not mine:
+            continue
         failed = [c for c in mine if c.get("outcome") == "failed"]
         causes = group_by_cause(c for c in mine if c.get("outcome") == "error")
         waived = [c for c in mine if c.get("outcome") == "waived"]
@@ -347,6 +360,8 @@ def row_cells(c: Check | None, with_change: bool) -> list[str]:
 OUTPUT_INLINE_CHARS = 2_000
 #: of one check's outputs together, what is shown inline; further commands are listed without output
 CHECK_INLINE_CHARS = 8_000
+#: the same for a check that passed: what it measured is in its row, its outputs matter less
+PASSED_INLINE_CHARS = 1_500
 
 
 def _output(text: str, digest: object, budget: int) -> str:
@@ -381,7 +396,7 @@ def evidence_html(c: Check, seen: dict[str, str] | None = None) -> str:
         return '<div class="fabric-evidence">' + "".join(parts) + "</div>"
     parts.append(f"<details><summary>Evidence: {len(items)} command(s) on "
                  f"{_e(', '.join(sorted({str(i.get('node')) for i in items})))}</summary>")
-    budget = CHECK_INLINE_CHARS
+    budget = PASSED_INLINE_CHARS if c.get("outcome") in ("passed", "skipped") else CHECK_INLINE_CHARS
     here = f"{c.get('check')} {c.get('subject')}"
     for i in items:
         parts.append(
