@@ -183,12 +183,19 @@ def ssh_and_slurm_records(slurm_cluster: SlurmSim, tmp_path_factory: pytest.Temp
             started = time.monotonic()
             proc = subprocess.run(
                 [sys.executable, "-m", "pytest", "--cluster", str(inventory), "--profile", str(RDMA_PROFILE),
-                 "-m", "inter_node", "-k", PARITY_CHECKS, "-p", "no:cacheprovider", "--conformance-json", "record.json", "-q", "-rfE"],
+                 "-m", "inter_node", "-k", PARITY_CHECKS, "-p", "no:cacheprovider", "--conformance-json", "record.json",
+                 "-q", "-rfE", *(["--slurm-drain"] if how == "slurm" else [])],
                 cwd=work, capture_output=True, text=True, timeout=400, env=env,
             )
             data = json.loads((work / "record.json").read_text())
             data["_stdout"], data["_wall_s"] = proc.stdout, time.monotonic() - started
             data["_jobs"] = slurm_cluster.jobs()
+            data["_reasons"] = dict(
+                line.split("|", 1) for line in slurm_cluster.run(["sinfo", "-h", "-R", "-N", "-o", "%N|%E"]).stdout.splitlines()
+            )
+            for node in data["_reasons"]:  # the session's Slurm is healthy again for the next test
+                slurm_cluster.resume(node)
+            slurm_cluster.wait_idle(slurm_cluster.nodes)
             records[how] = data
             print(f"{how}: {data['_wall_s']:.1f} s")
     return records
@@ -214,6 +221,10 @@ def test_a_slurm_run_prints_drain_lines_and_leaves_no_job(ssh_and_slurm_records:
     drained = {n for line in lines for n in expand(line.split("nodename=", 1)[1].split()[0])}
     assert drained == set(failed_alone)
     assert "scontrol update" not in ssh_and_slurm_records["ssh"]["_stdout"]  # an SSH run prints none
+    # --slurm-drain ran them: Slurm has exactly those nodes drained, for the reason printed.
+    assert set(slurm["_reasons"]) == drained
+    assert all(reason.startswith("pytest-fabric sim-rdma: failed ") for reason in slurm["_reasons"].values())
+    assert ssh_and_slurm_records["ssh"]["_reasons"] == {}
 
 
 def test_a_drained_node_errors_only_its_own_tests(slurm_env: SlurmSim, tmp_path: Path) -> None:
