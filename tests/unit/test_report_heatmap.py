@@ -103,3 +103,18 @@ def test_pattern_ids_are_valid(prefix: str) -> None:
     grid = pair_grid([c for c in checks if c["check"] == "tcp_throughput"], info.nodes)
     svg = render_svg(grid, title="t", id_prefix=prefix)
     assert re.search(r'id="[A-Za-z0-9_-]+-hatch"', svg)
+
+
+def test_sparse_64_node_maps_stay_small_and_unmeasured_checks_get_none() -> None:
+    from pytest_fabric.report.heatmap import pair_heatmaps
+    from pytest_fabric.report.testing import make_check
+
+    nodes = [f"n{i:02d}" for i in range(1, 65)]
+    ring = [(nodes[i], nodes[(i + 1) % 64]) for i in range(64)]  # 64 of 2,016 pairs, as random pairing leaves it
+    measured = [make_check("tcp_throughput", f"{a}<->{b}", "passed", value=190.0, unit="Gb/s", expected=180, nodes=[a, b])
+                for a, b in ring]
+    unmeasured = [make_check("rdma_bandwidth", f"{a}<->{b}", "error", nodes=[a, b], message="ibstat: command not found")
+                  for a, b in ring]
+    maps = pair_heatmaps(measured + unmeasured, nodes)
+    assert [check for check, _, _ in maps] == ["tcp_throughput"]
+    assert len(maps[0][2]) < 100_000  # a rect per empty cell made it ~330 KB
