@@ -78,3 +78,12 @@ def test_a_message_quoting_other_nodes_is_still_one_cause() -> None:
         "ERROR  attribution on node[01-03] (3 checks): node node[01-03]: no pair with node[01-03] was measured "
         "(node[01-03]<->node[01-03]: ibstat missing)"
     ]
+
+
+def test_a_failure_with_nothing_measured_says_what_was_found() -> None:
+    from pytest_fabric.report.terminal import problem_line
+
+    c = make_check("connect_latency", "node01:10.0.0.1:9", "failed", value="absent", expected=50, op="<=",
+                   nodes=["node01"], message="node01:10.0.0.1:9: cannot connect to 10.0.0.1:9 from node01: connection refused")
+    assert problem_line(c) == ("FAILED connect_latency node01:10.0.0.1:9: "
+                               "cannot connect to 10.0.0.1:9 from node01: connection refused")

@@ -90,7 +90,11 @@ def problem_line(c: Mapping[str, Any]) -> str:
     if said:  # "12 % below the median of 15 pairs; limit 7 %", not "12 %, expected <= 7 % (+71.4%)"
         return f"FAILED {what}: {said}"
     measured, expected = format_quantity(c.get("measured")), format_expected(c.get("expected"))
-    numbers = f"{measured}, expected {expected}" if measured and expected else (c.get("message") or "")
+    if (c.get("measured") or {}).get("value") == "absent":
+        # Nothing was there to measure (cannot connect, no such port): the message says what was found.
+        measured = ""
+    said = str(c.get("message") or "").removeprefix(f"{c.get('subject')}: ")
+    numbers = f"{measured}, expected {expected}" if measured and expected else said
     margin = format_margin(c.get("margin"))
     return f"FAILED {what}: {numbers}" + (f" ({margin})" if margin else "")
 
