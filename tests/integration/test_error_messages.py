@@ -47,6 +47,10 @@ def test_errors_show_their_message_not_a_traceback(
         "fix: install infiniband-diags on node01",
         "(the Python traceback: run again with --tb=long)",
     ])
+    # The other nodes' errors of that cause point back to the first in one line each.
+    result.stdout.fnmatch_lines(["*ERROR at setup of test_link_layer[[]node02]*",
+                                 "node node02: ibstat: command not found  (as for test_link_layer[[]node01] above)",
+                                 "*ERROR at setup of test_link_layer[[]node03]*"])
     # The short summary names the cause, and the fabric summary says it once for all nodes.
     result.stdout.fnmatch_lines(["ERROR *test_link_layer[[]node02] - node node02: ibs*"])
     result.stdout.fnmatch_lines([

@@ -6,6 +6,7 @@ what a person needs.  pytest would print each one under a traceback of the fixtu
 lines of reprs and source per check; here the report's ``longrepr`` becomes that text, so the
 terminal's ERRORS section, the short summary (``ERROR test_x[node01] - node node01: ibstat: command
 not found``), pytest-html's log and JUnit's ``<error>`` all show the message, as a failure does.
+In the terminal a cause is said in full once; its other errors print one line that points back.
 
 The traceback stays available: ``--tb=long`` (or ``native``) keeps pytest's own report, and with
 ``--evidence-dir`` every such traceback is written there and named from the record
@@ -14,13 +15,15 @@ The traceback stays available: ``--tb=long`` (or ``native``) keeps pytest's own 
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+import re
+from dataclasses import dataclass, field
 from typing import Any
 
 import pytest
 from _pytest._code.code import ReprFileLocation, TerminalRepr  # what pytest's own reports hold
 from _pytest._io import TerminalWriter
 
+from ..state import CHECK_KEY
 from ..transport.base import TransportError
 
 __all__ = ["MessageRepr", "TRACEBACK_ATTRIBUTE", "message_lines"]
@@ -30,18 +33,29 @@ TRACEBACK_ATTRIBUTE = "fabric_traceback"
 #: pytest's --tb styles under which the message replaces the traceback (auto is the default)
 _SHORT_STYLES = ("auto", "short")
 _HINT = "(the Python traceback: run again with --tb=long)"
+#: cause (the message without the check's own node names) -> the first test that met it
+_FIRST_OF_CAUSE = pytest.StashKey[dict[str, str]]()
 
 
 @dataclass(eq=False)
 class MessageRepr(TerminalRepr):
-    """A report's ``longrepr`` that is the error's own text; ``reprcrash`` feeds the short summary and JUnit."""
+    """A report's ``longrepr`` that is the error's own text; ``reprcrash`` feeds the short summary and JUnit.
+
+    ``shown`` is what the terminal prints: the whole text for the first error of a cause, one line
+    pointing back to it for the others (one missing tool on 64 nodes is said in full once).  JUnit
+    reads ``str()``, always the whole text.
+    """
 
     reprcrash: ReprFileLocation
     lines: list[str]
+    shown: list[str] = field(default_factory=list)
 
     def toterminal(self, tw: TerminalWriter) -> None:
-        for line in self.lines:
+        for line in self.shown or self.lines:
             tw.line(line, red=not line.startswith("("))
+
+    def __str__(self) -> str:
+        return "\n".join(self.lines)
 
 
 def message_lines(exc: TransportError) -> list[str]:
@@ -60,5 +74,11 @@ def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) ->
     setattr(report, TRACEBACK_ATTRIBUTE, str(report.longrepr))
     path, lineno, _ = item.location
     lines = message_lines(excinfo.value)
-    report.longrepr = MessageRepr(ReprFileLocation(path, (lineno or 0) + 1, "\n".join(lines)), [*lines, _HINT])
+    info = item.stash.get(CHECK_KEY, None)
+    cause = "\n".join(lines)
+    for node in sorted(info.nodes if info is not None else (), key=len, reverse=True):
+        cause = re.sub(rf"(?<![\w-]){re.escape(node)}(?![\w-])", "\0", cause)
+    first = item.config.stash.setdefault(_FIRST_OF_CAUSE, {}).setdefault(cause, item.nodeid)
+    shown = [] if first == item.nodeid else [f"{lines[0]}  (as for {first.rpartition('::')[2]} above)"]
+    report.longrepr = MessageRepr(ReprFileLocation(path, (lineno or 0) + 1, "\n".join(lines)), [*lines, _HINT], shown)
     return report
