@@ -208,7 +208,8 @@ def _verdicts(record: dict[str, Any]) -> dict[str, str]:
 def test_ssh_and_slurm_give_the_same_verdicts(ssh_and_slurm_records: dict[str, Any]) -> None:
     ssh, slurm = (_verdicts(ssh_and_slurm_records[k]) for k in ("ssh", "slurm"))
     assert "failed" in ssh.values()  # the faults show, so agreeing means something
-    assert slurm == ssh, {k: (ssh.get(k), slurm.get(k)) for k in set(ssh) | set(slurm) if ssh.get(k) != slurm.get(k)}
+    differ = {k.rsplit("::", 1)[-1]: (ssh.get(k), slurm.get(k)) for k in set(ssh) | set(slurm) if ssh.get(k) != slurm.get(k)}
+    assert slurm == ssh, f"{differ}\n{ssh_and_slurm_records['slurm']['_stdout'][-4000:]}"
 
 
 def test_a_slurm_run_prints_drain_lines_and_leaves_no_job(ssh_and_slurm_records: dict[str, Any]) -> None:
