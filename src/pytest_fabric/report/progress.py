@@ -30,15 +30,7 @@ __all__ = ["PLAN_KEY", "ProgressLine", "describe", "plan_items"]
 
 #: the plan stated after collection (what the header line said)
 PLAN_KEY = pytest.StashKey[RunPlan]()
-
-# The profile key a check is judged by, where it differs from the check's name (plugin.PROFILE_KEY_OF).
-_PROFILE_KEY_OF = {
-    "rdma_bandwidth_outlier": "outlier",
-    "tcp_throughput_outlier": "outlier",
-    "rdma_latency_outlier": "latency_outlier",
-    "node_nccl_allreduce": "nccl_allreduce",
-    "fabric_attribution": "attribution",
-}
+_LINE_KEY = pytest.StashKey["ProgressLine"]()
 
 
 def describe(progress: BatchProgress, rounds: int = 0, expected_s: float | None = None) -> str:
@@ -169,6 +161,8 @@ class ProgressLine:
 
 def plan_items(items: list[pytest.Item], config: pytest.Config) -> RunPlan | None:
     """The plan of the selected ``items`` (None without ``--cluster``)."""
+    from ..plugin import PROFILE_KEY_OF  # the plugin registers this module: import it once loaded
+
     state = get_state(config)
     if state is None:
         return None
@@ -184,7 +178,7 @@ def plan_items(items: list[pytest.Item], config: pytest.Config) -> RunPlan | Non
         if name is not None and not is_subject(name, params[name]):
             continue  # an empty parameter set: the test skips, nothing to measure
         if (info.layer, info.check) not in specs:
-            specs[(info.layer, info.check)] = state.profile.spec(info.layer, _PROFILE_KEY_OF.get(info.check, info.check))
+            specs[(info.layer, info.check)] = state.profile.spec(info.layer, PROFILE_KEY_OF.get(info.check, info.check))
         subjects.append(planned_subject(info.layer, info.check, name, params.get(name),
                                         specs[(info.layer, info.check)], shared))
     # a check the profile does not set skips: it takes no time
@@ -222,8 +216,6 @@ def pytest_collection_finish(session: pytest.Session) -> None:
     state.batches.on_progress = line.update
     config.stash[_LINE_KEY] = line
 
-
-_LINE_KEY = pytest.StashKey[ProgressLine]()
 
 
 def pytest_unconfigure(config: pytest.Config) -> None:
