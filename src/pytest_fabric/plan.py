@@ -32,6 +32,7 @@ __all__ = [
     "READS_RESULTS",
     "measurement_seconds",
     "plan_run",
+    "planned_subject",
     "format_duration",
 ]
 
@@ -74,8 +75,9 @@ class PlannedSubject:
     check: str
     kind: str  # "pair" (rounds), "wave" (per node, GPU, port, mount, egress target) or "cluster"
     round: int | None = None  # pair tests: the round of its pair
-    resource: str | None = None  # what it shares with other subjects of its wave (a node's GPUs)
+    resource: str | None = None  # what it shares with other subjects of its wave (a shared mount)
     limit: int = 1  # how many holding ``resource`` run at once
+    once_per: str | None = None  # subjects with the same key are one measurement (a node's GPUs: one reading)
 
 
 @dataclass(frozen=True)
@@ -212,13 +214,40 @@ def plan_run(subjects: Iterable[PlannedSubject], specs: Mapping[tuple[str, str],
     return RunPlan(tests, checks, fanout)
 
 
+def planned_subject(
+    layer: str, check: str, subject: str | None, param: Any, spec: Any, shared_mounts: Iterable[str] = ()
+) -> PlannedSubject:
+    """A test's :class:`PlannedSubject` from its subject fixture and parameter (None: a cluster check).
+
+    The shares follow the measurement fixtures': one node's GPUs (or ports) take turns and
+    the first reads the node for the others; a shared mount and the egress uplink take
+    the check's ``concurrency`` (default 1) nodes at a time.
+    """
+    concurrency = int(getattr(spec, "concurrency", 1) or 1)
+    if subject is None:
+        return PlannedSubject(layer, check, "cluster")
+    if subject == "node_pair":
+        return PlannedSubject(layer, check, "pair", round=int(param.round))
+    if subject in ("gpu", "hca"):
+        return PlannedSubject(layer, check, "wave", once_per=str(param[0]))
+    if subject == "mount" and param[1] in set(shared_mounts):
+        return PlannedSubject(layer, check, "wave", resource=f"shared mount {param[1]}", limit=concurrency)
+    if subject == "egress_target":
+        return PlannedSubject(layer, check, "wave", resource="the egress uplink", limit=concurrency)
+    return PlannedSubject(layer, check, "wave")
+
+
 def _wave_slots(members: list[PlannedSubject], fanout: int) -> int:
     """Measurements one after the other in a wave: the fan-out cap, or the busiest shared resource."""
     holding: dict[str, int] = defaultdict(int)
     limits: dict[str, int] = {}
-    for m in members:
+    measured: set[str] = set()
+    for index, m in enumerate(members):
+        if m.once_per is not None and m.once_per in measured:
+            continue
+        measured.add(m.once_per if m.once_per is not None else f"\0{index}")
         if m.resource is not None:
             holding[m.resource] += 1
             limits[m.resource] = max(1, m.limit)
     busiest = max((math.ceil(n / limits[r]) for r, n in holding.items()), default=1)
-    return max(math.ceil(len(members) / fanout), busiest)
+    return max(math.ceil(len(measured) / fanout), busiest)

@@ -13,6 +13,7 @@ from pytest_fabric.plan import (
     format_duration,
     measurement_seconds,
     plan_run,
+    planned_subject,
 )
 from pytest_fabric.profile import load_profile
 
@@ -62,11 +63,30 @@ def test_rounds_and_waves_of_an_all_pairs_sweep() -> None:
 def test_the_fanout_cap_and_shared_resources_make_slots() -> None:
     # 16 pairs in a round with 4 at once: 4 slots; 8 GPUs of one node one at a time: 8 slots
     subjects = [PlannedSubject("inter_node", "tcp_throughput", "pair", 0) for _ in range(16)]
-    subjects += [PlannedSubject("intra_node", "gpu_model", "wave", resource="n1's GPUs") for _ in range(8)]
+    subjects += [PlannedSubject("storage", "sequential_read", "wave", resource="shared mount /nfs") for _ in range(8)]
+    # 3 nodes x 8 GPUs: one reading per node, 3 nodes at a time with fanout 4
+    subjects += [PlannedSubject("intra_node", "gpu_model", "wave", once_per=f"n{i // 8}") for i in range(24)]
     plan = plan_run(subjects, {}, fanout=4)
     by_check = {c.check: c for c in plan.checks}
     assert by_check["tcp_throughput"].slots == 4
-    assert by_check["gpu_model"].slots == 8
+    assert by_check["sequential_read"].slots == 8
+    assert by_check["gpu_model"].slots == 1
+
+
+def test_planned_subject_follows_the_measurement_fixtures_shares() -> None:
+    from pytest_fabric.pairs import Pair
+
+    specs = _specs("hdr200")
+    assert planned_subject("inter_node", "tcp_throughput", "node_pair", Pair(3, 0, "a", "b"), None).round == 3
+    gpu = planned_subject("intra_node", "gpu_pcie", "gpu", ("n1", 2), None)
+    assert (gpu.kind, gpu.once_per, gpu.resource) == ("wave", "n1", None)
+    nfs = planned_subject("storage", "sequential_read", "mount", ("n1", "/nfs"), specs[("storage", "sequential_read")],
+                          shared_mounts=["/nfs"])
+    assert (nfs.resource, nfs.limit) == ("shared mount /nfs", 1)
+    local = planned_subject("storage", "sequential_read", "mount", ("n1", "/scratch"), None, shared_mounts=["/nfs"])
+    assert local.resource is None
+    assert planned_subject("egress", "download", "egress_target", ("n1", "x"), None).resource == "the egress uplink"
+    assert planned_subject("inter_node", "scaling_efficiency", None, None, None).kind == "cluster"
 
 
 def test_nothing_selected() -> None:
