@@ -357,11 +357,13 @@ def row_cells(c: Check | None, with_change: bool) -> list[str]:
 
 #: of one command's output, the tail shown inline (a tool's summary is at its end); the record and
 #: ``--evidence-dir`` keep it whole
-OUTPUT_INLINE_CHARS = 2_000
+OUTPUT_INLINE_CHARS = 1_500
 #: of one check's outputs together, what is shown inline; further commands are listed without output
-CHECK_INLINE_CHARS = 8_000
+CHECK_INLINE_CHARS = 4_000
 #: the same for a check that passed: what it measured is in its row, its outputs matter less
-PASSED_INLINE_CHARS = 1_500
+PASSED_INLINE_CHARS = 800
+#: a command line longer than this is cut in the page (shell one-liners of a probe); the record has it whole
+COMMAND_CHARS = 200
 
 
 def _output(text: str, digest: object, budget: int) -> str:
@@ -381,9 +383,9 @@ def evidence_html(c: Check, seen: dict[str, str] | None = None) -> str:
     e = c.get("expected") or {}
     message = "<br>".join(_e(line) for line in str(c.get("message") or "").splitlines())
     parts = [f"<p><b>{_e(c.get('check'))} {_e(c.get('subject'))}</b>: {_outcome(c)} &mdash; {message}</p>"]
-    if c.get("detail") and c.get("detail") != c.get("message"):
+    if c.get("detail") and str(c.get("detail")) not in str(c.get("message") or ""):
         parts.append(f"<p>{_e(c.get('detail'))}</p>")
-    if e:
+    if e and c.get("outcome") != "error":  # an error measured nothing to hold against it
         parts.append(
             f"<p>Expected {_e(format_expected(e))}; profile key <code>{_e(e.get('key'))}</code>"
             f" written as <code>{_e(e.get('as_written'))}</code>; source: {_e(e.get('source') or 'not given')}"
@@ -399,8 +401,11 @@ def evidence_html(c: Check, seen: dict[str, str] | None = None) -> str:
     budget = PASSED_INLINE_CHARS if c.get("outcome") in ("passed", "skipped") else CHECK_INLINE_CHARS
     here = f"{c.get('check')} {c.get('subject')}"
     for i in items:
+        command = str(i.get("command") or "")
+        if len(command) > COMMAND_CHARS:
+            command = command[:COMMAND_CHARS] + f" [... {len(command) - COMMAND_CHARS} more characters in the record]"
         parts.append(
-            f"<p>on <b>{_e(i.get('node'))}</b>: <code>{_e(i.get('command'))}</code> &rarr; exit {_e(i.get('exit_code'))}"
+            f"<p>on <b>{_e(i.get('node'))}</b>: <code>{_e(command)}</code> &rarr; exit {_e(i.get('exit_code'))}"
             f" in {_e(i.get('duration_s'))} s</p>"
         )
         for stream in ("stdout", "stderr"):
