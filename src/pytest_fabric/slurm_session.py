@@ -8,6 +8,8 @@ else this run's steps) when pytest unconfigures, after every transport has close
 
 from __future__ import annotations
 
+import threading
+
 import pytest
 
 from .inventory import Node
@@ -19,8 +21,18 @@ __all__ = ["ALLOCATION_KEY", "slurm_transport"]
 ALLOCATION_KEY = pytest.StashKey[SlurmAllocation]()
 
 
+# The pool makes the nodes' transports in parallel threads: without it two of them could each make
+# an allocation, and the second salloc would queue behind the first for nodes it never gets.
+_LOCK = threading.Lock()
+
+
 def allocation_for(config: pytest.Config) -> SlurmAllocation:
     """The run's allocation over the inventory's Slurm nodes (not yet asked for: that is on first use)."""
+    with _LOCK:
+        return _allocation_for(config)
+
+
+def _allocation_for(config: pytest.Config) -> SlurmAllocation:
     allocation = config.stash.get(ALLOCATION_KEY, None)
     if allocation is None:
         state = get_state(config)

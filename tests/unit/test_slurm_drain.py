@@ -82,3 +82,34 @@ def test_slurm_section_errors_name_the_field(tmp_path: Path) -> None:
         load_inventory(_write(tmp_path, "slurm: {partition: 'gpu; rm -rf /', nodes: n1}\n"))
     with pytest.raises(SourceError, match=r"slurm.nodes"):
         load_inventory(_write(tmp_path, "slurm: {partition: gpu}\n"))
+
+
+def test_nodes_connecting_at_once_share_one_allocation(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The pool makes transports in parallel: every node must get the same allocation (one salloc)."""
+    import threading
+    import time
+    from types import SimpleNamespace
+
+    from pytest_fabric import slurm_session
+    from pytest_fabric.state import STATE_KEY
+    from pytest_fabric.transport import slurm
+
+    made: list[object] = []
+    real_init = slurm.SlurmAllocation.__init__
+
+    def slow_init(self: slurm.SlurmAllocation, *args: object, **kwargs: object) -> None:
+        time.sleep(0.05)  # widen the window in which a second thread could make its own
+        real_init(self, *args, **kwargs)  # type: ignore[arg-type]
+        made.append(self)
+
+    monkeypatch.setattr(slurm.SlurmAllocation, "__init__", slow_init)
+    config = SimpleNamespace(stash=pytest.Stash(), add_cleanup=lambda f: None)
+    config.stash[STATE_KEY] = SimpleNamespace(inventory=SimpleNamespace(nodes=[], slurm=None))  # type: ignore[assignment]
+    got: list[object] = []
+    threads = [threading.Thread(target=lambda: got.append(slurm_session.allocation_for(config))) for _ in range(8)]  # type: ignore[arg-type]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert len(made) == 1
+    assert all(a is made[0] for a in got)

@@ -472,6 +472,9 @@ class SlurmAllocation:
                     outcomes[node] = CommandTimeout(node, command, timeout, task.stdout if task else "")
                 else:
                     messages = [m for m in split.launcher if node in m or not blamed] or split.launcher
+                    if not messages:  # say at least how srun ended
+                        how = f"killed by signal {-proc.returncode}" if proc.returncode < 0 else f"exit {proc.returncode}"
+                        messages = [f"srun ended ({how}) after {elapsed:.1f} s without a word and without the task's status"]
                     outcomes[node] = classify_srun_failure(node, messages, command, timeout, self.job_id)
                 continue
             result = CommandResult(node, command, task.exit_code, task.stdout, task.stderr, elapsed)
