@@ -69,6 +69,13 @@ def _run(work: Path, inventory: Path, profile: Path, tag: str, timeout_s: int) -
     return wall, json.loads(record.read_text()), (lines[-1] if lines else "")
 
 
+def _cpu_busy() -> tuple[float, float]:
+    """(busy, total) CPU seconds of the whole machine so far, from /proc/stat."""
+    fields = [float(x) for x in Path("/proc/stat").read_text().splitlines()[0].split()[1:]]
+    idle = fields[3] + fields[4]  # idle + iowait
+    return (sum(fields) - idle) / 100, sum(fields) / 100
+
+
 def _batches(record: dict[str, Any], round_of: dict[str, int]) -> tuple[dict[str, float], dict[str, set[object]],
                                                                       dict[str, str]]:
     """Per check: the time its tests took, its batches (rounds, or one wave), its subject kind."""
@@ -117,7 +124,9 @@ def main() -> int:
             every = cluster.write_inventory(work / "every.yaml")
             wall2, record2, summary2 = _run(work, two, profile, "two", 1200)
             print(f"2 nodes: {wall2:.0f} s [{summary2.strip('= ')}]")
+            busy0, total0 = _cpu_busy()
             wall, record, summary = _run(work, every, profile, "every", args.timeout)
+            busy1, total1 = _cpu_busy()
             print(f"{args.nodes} nodes: {wall:.0f} s [{summary.strip('= ')}]")
     names = list(record["run"]["nodes"])
     round_of = {p.id: p.round for p in make_pairs(names, strategy)}
@@ -139,6 +148,12 @@ def main() -> int:
     if failing:  # stand-ins that differ from the profile: they still measure, so still take their time
         print("not passing: " + ", ".join(f"{c} ({n})" for c, n in sorted(failing.items())))
     in_tests = sum(seconds.values())
+    measured: dict[str, float] = defaultdict(float)
+    for check, what in kind.items():
+        measured[what] += seconds[check]
+    print(f"{args.nodes}-node run by kind: pair checks {measured['pair']:.0f} s, waves {measured['wave']:.0f} s, "
+          f"cluster checks {measured['cluster']:.0f} s; the machine's CPUs were "
+          f"{(busy1 - busy0) / max(total1 - total0, 1e-9):.0%} busy (the stand-ins run on its cores)")
     rounds = max((len(b) for c, b in batches.items() if kind.get(c) == "pair"), default=0)
     waves = sum(1 for c in kind if kind[c] == "wave")
     print(f"ideal: {ideal:.0f} s = {rounds} rounds' pair checks {parts['pair']:.0f} s + {waves} waves "
