@@ -77,3 +77,11 @@ def test_an_errors_evidence_is_its_message() -> None:
     html = page.evidence_html(_missing("gpu_count", "gpu01"))
     assert "No command output recorded" not in html
     assert "nvidia-smi: command not found<br>command: nvidia-smi topo -m<br>fix: install" in html
+
+
+def test_not_run_gives_an_errored_checks_cause() -> None:
+    from pytest_fabric.report.run_verdict import judge_run
+
+    errors = [_missing("gpu_count", f"gpu{i:02d}") for i in range(1, 9)]
+    html = page.not_run_table(judge_run(errors), errors)
+    assert "intra_node.gpu_count" in html and "node gpu[01-08]: nvidia-smi: command not found; fix: install" in html

@@ -97,7 +97,7 @@ class FabricHtml:
         prefix.extend([
             page.STYLE,
             page.verdict_banner(verdict, _took(info.started, finished)),
-            page.not_run_table(verdict),
+            page.not_run_table(verdict, checks),
             page.run_table(info, checks, finished, summary_line(self.config, checks)),
         ])
         postfix.extend([page.layer_tables(checks), page.node_table(info, checks), page.heatmaps_html(info, checks),

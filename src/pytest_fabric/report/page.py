@@ -127,12 +127,22 @@ def verdict_banner(verdict: RunVerdict, took: str | None = None) -> str:
     return out
 
 
-def not_run_table(verdict: RunVerdict) -> str:
-    """What did not run and why: per reason, each check of the profile with how many subjects."""
+def not_run_table(verdict: RunVerdict, checks: Sequence[Check] = ()) -> str:
+    """What did not run and why: per reason, each check of the profile with how many subjects.
+
+    With ``checks``, an errored check's reason is its commonest cause of errors.
+    """
+    errored: dict[str, list[Check]] = {}
+    for c in checks:
+        if c.get("outcome") == "error":
+            errored.setdefault(f"{c.get('layer')}.{c.get('check')}", []).append(c)
     rows = []
     for reason, text in NOT_RUN_REASONS.items():
         for check, n in sorted((verdict.not_run.get(reason) or {}).items(), key=lambda kv: (-kv[1], kv[0])):
             why = verdict.skip_reasons.get(check, "") if reason == "skipped" else ""
+            if reason == "errored" and errored.get(check):
+                causes = group_by_cause(errored[check])
+                why = cause_reason(causes[0].message()) + (f" (+{len(causes) - 1} other causes)" if len(causes) > 1 else "")
             rows.append(f'<tr><td>{_e(text)}</td><td>{_e(check)}</td><td class="num">{n}</td><td>{_e(why)}</td></tr>')
     if not rows:
         return ""
