@@ -314,7 +314,10 @@ class SlurmSim:
         self.run(["scontrol", "update", f"nodename={node}", "state=drain", f"reason={reason}"])
 
     def resume(self, node: str) -> None:
-        self.run(["scontrol", "update", f"nodename={node}", "state=resume"])
+        """Bring a drained or down node back (ReturnToService=2 may have done it already for a down one)."""
+        proc = self.run(["scontrol", "update", f"nodename={node}", "state=resume"], check=False)
+        if proc.returncode != 0 and self.node_states().get(node, "").rstrip("*") not in ("idle", "alloc", "mix"):
+            raise SimClusterError(f"scontrol update nodename={node} state=resume: {proc.stderr.strip()}")
 
     @contextlib.contextmanager
     def drained(self, node: str, reason: str = "pytest-fabric test") -> Iterator[None]:
