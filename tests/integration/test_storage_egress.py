@@ -44,6 +44,13 @@ class _Handler(SimpleHTTPRequestHandler):
         pass
 
 
+class _TargetServer(ThreadingHTTPServer):
+    """A listen backlog like a real server's: every node connects at once in a wave, and
+    socketserver's default of 5 drops SYNs past it, which reads as a 1 s connect (SYN retry)."""
+
+    request_queue_size = 128
+
+
 @pytest.fixture(scope="module")
 def http_base(simcluster: SimCluster, tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
     """``http://<bridge>:<port>``: a server with a 20 MB file, reachable from every node."""
@@ -52,7 +59,7 @@ def http_base(simcluster: SimCluster, tmp_path_factory: pytest.TempPathFactory) 
     def handler(*a: Any) -> _Handler:
         return _Handler(*a, directory=str(root))
 
-    server = ThreadingHTTPServer((simcluster.bridge_address, 0), handler)
+    server = _TargetServer((simcluster.bridge_address, 0), handler)
     thread = threading.Thread(target=server.serve_forever, name="egress-target", daemon=True)
     thread.start()
     try:

@@ -60,6 +60,13 @@ def max_overlap(spans: dict[str, tuple[float, float]]) -> int:
     return peak
 
 
+class _TargetServer(ThreadingHTTPServer):
+    """A listen backlog like a real server's: every node connects at once in a wave, and
+    socketserver's default of 5 drops SYNs past it, which reads as a 1 s connect (SYN retry)."""
+
+    request_queue_size = 128
+
+
 @pytest.fixture
 def shared_log() -> Iterator[Path]:
     directory = Path("/var/tmp") / f"pytest-fabric-waves-{uuid.uuid4().hex[:8]}"
@@ -78,7 +85,7 @@ class _Quiet(SimpleHTTPRequestHandler):
 @pytest.fixture
 def small_file_url(simcluster: SimCluster, tmp_path: Path) -> Iterator[str]:
     (tmp_path / "1MB.bin").write_bytes(b"\0" * 10**6)
-    server = ThreadingHTTPServer((simcluster.bridge_address, 0), lambda *a: _Quiet(*a, directory=str(tmp_path)))
+    server = _TargetServer((simcluster.bridge_address, 0), lambda *a: _Quiet(*a, directory=str(tmp_path)))
     thread = threading.Thread(target=server.serve_forever, daemon=True)
     thread.start()
     try:
