@@ -16,10 +16,11 @@ import pytest_fabric
 
 REPO = Path(__file__).resolve().parents[1]
 IMPORTED_FROM = Path(pytest_fabric.__file__).resolve().parent
+FROM_SOURCE = IMPORTED_FROM.is_relative_to(REPO / "src")  # a tox env under .tox/ is an installed copy
 
 
 def pytest_configure(config: pytest.Config) -> None:
-    if os.environ.get("FABRIC_REQUIRE_INSTALLED") == "1" and IMPORTED_FROM.is_relative_to(REPO):
+    if os.environ.get("FABRIC_REQUIRE_INSTALLED") == "1" and FROM_SOURCE:
         raise pytest.UsageError(
             f"pytest_fabric was imported from the checkout ({IMPORTED_FROM}), not an installed copy: "
             "run the tests through tox, or pip install . (not -e) first"
@@ -27,5 +28,5 @@ def pytest_configure(config: pytest.Config) -> None:
 
 
 def pytest_report_header(config: pytest.Config) -> str:
-    where = "source checkout (editable)" if IMPORTED_FROM.is_relative_to(REPO) else "installed copy"
+    where = "source checkout (editable)" if FROM_SOURCE else "installed copy"
     return f"pytest_fabric under test: {pytest_fabric.__version__} from {IMPORTED_FROM} ({where})"

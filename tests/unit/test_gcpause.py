@@ -40,7 +40,8 @@ def test_collection_pauses_the_collector_and_freezes_the_items(pytester: pytest.
     assert seen["enabled_after"] is True
     assert seen["frozen_after"] > before
     # run inside this session: its objects are unfrozen again, so they can be freed
-    assert gc.get_freeze_count() == before == 0
+    # nothing of the inner run stays frozen (gc.unfreeze is all or nothing: what was frozen before may thaw too)
+    assert gc.get_freeze_count() <= before
     assert gc.isenabled()
 
 
