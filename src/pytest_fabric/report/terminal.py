@@ -176,8 +176,8 @@ def value_lines(checks: Sequence[Mapping[str, Any]]) -> list[str]:
 @pytest.hookimpl(trylast=True)
 def pytest_terminal_summary(terminalreporter: Any, exitstatus: int, config: pytest.Config) -> None:
     info = get_run_info(config)
-    if info is None or not is_controller(config):
-        return
+    if info is None or not is_controller(config) or config.option.collectonly:
+        return  # --collect-only meant to measure nothing: there is no verdict to give
     checks = get_checks(config)
     tr = terminalreporter
     tr.write_sep("=", f"fabric conformance: {info.cluster_name} vs {info.profile_name}")
