@@ -204,26 +204,22 @@ def node(request: pytest.FixtureRequest, cluster: Cluster) -> NodeHandle:
 
 @pytest.fixture
 def mount(request: pytest.FixtureRequest, cluster: Cluster) -> MountHandle:
-    node_name, path = _param(request, "mount")
-    return MountHandle(cluster.node(node_name), path)
+    return handle_for(cluster, "mount", _param(request, "mount"))  # type: ignore[no-any-return]
 
 
 @pytest.fixture
 def egress_target(request: pytest.FixtureRequest, cluster: Cluster) -> EgressTarget:
-    node_name, target = _param(request, "egress target")
-    return EgressTarget(cluster.node(node_name), target)
+    return handle_for(cluster, "egress_target", _param(request, "egress target"))  # type: ignore[no-any-return]
 
 
 @pytest.fixture
 def gpu(request: pytest.FixtureRequest, cluster: Cluster) -> GpuHandle:
-    node_name, index = _param(request, "GPU")
-    return GpuHandle(cluster.node(node_name), index)
+    return handle_for(cluster, "gpu", _param(request, "GPU"))  # type: ignore[no-any-return]
 
 
 @pytest.fixture
 def hca(request: pytest.FixtureRequest, cluster: Cluster) -> HcaHandle:
-    node_name, index = _param(request, "RDMA port")
-    return HcaHandle(cluster.node(node_name), index)
+    return handle_for(cluster, "hca", _param(request, "RDMA port"))  # type: ignore[no-any-return]
 
 
 @pytest.fixture

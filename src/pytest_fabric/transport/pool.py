@@ -100,18 +100,7 @@ class ConnectionPool:
         """Kill every running foreground command on every node, in parallel.  Never raises."""
         with self._lock:
             transports = [slot.transport for slot in self._slots.values() if slot.transport is not None]
-
-        def interrupt(transport: Transport) -> None:
-            try:
-                transport.interrupt()
-            except Exception:  # one node's trouble must not keep the others running
-                logger.debug("interrupting %s failed", transport.node, exc_info=True)
-
-        if transports:
-            with ThreadPoolExecutor(
-                max_workers=max(1, min(max_workers, len(transports))), thread_name_prefix="pf-interrupt"
-            ) as pool:
-                list(pool.map(interrupt, transports))
+        _on_each(transports, "interrupt", max_workers)
 
     def close_all(self, max_workers: int = 32) -> None:
         """Close every transport (stopping their background processes) in parallel.  Never raises."""
@@ -120,15 +109,20 @@ class ConnectionPool:
                 slot.transport for slot in self._slots.values() if slot.transport is not None
             ]
             self._slots.clear()
+        _on_each(transports, "close", max_workers)
 
-        def close(transport: Transport) -> None:
-            try:
-                transport.close()
-            except Exception:  # one node's trouble must not keep the others open
-                logger.debug("closing %s failed", transport.node, exc_info=True)
 
-        if transports:
-            with ThreadPoolExecutor(
-                max_workers=max(1, min(max_workers, len(transports))), thread_name_prefix="pf-close"
-            ) as pool:
-                list(pool.map(close, transports))
+def _on_each(transports: list[Transport], method: str, max_workers: int) -> None:
+    """Call ``method`` on every transport in parallel; one node's trouble never stops the others."""
+
+    def call(transport: Transport) -> None:
+        try:
+            getattr(transport, method)()
+        except Exception:
+            logger.debug("%s on %s failed", method, transport.node, exc_info=True)
+
+    if transports:
+        with ThreadPoolExecutor(
+            max_workers=max(1, min(max_workers, len(transports))), thread_name_prefix=f"pf-{method}"
+        ) as pool:
+            list(pool.map(call, transports))
