@@ -7,7 +7,8 @@ collects on each worker): ``node01``, ``node01<->node02``, ``node01:/scratch``,
 
 - ``cluster``: the whole cluster (session scope; connects to every node in parallel).
 - ``node``: one per node.  ``node_pair``: pairs from the profile's ``pairs`` strategy.
-- ``gpu``, ``hca``: one per GPU / RDMA port the profile expects on each node.
+- ``gpu``, ``hca``: one per GPU / RDMA port the profile expects on each node; above
+  ``--fabric-device-tests-up-to`` nodes (256) one per node, judging each of its GPUs / ports (:class:`NodeParts`).
 - ``mount``: one per node and inventory mount (a temp dir when the inventory lists none).
 - ``egress_target``: one per node and inventory egress target.
 - ``spec(key)``: the profile's settings for a check; skips the test when the profile has none.
@@ -26,12 +27,12 @@ from .cluster import Cluster, NodeHandle, NodePair
 from .pairs import Pair
 from .profile import CheckSpec
 from .state import CHECK_KEY, VERDICTS_KEY, get_state
-from .subjects import subject_id
+from .subjects import subject_id, subject_parts
 from .transport.base import Transport
 from .verdict import Expectation, Measurement, Verdict
 from .verdict import judge as judge_measurement
 
-__all__ = ["MountHandle", "EgressTarget", "GpuHandle", "HcaHandle", "Judge"]
+__all__ = ["MountHandle", "EgressTarget", "GpuHandle", "HcaHandle", "NodeParts", "Judge"]
 
 NOT_CONFIGURED = "pytest-fabric: run with --cluster INVENTORY --profile NAME to measure a cluster"
 
@@ -68,6 +69,15 @@ class HcaHandle:
     index: int | str
 
 
+@dataclass(frozen=True)
+class NodeParts:
+    """All of a node's GPUs (or RDMA ports) as the subject of one test: each is measured and
+    judged on its own (``parts``: its subject id and handle), the test fails naming each that fails."""
+
+    node: NodeHandle
+    parts: tuple[tuple[str, GpuHandle | HcaHandle], ...]
+
+
 def _subject_params(metafunc: pytest.Metafunc) -> tuple[str, list[Any], list[str]] | None:
     state = get_state(metafunc.config)
     if state is None:
@@ -85,6 +95,9 @@ def _subject_params(metafunc: pytest.Metafunc) -> tuple[str, list[Any], list[str
         return "egress_target", list(targets), [subject_id("egress_target", p) for p in targets]
     if "gpu" in names:
         count = _expected_count(state.profile.spec("intra_node", "gpu_count"))
+        if len(nodes) > state.device_tests_up_to:
+            whole: list[Any] = [(n, tuple(range(count))) for n in nodes] if count else []
+            return "gpu", whole, [subject_id("gpu", p) for p in whole]
         gpus = [(n, i) for n in nodes for i in range(count)]
         return "gpu", list(gpus), [subject_id("gpu", p) for p in gpus]
     if "hca" in names:
@@ -93,11 +106,16 @@ def _subject_params(metafunc: pytest.Metafunc) -> tuple[str, list[Any], list[str
         ports_spec = state.profile.spec("inter_node", "ports")
         count = _expected_count(ports_spec)
         profile_names = list(getattr(ports_spec, "names", None) or [])
-        hcas: list[tuple[str, int | str]] = []
+        hcas: list[tuple[str, Any]] = []
         named_ports = {node.name: node.rdma_ports for node in state.inventory.nodes}
+        per_node = len(nodes) > state.device_tests_up_to
         for n in nodes:
             named = list(named_ports[n]) or profile_names
-            hcas += [(n, port) for port in named] if named else [(n, i) for i in range(count)]
+            ports: list[int | str] = list(named) if named else list(range(count))
+            if per_node:
+                hcas += [(n, tuple(ports))] if ports else []
+            else:
+                hcas += [(n, port) for port in ports]
         return "hca", list(hcas), [subject_id("hca", p) for p in hcas]
     if "node" in names:
         return "node", list(nodes), list(nodes)
@@ -186,6 +204,9 @@ def handle_for(cluster: Cluster, subject: str, param: Any) -> Any:
         return cluster.pair(param.a, param.b, param.round, param.slot)
     node_name, what = param
     handle = {"mount": MountHandle, "egress_target": EgressTarget, "gpu": GpuHandle, "hca": HcaHandle}[subject]
+    if subject in ("gpu", "hca") and isinstance(what, tuple):
+        node = cluster.node(node_name)
+        return NodeParts(node, tuple((subject_id(subject, part), handle(node, part[1])) for part in subject_parts(subject, param)))
     return handle(cluster.node(node_name), what)
 
 
@@ -265,7 +286,8 @@ def judge(request: pytest.FixtureRequest) -> Judge:
             pytest.skip(f"profile {state.profile.name} does not set {key}")
         info = item.stash.get(CHECK_KEY, None)
         subject = info.subject if info else item.name
-        verdicts = [judge_measurement(subject, measurement, e) for e in expectations]
+        judged = measurement.parts or ((subject, measurement),)
+        verdicts = [judge_measurement(part, measured, e) for part, measured in judged for e in expectations]
         item.stash[VERDICTS_KEY] = verdicts
         failed = [v for v in verdicts if not v.passed]
         if failed:

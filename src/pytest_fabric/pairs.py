@@ -6,8 +6,10 @@ Strategies (profile ``inter_node.pairs``):
   disjoint pairs (a bye per round when N is odd), so a whole round can be
   measured at once without two tests sharing a node.
 - ``ring``: each node with the next (the last with the first).
-- ``random:K``: each node with K peers chosen at random; the choice is seeded
-  from the node list so every pytest-xdist worker computes the same pairs.
+- ``random:K``: each node with K peers chosen at random, in K rounds: the first K
+  rounds of the circle method over a shuffled node list, so no pair repeats and every
+  node is in each round (an odd node count adds one round for the nodes that sat one
+  out). The shuffle is seeded from the node list, so every process computes the same pairs.
 - ``leaf``: by the ``leaf`` label: a ring inside each leaf plus, across each pair of
   leaves, node i with node i (the paths through the spine).
 
@@ -93,14 +95,15 @@ def resolve_strategy(text: str, node_count: int) -> Strategy:
     return small if node_count <= limit else large
 
 
-def circle_rounds(nodes: list[str]) -> list[list[tuple[str, str]]]:
+def circle_rounds(nodes: list[str], count: int | None = None) -> list[list[tuple[str, str]]]:
     """Round-robin tournament schedule: every pair exactly once, N-1 rounds of N/2 disjoint pairs.
 
     The first of each pair sends (runs the client).  The circle method keeps
     one node fixed while the others rotate; the rotating ones take both halves
     of the circle and so both roles, but the fixed node would send in every
     round and never receive, hiding a receive-side fault there.  Its role
-    alternates between rounds instead.
+    alternates between rounds instead.  ``count`` stops after that many rounds
+    (the first rounds of 4,096 nodes without the 4,095 of them).
     """
     if len(nodes) < 2:
         return []
@@ -109,7 +112,7 @@ def circle_rounds(nodes: list[str]) -> list[list[tuple[str, str]]]:
         players.append(None)  # the bye
     n = len(players)
     rounds = []
-    for number in range(n - 1):
+    for number in range(n - 1 if count is None else min(count, n - 1)):
         pairs = []
         for i in range(n // 2):
             a, b = players[i], players[n - 1 - i]
@@ -182,20 +185,48 @@ def _ring(nodes: list[str]) -> list[tuple[str, str]]:
     return [(nodes[i], nodes[(i + 1) % len(nodes)]) for i in range(len(nodes))]
 
 
-def _random(nodes: list[str], k: int) -> list[tuple[str, str]]:
-    rng = random.Random("|".join(nodes))
-    chosen: set[frozenset[str]] = set()
-    edges: list[tuple[str, str]] = []
-    count = len(nodes)
-    for index, node in enumerate(nodes):
-        # K of the other N-1 nodes, by index: shuffling every peer list was N^2 (7 s at 4,096)
-        for other in rng.sample(range(count - 1), min(k, count - 1)):
-            peer = nodes[other if other < index else other + 1]
-            key = frozenset((node, peer))
-            if key not in chosen:
-                chosen.add(key)
-                edges.append((node, peer))
-    return balanced(edges)
+def _random_rounds(nodes: list[str], k: int) -> list[list[tuple[str, str]]]:
+    """K rounds in which each node meets a new random peer: exactly K peers a node.
+
+    Each node picking K peers gave about 2K each (it is also picked by others) in ~4K
+    greedy rounds; K perfect matchings give K peers in K rounds, the run time the
+    profile's K reads as.
+    """
+    if k >= len(nodes) - 1:
+        return circle_rounds(nodes)
+    order = list(nodes)
+    random.Random("|".join(nodes)).shuffle(order)
+    rounds = circle_rounds(order, k)
+    if len(order) % 2:
+        # Each round one node sat out (the bye rotates): pair those up in one more round.
+        met = {frozenset(p) for pairs in rounds for p in pairs}
+        idle = _idle(order, rounds, k)
+        extra: list[tuple[str, str]] = []
+        busy: set[str] = set()
+        for a in idle:
+            if a in busy:
+                continue
+            # another idle node it has not met, else any free node it has not met
+            b = next((m for m in [*idle, *order] if m != a and m not in busy and frozenset((a, m)) not in met), None)
+            if b is not None:
+                extra.append((a, b))
+                busy.update((a, b))
+        rounds.append(extra)
+    edges = balanced([p for pairs in rounds for p in pairs])
+    out, start = [], 0
+    for pairs in rounds:
+        out.append(edges[start : start + len(pairs)])
+        start += len(pairs)
+    return out
+
+
+def _idle(order: list[str], rounds: list[list[tuple[str, str]]], k: int) -> list[str]:
+    degree = dict.fromkeys(order, 0)
+    for pairs in rounds:
+        for a, b in pairs:
+            degree[a] += 1
+            degree[b] += 1
+    return [n for n in order if degree[n] < k]
 
 
 def _leaf(nodes: list[str], labels: Mapping[str, Mapping[str, str]]) -> list[tuple[str, str]]:
@@ -227,7 +258,7 @@ def make_pairs(
     elif parsed.kind == "ring":
         rounds = disjoint_rounds(_ring(nodes))
     elif parsed.kind == "random":
-        rounds = disjoint_rounds(_random(nodes, parsed.k))
+        rounds = _random_rounds(nodes, parsed.k)
     else:
         rounds = disjoint_rounds(_leaf(nodes, labels or {}))
     return [Pair(r, s, a, b) for r, pairs in enumerate(rounds) for s, (a, b) in enumerate(pairs)]

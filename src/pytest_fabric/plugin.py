@@ -10,6 +10,7 @@ test's report.
 from __future__ import annotations
 
 import logging
+from dataclasses import dataclass
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
@@ -26,7 +27,7 @@ from .profile import LAYERS, bundled_profiles, load_profile
 from .record import PLANNED_KEY, REPORT_ATTRIBUTE, CheckRecord, PlannedCheck, quantity_json
 from .runinfo import RUN_INFO_KEY, RunInfo, utc_now
 from .state import CHECK_KEY, STATE_KEY, VERDICTS_KEY, CheckInfo, FabricState, get_state
-from .subjects import SUBJECT_FIXTURES, is_subject, subject_id, subject_nodes
+from .subjects import DEVICE_TESTS_UP_TO, SUBJECT_FIXTURES, is_subject, subject_id, subject_nodes
 from .transport.base import Transport
 from .transport.sshconfig import hostname_lookup
 from .yamlsource import MissingFile, SourceError
@@ -117,6 +118,15 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         f"(default {DEFAULT_FANOUT})",
     )
     group.addoption(
+        "--fabric-device-tests-up-to",
+        dest="fabric_device_tests_up_to",
+        type=int,
+        default=DEVICE_TESTS_UP_TO,
+        metavar="N",
+        help=f"each GPU and RDMA port is a test of its own up to N nodes (default {DEVICE_TESTS_UP_TO}); above, "
+        "one test per node and check judges all of a node's and names each that fails (0: always per node)",
+    )
+    group.addoption(
         "--ssh-config",
         dest="fabric_ssh_config",
         metavar="PATH",
@@ -174,6 +184,8 @@ def pytest_configure(config: pytest.Config) -> None:
     fanout = config.getoption("fabric_fanout")
     if fanout < 1:
         raise pytest.UsageError(f"--fabric-fanout {fanout}: at least 1 node at a time")
+    if config.getoption("fabric_device_tests_up_to") < 0:
+        raise pytest.UsageError("--fabric-device-tests-up-to: give a node count, 0 or more")
     labels = {n.name: dict(n.labels) for n in inventory.nodes}
     strategy = profile.document.inter_node.pairs
     pairs = config.hook.pytest_fabric_pairs(
@@ -186,6 +198,7 @@ def pytest_configure(config: pytest.Config) -> None:
         host_key_policy=config.getoption("fabric_host_key_policy"),
         ssh_config=config.getoption("fabric_ssh_config"),
         batches=BatchCache(fanout),
+        device_tests_up_to=config.getoption("fabric_device_tests_up_to"),
     )
     config.stash[STATE_KEY] = state
     config.stash[RUN_INFO_KEY] = RunInfo(
@@ -259,24 +272,44 @@ def pytest_fabric_make_transport(node: Node, config: pytest.Config) -> Transport
     )
 
 
-def _check_info(item: pytest.Item) -> CheckInfo | None:
+@dataclass(frozen=True)
+class _TestFunction:
+    """What every item of one test function shares (400,000 items of ~50 functions at 4,096 nodes)."""
+
+    layer: str
+    check: str
+    fixture: str | None  # the subject fixture it is parametrized by
+    measured_by: tuple[str, ...]
+
+
+def _test_function(item: pytest.Function) -> _TestFunction | None:
     layers = [m.name for m in item.iter_markers() if m.name in LAYERS]
-    if not layers or not isinstance(item, pytest.Function):
+    if not layers:
         return None
-    check = item.originalname.removeprefix("test_")
-    callspec = getattr(item, "callspec", None)
-    subject: str = "cluster"
+    params = getattr(getattr(item, "callspec", None), "params", {})
+    fixture = next((name for name in SUBJECT_FIXTURES if name in params), None)
+    measured_by = tuple(name for name in item.fixturenames if name not in SUBJECT_FIXTURES)
+    return _TestFunction(layers[0], item.originalname.removeprefix("test_"), fixture, measured_by)
+
+
+def _check_info(item: pytest.Item, functions: dict[tuple[int, str], _TestFunction | None]) -> CheckInfo | None:
+    if not isinstance(item, pytest.Function):
+        return None
+    key = (id(item.parent), item.originalname)
+    if key not in functions:
+        functions[key] = _test_function(item)
+    function = functions[key]
+    if function is None:
+        return None
+    subject, fixture, param = "cluster", function.fixture, None
     nodes: tuple[str, ...] = ()
-    if callspec is not None:
-        for name in SUBJECT_FIXTURES:
-            if name in callspec.params:
-                param = callspec.params[name]
-                if is_subject(name, param):
-                    subject, nodes = subject_id(name, param), subject_nodes(name, param)
-                else:  # an empty parameter set: pytest skips the item, there is no subject
-                    subject = f"(no {name.replace('_', ' ')})"
-                break
-    return CheckInfo(layer=layers[0], check=check, subject=subject, nodes=tuple(nodes))
+    if fixture is not None:
+        param = item.callspec.params[fixture]
+        if is_subject(fixture, param):
+            subject, nodes = subject_id(fixture, param), subject_nodes(fixture, param)
+        else:  # an empty parameter set: pytest skips the item, there is no subject
+            subject, param = f"(no {fixture.replace('_', ' ')})", None
+    return CheckInfo(function.layer, function.check, subject, nodes, fixture, param, function.measured_by)
 
 
 # Checks judged by a profile key of another name (the test names what is measured,
@@ -318,8 +351,9 @@ CHECK_PHASE = {
 def pytest_collection_modifyitems(session: pytest.Session, config: pytest.Config, items: list[pytest.Item]) -> None:
     state = get_state(config)
     sets_of: dict[tuple[str, str], bool] = {}  # per check, not per item: 400,000 items at 4,096 nodes
+    functions: dict[tuple[int, str], _TestFunction | None] = {}
     for item in items:
-        info = _check_info(item)
+        info = _check_info(item, functions)
         if info is not None:
             item.stash[CHECK_KEY] = info
             key = PROFILE_KEY_OF.get(info.check, info.check)
@@ -349,16 +383,13 @@ def pytest_collection_finish(session: pytest.Session) -> None:
             continue
         if len(info.nodes) == 2:
             state.selected_pairs.setdefault(info.check, set()).add(info.subject)
-        params = getattr(getattr(item, "callspec", None), "params", {})
-        subject = next((name for name in SUBJECT_FIXTURES if is_subject(name, params.get(name))), None)
-        if subject is None:
+        if info.fixture is None or info.param is None:
             continue
         done = seen.setdefault(info.subject, set())
-        for fixture_name in getattr(item, "fixturenames", ()):
-            if fixture_name in done or fixture_name in SUBJECT_FIXTURES:
-                continue
-            done.add(fixture_name)
-            state.selected_subjects.setdefault(fixture_name, []).append((subject, params[subject]))
+        for fixture_name in info.measured_by:
+            if fixture_name not in done:
+                done.add(fixture_name)
+                state.selected_subjects.setdefault(fixture_name, []).append((info.fixture, info.param))
 
 
 def _outcome(report: pytest.TestReport) -> str:
@@ -495,6 +526,9 @@ def pytest_report_header(config: pytest.Config) -> list[str] | None:
         rounds = len({pair.round for pair in state.pairs})
         lines.append(f"fabric: pairs: {p.document.inter_node.pairs} on {len(state.inventory.nodes):,} nodes: "
                      f"{len(state.pairs):,} pairs in {rounds:,} rounds of disjoint pairs")
+    if len(state.inventory.nodes) > state.device_tests_up_to:
+        lines.append(f"fabric: GPUs and RDMA ports: one test per node and check above {state.device_tests_up_to:,} "
+                     "nodes, naming each GPU or port that fails (--fabric-device-tests-up-to)")
     return lines
 
 

@@ -12,6 +12,7 @@ from .inventory import Inventory
 from .pairs import Pair
 from .probes.rounds import RoundCache
 from .profile import Profile
+from .subjects import DEVICE_TESTS_UP_TO
 from .transport.hostkeys import HostKeyLog
 from .transport.jumphosts import JumpHosts
 from .verdict import Verdict
@@ -29,6 +30,8 @@ class FabricState:
     pairs: list[Pair]
     host_key_policy: str
     ssh_config: str | None = None
+    #: above this many nodes one test per node and check judges all of a node's GPUs (ports)
+    device_tests_up_to: int = DEVICE_TESTS_UP_TO
     cluster: Cluster | None = None
     #: pair ids selected for each check after -k/-m deselection: a round measures only these
     selected_pairs: dict[str, set[str]] = field(default_factory=dict)
@@ -73,6 +76,12 @@ class CheckInfo:
     check: str
     subject: str
     nodes: tuple[str, ...]
+    #: the subject fixture and its parameter (no fixture: a cluster check; no parameter: its
+    #: parameter set was empty and the test skips)
+    fixture: str | None = None
+    param: Any = None
+    #: the other fixtures the test uses (its measurements), one tuple shared by a test function's items
+    measured_by: tuple[str, ...] = ()
 
 
 STATE_KEY = pytest.StashKey[FabricState]()

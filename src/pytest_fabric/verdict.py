@@ -10,6 +10,7 @@ as a signed fraction: ``-0.124`` means 12.4 % short of a floor.
 from __future__ import annotations
 
 import enum
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from decimal import Decimal
 from typing import Any
@@ -62,6 +63,18 @@ class Measurement:
     missing: str | None = None
     #: check-specific data for reports (tool versions, per-stream figures, matrices)
     extra: dict[str, Any] = field(default_factory=dict)
+    #: (subject, measurement) of each GPU or port when one test judges a whole node's
+    #: (:meth:`of_parts`): each is judged on its own
+    parts: tuple[tuple[str, Measurement], ...] = ()
+
+    @classmethod
+    def of_parts(cls, parts: Sequence[tuple[str, Measurement]]) -> Measurement:
+        """One test's measurement of several subjects (a node's GPUs), each judged on its own."""
+        if not parts:
+            raise ValueError("a measurement of parts needs at least one part")
+        evidence = {id(e): e for _, m in parts for e in m.evidence}  # the node's ibstat, once
+        return cls(value=parts[0][1].value, detail=f"{len(parts)} judged: {', '.join(s for s, _ in parts)}",
+                   evidence=tuple(evidence.values()), parts=tuple(parts))
 
     @classmethod
     def absent(cls, reason: str, evidence: tuple[CommandResult, ...] = ()) -> Measurement:

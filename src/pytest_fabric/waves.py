@@ -54,7 +54,7 @@ def wave(subject: str, *, shares: ShareRule | None = None) -> Callable[[F], F]:
             state = get_state(request.config)
             info = request.node.stash.get(CHECK_KEY, None)
             if state is None or info is None or state.cluster is None:
-                return fixture(**kwargs)
+                return _measure(fixture, kwargs, subject, kwargs[subject])
             from .fixtures import handle_for  # fixtures imports this module's users
 
             cluster = state.cluster  # narrowed here, for the closure below
@@ -78,7 +78,7 @@ def wave(subject: str, *, shares: ShareRule | None = None) -> Callable[[F], F]:
 
                 def measure_one(handle: Any) -> Measurement:
                     with together.member(nodes_of.get(id(handle), ())):
-                        return fixture(**{**kwargs, subject: handle})
+                        return _measure(fixture, kwargs, subject, handle)
 
                 return state.batches.measure(check, "wave", mine, members, measure_one)
 
@@ -87,6 +87,15 @@ def wave(subject: str, *, shares: ShareRule | None = None) -> Callable[[F], F]:
         return measured  # type: ignore[return-value]
 
     return decorate
+
+
+def _measure(fixture: Callable[..., Measurement], kwargs: dict[str, Any], subject: str, handle: Any) -> Measurement:
+    """The fixture's measurement of ``handle``: of each part, one after the other, for a whole node's GPUs or ports."""
+    from .fixtures import NodeParts
+
+    if isinstance(handle, NodeParts):
+        return Measurement.of_parts([(part_id, fixture(**{**kwargs, subject: part})) for part_id, part in handle.parts])
+    return fixture(**{**kwargs, subject: handle})
 
 
 def _id(subject: str, param: Any) -> str:

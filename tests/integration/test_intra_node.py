@@ -184,3 +184,29 @@ def test_gpu_pcie_is_judged_on_the_link_under_load(
     assert "Gen4 x16 under load" in passed, passed
     error = str(checks[("gpu_pcie", f"{no_load_tool}:gpu0")]["message"])
     assert "nvbandwidth" in error and "not on PATH" in error and "github.com/NVIDIA/nvbandwidth" in error, error
+
+
+def test_above_the_device_test_limit_one_test_per_node_judges_each_gpu(
+    pytester: pytest.Pytester, gpus: SimCluster, sim_inventory: Path
+) -> None:
+    """Fails before --fabric-device-tests-up-to: 4,096 nodes of 8 GPUs were 65,536 tests of two checks."""
+    record = pytester.path / "record.json"
+    result = pytester.runpytest_subprocess(
+        "--cluster", str(sim_inventory), "--profile", str(PROFILE), "-p", "no:cacheprovider",
+        "-k", "gpu_model or gpu_pcie", "--fabric-device-tests-up-to", "4", f"--conformance-json={record}", timeout=240,
+    )
+    result.stdout.fnmatch_lines(["fabric: GPUs and RDMA ports: one test per node and check above 4 nodes*"])
+    checks = {key: c for key, c in outcomes(record).items() if key[0] in GPU_CHECKS}
+    assert set(checks) == {(check, f"node{i:02d}:gpus") for check in GPU_CHECKS for i in range(1, 9)}
+    got = {key: c["outcome"] for key, c in checks.items()}
+    bad = {key: outcome for key, outcome in got.items() if outcome != "passed"}
+    assert bad == {("gpu_pcie", "node04:gpus"): "failed", ("gpu_model", "node05:gpus"): "failed",
+                   ("gpu_pcie", "node05:gpus"): "failed", ("gpu_model", "node07:gpus"): "error",
+                   ("gpu_pcie", "node07:gpus"): "error"}, got
+    # each failing GPU under its own name, the healthy ones of the same node not among the failures
+    pcie = checks[("gpu_pcie", "node04:gpus")]["message"]
+    assert "node04:gpu3:" in pcie and "Gen4 x8 under load" in pcie and "node04:gpu2" not in pcie, pcie
+    assert "gpu7 is missing" in checks[("gpu_model", "node05:gpus")]["message"]
+    assert "nvidia-smi: command not found" in checks[("gpu_model", "node07:gpus")]["message"]
+    # a passing node's record names all eight GPUs it judged
+    assert all(f"node01:gpu{i}: measured" in checks[("gpu_model", "node01:gpus")]["message"] for i in range(8))

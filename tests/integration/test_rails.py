@@ -186,3 +186,27 @@ def test_roce_rdma_tests_run_in_the_lossless_class_not_tc0(simcluster: SimCluste
     assert "--tclass=106" in bandwidth["message"]  # DSCP 26 with ECT: priority 3
     (latency,) = checks(record, "rdma_latency").values()
     assert latency["outcome"] == "passed" and "--tclass=106" in latency["message"]
+
+
+def test_above_the_device_test_limit_one_test_per_node_judges_each_port_and_names_the_one_down(
+    simcluster: SimCluster, tmp_path: Path
+) -> None:
+    """Fails before --fabric-device-tests-up-to: 4,096 nodes of 8 ports were 98,304 port tests of three checks."""
+    nodes = simcluster.nodes[:3]
+    inventory = simcluster.write_inventory(tmp_path / "inventory.yaml", nodes=nodes)
+    down = default_ports()
+    down[1] = FakePort(device="mlx5_1", netdev="ib1", state="Down", phys_state="Polling")
+    profile = PROFILE.replace("  port_state: Active\n", "  port_state: Active\n  port_rate: 200 Gb/s\n")
+    with hardware_installed(simcluster, {"node02": FakeHardware(ports=down)}):
+        record = run(tmp_path, inventory, profile, "-k", "port_state or port_rate", "--fabric-device-tests-up-to", "2")
+    state = checks(record, "port_state")
+    assert set(state) == {"node01:ports", "node02:ports", "node03:ports"}
+    assert {s: c["outcome"] for s, c in state.items()} == {
+        "node01:ports": "passed", "node02:ports": "failed", "node03:ports": "passed"}
+    failed = state["node02:ports"]["message"]
+    # the failing port by its own subject, and only that one: the three Active ones are not failures
+    assert "node02:port1: measured Down (Polling)" in failed, failed
+    assert "node02:port0" not in failed and "node02:port2" not in failed
+    # a passing node's record still says every port it judged
+    assert all(f"node01:port{i}: measured Active" in state["node01:ports"]["message"] for i in range(4))
+    assert set(checks(record, "port_rate")) == set(state)

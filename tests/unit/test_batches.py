@@ -79,7 +79,8 @@ def test_pytest_outcomes_stay_with_their_member() -> None:
 
 
 def test_a_shared_resource_limits_concurrency_and_others_run_beside_it() -> None:
-    cache, measure = BatchCache(), Recorder()
+    # long enough that all three "local" members overlap on a loaded machine (0.05 s did not, once)
+    cache, measure = BatchCache(), Recorder(duration=0.3)
     uplink = Share("the egress uplink", 1)
     batch = members(["a", "b", "c"], uplink) + members(["x", "y", "z"], resource="local")
     result = cache.measure("download", "wave", batch[0], batch, measure)

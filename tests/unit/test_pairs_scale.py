@@ -84,3 +84,24 @@ def test_a_profile_without_pairs_scales_too(tmp_path: object) -> None:
     pairs = load_profile(str(path), []).document.inter_node.pairs
     assert resolve_strategy(pairs, 8) == Strategy("all")
     assert resolve_strategy(pairs, 512) == Strategy("random", 4)
+
+
+@pytest.mark.parametrize(("count", "k"), [(4096, 4), (64, 3), (17, 4), (33, 3), (9, 1)])
+def test_random_k_is_k_peers_in_k_rounds(count: int, k: int) -> None:
+    """Fails on each node picking K peers: ~2K peers a node (picked by others too) in ~4K rounds,
+    16,376 pairs and 17 rounds at 4,096 nodes for random:4, where K rounds of N/2 pairs do."""
+    pairs = make_pairs(_nodes(count), f"random:{k}")
+    degree: dict[str, int] = {}
+    for p in pairs:
+        degree[p.a] = degree.get(p.a, 0) + 1
+        degree[p.b] = degree.get(p.b, 0) + 1
+    assert len(degree) == count and min(degree.values()) >= k
+    assert len({frozenset(p.nodes) for p in pairs}) == len(pairs)
+    rounds = {p.round for p in pairs}
+    if count % 2 == 0:
+        assert set(degree.values()) == {k} and len(rounds) == k and len(pairs) == count * k // 2
+    else:  # one more round for the nodes that sat a round out
+        assert max(degree.values()) <= k + 1 and len(rounds) == k + 1
+    for r in rounds:
+        members = [n for p in pairs if p.round == r for n in p.nodes]
+        assert len(members) == len(set(members))

@@ -24,7 +24,6 @@ import pytest
 from ..batches import BatchProgress
 from ..plan import CheckPlan, RunPlan, format_duration, plan_run, planned_subject
 from ..state import CHECK_KEY, get_state
-from ..subjects import SUBJECT_FIXTURES, is_subject
 
 __all__ = ["PLAN_KEY", "ProgressLine", "describe", "plan_items"]
 
@@ -173,13 +172,11 @@ def plan_items(items: list[pytest.Item], config: pytest.Config) -> RunPlan | Non
         info = item.stash.get(CHECK_KEY, None)
         if info is None:
             continue
-        params = getattr(getattr(item, "callspec", None), "params", {})
-        name = next((n for n in SUBJECT_FIXTURES if n in params), None)
-        if name is not None and not is_subject(name, params[name]):
+        if info.fixture is not None and info.param is None:
             continue  # an empty parameter set: the test skips, nothing to measure
         if (info.layer, info.check) not in specs:
             specs[(info.layer, info.check)] = state.profile.spec(info.layer, PROFILE_KEY_OF.get(info.check, info.check))
-        subjects.append(planned_subject(info.layer, info.check, name, params.get(name),
+        subjects.append(planned_subject(info.layer, info.check, info.fixture, info.param,
                                         specs[(info.layer, info.check)], shared))
     # a check the profile does not set skips: it takes no time
     return plan_run(subjects, {k: v for k, v in specs.items() if v is not None}, state.batches.fanout)
