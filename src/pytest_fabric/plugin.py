@@ -12,6 +12,7 @@ from __future__ import annotations
 import logging
 from dataclasses import dataclass
 from datetime import datetime, timezone
+from decimal import Decimal
 from pathlib import Path
 from typing import Any
 
@@ -30,6 +31,7 @@ from .state import CHECK_KEY, STATE_KEY, VERDICTS_KEY, CheckInfo, FabricState, g
 from .subjects import DEVICE_TESTS_UP_TO, SUBJECT_FIXTURES, is_subject, subject_id, subject_nodes
 from .transport.base import Transport
 from .transport.sshconfig import hostname_lookup
+from .verdict import Op, Verdict
 from .yamlsource import MissingFile, SourceError
 
 ELAPSED_KEY = pytest.StashKey[float]()
@@ -392,6 +394,22 @@ def pytest_collection_finish(session: pytest.Session) -> None:
                 state.selected_subjects.setdefault(fixture_name, []).append((info.fixture, info.param))
 
 
+def _closest_to_limit(verdicts: list[Verdict]) -> Verdict | None:
+    """The verdict a record shows: the worst margin (of a node's eight GPUs, the slowest), unless one
+    has no margin: a missing GPU, a port Down say more than any number, so the first of those."""
+    if not verdicts:
+        return None
+    unmeasured = [v for v in verdicts if v.margin is None]
+    if unmeasured:
+        return unmeasured[0]
+
+    def headroom(verdict: Verdict) -> Decimal:  # a margin is signed: below a ceiling is negative
+        assert verdict.margin is not None
+        return verdict.margin if verdict.expectation.op is Op.MIN else -verdict.margin
+
+    return min(verdicts, key=headroom)
+
+
 def _outcome(report: pytest.TestReport) -> str:
     if hasattr(report, "wasxfail"):
         return "waived"
@@ -417,7 +435,7 @@ def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) ->
         return report
     verdicts = item.stash.get(VERDICTS_KEY, [])
     failed = [v for v in verdicts if not v.passed]
-    shown = failed[0] if failed else (verdicts[0] if verdicts else None)
+    shown = _closest_to_limit(failed or verdicts)
     if shown is not None and report.when == "call":
         record = CheckRecord.from_verdict(nodeid=item.nodeid, subject=info.subject, nodes=list(info.nodes), verdict=shown)
         # The test names the check (rdma_bandwidth_outlier); the profile key it is judged by may differ (outlier).
