@@ -15,7 +15,6 @@ The traceback stays available: ``--tb=long`` (or ``native``) keeps pytest's own 
 
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -23,8 +22,10 @@ import pytest
 from _pytest._code.code import ReprFileLocation, TerminalRepr  # what pytest's own reports hold
 from _pytest._io import TerminalWriter
 
+from ..runinfo import get_run_info
 from ..state import CHECK_KEY
 from ..transport.base import TransportError
+from .causes import cause_key
 
 __all__ = ["MessageRepr", "TRACEBACK_ATTRIBUTE", "message_lines"]
 
@@ -35,6 +36,7 @@ _SHORT_STYLES = ("auto", "short")
 _HINT = "(the Python traceback: run again with --tb=long)"
 #: cause (the message without the check's own node names) -> the first test that met it
 _FIRST_OF_CAUSE = pytest.StashKey[dict[str, str]]()
+_RUN_NODES = pytest.StashKey[frozenset[str]]()
 
 
 @dataclass(eq=False)
@@ -58,6 +60,15 @@ class MessageRepr(TerminalRepr):
         return "\n".join(self.lines)
 
 
+def _run_nodes(config: pytest.Config) -> frozenset[str]:
+    """Every node of the run, as a set made once (keying an error looks each word of it up)."""
+    nodes = config.stash.get(_RUN_NODES, None)
+    if nodes is None:
+        run = get_run_info(config)
+        nodes = config.stash[_RUN_NODES] = frozenset(run.nodes if run is not None else ())
+    return nodes
+
+
 def message_lines(exc: TransportError) -> list[str]:
     """The error's text as lines: ``node n: what happened``, ``command: ...``, ``fix: ...``."""
     return str(exc).splitlines() or [f"node {exc.node}: {type(exc).__name__}"]
@@ -75,9 +86,10 @@ def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) ->
     path, lineno, _ = item.location
     lines = message_lines(excinfo.value)
     info = item.stash.get(CHECK_KEY, None)
-    cause = "\n".join(lines)
-    for node in sorted(info.nodes if info is not None else (), key=len, reverse=True):
-        cause = re.sub(rf"(?<![\w-]){re.escape(node)}(?![\w-])", "\0", cause)
+    # The cause as the summary groups it (node names out, the run's other nodes' too), so an
+    # attribution that quotes other nodes' pairs is said once as well.
+    cause = cause_key({"message": "\n".join(lines), "nodes": info.nodes if info is not None else []},
+                      _run_nodes(item.config))
     first = item.config.stash.setdefault(_FIRST_OF_CAUSE, {}).setdefault(cause, item.nodeid)
     shown = [] if first == item.nodeid else [f"{lines[0]}  (as for {first.rpartition('::')[2]} above)"]
     report.longrepr = MessageRepr(ReprFileLocation(path, (lineno or 0) + 1, "\n".join(lines)), [*lines, _HINT], shown)

@@ -99,10 +99,11 @@ def problem_line(c: Mapping[str, Any]) -> str:
     return f"FAILED {what}: {numbers}" + (f" ({margin})" if margin else "")
 
 
-def error_groups(errors: Sequence[Mapping[str, Any]]) -> list[Cause]:
+def error_groups(errors: Sequence[Mapping[str, Any]], node_names: Sequence[str] = ()) -> list[Cause]:
     """Errors of one cause together (:mod:`.causes`): one node down errs every pair it is in, one
-    missing tool every check that needs it on every node that lacks it; the largest group first."""
-    return group_by_cause(errors)
+    missing tool every check that needs it on every node that lacks it; the largest group first.
+    ``node_names`` (the run's nodes) are taken out of the messages too, as the HTML tables do."""
+    return group_by_cause(errors, node_names)
 
 
 def error_lines(group: Cause | Sequence[Mapping[str, Any]]) -> list[str]:
@@ -185,7 +186,7 @@ def pytest_terminal_summary(terminalreporter: Any, exitstatus: int, config: pyte
         tr.write_line("no conformance checks ran (deselected, or collection failed)", yellow=True)
     for layer, rows in worst_per_layer(checks, len(checks)).items():
         failed = [c for c in rows if c.get("outcome") == "failed"]
-        errors = error_groups([c for c in rows if c.get("outcome") == "error"])
+        errors = error_groups([c for c in rows if c.get("outcome") == "error"], info.nodes)
         more = f" (worst {WORST_PER_LAYER} of {len(failed)} failed)" if len(failed) > WORST_PER_LAYER else ""
         tr.write_line(f"{layer}:{more}")
         for c in failed[:WORST_PER_LAYER]:
