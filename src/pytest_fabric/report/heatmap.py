@@ -28,6 +28,11 @@ __all__ = ["MAX_NODES", "Cell", "Grid", "matrix_heatmaps", "pair_grid", "pair_he
 
 MAX_NODES = 64
 
+# A cell's outline by its class: white, red for a failing or unmeasured pair, black for the worst.
+_CELL_STYLE = (".fabric-cell>rect{stroke:#fff;stroke-width:.5}"
+               ".fabric-cell-failed>rect,.fabric-cell-error>rect{stroke:#e00000;stroke-width:2}"
+               ".fabric-cell-worst>rect{stroke:#000;stroke-width:3}")
+
 # viridis, sampled: perceptually even and readable in grey and by colour-blind readers.
 _RAMP = ["#440154", "#3b528b", "#21918c", "#5ec962", "#fde725"]
 
@@ -247,7 +252,11 @@ def render_svg(grid: Grid, *, title: str, id_prefix: str) -> str:
          # Empty cells are one background of this tile, not a rect each: with random pairing most
          # of a 64-node grid is empty, and 4,000 rects per map were most of the page's weight.
          f'<pattern id="{pid}-empty" x="{left}" y="{top}" width="{cs}" height="{cs}" patternUnits="userSpaceOnUse">'
-         f'<rect width="{cs}" height="{cs}" fill="#e8e8e8" stroke="#fff" stroke-width="0.5"/></pattern></defs>'),
+         f'<rect width="{cs}" height="{cs}" fill="#e8e8e8" stroke="#fff" stroke-width="0.5"/></pattern>'
+         # One hatched tile every failing cell reuses, and the cells' outlines by class: written once a
+         # map rather than on each of 500 cells (the map stays self-contained, its style inside it).
+         f'<rect id="{pid}-h" width="{cs}" height="{cs}" fill="url(#{pid}-hatch)" pointer-events="none"/></defs>'
+         f"<style>{_CELL_STYLE}</style>"),
         f'<text x="4" y="14" font-size="13" font-weight="bold" fill="#000">{_e(title)}</text>',
     ]
     for i, name in enumerate(grid.rows):
@@ -276,17 +285,12 @@ def render_svg(grid: Grid, *, title: str, id_prefix: str) -> str:
                 fill = _colour(t if grid.higher_is_better else 1 - t)
             cls = "fabric-cell" + (" fabric-cell-failed" if cell.failed else "") + (
                 " fabric-cell-error" if cell.error else "") + (" fabric-cell-worst" if cell.worst else "")
-            stroke = 'stroke="#fff" stroke-width="0.5"'
-            if cell.failed or cell.error:
-                stroke = 'stroke="#e00000" stroke-width="2"'
-            if cell.worst:
-                stroke = 'stroke="#000" stroke-width="3"'
             out.append(
                 f'<g class="{cls}"><title>{_e(cell.title)}</title>'
-                f'<rect x="{x}" y="{y}" width="{cs}" height="{cs}" fill="{fill}" {stroke}/>'
+                f'<rect x="{x}" y="{y}" width="{cs}" height="{cs}" fill="{fill}"/>'
             )
             if cell.failed or cell.error:
-                out.append(f'<rect x="{x}" y="{y}" width="{cs}" height="{cs}" fill="url(#{pid}-hatch)" pointer-events="none"/>')
+                out.append(f'<use href="#{pid}-h" x="{x}" y="{y}"/>')
             out.append("</g>")
     out.append(_legend(left + n_cols * cs + 16, top, lo, hi, grid, pid))
     out.append("</svg>")
