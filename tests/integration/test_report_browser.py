@@ -75,7 +75,7 @@ def test_rendered_dom_has_verdict_heatmap_and_failing_cells(report: Path, tmp_pa
     assert len(failed) == 2 * 10  # node05 with its 10 reachable peers, both sides of the diagonal
     assert len(dom.with_class("fabric-cell-error")) == 2 * 11  # node09 tcp pairs (not measured)
     # pytest-html's script ran and built the results table rows with our columns.
-    assert dom.with_class("col-subject") and dom.with_class("col-margin")
+    assert dom.with_class("col-measured") and dom.with_class("col-margin")
     assert "node05<->node06" in text and "-33.1%" in text
 
 

@@ -94,8 +94,10 @@ def test_outputs_of_a_rejected_run(pytester: pytest.Pytester) -> None:
     page = (pytester.path / "report.html").read_text()
     assert "<title id=\"head-title\">Fabric conformance: demo-pod vs hdr200</title>" in page
     assert re.search(r'<div class="fabric-verdict reject" id="fabric-verdict">REJECT<small>3 failed, 4 errored', page)
-    for col in ("layer", "check", "subject", "measured", "expected", "margin", "outcome"):
+    for col in ("measured", "margin"):
         assert f'<th class="sortable" data-column-type="{col}">' in page
+    for col in ("expected", "outcome"):  # per check or the Result's: not worth a second copy on every row
+        assert f'<th data-column-type="{col}">' in page
     assert 'id="fabric-nodes"' in page and "node fault" in page and "cable swap scheduled" in page
     assert "<svg" in page and "fabric-cell-failed" in page and "tcp_throughput (Gb/s): node x node" in page
     assert "GPU pairs within each node" in page and "iperf3 3.12" in page and "abababab" in page
@@ -103,18 +105,24 @@ def test_outputs_of_a_rejected_run(pytester: pytest.Pytester) -> None:
     assert '<p class="fabric-send-back" id="fabric-send-back">nodes to send back: node[01,03-04]</p>' in page
     tests = _blob(page)["tests"]
     row = tests[next(k for k in tests if k.endswith("test_check[6]"))][0]
-    assert '<td class="col-subject">node01&lt;-&gt;node03</td>' in row["resultsTableRow"]
-    assert "<span class=\"fabric-sortkey\">" in row["margin"]
+    assert "<td class=col-measured><i>21021.20500</i>120.5 Gb/s</td>" in row["resultsTableRow"]
+    assert row["margin"] == "<i>01006.69444</i>-33.1%"  # a hidden sort key in front of the figure
+    assert row["log"].startswith("node01&lt;-&gt;node03: 120.5 Gb/s, expected &gt;= 180 Gb/s")  # the message, once
     evidence = next(e["content"] for e in row["extras"] if e["format_type"] == "html")
-    # An output many checks share (the server's) is shown once, escaped; the others point to it.
-    assert "iperf3 -c node03 -P 8 -t 10 -J" in evidence and "(the same output as tcp_throughput node01" in evidence
+    assert "120.5 Gb/s, expected" not in evidence
+    # An output many checks share (the server's) is shown once, escaped; the others link to one copy of it.
+    assert "iperf3 -c node03 -P 8 -t 10 -J" in evidence and "<a href=#fabric-s1>stdout " in evidence
     shown = [e["content"] for rows in tests.values() for r in rows for e in r.get("extras", [])
-             if "&lt;server output &amp; stuff&gt;" in e["content"]]
+             if "&lt;server output &amp; stuff>" in e["content"]]
     assert len(shown) == 1
-    assert "vendor datasheet" in evidence and "inter_node.tcp_throughput.min" in evidence
+    assert '<div id="fabric-s1">' in page and page.count("&lt;server output &amp; stuff>") == 1
+    # Where an expected value came from is said once per check, not on every row.
+    assert "vendor datasheet" not in evidence
+    assert page.count("vendor datasheet") == len({(c["layer"], c["check"]) for c in checks if c.get("expected")})
+    assert "<code>inter_node.tcp_throughput.min</code>" in page
     evil_row = tests[next(k for k in tests if k.endswith(f"test_check[{len(checks) - 1}]"))][0]
-    evil_html = "".join(evil_row["resultsTableRow"]) + "".join(e["content"] for e in evil_row["extras"])
-    assert "<script>" not in evil_html and "&lt;script&gt;" in evil_html
+    evil_html = "".join(evil_row["resultsTableRow"]) + evil_row["log"] + "".join(e["content"] for e in evil_row["extras"])
+    assert "<script>" not in evil_html and "&lt;script>" in evil_html
 
 
 def test_accept_and_waiver(pytester: pytest.Pytester) -> None:

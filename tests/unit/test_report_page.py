@@ -1,10 +1,11 @@
-"""HTML fragments of the report page: errors with their reason, grouped by cause; evidence cut and shown once."""
+"""HTML fragments of the report page: errors with their reason, grouped by cause, every subject of a cause listed."""
 
 from __future__ import annotations
 
 import re
 
 from pytest_fabric.report import page
+from pytest_fabric.report.causes import cause_key
 from pytest_fabric.report.testing import make_check, sample_run_info
 
 CURL = "curl -sS -o /dev/null --connect-timeout 10 --max-time 30 -w '\\npytest-fabric-curl %{http_code}' http://m/x"
@@ -47,23 +48,6 @@ def test_the_nodes_table_gives_the_reason_not_the_command_line() -> None:
     assert html.count("nvidia-smi: command not found") == 1 and "gpu_count, gpu_interconnect" in html
 
 
-def test_evidence_is_cut_to_its_tail_and_shown_once_per_page() -> None:
-    big = "x" * 50_000 + "THE END"
-    a = make_check("tcp_throughput", "a<->b", "failed", nodes=["a", "b"],
-                   evidence=[("a", "iperf3 -c b", 0, big), ("b", "iperf3 -s", 0, "server log")])
-    b = make_check("tcp_throughput", "a<->c", "passed", nodes=["a", "c"],
-                   evidence=[("c", "iperf3 -s", 0, "server log")])
-    seen: dict[str, str] = {}
-    first, second = page.evidence_html(a, seen), page.evidence_html(b, seen)
-    assert "THE END" in first and len(first) < page.OUTPUT_INLINE_CHARS + 3_000
-    assert "earlier characters cut here; --evidence-dir keeps the whole output" in first
-    assert "server log" in first and "server log" not in second
-    assert "the same output as tcp_throughput a&lt;-&gt;b shows" in second
-    # What passed shows less of its outputs: its figure is in its row.
-    passed = make_check("tcp_throughput", "b<->c", "passed", nodes=["b", "c"], evidence=[("b", "iperf3 -c c", 0, big)])
-    assert len(page.evidence_html(passed)) < page.PASSED_INLINE_CHARS + 1_500
-
-
 def test_checks_the_profile_does_not_set_are_counted_not_listed() -> None:
     unset = [make_check("preflight", f"gpu{i:02d}", "skipped", nodes=[f"gpu{i:02d}"], layer="software",
                         message="profile p does not set software.preflight") for i in range(1, 65)]
@@ -73,15 +57,25 @@ def test_checks_the_profile_does_not_set_are_counted_not_listed() -> None:
     assert "all 1 inter_node checks" in html
 
 
-def test_an_errors_evidence_is_its_message() -> None:
-    html = page.evidence_html(_missing("gpu_count", "gpu01"))
-    assert "No command output recorded" not in html
-    assert "nvidia-smi: command not found<br>command: nvidia-smi topo -m<br>fix: install" in html
-
-
 def test_not_run_gives_an_errored_checks_cause() -> None:
     from pytest_fabric.report.run_verdict import judge_run
 
     errors = [_missing("gpu_count", f"gpu{i:02d}") for i in range(1, 9)]
     html = page.not_run_table(judge_run(errors), errors)
     assert "intra_node.gpu_count" in html and "node gpu[01-08]: nvidia-smi: command not found; fix: install" in html
+
+
+def test_a_cause_lists_every_subject_it_errored_under_its_anchor() -> None:
+    errors = [_missing(check, f"gpu{i:02d}") for check in ("gpu_interconnect", "gpu_count") for i in range(1, 9)]
+    html = page.layer_tables(errors, [f"gpu{i:02d}" for i in range(1, 9)])
+    anchor = page.cause_anchor("intra_node", cause_key(errors[0], {f"gpu{i:02d}" for i in range(1, 9)}))
+    row = html.split(f'<tr class="fabric-cause" id="{anchor}">')[1].split("</tr>")[0]
+    assert "<summary>on gpu[01-08] (16 checks)</summary>gpu_count: gpu[01-08]<br>gpu_interconnect: gpu[01-08]" in row
+
+
+def test_each_expected_value_is_said_once_with_its_source() -> None:
+    checks = [make_check("mtu", f"gpu{i:02d}", "passed", value=9000, expected=9000, nodes=[f"gpu{i:02d}"])
+              for i in range(1, 65)]
+    html = page.expectations_table(checks)
+    assert html.count("vendor datasheet") == 1 and "<code>inter_node.mtu.min</code>: 9000" in html
+    assert html.endswith('<td class="num">64</td></tr></table></details>')

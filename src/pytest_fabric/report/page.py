@@ -8,6 +8,7 @@ no external resources: the page reads offline and inside ``--self-contained-html
 
 from __future__ import annotations
 
+import hashlib
 import html
 from collections.abc import Mapping, Sequence
 from typing import Any
@@ -24,7 +25,6 @@ from .summary import (
     format_quantity,
     node_rows,
     nodeset,
-    numeric_value,
     outcome_counts,
     outlier_text,
     send_back,
@@ -33,13 +33,13 @@ from .summary import (
 )
 
 __all__ = [
-    "STYLE", "evidence_html", "heatmaps_html", "layer_tables", "node_table", "not_run_table", "not_set", "row_cells",
-    "run_table", "send_back_line", "verdict_banner",
+    "STYLE", "cause_anchor", "expectations_table", "heatmaps_html", "layer_tables", "node_table", "not_run_table",
+    "not_set", "run_table", "send_back_line", "verdict_banner",
 ]
 
 Check = Mapping[str, Any]
 PROBLEM_LIMIT = 25  # rows of failed/errored/waived checks shown per layer before "and N more"
-FULL_TABLE_LIMIT = 300  # rows per layer in the "all checks" table; the results table has the rest
+FULL_TABLE_LIMIT = 100  # rows per layer in the "all checks" table (problems first)
 
 
 def not_set(c: Check) -> bool:
@@ -67,8 +67,11 @@ table.fabric-table td.num{text-align:right;font-variant-numeric:tabular-nums}
 .fabric-evidence{color:#000;font-size:12px;margin:4px 0}
 .fabric-evidence pre{background:#f6f6f6;border:1px solid #ddd;padding:4px;max-height:300px;overflow:auto;white-space:pre-wrap}
 .fabric-evidence code{background:#f0f0f0;padding:1px 3px}
-.fabric-sortkey{display:none}
-#results-table td.col-subject,#results-table td.col-measured,#results-table td.col-margin{white-space:nowrap}
+#results-table tbody.failed td.col-outcome,#results-table tbody.error td.col-outcome{color:#b00020;font-weight:bold}
+#results-table tbody.xfailed td.col-outcome{color:#a15c00;font-weight:bold}
+#results-table tbody.skipped td.col-outcome{color:#777}#results-table tbody.passed td.col-outcome{color:#1b7a2f}
+#results-table td.col-measured,#results-table td.col-margin{white-space:nowrap}
+#results-table td.col-measured>i,#results-table td.col-margin>i{display:none}
 details.fabric-all>summary{cursor:pointer;color:#0645ad}
 body{display:flex;flex-direction:column}
 #environment-header,#environment{order:1}#environment{align-self:flex-start}
@@ -127,10 +130,11 @@ def verdict_banner(verdict: RunVerdict, took: str | None = None) -> str:
     return out
 
 
-def not_run_table(verdict: RunVerdict, checks: Sequence[Check] = ()) -> str:
+def not_run_table(verdict: RunVerdict, checks: Sequence[Check] = (), node_names: Sequence[str] = ()) -> str:
     """What did not run and why: per reason, each check of the profile with how many subjects.
 
-    With ``checks``, an errored check's reason is its commonest cause of errors.
+    With ``checks``, an errored check's reason is its commonest cause of errors (``node_names``, the
+    run's nodes, taken out of the messages as Checks per layer does).
     """
     errored: dict[str, list[Check]] = {}
     for c in checks:
@@ -141,7 +145,7 @@ def not_run_table(verdict: RunVerdict, checks: Sequence[Check] = ()) -> str:
         for check, n in sorted((verdict.not_run.get(reason) or {}).items(), key=lambda kv: (-kv[1], kv[0])):
             why = verdict.skip_reasons.get(check, "") if reason == "skipped" else ""
             if reason == "errored" and errored.get(check):
-                causes = group_by_cause(errored[check])
+                causes = group_by_cause(errored[check], node_names)
                 why = cause_reason(causes[0].message()) + (f" (+{len(causes) - 1} other causes)" if len(causes) > 1 else "")
             rows.append(f'<tr><td>{_e(text)}</td><td>{_e(check)}</td><td class="num">{n}</td><td>{_e(why)}</td></tr>')
     if not rows:
@@ -156,6 +160,34 @@ def send_back_line(checks: Sequence[Check]) -> str:
     """``nodes to send back: gpu[03,17]``: the failed or errored nodes, a nodeset for ``srun --exclude``."""
     nodes = nodeset(send_back(checks)) or "none"
     return f'<p class="fabric-send-back" id="fabric-send-back">nodes to send back: {_e(nodes)}</p>'
+
+
+def expectations_table(checks: Sequence[Check]) -> str:
+    """Each expectation the run judged checks by, once: the check, the expected value, the profile key
+    as written and where the figure came from (``source:``), and how many subjects it judged.
+
+    The rows of the results table do not repeat it: on 64 nodes one source was said 243 times.
+    """
+    groups: dict[tuple[str, ...], list[Check]] = {}
+    for c in checks:
+        e = c.get("expected")
+        if not e or not_set(c):
+            continue
+        group = (f"{c.get('layer')}.{c.get('check')}", str(e.get("key") or ""), str(e.get("as_written") or ""),
+                 str(e.get("source") or ""))
+        groups.setdefault(group, []).append(c)
+    if not groups:
+        return ""
+    body = []
+    for (check, key, written, source), mine in groups.items():
+        values = list(dict.fromkeys(format_expected(c.get("expected")) for c in mine))
+        shown = ", ".join(values[:3]) + (f" (+{len(values) - 3} more)" if len(values) > 3 else "")
+        body.append(f"<tr><td>{_e(check)}</td><td>{_e(shown)}</td><td><code>{_e(key)}</code>: {_e(written)}</td>"
+                    f"<td>{_e(source or 'not given')}</td><td class=\"num\">{len(mine)}</td></tr>")
+    return ('<details class="fabric-all fabric-section" id="fabric-expected"><summary>Expected values: '
+            f"{len(groups)}, with where each came from</summary>"
+            '<table class="fabric-table"><tr><th>Check</th><th>Expected</th><th>Profile key: as written</th>'
+            "<th>Source</th><th>Subjects</th></tr>" + "".join(body) + "</table></details>")
 
 
 def run_table(info: RunInfo, checks: Sequence[Check], finished: str | None, compare_line: str | None) -> str:
@@ -195,12 +227,21 @@ def _reason(c: Check) -> str:
     return ""
 
 
-def _check_rows(checks: Sequence[Check], with_change: bool) -> str:
+def cause_anchor(layer: str, key: str) -> str:
+    """The HTML id of a cause's row in Checks per layer, from its layer and key (:func:`.causes.cause_key`).
+
+    Stable, so a row of the results table links to it before the causes are counted and sorted.
+    """
+    return "fabric-cause-" + hashlib.sha256(f"{layer}\0{key}".encode()).hexdigest()[:12]
+
+
+def _check_rows(checks: Sequence[Check], with_change: bool, row_id: str | None = None) -> str:
     out = []
     for c in checks:
         change = f"<td>{_change(c)}</td>" if with_change else ""
+        tr = f'<tr id="{_e(row_id)}">' if row_id else "<tr>"
         out.append(
-            f"<tr><td>{_e(c.get('check'))}</td><td>{_e(c.get('subject'))}</td>"
+            f"{tr}<td>{_e(c.get('check'))}</td><td>{_e(c.get('subject'))}</td>"
             f'<td class="num">{_e(format_quantity(c.get("measured")))}</td>'
             f"<td>{_e(format_expected(c.get('expected')))}</td>"
             f'<td class="num">{"" if outlier_text(c) else _e(format_margin(c.get("margin")))}</td><td>{_outcome(c)}</td>'
@@ -209,16 +250,29 @@ def _check_rows(checks: Sequence[Check], with_change: bool) -> str:
     return "".join(out)
 
 
-def _cause_rows(causes: Sequence[Cause], with_change: bool) -> str:
+def _subjects(cause: Cause) -> str:
+    """Every errored check of a cause with its subjects, folded (``link_layer: node[01-64]``), collapsed.
+
+    The results table lists the first error of a cause only: here is where each of the others is.
+    """
+    by_check: dict[str, list[str]] = {}
+    for c in cause.checks:
+        by_check.setdefault(str(c.get("check")), []).append(str(c.get("subject")))
+    lines = "<br>".join(f"{_e(check)}: {_e(nodeset(subjects))}" for check, subjects in by_check.items())
+    return f"<details><summary>{_e(cause.where())}</summary>{lines}</details>"
+
+
+def _cause_rows(causes: Sequence[Cause], layer: str, with_change: bool) -> str:
     """One row per cause of errors: the checks, how many subjects on which nodes, the cause once."""
     out = []
     for cause in causes:
+        anchor = cause_anchor(layer, cause.key)
         if len(cause.checks) == 1:
-            out.append(_check_rows(cause.checks, with_change))
+            out.append(_check_rows(cause.checks, with_change, anchor))
             continue
         expected = {format_expected(c.get("expected")) for c in cause.checks} - {""}
         out.append(
-            f'<tr class="fabric-cause"><td>{_e(cause.what(limit=4))}</td><td>{_e(cause.where())}</td><td></td>'
+            f'<tr class="fabric-cause" id="{anchor}"><td>{_e(cause.what(limit=4))}</td><td>{_subjects(cause)}</td><td></td>'
             f"<td>{_e(expected.pop() if len(expected) == 1 else '')}</td><td></td>"
             f'<td><span class="fabric-o-error">error</span></td><td>{_e(cause_reason(cause.message()))}</td>'
             + ("<td></td>" if with_change else "") + "</tr>"
@@ -226,9 +280,13 @@ def _cause_rows(causes: Sequence[Cause], with_change: bool) -> str:
     return "".join(out)
 
 
-def layer_tables(checks: Sequence[Check]) -> str:
+def layer_tables(checks: Sequence[Check], node_names: Sequence[str] = ()) -> str:
     """Per layer: counts, the failed checks (largest shortfall first), the errors one row per cause and the
-    waived checks, then all checks on demand.  Every problem row says why in its Reason column."""
+    waived checks, then all checks on demand.  Every problem row says why in its Reason column.
+
+    Every cause is a row (the results table lists only the first error of each and links here);
+    ``node_names`` (the run's nodes) are taken out of the messages as the results table does.
+    """
     with_change = any("previous" in c for c in checks)
     head = ("<tr><th>Check</th><th>Subject</th><th>Measured</th><th>Expected</th><th>Margin</th><th>Outcome</th>"
             "<th>Reason</th>" + ("<th>Change</th>" if with_change else "") + "</tr>")
@@ -239,6 +297,13 @@ def layer_tables(checks: Sequence[Check]) -> str:
     if unset:
         out.append(f'<p class="fabric-note">{unset} checks the profile does not set were skipped; they are '
                    "counted, but neither listed here nor in the results table.</p>")
+    if any(c.get("outcome") == "error" for c in checks):
+        out.append('<p class="fabric-note">Errors of one cause are one row: open its subjects for every check it '
+                   "errored. The results table lists the first error of each cause and links here.</p>")
+    unmeasured = sum(1 for c in checks if c.get("outcome") == "skipped" and not not_set(c) and not c.get("evidence"))
+    if unmeasured:
+        out.append(f'<p class="fabric-note">{unmeasured} checks the profile sets had nothing to measure here: '
+                   "Not run counts them with the reason; the results table does not list them.</p>")
     for layer in layers:
         mine = sort_problems_first([c for c in checks if c.get("layer") == layer])
         counts = outcome_counts(mine)
@@ -248,20 +313,19 @@ def layer_tables(checks: Sequence[Check]) -> str:
         if not mine:
             continue
         failed = [c for c in mine if c.get("outcome") == "failed"]
-        causes = group_by_cause(c for c in mine if c.get("outcome") == "error")
+        causes = group_by_cause((c for c in mine if c.get("outcome") == "error"), node_names)
         waived = [c for c in mine if c.get("outcome") == "waived"]
         if failed or causes or waived:
             out.append(f'<table class="fabric-table fabric-problems">{head}'
                        f"{_check_rows(failed[:PROBLEM_LIMIT], with_change)}"
-                       f"{_cause_rows(causes[:PROBLEM_LIMIT], with_change)}"
+                       f"{_cause_rows(causes, layer, with_change)}"
                        f"{_check_rows(waived[:PROBLEM_LIMIT], with_change)}</table>")
             left = [f"{n} more {what}" for n, what in (
-                (len(failed) - PROBLEM_LIMIT, "failed checks"), (len(causes) - PROBLEM_LIMIT, "causes of errors"),
-                (len(waived) - PROBLEM_LIMIT, "waived checks")) if n > 0]
+                (len(failed) - PROBLEM_LIMIT, "failed checks"), (len(waived) - PROBLEM_LIMIT, "waived checks")) if n > 0]
             if left:
                 out.append(f'<p class="fabric-note">and {_e(", ".join(left))}: see all checks below</p>')
         shown = mine[:FULL_TABLE_LIMIT]
-        more = f" (first {FULL_TABLE_LIMIT}; the results table below has all)" if len(mine) > len(shown) else ""
+        more = f" (the first {FULL_TABLE_LIMIT})" if len(mine) > len(shown) else ""
         out.append(f'<details class="fabric-all"><summary>all {len(mine)} {_e(layer)} checks{more}</summary>'
                    f'<table class="fabric-table">{head}{_check_rows(shown, with_change)}</table></details>')
     out.append("</div>")
@@ -282,7 +346,7 @@ def node_table(info: RunInfo, checks: Sequence[Check]) -> str:
             attribution += f" {_e(a['message'])}"
         if a.get("bad_peers"):
             attribution += f" <small>(bad peers: {_e(', '.join(map(str, a['bad_peers'])))})</small>"
-        cause = _problems(r.node, r.failed + r.errored)
+        cause = _problems(r.node, r.failed + r.errored, info.nodes)
         body.append(
             f"<tr><td>{_e(r.node)}</td><td>{_e(r.labels.get('leaf', ''))}</td><td class=\"num\">{r.checks}</td>"
             f'<td class="num">{len(r.failed)}</td><td class="num">{len(r.errored)}</td><td class="num">{r.waived}</td>'
@@ -295,7 +359,7 @@ def node_table(info: RunInfo, checks: Sequence[Check]) -> str:
     )
 
 
-def _problems(node: str, checks: Sequence[Check], limit: int = 3) -> str:
+def _problems(node: str, checks: Sequence[Check], node_names: Sequence[str] = (), limit: int = 3) -> str:
     """A node's own problems, one per cause with its reason, then pair problems as the peers' names."""
     own = [c for c in checks if len(c.get("nodes") or []) < 2]
     pairs = [c for c in checks if len(c.get("nodes") or []) >= 2]
@@ -305,7 +369,7 @@ def _problems(node: str, checks: Sequence[Check], limit: int = 3) -> str:
         numbers = format_quantity(c.get("measured"))
         why = f"{numbers}, expected {format_expected(c.get('expected'))}" if numbers else cause_reason(str(c.get("message") or ""))
         parts.append(f"{_e(c.get('check'))} {_e(c.get('subject'))}: {_e(why)}")
-    causes = group_by_cause(c for c in own if c.get("outcome") == "error")
+    causes = group_by_cause((c for c in own if c.get("outcome") == "error"), node_names)
     for cause in causes[:limit]:
         parts.append(f"{_e(cause.what())}: {_e(cause_reason(cause.message()))}")
     by_check: dict[str, list[str]] = {}
@@ -339,99 +403,3 @@ def heatmaps_html(info: RunInfo, checks: Sequence[Check]) -> str:
         out.append("</div></details>")
     out.append("</div>")
     return "".join(out) if maps or matrices else ""
-
-
-def row_cells(c: Check | None, with_change: bool) -> list[str]:
-    """The extra results-table cells of one test (blank for tests that are not conformance checks)."""
-    if c is None:
-        cells = ["layer", "check", "subject", "measured", "expected", "margin", "outcome"]
-        return [f'<td class="col-{n}"></td>' for n in cells + (["change"] if with_change else [])]
-    margin = c.get("margin")
-    # pytest-html sorts on the cell's HTML text; a hidden fixed-width key in front makes that numeric.
-    mkey = f"{margin + 1000:012.5f}" if isinstance(margin, (int, float)) else "~"
-    v = numeric_value(c.get("measured"))
-    vkey = f"{v + 1e12:020.5f}" if v is not None else "~"
-    cells = [
-        f'<td class="col-layer">{_e(c.get("layer"))}</td>',
-        f'<td class="col-check">{_e(c.get("check"))}</td>',
-        f'<td class="col-subject">{_e(c.get("subject"))}</td>',
-        f'<td class="col-measured"><span class="fabric-sortkey">{vkey}</span>{_e(format_quantity(c.get("measured")))}</td>',
-        f'<td class="col-expected">{_e(format_expected(c.get("expected")))}</td>',
-        f'<td class="col-margin"><span class="fabric-sortkey">{mkey}</span>{_e(format_margin(margin))}</td>',
-        f'<td class="col-outcome">{_outcome(c)}</td>',
-    ]
-    if with_change:
-        cells.append(f'<td class="col-change">{_change(c)}</td>')
-    return cells
-
-
-#: of one command's output, the tail shown inline (a tool's summary is at its end); the record and
-#: ``--evidence-dir`` keep it whole
-OUTPUT_INLINE_CHARS = 1_500
-#: of one check's outputs together, what is shown inline; further commands are listed without output
-CHECK_INLINE_CHARS = 4_000
-#: the same for a check that passed: what it measured is in its row, its outputs matter less
-PASSED_INLINE_CHARS = 800
-#: a command line longer than this is cut in the page (shell one-liners of a probe); the record has it whole
-COMMAND_CHARS = 200
-
-
-def _output(text: str, digest: object, budget: int) -> str:
-    if len(text) <= budget:
-        return f"<pre>{_e(text)}</pre>"
-    cut = f"[{len(text) - budget} earlier characters cut here; --evidence-dir keeps the whole output as {digest}.txt]\n"
-    return f'<pre><span class="fabric-cut">{_e(cut)}</span>{_e(text[-budget:])}</pre>' if budget > 0 else ""
-
-
-def evidence_html(c: Check, seen: dict[str, str] | None = None) -> str:
-    """What a check measured and how: message, expectation with its source, and every command with its output.
-
-    Outputs are collapsed, cut to their tail (``OUTPUT_INLINE_CHARS`` each, ``CHECK_INLINE_CHARS`` per check)
-    and, with ``seen`` (sha256 -> the check that showed it first, kept across calls), shown once per page:
-    a round's server log or one node's ``ibstat`` read by many checks is not repeated for each.
-    """
-    e = c.get("expected") or {}
-    message = "<br>".join(_e(line) for line in str(c.get("message") or "").splitlines())
-    parts = [f"<p><b>{_e(c.get('check'))} {_e(c.get('subject'))}</b>: {_outcome(c)} &mdash; {message}</p>"]
-    if c.get("detail") and str(c.get("detail")) not in str(c.get("message") or ""):
-        parts.append(f"<p>{_e(c.get('detail'))}</p>")
-    if e and c.get("outcome") != "error":  # an error measured nothing to hold against it
-        parts.append(
-            f"<p>Expected {_e(format_expected(e))}; profile key <code>{_e(e.get('key'))}</code>"
-            f" written as <code>{_e(e.get('as_written'))}</code>; source: {_e(e.get('source') or 'not given')}"
-            + (f"; waiver: {_e(c.get('waiver'))}" if c.get("waiver") else "") + "</p>"
-        )
-    items = c.get("evidence") or []
-    if not items:
-        if c.get("outcome") != "error":  # an error's message above says what it ran and why it stopped
-            parts.append("<p>No command output recorded for this check.</p>")
-        return '<div class="fabric-evidence">' + "".join(parts) + "</div>"
-    parts.append(f"<details><summary>Evidence: {len(items)} command(s) on "
-                 f"{_e(', '.join(sorted({str(i.get('node')) for i in items})))}</summary>")
-    budget = PASSED_INLINE_CHARS if c.get("outcome") in ("passed", "skipped") else CHECK_INLINE_CHARS
-    here = f"{c.get('check')} {c.get('subject')}"
-    for i in items:
-        command = str(i.get("command") or "")
-        if len(command) > COMMAND_CHARS:
-            command = command[:COMMAND_CHARS] + f" [... {len(command) - COMMAND_CHARS} more characters in the record]"
-        parts.append(
-            f"<p>on <b>{_e(i.get('node'))}</b>: <code>{_e(command)}</code> &rarr; exit {_e(i.get('exit_code'))}"
-            f" in {_e(i.get('duration_s'))} s</p>"
-        )
-        for stream in ("stdout", "stderr"):
-            text = str(i.get(stream) or "")
-            if not text:
-                continue
-            digest = str(i.get(f"{stream}_sha256"))
-            head = f"<div>{stream} <small>sha256 {_e(digest)}</small>"
-            first = seen.get(digest) if seen is not None else None
-            if first is not None and first != here:
-                parts.append(f"{head} <small>(the same output as {_e(first)} shows)</small></div>")
-                continue
-            if seen is not None:
-                seen.setdefault(digest, here)
-            shown = _output(text, digest, min(OUTPUT_INLINE_CHARS, budget))
-            budget -= min(len(text), OUTPUT_INLINE_CHARS)
-            parts.append(f"{head}{shown or ' <small>(not shown here; --evidence-dir keeps it as a file)</small>'}</div>")
-    parts.append("</details>")
-    return '<div class="fabric-evidence">' + "".join(parts) + "</div>"
