@@ -11,6 +11,7 @@ from __future__ import annotations
 import json
 import os
 import random
+import signal
 import socket
 import threading
 import time
@@ -858,3 +859,57 @@ def test_data_address_in_the_inventory_wins_over_ssh_config(tmp_path: Path) -> N
     resolved = with_data_addresses(load_inventory(inventory), hostname_lookup(config))
     assert [n.address for n in resolved.nodes] == ["10.0.0.nu1", "10.0.0.nu2", "192.168.0.3", "other", "localhost"]
     assert [n.host for n in resolved.nodes] == ["nu1", "nu2", "nu3", "other", "localhost"]
+
+
+# -- a node whose sshd is slow ------------------------------------------------------------------
+
+
+def _descendants(pid: int) -> list[int]:
+    """Every process below ``pid`` (its per-connection sshd processes), from /proc."""
+    children: dict[int, list[int]] = {}
+    for entry in Path("/proc").iterdir():
+        if entry.name.isdigit():
+            try:
+                ppid = int((entry / "stat").read_text().rsplit(")", 1)[1].split()[1])
+            except (OSError, IndexError, ValueError):
+                continue
+            children.setdefault(ppid, []).append(int(entry.name))
+    found, todo = [], list(children.get(pid, []))
+    while todo:
+        child = todo.pop()
+        found.append(child)
+        todo.extend(children.get(child, []))
+    return found
+
+
+def _signal_all(pids: list[int], sig: int) -> None:
+    for pid in pids:
+        try:
+            os.kill(pid, sig)
+        except ProcessLookupError:
+            pass
+
+
+def test_a_session_sshd_is_slow_to_open_is_waited_for_and_the_connection_kept(
+    settings: Callable[..., SSHSettings], sshd: LoopbackSshd
+) -> None:
+    """Fails on treating a slow session open as a lost connection: on 64 simulated nodes sharing two
+    busy cores, sshd took longer than connect_timeout to open a session, the node was called lost
+    and its connection dropped with every command on it.  Here the node's sshd is stopped for 1.6 s."""
+    transport = SSHTransport("node1", settings(connect_timeout=1.0))
+    stalled: list[int] = []
+    try:
+        assert transport.run("true", timeout=10).exit_code == 0  # connected, sessions open fine
+        assert sshd.process is not None
+        stalled = _descendants(sshd.process.pid)  # this connection's sshd, not the listener
+        assert stalled
+        _signal_all(stalled, signal.SIGSTOP)
+        threading.Timer(1.6, _signal_all, (stalled, signal.SIGCONT)).start()
+        started = time.monotonic()
+        result = transport.run("echo still-here", timeout=10)
+        assert result.stdout.strip() == "still-here"
+        assert 1.5 < time.monotonic() - started < 4.5
+        assert transport.run("true", timeout=10).exit_code == 0  # the same connection goes on
+    finally:
+        _signal_all(stalled, signal.SIGCONT)
+        transport.close()

@@ -158,6 +158,11 @@ class _DroppedEarly(Exception):
         self.error = error
 
 
+def _session_open_timed_out(exc: BaseException) -> bool:
+    """paramiko's open_session gave up waiting for sshd's answer (the connection itself is alive)."""
+    return "Timeout opening channel" in str(exc)
+
+
 class SSHTransport:
     """One node reached over SSH; see :class:`base.Transport` for the contract.
 
@@ -381,25 +386,47 @@ class SSHTransport:
                 self._sessions[transport] -= 1
 
     def _channel(self, command: str, remote_command: str) -> paramiko.Channel:
-        transport = self._transport_with_room()
-        try:
-            chan: paramiko.Channel = transport.open_session(timeout=self.settings.connect_timeout)
-            chan.exec_command(remote_command)
-        except paramiko.ChannelException as exc:
-            self._release(transport)
-            # The connection is fine but sshd would not open another session: its MaxSessions
-            # is below the max_sessions we assumed.
-            raise TransportError(
-                self.node,
-                f"sshd refused a new session: {exc}",
-                command=command,
-                fix=f"this node's sshd allows fewer than {self.settings.max_sessions} sessions per "
-                "connection: set max_sessions in the inventory to its MaxSessions",
-            ) from exc
-        except (paramiko.SSHException, EOFError, OSError) as exc:
-            self._release(transport)
-            raise self._lost(command, exc) from exc
-        return chan
+        # A live connection whose sshd is slow to open a session (the node's CPUs all busy) is
+        # waited for once more, three times as long, before the command fails; it is not "lost",
+        # and dropping it would end every other command running on it.
+        waits = (self.settings.connect_timeout, 3 * self.settings.connect_timeout)
+        for attempt, wait in enumerate(waits):
+            transport = self._transport_with_room()
+            try:
+                chan: paramiko.Channel = transport.open_session(timeout=wait)
+                chan.exec_command(remote_command)
+                return chan
+            except paramiko.ChannelException as exc:
+                self._release(transport)
+                # The connection is fine but sshd would not open another session: its MaxSessions
+                # is below the max_sessions we assumed.
+                raise TransportError(
+                    self.node,
+                    f"sshd refused a new session: {exc}",
+                    command=command,
+                    fix=f"this node's sshd allows fewer than {self.settings.max_sessions} sessions per "
+                    "connection: set max_sessions in the inventory to its MaxSessions",
+                ) from exc
+            except paramiko.SSHException as exc:
+                if not (transport.is_active() and _session_open_timed_out(exc)):
+                    self._release(transport)
+                    raise self._lost(command, exc) from exc
+                # The request stays open on the node and may still open a session there: its
+                # slot stays counted, so this connection is not asked for more than sshd allows.
+                if attempt + 1 < len(waits):
+                    continue
+                raise TransportError(
+                    self.node,
+                    f"sshd accepted the connection but opened no session within {waits[0]:g} s, nor "
+                    f"within {waits[1]:g} s more",
+                    command=command,
+                    fix=f"the node may be overloaded: check its load (uptime) and sshd; connect_timeout "
+                    f"({waits[0]:g} s) in the inventory sets how long to wait",
+                ) from exc
+            except (EOFError, OSError) as exc:
+                self._release(transport)
+                raise self._lost(command, exc) from exc
+        raise AssertionError("unreachable: the last wait returns or raises")  # pragma: no cover
 
     # -- running -----------------------------------------------------------------
     def run(self, command: str, *, timeout: float, check: bool = True) -> CommandResult:
