@@ -160,15 +160,14 @@ def _unset_at_scale(metafunc: pytest.Metafunc, state: Any) -> str | None:
     (above --fabric-device-tests-up-to nodes); None otherwise."""
     if len(state.inventory.node_names) <= state.device_tests_up_to:
         return None
-    from .plugin import PROFILE_KEY_OF  # the plugin imports this module
-    from .profile import LAYERS
+    from .plugin import PROFILE_KEY_OF, layer_and_check  # the plugin imports this module
 
-    layers = [m.name for m in metafunc.definition.iter_markers() if m.name in LAYERS]
-    check = metafunc.function.__name__.removeprefix("test_")
-    if not layers or check == "mount":  # the mount check is judged by what the inventory states
+    found = layer_and_check(metafunc.definition, metafunc.function.__name__)
+    if found is None or found[1] == "mount":  # the mount check is judged by what the inventory states
         return None
+    layer, check = found
     key = PROFILE_KEY_OF.get(check, check)
-    return None if state.profile.expectations(layers[0], key) else f"{layers[0]}.{key}"
+    return None if state.profile.expectations(layer, key) else f"{layer}.{key}"
 
 
 _NO_SUBJECTS = {

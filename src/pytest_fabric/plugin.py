@@ -284,14 +284,20 @@ class _TestFunction:
     measured_by: tuple[str, ...]
 
 
+def layer_and_check(node: pytest.Item, function_name: str) -> tuple[str, str] | None:
+    """A conformance test's layer (its marker) and check (``test_mtu``: ``mtu``); None for other tests."""
+    layers = [m.name for m in node.iter_markers() if m.name in LAYERS]
+    return (layers[0], function_name.removeprefix("test_")) if layers else None
+
+
 def _test_function(item: pytest.Function) -> _TestFunction | None:
-    layers = [m.name for m in item.iter_markers() if m.name in LAYERS]
-    if not layers:
+    found = layer_and_check(item, item.originalname)
+    if found is None:
         return None
     params = getattr(getattr(item, "callspec", None), "params", {})
     fixture = next((name for name in SUBJECT_FIXTURES if name in params), None)
     measured_by = tuple(name for name in item.fixturenames if name not in SUBJECT_FIXTURES)
-    return _TestFunction(layers[0], item.originalname.removeprefix("test_"), fixture, measured_by)
+    return _TestFunction(*found, fixture, measured_by)
 
 
 def _check_info(item: pytest.Item, functions: dict[tuple[int, str], _TestFunction | None]) -> CheckInfo | None:

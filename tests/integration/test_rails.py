@@ -57,13 +57,19 @@ def outcomes(record: dict, check: str) -> dict[str, str]:
     return {s: c["outcome"] for s, c in checks(record, check).items()}
 
 
+def _port1_down() -> list[FakePort]:
+    """A node's four ports with mlx5_1 Down (Polling): a cable out, as ibstat shows it."""
+    ports = default_ports()
+    ports[1] = FakePort(device="mlx5_1", netdev="ib1", state="Down", phys_state="Polling")
+    return ports
+
+
 @pytest.fixture(scope="module")
 def record(simcluster: SimCluster, tmp_path_factory: pytest.TempPathFactory) -> dict:
     work = tmp_path_factory.mktemp("rails")
     nodes = simcluster.nodes[:4]
     inventory = simcluster.write_inventory(work / "inventory.yaml", nodes=nodes)
-    down = default_ports()
-    down[1] = FakePort(device="mlx5_1", netdev="ib1", state="Down", phys_state="Polling")
+    down = _port1_down()
     slow = default_ports()
     slow[2] = FakePort(device="mlx5_2", netdev="ib2", rdma_bw_gbps=5.0)
     hardware = {
@@ -120,8 +126,7 @@ def test_ports_the_profile_names_are_the_subjects_and_the_only_ports_judged(
 ) -> None:
     nodes = simcluster.nodes[:3]
     inventory = simcluster.write_inventory(tmp_path / "inventory.yaml", nodes=nodes)
-    down = default_ports()
-    down[1] = FakePort(device="mlx5_1", netdev="ib1", state="Down", phys_state="Polling")
+    down = _port1_down()
     # node03's storage HCA enumerates first: a sorted list would call it port0
     storage_first = [FakePort(device="mlx5_10", netdev="ib9"), *default_ports()]
     profile = PROFILE.replace("  ports: 4\n", "  ports: {names: [mlx5_0, mlx5_1, mlx5_2, mlx5_3]}\n")
@@ -194,8 +199,7 @@ def test_above_the_device_test_limit_one_test_per_node_judges_each_port_and_name
     """Fails before --fabric-device-tests-up-to: 4,096 nodes of 8 ports were 98,304 port tests of three checks."""
     nodes = simcluster.nodes[:3]
     inventory = simcluster.write_inventory(tmp_path / "inventory.yaml", nodes=nodes)
-    down = default_ports()
-    down[1] = FakePort(device="mlx5_1", netdev="ib1", state="Down", phys_state="Polling")
+    down = _port1_down()
     profile = PROFILE.replace("  port_state: Active\n", "  port_state: Active\n  port_rate: 200 Gb/s\n")
     with hardware_installed(simcluster, {"node02": FakeHardware(ports=down)}):
         record = run(tmp_path, inventory, profile, "-k", "port_state or port_rate", "--fabric-device-tests-up-to", "2")
