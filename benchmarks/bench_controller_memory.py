@@ -19,9 +19,9 @@ import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT))
+sys.path.insert(0, str(ROOT / "tests"))  # simcluster; pytest_fabric is the installed copy
 
-from tests.simcluster import SimCluster, missing_prerequisites  # noqa: E402
+from simcluster import SimCluster, missing_prerequisites  # noqa: E402
 
 # ring: few pair items, so the figure is the connections and not collection
 PROFILE = "name: bench\ninter_node:\n  pairs: ring\n  mtu: {min: 1500}\n"

@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import Any
 
 REPO = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(REPO))
+sys.path.insert(0, str(REPO / "tests"))
 
 from pytest_fabric.parsers.base import ParseError, ToolReportedError, registry  # noqa: E402
 

@@ -26,12 +26,12 @@ from collections.abc import Callable
 from pathlib import Path
 
 _ROOT = Path(__file__).resolve().parents[1]
-sys.path[:0] = [str(_ROOT), str(_ROOT / "tests" / "integration")]
+sys.path[:0] = [str(_ROOT / "tests"), str(_ROOT / "tests" / "integration")]
 
 from loopback_sshd import LoopbackSshd, sshd_unavailable  # noqa: E402 - found through the path above
 
 from pytest_fabric.transport import SSHSettings, SSHTransport  # noqa: E402
-from tests.simcluster import SimCluster, missing_prerequisites  # noqa: E402
+from simcluster import SimCluster, missing_prerequisites  # noqa: E402
 
 
 def _client_cpu_s() -> float:

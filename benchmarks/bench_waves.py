@@ -25,9 +25,9 @@ import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT))
+sys.path.insert(0, str(ROOT / "tests"))  # simcluster; pytest_fabric is the installed copy
 
-from tests.simcluster import SimCluster, missing_prerequisites  # noqa: E402
+from simcluster import SimCluster, missing_prerequisites  # noqa: E402
 
 GOAL = 1.5
 

@@ -13,14 +13,15 @@ from pathlib import Path
 
 import pytest
 
-# The repository root must be importable for `tests.simcluster`; pytest's config may add it, but a
-# plain `pytest` run from elsewhere would not.
-_REPO_ROOT = str(Path(__file__).resolve().parents[2])
-if _REPO_ROOT not in sys.path:
-    sys.path.insert(0, _REPO_ROOT)
+# tests/ must be importable for `simcluster`; pytest's config adds it (pythonpath), but a plain
+# `pytest` run from elsewhere would not. Never the repository root: its pytest_fabric/ would
+# shadow the installed copy under test.
+_TESTS = str(Path(__file__).resolve().parents[1])
+if _TESTS not in sys.path:
+    sys.path.insert(0, _TESTS)
 
-from tests.simcluster import NodeBreaker, SimCluster, missing_prerequisites  # noqa: E402
-from tests.simcluster.slurm import SlurmSim, missing_slurm  # noqa: E402
+from simcluster import NodeBreaker, SimCluster, missing_prerequisites  # noqa: E402
+from simcluster.slurm import SlurmSim, missing_slurm  # noqa: E402
 
 SIM_NODES = 8
 _SIM_FIXTURES = {"simcluster", "sim_inventory", "break_node", "slurm_cluster"}

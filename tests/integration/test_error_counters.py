@@ -15,8 +15,8 @@ import sys
 from pathlib import Path
 
 from pytest_fabric.parsers import ethtool, iblinkinfo, perfquery, rdma_statistic
-from tests.simcluster import SimCluster
-from tests.simcluster.hardware import FakeHardware, FakePort, default_ports, hardware_installed
+from simcluster import SimCluster
+from simcluster.hardware import FakeHardware, FakePort, default_ports, hardware_installed
 
 SIM_RDMA = Path(__file__).resolve().parents[1] / "data" / "profiles" / "sim-rdma.yaml"
 

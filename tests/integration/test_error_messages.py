@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.simcluster import SimCluster
+from simcluster import SimCluster
 
 CHROMIUM = next((p for p in (shutil.which("chromium"), shutil.which("chromium-browser"), shutil.which("google-chrome"))
                  if p), None)

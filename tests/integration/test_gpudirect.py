@@ -8,9 +8,9 @@ from pathlib import Path
 
 import pytest
 
-from tests.simcluster import SimCluster
-from tests.simcluster.gpu import FakeGpus, install_gpus, uninstall_gpus
-from tests.simcluster.hardware import (
+from simcluster import SimCluster
+from simcluster.gpu import FakeGpus, install_gpus, uninstall_gpus
+from simcluster.hardware import (
     FakeHardware,
     FakePort,
     default_ports,

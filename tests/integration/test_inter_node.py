@@ -14,8 +14,8 @@ from pathlib import Path
 
 import pytest
 
-from tests.simcluster import SimCluster
-from tests.simcluster.hardware import FakeHardware, FakePort, default_ports, hardware_installed
+from simcluster import SimCluster
+from simcluster.hardware import FakeHardware, FakePort, default_ports, hardware_installed
 
 PROFILE = Path(__file__).resolve().parents[1] / "data" / "profiles" / "sim-rdma.yaml"
 NODES = 6

@@ -17,8 +17,8 @@ from typing import Any
 
 import pytest
 
-from tests.simcluster import SimCluster
-from tests.simcluster.hardware import FakeHardware, hardware_installed
+from simcluster import SimCluster
+from simcluster.hardware import FakeHardware, hardware_installed
 
 PROFILE = Path(__file__).resolve().parents[1] / "data" / "profiles" / "sim-rdma.yaml"
 

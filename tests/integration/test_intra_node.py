@@ -15,8 +15,8 @@ from pathlib import Path
 
 import pytest
 
-from tests.simcluster import SimCluster
-from tests.simcluster.gpu import FakeGpus, install_gpus, installed_gpu_nodes, uninstall_gpus
+from simcluster import SimCluster
+from simcluster.gpu import FakeGpus, install_gpus, installed_gpu_nodes, uninstall_gpus
 
 PROFILE = Path(__file__).resolve().parents[1] / "data" / "profiles" / "sim-gpu.yaml"
 NODE_CHECKS = (

@@ -18,8 +18,8 @@ from pathlib import Path
 import pytest
 import yaml
 
-from tests.simcluster import SimCluster
-from tests.simcluster.hardware import FakeHardware, FakePort, default_ports, hardware_installed
+from simcluster import SimCluster
+from simcluster.hardware import FakeHardware, FakePort, default_ports, hardware_installed
 
 PROFILE = """name: rails
 inter_node:

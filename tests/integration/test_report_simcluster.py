@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 from pytest_fabric.report.verify import verify_file
-from tests.simcluster import NodeBreaker, SimCluster
+from simcluster import NodeBreaker, SimCluster
 
 PROFILE = Path(__file__).resolve().parents[1] / "data" / "profiles" / "sim.yaml"
 PLUGINS = ["evidence", "compare", "collect", "record_json", "terminal", "html", "junit"]

@@ -18,7 +18,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from tests.simcluster import NodeBreaker, SimCluster, SimClusterError, SimNode
+from simcluster import NodeBreaker, SimCluster, SimClusterError, SimNode
 
 
 def ssh(cluster: SimCluster, node: SimNode, command: str) -> subprocess.CompletedProcess[str]:

@@ -33,9 +33,9 @@ from pytest_fabric.transport.slurm import (
     SlurmSettings,
     SlurmTransport,
 )
-from tests.simcluster import SimCluster
-from tests.simcluster.hardware import FakeHardware, FakePort, default_ports, hardware_installed
-from tests.simcluster.slurm import SlurmSim
+from simcluster import SimCluster
+from simcluster.hardware import FakeHardware, FakePort, default_ports, hardware_installed
+from simcluster.slurm import SlurmSim
 
 RDMA_PROFILE = Path(__file__).resolve().parents[1] / "data" / "profiles" / "sim-rdma.yaml"
 # Per-port, per-node and pair checks, with servers: enough to compare, short enough for the suite.

@@ -13,10 +13,10 @@ from pathlib import Path
 
 import pytest
 
-from tests.simcluster import SimCluster
-from tests.simcluster.gpu import FakeGpus, install_gpus, uninstall_gpus
-from tests.simcluster.hardware import FakeHardware, install_hardware, uninstall_hardware
-from tests.simcluster.stack import (
+from simcluster import SimCluster
+from simcluster.gpu import FakeGpus, install_gpus, uninstall_gpus
+from simcluster.hardware import FakeHardware, install_hardware, uninstall_hardware
+from simcluster.stack import (
     FakeStack,
     install_stack,
     limit_memlock,

@@ -26,8 +26,8 @@ from pytest_fabric.parsers import (
     rdma_link,
 )
 from pytest_fabric.parsers.base import ToolReportedError
-from tests.simcluster import SimCluster
-from tests.simcluster.hardware import (
+from simcluster import SimCluster
+from simcluster.hardware import (
     STANDIN_TOOLS,
     FakeHardware,
     FakePort,

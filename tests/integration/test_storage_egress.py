@@ -18,8 +18,8 @@ from typing import Any
 
 import pytest
 
-from tests.simcluster import NodeBreaker, SimCluster
-from tests.simcluster.mounts import SimMounts
+from simcluster import NodeBreaker, SimCluster
+from simcluster.mounts import SimMounts
 
 PROFILE = Path(__file__).resolve().parents[1] / "data" / "profiles" / "sim-storage-egress.yaml"
 FILE_NAME = "20MB.bin"

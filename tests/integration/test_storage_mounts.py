@@ -16,8 +16,8 @@ from typing import Any
 
 import pytest
 
-from tests.simcluster import SimCluster
-from tests.simcluster.mounts import SimMounts
+from simcluster import SimCluster
+from simcluster.mounts import SimMounts
 
 PROFILE = Path(__file__).resolve().parents[1] / "data" / "profiles" / "sim-storage-mounts.yaml"
 

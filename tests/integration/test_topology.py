@@ -13,11 +13,11 @@ from pathlib import Path
 
 import pytest
 
-from tests.simcluster import SimCluster
-from tests.simcluster.gpu import FakeGpus, install_gpus, uninstall_gpus
-from tests.simcluster.hardware import install_hardware, uninstall_hardware
-from tests.simcluster.stack import FakeStack, install_stack, uninstall_stack
-from tests.simcluster.switches import fabric_scan, install_fabric_scan, uninstall_fabric_scan
+from simcluster import SimCluster
+from simcluster.gpu import FakeGpus, install_gpus, uninstall_gpus
+from simcluster.hardware import install_hardware, uninstall_hardware
+from simcluster.stack import FakeStack, install_stack, uninstall_stack
+from simcluster.switches import fabric_scan, install_fabric_scan, uninstall_fabric_scan
 
 PROFILE = Path(__file__).resolve().parents[1] / "data" / "profiles" / "sim-topology.yaml"
 NODES = [f"node{i:02d}" for i in range(1, 9)]

@@ -40,7 +40,7 @@ from pytest_fabric.transport.jumphosts import JumpHosts
 try:  # tests/ is not a package: pytest puts this directory on sys.path
     from loopback_sshd import LoopbackSshd, free_port, make_key, sshd_unavailable
 except ImportError:  # pragma: no cover - when tests/ is imported as a package
-    from tests.integration.loopback_sshd import (  # type: ignore[no-redef]
+    from integration.loopback_sshd import (  # type: ignore[no-redef]
         LoopbackSshd,
         free_port,
         make_key,

@@ -19,7 +19,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.simcluster import NodeBreaker, SimCluster
+from simcluster import NodeBreaker, SimCluster
 
 PROFILE = Path(__file__).resolve().parents[1] / "data" / "profiles" / "sim.yaml"
 

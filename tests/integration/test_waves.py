@@ -18,8 +18,8 @@ from typing import Any
 
 import pytest
 
-from tests.simcluster import SimCluster
-from tests.simcluster.mounts import SimMounts
+from simcluster import SimCluster
+from simcluster.mounts import SimMounts
 
 PROFILE = """\
 name: sim-waves

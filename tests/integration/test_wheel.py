@@ -21,7 +21,12 @@ from pathlib import Path
 import pytest
 
 REPO = Path(__file__).resolve().parents[2]
-PACKAGE_SRC = REPO / "src" / "pytest_fabric"
+# Where each shipped folder of the repository lands in the wheel (setup.py maps the last two).
+SHIPPED_FOLDERS = {
+    REPO / "pytest_fabric": "pytest_fabric",
+    REPO / "conformance": "pytest_fabric/conformance",
+    REPO / "profiles": "pytest_fabric/profiles",
+}
 SHIPPED_SUFFIXES = {".py", ".yaml", ".json", ".css", ".js", ".typed"}
 
 
@@ -70,16 +75,34 @@ def installed(wheel: Path, tmp_path_factory: pytest.TempPathFactory) -> Iterator
     yield python
 
 
+def expected_in_wheel(tracked: list[Path]) -> set[str]:
+    """The wheel's name for every module and data file of the shipped folders."""
+    return {
+        f"{inside}/{p.relative_to(folder).as_posix()}"
+        for p in tracked
+        for folder, inside in SHIPPED_FOLDERS.items()
+        if p.is_relative_to(folder) and p.suffix in SHIPPED_SUFFIXES
+    }
+
+
+def left_out(wheel_names: set[str], tracked: list[Path]) -> list[str]:
+    return sorted(expected_in_wheel(tracked) - wheel_names)
+
+
+def test_the_comparison_notices_a_module_left_out(wheel: Path) -> None:
+    """The check below must fail when the wheel lacks one module, of the plugin or of the suite."""
+    names = set(zipfile.ZipFile(wheel).namelist())
+    for dropped in ("pytest_fabric/verdict.py", "pytest_fabric/conformance/storage/test_mount.py",
+                    "pytest_fabric/profiles/hdr200.yaml"):
+        assert left_out(names - {dropped}, _tracked_files()) == [dropped]
+
+
 def test_wheel_ships_every_module_and_data_file(wheel: Path) -> None:
     in_wheel = set(zipfile.ZipFile(wheel).namelist())
-    expected = {
-        f"pytest_fabric/{p.relative_to(PACKAGE_SRC).as_posix()}"
-        for p in _tracked_files()
-        if p.is_relative_to(PACKAGE_SRC) and p.suffix in SHIPPED_SUFFIXES
-    }
-    assert expected, "no package files found under src/pytest_fabric"
-    missing = sorted(expected - in_wheel)
-    assert not missing, f"{wheel.name} lacks {len(missing)} file(s) of src/pytest_fabric: {missing[:20]}"
+    tracked = _tracked_files()
+    assert len(expected_in_wheel(tracked)) > 100, "no package files found under pytest_fabric/, conformance/, profiles/"
+    missing = left_out(in_wheel, tracked)
+    assert not missing, f"{wheel.name} lacks {len(missing)} file(s) of the source tree: {missing[:20]}"
     for required in (
         "pytest_fabric/measurements/intra_node.py",
         "pytest_fabric/conformance/inter_node/test_tcp.py",

@@ -1,4 +1,4 @@
-"""Run a simulated cluster by hand: ``python -m tests.simcluster up --nodes 4 --workdir DIR``.
+"""Run a simulated cluster by hand: ``python -m simcluster up --nodes 4 --workdir DIR``.
 
 Brings the cluster up, writes DIR/inventory.yaml, prints how to use it, and tears it all down on
 Ctrl-C or SIGTERM. Must run as root from the repository root.
@@ -13,7 +13,7 @@ import time
 from pathlib import Path
 from types import FrameType
 
-from tests.simcluster.cluster import SimCluster, SimClusterError, missing_prerequisites
+from simcluster.cluster import SimCluster, SimClusterError, missing_prerequisites
 
 
 def _raise_interrupt(signum: int, frame: FrameType | None) -> None:
@@ -23,7 +23,7 @@ def _raise_interrupt(signum: int, frame: FrameType | None) -> None:
 
 def main(argv: list[str] | None = None) -> int:
     """Entry point; returns the process exit status."""
-    parser = argparse.ArgumentParser(prog="python -m tests.simcluster",
+    parser = argparse.ArgumentParser(prog="python -m simcluster",
                                      description="Simulated GPU cluster for pytest-fabric.")
     sub = parser.add_subparsers(dest="command", required=True)
     up = sub.add_parser("up", help="bring a cluster up and keep it until Ctrl-C/SIGTERM")

@@ -1,6 +1,6 @@
 """Benchmark: one wave over N simulated nodes through Slurm and through SSH.
 
-    python3 -m tests.simcluster.bench_slurm_wave [--nodes 64] [--repeat 3]
+    python3 -m simcluster.bench_slurm_wave [--nodes 64] [--repeat 3]
 
 Runs ``pytest --cluster ... -k dns_resolve`` (a per-node check: one wave, one command per node)
 over the same nodes, reached over SSH and through Slurm, and prints each run's wall time and the

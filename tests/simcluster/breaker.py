@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import contextlib
 
-from tests.simcluster.cluster import SimCluster, SimNode
+from simcluster.cluster import SimCluster, SimNode
 
 __all__ = ["NodeBreaker"]
 

@@ -27,7 +27,7 @@ import json
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from tests.simcluster.cluster import SimCluster, SimNode
+from simcluster.cluster import SimCluster, SimNode
 
 __all__ = ["GPU_TOOLS", "FakeGpus", "install_gpus", "installed_gpu_nodes", "uninstall_gpus"]
 

@@ -38,7 +38,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from tests.simcluster.cluster import SimCluster, SimNode
+from simcluster.cluster import SimCluster, SimNode
 
 __all__ = [
     "HARDWARE_FILE",

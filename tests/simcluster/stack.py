@@ -23,7 +23,7 @@ import subprocess
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from tests.simcluster.cluster import SimCluster, SimNode
+from simcluster.cluster import SimCluster, SimNode
 
 __all__ = ["STACK_TOOLS", "FakeStack", "install_stack", "limit_memlock", "restore_memlock", "uninstall_stack"]
 
@@ -58,7 +58,7 @@ def _node(cluster: SimCluster, node: SimNode | str) -> SimNode:
 def install_stack(cluster: SimCluster, node: SimNode | str, stack: FakeStack | None = None) -> None:
     """Install the stack stand-ins on one node."""
     stack = stack or FakeStack()
-    from tests.simcluster.hardware import _python_for_nodes
+    from simcluster.hardware import _python_for_nodes
 
     body = STANDIN_SOURCE.read_text()
     script = f"#!{_python_for_nodes()}\n{body.splitlines()[0]}\nMODEL_JSON = {stack.to_json()!r}\n" + body

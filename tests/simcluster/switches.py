@@ -17,7 +17,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 
-from tests.simcluster.cluster import SimCluster
+from simcluster.cluster import SimCluster
 
 __all__ = ["SCAN_FILE", "fabric_scan", "install_fabric_scan", "uninstall_fabric_scan"]
 

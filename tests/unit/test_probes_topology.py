@@ -11,7 +11,7 @@ from pytest_fabric.parsers.nvidia_smi_topo import parse_nvidia_smi_topo
 from pytest_fabric.probes.affinity import GpuRail, far_gpus, rail_differences, rails
 from pytest_fabric.probes.dcgm import failures
 from pytest_fabric.probes.switch_links import bad_links
-from tests.unit.parsers.corpus import corpus_text
+from unit.parsers.corpus import corpus_text
 
 DATA = Path(__file__).resolve().parents[1] / "data"
 

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.unit.parsers.corpus import corpus_root
+from unit.parsers.corpus import corpus_root
 
 REPO = Path(__file__).resolve().parents[3]
 DATA = REPO / "tests" / "data"

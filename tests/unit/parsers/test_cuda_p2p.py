@@ -6,7 +6,7 @@ import pytest
 
 from pytest_fabric.parsers.base import ParseError
 from pytest_fabric.parsers.cuda_p2p import parse_cuda_p2p
-from tests.unit.parsers.corpus import corpus_text
+from unit.parsers.corpus import corpus_text
 
 
 def test_two_pcie_gpus_cannot_access_peer() -> None:

@@ -8,7 +8,7 @@ import pytest
 
 from pytest_fabric.parsers.base import ParseError, ToolReportedError
 from pytest_fabric.parsers.dcgmi_diag import parse_dcgmi_diag
-from tests.unit.parsers.corpus import corpus_text
+from unit.parsers.corpus import corpus_text
 
 DATA = Path(__file__).resolve().parents[2] / "data" / "dcgmi-diag"
 

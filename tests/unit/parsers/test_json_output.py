@@ -20,8 +20,8 @@ import pytest
 
 from pytest_fabric.parsers.__main__ import to_jsonable
 from pytest_fabric.parsers.base import ParseError, registry
-from tests.unit.parsers.corpus import corpus_root
-from tests.unit.parsers.test_fuzz import samples
+from unit.parsers.corpus import corpus_root
+from unit.parsers.test_fuzz import samples
 
 DATA = Path(__file__).resolve().parents[2] / "data"
 PARSERS = registry()

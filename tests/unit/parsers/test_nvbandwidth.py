@@ -12,7 +12,7 @@ from pytest_fabric.parsers.nvbandwidth import (
     pair_bandwidths_gbytes_per_s,
     parse_nvbandwidth,
 )
-from tests.unit.parsers.corpus import corpus_text
+from unit.parsers.corpus import corpus_text
 
 DATA = Path(__file__).resolve().parents[2] / "data" / "nvbandwidth"
 D2D = "device_to_device_memcpy_read_ce"

@@ -8,7 +8,7 @@ import pytest
 
 from pytest_fabric.parsers.base import ParseError
 from pytest_fabric.parsers.nvidia_smi_xml import parse_nvidia_smi_xml
-from tests.unit.parsers.corpus import corpus_text
+from unit.parsers.corpus import corpus_text
 
 DATA = Path(__file__).resolve().parents[2] / "data" / "nvidia-smi-xml"
 

@@ -13,7 +13,7 @@ from pytest_fabric.parsers.lspci_acs import parse_lspci_acs
 from pytest_fabric.parsers.nvidia_smi_list import parse_nvidia_smi_list
 from pytest_fabric.parsers.ofed_info import parse_ofed_info
 from pytest_fabric.probes.preflight import acs_on_paths
-from tests.unit.parsers.corpus import corpus_text
+from unit.parsers.corpus import corpus_text
 
 DATA = Path(__file__).resolve().parents[2] / "data"
 

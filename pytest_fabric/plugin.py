@@ -38,6 +38,7 @@ ELAPSED_KEY = pytest.StashKey[float]()
 STARTED_KEY = pytest.StashKey[str]()
 
 pytest_plugins = [
+    "pytest_fabric.rootdir",  # test ids and the cache that do not follow the inventory's folder
     "pytest_fabric.gcpause",  # collection without the cyclic collector (large inventories)
     "pytest_fabric.fixtures",
     "pytest_fabric.slurm_drain",
