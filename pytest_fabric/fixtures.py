@@ -19,10 +19,11 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any, Protocol
+from typing import Any, Protocol, TypeVar, overload
 
 import pytest
 
+from .checks import Check, profile_key_of
 from .cluster import Cluster, NodeHandle, NodePair
 from .pairs import Pair
 from .profile import CheckSpec
@@ -160,13 +161,13 @@ def _unset_at_scale(metafunc: pytest.Metafunc, state: Any) -> str | None:
     (above --fabric-device-tests-up-to nodes); None otherwise."""
     if len(state.inventory.node_names) <= state.device_tests_up_to:
         return None
-    from .plugin import PROFILE_KEY_OF, layer_and_check  # the plugin imports this module
+    from .plugin import layer_and_check  # the plugin imports this module
 
     found = layer_and_check(metafunc.definition, metafunc.function.__name__)
     if found is None or found[1] == "mount":  # the mount check is judged by what the inventory states
         return None
     layer, check = found
-    key = PROFILE_KEY_OF.get(check, check)
+    key = profile_key_of(check, layer)
     return None if state.profile.expectations(layer, key) else f"{layer}.{key}"
 
 
@@ -266,16 +267,33 @@ def hca(request: pytest.FixtureRequest, cluster: Cluster) -> HcaHandle:
     return handle_for(cluster, "hca", _param(request, "RDMA port"))  # type: ignore[no-any-return]
 
 
+S = TypeVar("S", bound=CheckSpec)
+
+
+class SpecLookup(Protocol):
+    """What the ``spec`` fixture gives a measurement fixture: a declared check's settings, typed."""
+
+    @overload
+    def __call__(self, check: Check[S]) -> S: ...
+    @overload
+    def __call__(self, check: str) -> Any: ...
+
+
 @pytest.fixture
-def spec(request: pytest.FixtureRequest) -> Callable[[str], Any]:
-    """``spec("inter_node.tcp_throughput")``: the profile's settings, or skip when it sets none."""
+def spec(request: pytest.FixtureRequest) -> SpecLookup:
+    """``spec(checks.TCP_THROUGHPUT)``: the profile's settings for a check (its model), or skip when it
+    sets none.  A check of one's own may name its key: ``spec("inter_node.my_check")``."""
     state = _state(request)
 
-    def lookup(key: str) -> Any:
-        layer, _, check = key.partition(".")
-        found = state.profile.spec(layer, check)
+    def lookup(check: Check[Any] | str) -> Any:
+        if isinstance(check, str):
+            layer, _, key = check.partition(".")
+            found: Any = state.profile.spec(layer, key)
+            name = check
+        else:
+            found, name = state.profile.spec_of(check), check.profile_key
         if found is None:
-            pytest.skip(f"profile {state.profile.name} does not set {key}")
+            pytest.skip(f"profile {state.profile.name} does not set {name}")
         return found
 
     return lookup
@@ -285,29 +303,37 @@ class Judge(Protocol):
     """What the ``judge`` fixture gives a conformance test."""
 
     def __call__(
-        self, measurement: Measurement, key: str, expectations: list[Expectation] | None = None
+        self, measurement: Measurement, key: str | None = None, expectations: list[Expectation] | None = None
     ) -> list[Verdict]: ...
 
 
 @pytest.fixture
 def judge(request: pytest.FixtureRequest) -> Judge:
-    """``judge(measurement, "layer.check")``: every bound the profile sets must hold.
+    """``judge(measurement)``: every bound the profile sets for the test's check must hold.
 
-    A failed bound fails the test with the verdict's message; a failed bound whose
-    expectation carries ``waiver:`` is reported as waived (an xfail) instead.
+    The profile key is the one the check is declared with (:mod:`pytest_fabric.checks`:
+    ``test_rdma_bandwidth_outlier`` is judged by ``inter_node.outlier``); a test of one's own
+    names it (``judge(measurement, "inter_node.mtu")``).  A failed bound fails the test with the
+    verdict's message; a failed bound whose expectation carries ``waiver:`` is reported as waived (an xfail) instead.
     ``expectations`` replaces the profile's where the inventory states them (the mount check).
     """
     state = _state(request)
     item = request.node
 
-    def run(measurement: Measurement, key: str, expectations: list[Expectation] | None = None) -> list[Verdict]:
+    def run(measurement: Measurement, key: str | None = None,
+            expectations: list[Expectation] | None = None) -> list[Verdict]:
         __tracebackhide__ = True
+        info = item.stash.get(CHECK_KEY, None)
+        if key is None:
+            if info is None:
+                raise TypeError(f"judge(): {item.nodeid} has no layer marker, so name the profile key: "
+                                "judge(measurement, 'layer.check')")
+            key = f"{info.layer}.{profile_key_of(info.check, info.layer)}"
         layer, _, check = key.partition(".")
         if expectations is None:
             expectations = state.profile.expectations(layer, check)
         if not expectations:
             pytest.skip(f"profile {state.profile.name} does not set {key}")
-        info = item.stash.get(CHECK_KEY, None)
         subject = info.subject if info else item.name
         judged = measurement.parts or ((subject, measurement),)
         verdicts = [judge_measurement(part, measured, e) for part, measured in judged for e in expectations]

@@ -11,8 +11,8 @@ Either runs at most ``fanout`` subjects at once, and subjects that share a resou
 node's GPUs, a shared mount, the egress uplink) at most that resource's limit at once.
 The time of one measurement comes from the check's settings where the profile gives them
 (``duration`` x ``repeat``, fio ``runtime``, ``size`` over the floor) and otherwise from
-:data:`TYPICAL_SECONDS`; checks that only read other checks' results (outliers,
-attribution) take none. It is an estimate: re-measurements of suspect pairs, slow nodes
+the check's declared typical time (:mod:`pytest_fabric.checks`); checks that only read
+other checks' results (outliers, attribution) take none. It is an estimate: re-measurements of suspect pairs, slow nodes
 and connection setup are not in it.
 """
 
@@ -24,12 +24,12 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from .checks import check_of
+
 __all__ = [
     "PlannedSubject",
     "CheckPlan",
     "RunPlan",
-    "TYPICAL_SECONDS",
-    "READS_RESULTS",
     "measurement_seconds",
     "plan_run",
     "planned_subject",
@@ -38,30 +38,6 @@ __all__ = [
 
 #: seconds every measurement adds to its tool's own time: SSH channel, tool start, servers on the peer
 OVERHEAD_S = 2.0
-
-#: one measurement of a check whose profile settings do not say how long it runs, in seconds
-TYPICAL_SECONDS: Mapping[str, float] = {
-    "nccl_allreduce": 60.0,  # all_reduce_perf sweep up to 8-16 GiB across 2 nodes
-    "node_nccl_allreduce": 45.0,  # the same on 8 GPUs of one node
-    "nvlink_bandwidth": 30.0,  # nvbandwidth device-to-device over every GPU pair
-    "host_to_device_bandwidth": 10.0,
-    "device_to_host_bandwidth": 10.0,
-    "gpu_pcie": 10.0,  # read under nvbandwidth load
-    "gpu_health": 120.0,  # dcgmi diag -r 1 (level 2 and above take minutes more)
-    "rdma_latency": 5.0,  # ib_write_lat, 10,000 iterations per rail
-    "aggregate_rdma_bandwidth": 20.0,
-    "scaling_efficiency": 300.0,  # NCCL at 2, 4, 8, ... nodes, three runs each
-    "oversubscription": 60.0,
-    "dns_resolve": 1.0,
-    "connect_latency": 1.0,
-    "download": 10.0,
-    "upload": 10.0,
-}
-
-#: checks that judge what other checks measured: no measurement of their own
-READS_RESULTS = frozenset(
-    {"rdma_bandwidth_outlier", "tcp_throughput_outlier", "rdma_latency_outlier", "attribution", "fabric_attribution"}
-)
 
 #: a reading (ibstat, nvidia-smi, findmnt, sysfs): about a second
 READING_S = 1.0
@@ -168,7 +144,8 @@ def _seconds(value: Any) -> float | None:
 
 def measurement_seconds(check: str, spec: Any) -> float:
     """About how long one measurement of ``check`` takes with the profile's ``spec`` (None: not set)."""
-    if check in READS_RESULTS:
+    declared = check_of(check)
+    if declared is not None and not declared.measures:
         return 0.0
     repeat = int(getattr(spec, "repeat", 1) or 1)
     duration = _seconds(getattr(spec, "duration", None)) or _seconds(getattr(spec, "runtime", None))
@@ -176,8 +153,8 @@ def measurement_seconds(check: str, spec: Any) -> float:
         return repeat * (duration + OVERHEAD_S)
     size: Any = getattr(spec, "size", None)
     floor: Any = getattr(spec, "min", None)
-    if check in TYPICAL_SECONDS:
-        return repeat * TYPICAL_SECONDS[check]
+    if declared is not None and declared.typical_s is not None:
+        return repeat * declared.typical_s
     # storage: size per job x jobs at the floor's rate is the longest a passing run takes
     # (a checkpoint's size is its total, split over its writers)
     jobs = 1 if check == "checkpoint_write" else int(getattr(spec, "jobs", 1) or 1)

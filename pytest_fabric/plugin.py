@@ -21,6 +21,7 @@ import pytest
 from . import __version__, hookspecs
 from .batches import DEFAULT_FANOUT, BatchCache
 from .bundled import bundled_inventories, conformance_dir, inventory_path
+from .checks import check_of, profile_key_of
 from .hostlist import fold
 from .inventory import Node, load_inventory, with_data_addresses
 from .pairs import make_pairs
@@ -321,41 +322,6 @@ def _check_info(item: pytest.Item, functions: dict[tuple[int, str], _TestFunctio
     return CheckInfo(function.layer, function.check, subject, nodes, fixture, param, function.measured_by)
 
 
-# Checks judged by a profile key of another name (the test names what is measured,
-# the profile names the rule), so records of checks that never reached judge()
-# (errors, skips) still carry their expectation.
-PROFILE_KEY_OF = {
-    "rdma_bandwidth_outlier": "outlier",
-    "tcp_throughput_outlier": "outlier",
-    "rdma_latency_outlier": "latency_outlier",
-    "node_nccl_allreduce": "nccl_allreduce",
-    "fabric_attribution": "attribution",
-    "gpu_rails": "gpu_nic_affinity",
-}
-
-# When a check runs relative to the others.  Checks that read results of pair
-# rounds (consistency, attribution) come after the pair checks; error counters
-# come last so they see the growth caused by all the traffic of the run.
-CHECK_PHASE = {
-    # the software layer first: preflight tells later checks which nodes lack their tools
-    "preflight": -30,
-    "gpudirect": -29,
-    "memlock": -29,
-    "pcie_acs": -29,
-    "min_versions": -28,
-    "software_consistency": -27,
-    "rdma_bandwidth_outlier": 20,
-    "tcp_throughput_outlier": 20,
-    "rdma_latency_outlier": 20,
-    "aggregate_rdma_bandwidth": 21,
-    "oversubscription": 25,
-    "scaling_efficiency": 26,
-    "attribution": 30,
-    "fabric_attribution": 30,
-    "error_counters": 99,
-}
-
-
 @pytest.hookimpl(tryfirst=True)  # before -k, -m, --deselect and --lf remove items: those still count as planned
 def pytest_collection_modifyitems(session: pytest.Session, config: pytest.Config, items: list[pytest.Item]) -> None:
     state = get_state(config)
@@ -365,7 +331,7 @@ def pytest_collection_modifyitems(session: pytest.Session, config: pytest.Config
         info = _check_info(item, functions)
         if info is not None:
             item.stash[CHECK_KEY] = info
-            key = PROFILE_KEY_OF.get(info.check, info.check)
+            key = profile_key_of(info.check, info.layer)
             if (info.layer, key) not in sets_of:
                 sets_of[(info.layer, key)] = state is not None and bool(state.profile.expectations(info.layer, key))
             sets = sets_of[(info.layer, key)]
@@ -374,7 +340,8 @@ def pytest_collection_modifyitems(session: pytest.Session, config: pytest.Config
 
     def phase(item: pytest.Item) -> int:
         info = item.stash.get(CHECK_KEY, None)
-        return CHECK_PHASE.get(info.check, 0) if info is not None else 0
+        check = check_of(info.check) if info is not None else None
+        return check.phase if check is not None else 0
 
     items.sort(key=phase)  # stable: within a phase, collection (round) order stays
 
@@ -462,7 +429,7 @@ def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) ->
         )
         state = get_state(item.config)
         if state is not None:
-            expectations = state.profile.expectations(info.layer, PROFILE_KEY_OF.get(info.check, info.check))
+            expectations = state.profile.expectations(info.layer, profile_key_of(info.check, info.layer))
             if expectations:
                 e = expectations[0]
                 record.expected = quantity_json(e.value, None) or {}

@@ -15,7 +15,7 @@ import hashlib
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, ClassVar, Literal
+from typing import TYPE_CHECKING, Any, ClassVar, Literal, TypeVar
 
 import yaml
 from pydantic import (
@@ -37,6 +37,9 @@ from .yamlsource import SourceError
 __all__ = ["Profile", "load_profile", "bundled_profiles", "ProfileDocument", "LAYERS"]
 
 # software first: it is checked before any measurement (README "The software layer")
+if TYPE_CHECKING:
+    from .checks import Check
+
 LAYERS = ("software", "intra_node", "inter_node", "storage", "egress")
 
 
@@ -107,6 +110,9 @@ _PARAM_DIMENSIONS = {
 
 def _bounds(*spec: tuple[str, Op, Dimension]) -> Any:
     return spec
+
+
+S = TypeVar("S", bound=CheckSpec)
 
 
 class BandwidthFloor(CheckSpec):
@@ -703,6 +709,11 @@ class Profile:
     def spec(self, layer: str, check: str) -> CheckSpec | None:
         value = getattr(self.section(layer), check, None)
         return value if isinstance(value, CheckSpec) else None  # `pairs` is a setting, not a check
+
+    def spec_of(self, check: Check[S]) -> S | None:
+        """The settings of a declared check, typed as its model (None: the profile does not set it)."""
+        value = getattr(self.section(check.layer), check.setting, None)
+        return value if check.model is not None and isinstance(value, check.model) else None
 
     def expectations(self, layer: str, check: str) -> list[Expectation]:
         """Every bound the profile sets for a check (empty when it sets none)."""

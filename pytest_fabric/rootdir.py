@@ -43,7 +43,11 @@ def pytest_load_initial_conftests(early_config: pytest.Config) -> None:
     ns = early_config.known_args_namespace
     if not bundled_suite_runs(early_config) or ns.rootdir or ns.inifilename:
         return
-    cache_dir = Path(early_config.getini("cache_dir"))  # read before the rootdir moves
-    cache_dir = cache_dir if cache_dir.is_absolute() else invocation_root(early_config) / cache_dir
+    try:
+        cache_dir: Path | None = Path(early_config.getini("cache_dir"))  # read before the rootdir moves
+    except ValueError:  # -p no:cacheprovider: no cache to place
+        cache_dir = None
     early_config._rootpath = conformance_dir().parent
-    early_config._inicache["cache_dir"] = str(cache_dir)
+    if cache_dir is not None:
+        cache_dir = cache_dir if cache_dir.is_absolute() else invocation_root(early_config) / cache_dir
+        early_config._inicache["cache_dir"] = str(cache_dir)

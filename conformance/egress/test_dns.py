@@ -9,4 +9,4 @@ pytestmark = pytest.mark.egress
 
 
 def test_dns_resolve(egress_target: EgressTarget, dns_resolve: Measurement, judge: Judge) -> None:
-    judge(dns_resolve, "egress.dns_resolve")
+    judge(dns_resolve)

@@ -9,12 +9,12 @@ pytestmark = pytest.mark.egress
 
 
 def test_connect_latency(egress_target: EgressTarget, connect_latency: Measurement, judge: Judge) -> None:
-    judge(connect_latency, "egress.connect_latency")
+    judge(connect_latency)
 
 
 def test_download(egress_target: EgressTarget, download: Measurement, judge: Judge) -> None:
-    judge(download, "egress.download")
+    judge(download)
 
 
 def test_upload(egress_target: EgressTarget, upload: Measurement, judge: Judge) -> None:
-    judge(upload, "egress.upload")
+    judge(upload)

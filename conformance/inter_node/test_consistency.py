@@ -11,28 +11,28 @@ pytestmark = pytest.mark.inter_node
 
 def test_rdma_bandwidth_outlier(node_pair: NodePair, rdma_bandwidth_outlier: Measurement, judge: Judge) -> None:
     """A pair far below the cluster median fails even when it clears the floor (one bad cable)."""
-    judge(rdma_bandwidth_outlier, "inter_node.outlier")
+    judge(rdma_bandwidth_outlier)
 
 
 def test_tcp_throughput_outlier(node_pair: NodePair, tcp_throughput_outlier: Measurement, judge: Judge) -> None:
-    judge(tcp_throughput_outlier, "inter_node.outlier")
+    judge(tcp_throughput_outlier)
 
 
 def test_rdma_latency_outlier(node_pair: NodePair, rdma_latency_outlier: Measurement, judge: Judge) -> None:
     """Latency that differs between pairs is a finding, even under the ceiling."""
-    judge(rdma_latency_outlier, "inter_node.latency_outlier")
+    judge(rdma_latency_outlier)
 
 
 def test_oversubscription(oversubscription: Measurement, judge: Judge) -> None:
     """Pairs across leaves all at once move as much as one at a time: the fabric is non-blocking."""
-    judge(oversubscription, "inter_node.oversubscription")
+    judge(oversubscription)
 
 
 def test_attribution(node: NodeHandle, attribution: Measurement, judge: Judge) -> None:
     """After the pair rounds, re-measured alone: a node bad with most peers is a node fault; a single bad pair, a link fault."""
-    judge(attribution, "inter_node.attribution")
+    judge(attribution)
 
 
 def test_fabric_attribution(fabric_attribution: Measurement, judge: Judge) -> None:
     """Once for the whole fabric: every pair short (fabric-wide), or pairs short only under load (contention)."""
-    judge(fabric_attribution, "inter_node.attribution")
+    judge(fabric_attribution)

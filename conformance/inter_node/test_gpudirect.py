@@ -11,4 +11,4 @@ pytestmark = pytest.mark.inter_node
 
 def test_gpudirect_bandwidth(node_pair: NodePair, gpudirect_bandwidth: Measurement, judge: Judge) -> None:
     """ib_write_bw --use_cuda=N per GPU through its nearest NIC: the worst GPU meets the floor; a GPU whose memory cannot be registered errors."""
-    judge(gpudirect_bandwidth, "inter_node.gpudirect_bandwidth")
+    judge(gpudirect_bandwidth)

@@ -10,4 +10,4 @@ pytestmark = pytest.mark.inter_node
 
 
 def test_mtu(node: NodeHandle, mtu: Measurement, judge: Judge) -> None:
-    judge(mtu, "inter_node.mtu")
+    judge(mtu)

@@ -11,9 +11,9 @@ pytestmark = pytest.mark.inter_node
 
 def test_nccl_allreduce(node_pair: NodePair, nccl_allreduce: Measurement, judge: Judge) -> None:
     """all_reduce_perf across two nodes: bus bandwidth at the profile's message size."""
-    judge(nccl_allreduce, "inter_node.nccl_allreduce")
+    judge(nccl_allreduce)
 
 
 def test_scaling_efficiency(scaling_efficiency: Measurement, judge: Judge) -> None:
     """Bus bandwidth at 4, 8, ... all nodes stays close to the two-node figure."""
-    judge(scaling_efficiency, "inter_node.scaling_efficiency")
+    judge(scaling_efficiency)

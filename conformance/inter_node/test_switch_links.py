@@ -10,4 +10,4 @@ pytestmark = pytest.mark.inter_node
 
 def test_switch_links(switch_links: Measurement, judge: Judge) -> None:
     """iblinkinfo: each switch port with a peer has the profile's width and rate and no "Could be" hint; each bad link named by both ends."""
-    judge(switch_links, "inter_node.switch_links")
+    judge(switch_links)

@@ -11,4 +11,4 @@ pytestmark = pytest.mark.inter_node
 
 def test_tcp_throughput(node_pair: NodePair, tcp_throughput: Measurement, judge: Judge) -> None:
     """iperf3 with the profile's streams and duration, client on the first node, server on the second."""
-    judge(tcp_throughput, "inter_node.tcp_throughput")
+    judge(tcp_throughput)

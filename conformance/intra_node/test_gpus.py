@@ -11,19 +11,19 @@ pytestmark = pytest.mark.intra_node
 
 def test_gpu_count(node: NodeHandle, gpu_count: Measurement, judge: Judge) -> None:
     """nvidia-smi -q -x shows as many GPUs as the profile's gpu_count."""
-    judge(gpu_count, "intra_node.gpu_count")
+    judge(gpu_count)
 
 
 def test_gpu_model(gpu: GpuHandle, gpu_model: Measurement, judge: Judge) -> None:
     """Each GPU's product name contains the profile's gpu_model; a GPU the node lacks fails as missing."""
-    judge(gpu_model, "intra_node.gpu_model")
+    judge(gpu_model)
 
 
 def test_gpu_pcie(gpu: GpuHandle, gpu_pcie: Measurement, judge: Judge) -> None:
     """Each GPU's PCIe link read under load (nvbandwidth host_to_all_memcpy_ce running): generation and width."""
-    judge(gpu_pcie, "intra_node.gpu_pcie")
+    judge(gpu_pcie)
 
 
 def test_nic_pcie(node: NodeHandle, nic_pcie: Measurement, judge: Judge) -> None:
     """The slowest and narrowest Mellanox/NVIDIA NIC link (lspci LnkSta) meets the profile."""
-    judge(nic_pcie, "intra_node.nic_pcie")
+    judge(nic_pcie)

@@ -11,4 +11,4 @@ pytestmark = pytest.mark.intra_node
 
 def test_gpu_health(node: NodeHandle, gpu_health: Measurement, judge: Judge) -> None:
     """dcgmi diag -r LEVEL (the profile's gpu_health level): the message names each failed test per GPU."""
-    judge(gpu_health, "intra_node.gpu_health")
+    judge(gpu_health)

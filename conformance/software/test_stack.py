@@ -11,9 +11,9 @@ pytestmark = pytest.mark.software
 
 def test_min_versions(node: NodeHandle, min_versions: Measurement, judge: Judge) -> None:
     """Driver, CUDA, NCCL, OFED, rdma-core, HCA firmware and kernel are at least the profile's min_versions."""
-    judge(min_versions, "software.min_versions")
+    judge(min_versions)
 
 
 def test_software_consistency(software_consistency: Measurement, judge: Judge) -> None:
     """Once for the cluster: each component has one version on every node; the message names the odd nodes against the majority."""
-    judge(software_consistency, "software.software_consistency")
+    judge(software_consistency)

@@ -9,4 +9,4 @@ pytestmark = pytest.mark.storage
 
 
 def test_aggregate_write(shared_mount_write: Measurement, judge: Judge) -> None:
-    judge(shared_mount_write, "storage.aggregate_write")
+    judge(shared_mount_write)

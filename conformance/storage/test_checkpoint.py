@@ -9,4 +9,4 @@ pytestmark = pytest.mark.storage
 
 
 def test_checkpoint_write(mount: MountHandle, checkpoint_write: Measurement, judge: Judge) -> None:
-    judge(checkpoint_write, "storage.checkpoint_write")
+    judge(checkpoint_write)

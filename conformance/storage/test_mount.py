@@ -10,4 +10,4 @@ pytestmark = pytest.mark.storage
 
 def test_mount(mount: MountHandle, mount_state: Measurement, mount_expected: list[Expectation], judge: Judge) -> None:
     """A mount point, not a directory on the local disk; of the stated type (lustre, nfs4) and options (proto=rdma)."""
-    judge(mount_state, "storage.mount", mount_expected)
+    judge(mount_state, expectations=mount_expected)

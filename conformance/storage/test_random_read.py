@@ -9,4 +9,4 @@ pytestmark = pytest.mark.storage
 
 
 def test_random_read_iops(mount: MountHandle, random_read_iops: Measurement, judge: Judge) -> None:
-    judge(random_read_iops, "storage.random_read_iops")
+    judge(random_read_iops)

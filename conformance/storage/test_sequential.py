@@ -9,8 +9,8 @@ pytestmark = pytest.mark.storage
 
 
 def test_sequential_read(mount: MountHandle, sequential_read: Measurement, judge: Judge) -> None:
-    judge(sequential_read, "storage.sequential_read")
+    judge(sequential_read)
 
 
 def test_sequential_write(mount: MountHandle, sequential_write: Measurement, judge: Judge) -> None:
-    judge(sequential_write, "storage.sequential_write")
+    judge(sequential_write)

@@ -4,20 +4,22 @@ per run (see :mod:`~pytest_fabric.probes.affinity`)."""
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 import pytest
 
+from .. import checks
 from ..cluster import Cluster, NodeHandle
+from ..evidence import CommandResult
+from ..fixtures import SpecLookup
 from ..hostlist import fold
 from ..parsers.nvidia_smi_topo import TopologyMatrix
 from ..probes import affinity
 from ..probes import gpu as gpu_probe
 from ..probes.base import MeasurementError
 from ..state import FabricState, get_state
-from ..transport.base import CommandResult, TransportError
+from ..transport.base import TransportError
 from ..verdict import Measurement
 from ..waves import wave
 
@@ -47,9 +49,9 @@ def node_topology(request: pytest.FixtureRequest, node: NodeHandle) -> tuple[Top
 
 @pytest.fixture
 @wave("node")
-def gpu_nic_affinity(request: pytest.FixtureRequest, node: NodeHandle, spec: Callable[[str], Any]) -> Measurement:
+def gpu_nic_affinity(request: pytest.FixtureRequest, node: NodeHandle, spec: SpecLookup) -> Measurement:
     """Each GPU's nearest NIC is over a path in the profile's ``paths`` (PIX or PXB)."""
-    settings = spec("intra_node.gpu_nic_affinity")
+    settings = spec(checks.GPU_NIC_AFFINITY)
     matrix, result = node_topology(request, node)
     if not matrix.nics:
         return Measurement.absent(f"nvidia-smi topo -m on {node.name} shows no NIC, so no GPU has a nearest NIC",
@@ -65,9 +67,9 @@ def gpu_nic_affinity(request: pytest.FixtureRequest, node: NodeHandle, spec: Cal
 
 
 @pytest.fixture
-def gpu_rails(request: pytest.FixtureRequest, cluster: Cluster, spec: Callable[[str], Any]) -> Measurement:
+def gpu_rails(request: pytest.FixtureRequest, cluster: Cluster, spec: SpecLookup) -> Measurement:
     """Once for the cluster: each GPU index has the same nearest NIC on every node."""
-    spec("intra_node.gpu_nic_affinity")
+    spec(checks.GPU_NIC_AFFINITY)
     state = _state(request)
 
     def one(node: NodeHandle) -> list[affinity.GpuRail] | TransportError:

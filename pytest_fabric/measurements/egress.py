@@ -7,12 +7,12 @@ uplink, so downloads and uploads run one at a time (the profile's ``concurrency:
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Any
 
 import pytest
 
+from .. import checks
 from ..batches import Share
-from ..fixtures import EgressTarget
+from ..fixtures import EgressTarget, SpecLookup
 from ..probes import egress
 from ..state import FabricState, get_state
 from ..verdict import Measurement
@@ -29,24 +29,24 @@ def _uplink(check: str) -> Callable[[FabricState, EgressTarget], Share]:
 
 @pytest.fixture
 @wave("egress_target")
-def dns_resolve(egress_target: EgressTarget, spec: Callable[[str], Any]) -> Measurement:
-    spec("egress.dns_resolve")
+def dns_resolve(egress_target: EgressTarget, spec: SpecLookup) -> Measurement:
+    spec(checks.DNS_RESOLVE)
     return egress.dns_resolve(egress_target.node, egress_target.target)
 
 
 @pytest.fixture
 @wave("egress_target")
-def connect_latency(egress_target: EgressTarget, spec: Callable[[str], Any]) -> Measurement:
+def connect_latency(egress_target: EgressTarget, spec: SpecLookup) -> Measurement:
     """Median of a few TCP connects to the target's host and port, timed on the node."""
-    spec("egress.connect_latency")
+    spec(checks.CONNECT_LATENCY)
     return egress.connect_latency(egress_target.node, egress_target.target)
 
 
 @pytest.fixture
 @wave("egress_target", shares=_uplink("download"))
-def download(request: pytest.FixtureRequest, egress_target: EgressTarget, spec: Callable[[str], Any]) -> Measurement:
+def download(request: pytest.FixtureRequest, egress_target: EgressTarget, spec: SpecLookup) -> Measurement:
     """curl the target URL on the node; the average download rate.  Not for upload targets."""
-    spec("egress.download")
+    spec(checks.DOWNLOAD)
     if not egress.is_url(egress_target.target):
         pytest.skip(f"{egress_target.target} is not an http(s) URL: host:port targets get dns_resolve and connect_latency only")
     state = get_state(request.config)
@@ -58,9 +58,9 @@ def download(request: pytest.FixtureRequest, egress_target: EgressTarget, spec: 
 
 @pytest.fixture
 @wave("egress_target", shares=_uplink("upload"))
-def upload(request: pytest.FixtureRequest, egress_target: EgressTarget, spec: Callable[[str], Any]) -> Measurement:
+def upload(request: pytest.FixtureRequest, egress_target: EgressTarget, spec: SpecLookup) -> Measurement:
     """HTTP PUT to the target from the node, only for targets the inventory marks ``upload: true``."""
-    spec("egress.upload")
+    spec(checks.UPLOAD)
     state = get_state(request.config)
     assert state is not None  # `egress_target` skips first when the plugin is not configured
     accepting = state.inventory.upload_targets

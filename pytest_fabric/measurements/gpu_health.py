@@ -5,12 +5,11 @@ install); everything else that stops the diagnostic is an error."""
 
 from __future__ import annotations
 
-from collections.abc import Callable
-from typing import Any
-
 import pytest
 
+from .. import checks
 from ..cluster import NodeHandle
+from ..fixtures import SpecLookup
 from ..probes import dcgm
 from ..transport.base import ToolMissing
 from ..verdict import Measurement
@@ -19,9 +18,9 @@ from ..waves import wave
 
 @pytest.fixture
 @wave("node")
-def gpu_health(node: NodeHandle, spec: Callable[[str], Any]) -> Measurement:
+def gpu_health(node: NodeHandle, spec: SpecLookup) -> Measurement:
     """``dcgmi diag -r LEVEL`` (``gpu_health: {level: 1}``) passes on every GPU of the node."""
-    settings = spec("intra_node.gpu_health")
+    settings = spec(checks.GPU_HEALTH)
     try:
         return dcgm.gpu_health(node, settings.level)
     except ToolMissing:

@@ -3,18 +3,16 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable
-from typing import Any
-
 import pytest
 
+from .. import checks
+from ..checks import GPUDIRECT_BANDWIDTH_PORTS
 from ..cluster import NodePair
+from ..fixtures import SpecLookup
 from ..probes import affinity, gpudirect, rdma
 from ..state import FabricState, get_state
 from ..verdict import Measurement
 from .affinity import node_topology
-
-BASE_PORT = 19315  # above the other pair checks' perftest ports (inter_node.BASE_PORT)
 
 
 def _state(request: pytest.FixtureRequest) -> FabricState:
@@ -24,9 +22,9 @@ def _state(request: pytest.FixtureRequest) -> FabricState:
 
 
 @pytest.fixture
-def gpudirect_bandwidth(request: pytest.FixtureRequest, node_pair: NodePair, spec: Callable[[str], Any]) -> Measurement:
+def gpudirect_bandwidth(request: pytest.FixtureRequest, node_pair: NodePair, spec: SpecLookup) -> Measurement:
     """ib_write_bw --use_cuda=N from each GPU of one node to the same GPU of the other, over their nearest NICs."""
-    settings = spec("inter_node.gpudirect_bandwidth")
+    settings = spec(checks.GPUDIRECT_BANDWIDTH)
     state = _state(request)
     assert state.cluster is not None
     layer = state.profile.spec("inter_node", "link_layer")
@@ -37,7 +35,7 @@ def gpudirect_bandwidth(request: pytest.FixtureRequest, node_pair: NodePair, spe
 
     def measure(pair: NodePair) -> Measurement:
         run = rdma.RdmaSettings(size_bytes=int(settings.size.to("B")), qps=settings.qps, repeat=settings.repeat,
-                                duration_s=int(settings.duration.to("s")), port=BASE_PORT + pair.slot)
+                                duration_s=int(settings.duration.to("s")), port=GPUDIRECT_BANDWIDTH_PORTS.port(pair.slot))
         ports_a, _ = rdma.list_ports(pair.a, link_layer)
         ports_b, _ = rdma.list_ports(pair.b, link_layer)
         return gpudirect.pair_gpudirect(

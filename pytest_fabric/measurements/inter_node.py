@@ -11,18 +11,19 @@ from __future__ import annotations
 import dataclasses
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
-from typing import Any
+from typing import Any, TypeVar
 
 import pytest
 
 from .. import attribution as attribution_rules
-from .. import consistency
+from .. import checks, consistency
 from ..batches import Share
 from ..cluster import Cluster, NodeHandle, NodePair
-from ..fixtures import HcaHandle
+from ..fixtures import HcaHandle, SpecLookup
 from ..pairs import circle_rounds
 from ..probes import counters, nccl, netdev, qos, rdma, tcp
 from ..probes.base import MeasurementError
+from ..profile import CheckSpec
 from ..state import CHECK_KEY, FabricState, get_state
 from ..transport.base import AuthenticationFailed, HostKeyMismatch, NodeUnreachable
 from ..units import Quantity, parse_quantity
@@ -30,16 +31,7 @@ from ..verdict import Measurement
 from ..verdict import judge as judge_measurement
 from ..waves import wave
 
-PAIR_CHECKS = ("rdma_bandwidth", "rdma_latency", "tcp_throughput", "nccl_allreduce", "aggregate_rdma_bandwidth")
-# Each pair check gets its own port range so that a server left by one check can
-# never be mistaken for another's; pairs of one round get consecutive ports.
-BASE_PORT = {
-    "rdma_bandwidth": 18515,
-    "rdma_latency": 18715,
-    "aggregate_rdma_bandwidth": 18915,
-    "oversubscription": 19115,
-    "tcp_throughput": 5201,
-}
+S = TypeVar("S", bound=CheckSpec)
 
 
 def _state(request: pytest.FixtureRequest) -> FabricState:
@@ -49,38 +41,45 @@ def _state(request: pytest.FixtureRequest) -> FabricState:
 
 
 def _link_layer(state: FabricState) -> str | None:
-    spec = state.profile.spec("inter_node", "link_layer")
-    return str(getattr(spec, "value", None)) if spec is not None else None
+    spec = state.profile.spec_of(checks.LINK_LAYER)
+    return spec.value if spec is not None else None
 
 
 def _expected_ports(state: FabricState) -> int | None:
-    spec = state.profile.spec("inter_node", "ports")
+    spec = state.profile.spec_of(checks.PORTS)
     if spec is None:
         return None
-    value = getattr(spec, "equal", None) or getattr(spec, "min", None)
+    value = spec.equal or spec.min
     if value is None:
-        return len(getattr(spec, "names", [])) or None
+        return len(spec.names) or None
     return int(value.value)
 
 
 def _port_names(state: FabricState) -> tuple[str, ...]:
     """The ports the profile names (``ports.names``); a node's inventory ``rdma_ports`` come first."""
-    spec = state.profile.spec("inter_node", "ports")
-    return tuple(getattr(spec, "names", None) or ())
+    spec = state.profile.spec_of(checks.PORTS)
+    return tuple(spec.names) if spec is not None else ()
 
 
 def _traffic(state: FabricState) -> tuple[str, ...]:
     """perftest options for the RoCE class the profile's ``roce`` check requires (none on InfiniBand)."""
-    spec: Any = state.profile.spec("inter_node", "roce")
+    spec = state.profile.spec_of(checks.ROCE)
     if spec is None or (_link_layer(state) or "").lower() == "infiniband":
         return ()
     return tuple(spec.perftest_args())
 
 
 def _gpus_per_node(state: FabricState) -> int:
-    spec = state.profile.spec("intra_node", "gpu_count")
-    value = getattr(spec, "equal", None) or getattr(spec, "min", None) if spec is not None else None
+    spec = state.profile.spec_of(checks.GPU_COUNT)
+    value = (spec.equal or spec.min) if spec is not None else None
     return int(value.value) if value is not None else 1
+
+
+def _set(spec: S | None, check: checks.Check[S]) -> S:
+    """A pair check's settings: its measurement fixture runs only when the profile sets it."""
+    if spec is None:
+        raise LookupError(f"{check.profile_key} is not set: nothing should measure it")
+    return spec
 
 
 # --------------------------------------------------------------------------- pair measurement
@@ -93,49 +92,49 @@ def measure_function(state: FabricState, check: str, *, port_offset: int = 0) ->
     ports = _expected_ports(state)
     names = _port_names(state)
     if check == "tcp_throughput":
-        spec: Any = profile.spec("inter_node", "tcp_throughput")
-        need_line = spec.min is not None and spec.min.is_line_share
+        tcp_spec = _set(profile.spec_of(checks.TCP_THROUGHPUT), checks.TCP_THROUGHPUT)
+        need_line = tcp_spec.min is not None and tcp_spec.min.is_line_share
 
         def measure_tcp(pair: NodePair) -> Measurement:
             settings = tcp.TcpSettings(
-                streams=spec.streams,
-                duration_s=float(spec.duration.to("s")),
-                processes=spec.processes,
-                port=BASE_PORT["tcp_throughput"] + port_offset + pair.slot * spec.processes,
+                streams=tcp_spec.streams,
+                duration_s=float(tcp_spec.duration.to("s")),
+                processes=tcp_spec.processes,
+                port=checks.TCP_THROUGHPUT_PORTS.port(port_offset + pair.slot * tcp_spec.processes),
             )
             return tcp.measure_pair(pair, settings, need_line_rate=need_line)
 
         return measure_tcp
     if check == "rdma_bandwidth":
-        spec = profile.spec("inter_node", "rdma_bandwidth")
 
         def measure_rdma(pair: NodePair) -> Measurement:
-            settings = rdma_settings(state, port=BASE_PORT["rdma_bandwidth"] + port_offset + pair.slot)
+            settings = rdma_settings(state, port=checks.RDMA_BANDWIDTH_PORTS.port(port_offset + pair.slot))
             return rdma.pair_bandwidth(pair, settings, link_layer=link_layer, names=names, expected=ports)
 
         return measure_rdma
     if check == "rdma_latency":
-        spec = profile.spec("inter_node", "rdma_latency")
+        lat_spec = _set(profile.spec_of(checks.RDMA_LATENCY), checks.RDMA_LATENCY)
 
         def measure_latency(pair: NodePair) -> Measurement:
             settings = rdma.RdmaSettings(
                 tool="ib_write_lat",
-                size_bytes=spec.size,
-                repeat=spec.repeat,
-                iterations=spec.iterations,
+                size_bytes=lat_spec.size,
+                repeat=lat_spec.repeat,
+                iterations=lat_spec.iterations,
                 traffic=_traffic(state),
-                port=BASE_PORT["rdma_latency"] + port_offset + pair.slot,
+                port=checks.RDMA_LATENCY_PORTS.port(port_offset + pair.slot),
             )
             return rdma.pair_latency(
-                pair, settings, link_layer=link_layer, names=names, expected=ports, need_p99=spec.p99 is not None
+                pair, settings, link_layer=link_layer, names=names, expected=ports, need_p99=lat_spec.p99 is not None
             )
 
         return measure_latency
     if check == "nccl_allreduce":
-        spec = profile.spec("inter_node", "nccl_allreduce")
+        nccl_spec = _set(profile.spec_of(checks.NCCL_ALLREDUCE), checks.NCCL_ALLREDUCE)
 
         def measure_nccl(pair: NodePair) -> Measurement:
-            return nccl.allreduce([pair.a, pair.b], size_bytes=int(spec.size.to("B")), gpus_per_node=_gpus_per_node(state))
+            return nccl.allreduce([pair.a, pair.b], size_bytes=int(nccl_spec.size.to("B")),
+                                  gpus_per_node=_gpus_per_node(state))
 
         return measure_nccl
     raise KeyError(check)
@@ -143,7 +142,7 @@ def measure_function(state: FabricState, check: str, *, port_offset: int = 0) ->
 
 def rdma_settings(state: FabricState, *, port: int, repeat: int | None = None) -> rdma.RdmaSettings:
     """ib_write_bw as the profile's ``rdma_bandwidth`` sets it (size, QPs, duration, RoCE class)."""
-    spec: Any = state.profile.spec("inter_node", "rdma_bandwidth")
+    spec = _set(state.profile.spec_of(checks.RDMA_BANDWIDTH), checks.RDMA_BANDWIDTH)
     return rdma.RdmaSettings(
         size_bytes=int(spec.size.to("B")),
         qps=spec.qps,
@@ -288,8 +287,8 @@ def _hca_port(request: pytest.FixtureRequest, hca: HcaHandle) -> tuple[rdma.Rdma
 
 @pytest.fixture
 @wave("node")
-def link_layer(request: pytest.FixtureRequest, node: NodeHandle, spec: Callable[[str], Any]) -> Measurement:
-    spec("inter_node.link_layer")
+def link_layer(request: pytest.FixtureRequest, node: NodeHandle, spec: SpecLookup) -> Measurement:
+    spec(checks.LINK_LAYER)
     ports, evidence = rdma.list_ports(node, None)
     if not ports:
         return Measurement.absent(f"{node.name} reports no RDMA ports (ibstat lists none)", tuple(evidence))
@@ -302,13 +301,13 @@ def link_layer(request: pytest.FixtureRequest, node: NodeHandle, spec: Callable[
 
 @pytest.fixture
 @wave("node")
-def ports(request: pytest.FixtureRequest, node: NodeHandle, spec: Callable[[str], Any]) -> Measurement:
+def ports(request: pytest.FixtureRequest, node: NodeHandle, spec: SpecLookup) -> Measurement:
     """Active ports among those the inventory or profile names, else among all of the link layer.
 
     Named ports must each be there and Active; ports nobody named (a storage HCA) are
     listed but not judged.
     """
-    spec("inter_node.ports")
+    spec(checks.PORTS)
     state = _state(request)
     found, evidence = node_ports(request, node)
     detail = ", ".join(f"{p.name} {p.state}/{p.physical_state} {p.rate_gbps} Gb/s" for p in found) or "no ports"
@@ -336,8 +335,8 @@ def ports(request: pytest.FixtureRequest, node: NodeHandle, spec: Callable[[str]
 
 @pytest.fixture
 @wave("hca", shares=_same_node)
-def port_state(request: pytest.FixtureRequest, hca: HcaHandle, spec: Callable[[str], Any]) -> Measurement:
-    spec("inter_node.port_state")
+def port_state(request: pytest.FixtureRequest, hca: HcaHandle, spec: SpecLookup) -> Measurement:
+    spec(checks.PORT_STATE)
     port, absent = _hca_port(request, hca)
     if absent is not None:
         return absent
@@ -347,8 +346,8 @@ def port_state(request: pytest.FixtureRequest, hca: HcaHandle, spec: Callable[[s
 
 @pytest.fixture
 @wave("hca", shares=_same_node)
-def port_rate(request: pytest.FixtureRequest, hca: HcaHandle, spec: Callable[[str], Any]) -> Measurement:
-    spec("inter_node.port_rate")
+def port_rate(request: pytest.FixtureRequest, hca: HcaHandle, spec: SpecLookup) -> Measurement:
+    spec(checks.PORT_RATE)
     port, absent = _hca_port(request, hca)
     if absent is not None:
         return absent
@@ -397,8 +396,8 @@ def _lossless_priorities(state: FabricState) -> tuple[int, ...]:
 
 @pytest.fixture
 @wave("hca", shares=_same_node)
-def error_counters(request: pytest.FixtureRequest, hca: HcaHandle, spec: Callable[[str], Any]) -> Measurement:
-    settings = spec("inter_node.error_counters")
+def error_counters(request: pytest.FixtureRequest, hca: HcaHandle, spec: SpecLookup) -> Measurement:
+    settings = spec(checks.ERROR_COUNTERS)
     port, absent = _hca_port(request, hca)
     if absent is not None:
         return absent
@@ -415,9 +414,9 @@ def error_counters(request: pytest.FixtureRequest, hca: HcaHandle, spec: Callabl
 
 @pytest.fixture
 @wave("node")
-def mtu(request: pytest.FixtureRequest, node: NodeHandle, spec: Callable[[str], Any]) -> Measurement:
+def mtu(request: pytest.FixtureRequest, node: NodeHandle, spec: SpecLookup) -> Measurement:
     """InfiniBand: the smallest active MTU of the node's IB ports.  Otherwise: the data interface's MTU."""
-    spec("inter_node.mtu")
+    spec(checks.MTU)
     state = _state(request)
     if (_link_layer(state) or "").lower() != "infiniband":
         return netdev.mtu(node)
@@ -432,8 +431,8 @@ def mtu(request: pytest.FixtureRequest, node: NodeHandle, spec: Callable[[str], 
 
 @pytest.fixture
 @wave("node")
-def roce(request: pytest.FixtureRequest, node: NodeHandle, spec: Callable[[str], Any]) -> Measurement:
-    settings = spec("inter_node.roce")
+def roce(request: pytest.FixtureRequest, node: NodeHandle, spec: SpecLookup) -> Measurement:
+    settings = spec(checks.ROCE)
     ports, _ = node_ports(request, node)
     # IPoIB netdevs of InfiniBand ports have no PFC or ECN: only Ethernet (RoCE) ports count.
     roce_ports = [(p.device, p.port) for p in ports if p.link_layer.lower() == "ethernet"]
@@ -446,27 +445,27 @@ def roce(request: pytest.FixtureRequest, node: NodeHandle, spec: Callable[[str],
 
 
 @pytest.fixture
-def tcp_throughput(request: pytest.FixtureRequest, node_pair: NodePair, spec: Callable[[str], Any]) -> Measurement:
+def tcp_throughput(request: pytest.FixtureRequest, node_pair: NodePair, spec: SpecLookup) -> Measurement:
     """iperf3 from ``node_pair.a`` to ``node_pair.b``; the whole round runs at once."""
-    spec("inter_node.tcp_throughput")
+    spec(checks.TCP_THROUGHPUT)
     return pair_measurement(request, "tcp_throughput", node_pair)
 
 
 @pytest.fixture
-def rdma_bandwidth(request: pytest.FixtureRequest, node_pair: NodePair, spec: Callable[[str], Any]) -> Measurement:
-    spec("inter_node.rdma_bandwidth")
+def rdma_bandwidth(request: pytest.FixtureRequest, node_pair: NodePair, spec: SpecLookup) -> Measurement:
+    spec(checks.RDMA_BANDWIDTH)
     return pair_measurement(request, "rdma_bandwidth", node_pair)
 
 
 @pytest.fixture
-def rdma_latency(request: pytest.FixtureRequest, node_pair: NodePair, spec: Callable[[str], Any]) -> Measurement:
-    spec("inter_node.rdma_latency")
+def rdma_latency(request: pytest.FixtureRequest, node_pair: NodePair, spec: SpecLookup) -> Measurement:
+    spec(checks.RDMA_LATENCY)
     return pair_measurement(request, "rdma_latency", node_pair)
 
 
 @pytest.fixture
-def nccl_allreduce(request: pytest.FixtureRequest, node_pair: NodePair, spec: Callable[[str], Any]) -> Measurement:
-    spec("inter_node.nccl_allreduce")
+def nccl_allreduce(request: pytest.FixtureRequest, node_pair: NodePair, spec: SpecLookup) -> Measurement:
+    spec(checks.NCCL_ALLREDUCE)
     return pair_measurement(request, "nccl_allreduce", node_pair)
 
 
@@ -644,35 +643,35 @@ def _outlier(request: pytest.FixtureRequest, check: str, pair: NodePair, *, lowe
 
 
 @pytest.fixture
-def rdma_bandwidth_outlier(request: pytest.FixtureRequest, node_pair: NodePair, spec: Callable[[str], Any]) -> Measurement:
-    spec("inter_node.outlier")
-    spec("inter_node.rdma_bandwidth")
+def rdma_bandwidth_outlier(request: pytest.FixtureRequest, node_pair: NodePair, spec: SpecLookup) -> Measurement:
+    spec(checks.RDMA_BANDWIDTH_OUTLIER)
+    spec(checks.RDMA_BANDWIDTH)
     return _outlier(request, "rdma_bandwidth", node_pair, lower_is_better=False)
 
 
 @pytest.fixture
-def tcp_throughput_outlier(request: pytest.FixtureRequest, node_pair: NodePair, spec: Callable[[str], Any]) -> Measurement:
-    spec("inter_node.outlier")
-    spec("inter_node.tcp_throughput")
+def tcp_throughput_outlier(request: pytest.FixtureRequest, node_pair: NodePair, spec: SpecLookup) -> Measurement:
+    spec(checks.RDMA_BANDWIDTH_OUTLIER)
+    spec(checks.TCP_THROUGHPUT)
     return _outlier(request, "tcp_throughput", node_pair, lower_is_better=False)
 
 
 @pytest.fixture
-def rdma_latency_outlier(request: pytest.FixtureRequest, node_pair: NodePair, spec: Callable[[str], Any]) -> Measurement:
-    spec("inter_node.latency_outlier")
-    spec("inter_node.rdma_latency")
+def rdma_latency_outlier(request: pytest.FixtureRequest, node_pair: NodePair, spec: SpecLookup) -> Measurement:
+    spec(checks.RDMA_LATENCY_OUTLIER)
+    spec(checks.RDMA_LATENCY)
     return _outlier(request, "rdma_latency", node_pair, lower_is_better=True)
 
 
 @pytest.fixture
-def aggregate_rdma_bandwidth(request: pytest.FixtureRequest, node_pair: NodePair, spec: Callable[[str], Any]) -> Measurement:
+def aggregate_rdma_bandwidth(request: pytest.FixtureRequest, node_pair: NodePair, spec: SpecLookup) -> Measurement:
     """All rails of a pair at once against the rail count times one rail alone, a round of pairs at once.
 
     Pairs of a round share no node, so their aggregates run together like any pair check:
     N-1 rounds for ``pairs: all``, not N(N-1)/2 measurements one after another.
     """
-    spec("inter_node.aggregate_rdma_bandwidth")
-    spec("inter_node.rdma_bandwidth")
+    spec(checks.AGGREGATE_RDMA_BANDWIDTH)
+    spec(checks.RDMA_BANDWIDTH)
     state = _state(request)
     check = "aggregate_rdma_bandwidth"
     return state.rounds.measure(
@@ -692,7 +691,7 @@ def _aggregate_rails(request: pytest.FixtureRequest, node_pair: NodePair) -> Mea
     # the rails rdma_bandwidth measured, paired as it paired them (by identity)
     pairs = [rdma.Rail(r["a"], r["b"], by_name_a[r["a"]], by_name_b[r["b"]]) for r in rails]
     state = _state(request)
-    base = BASE_PORT["aggregate_rdma_bandwidth"] + node_pair.slot * len(pairs)
+    base = checks.AGGREGATE_RDMA_BANDWIDTH_PORTS.port(node_pair.slot * len(pairs))
     together, evidence = rdma.rails_at_once(node_pair, pairs, rdma_settings(state, port=base, repeat=1), base)
     total = sum(float(q.to("Gb/s")) for q in together)
     alone = sum(r["gbps"] for r in rails)
@@ -807,9 +806,9 @@ def cluster_attribution(request: pytest.FixtureRequest) -> attribution_rules.Att
 
 
 @pytest.fixture
-def attribution(request: pytest.FixtureRequest, node: NodeHandle, spec: Callable[[str], Any]) -> Measurement:
+def attribution(request: pytest.FixtureRequest, node: NodeHandle, spec: SpecLookup) -> Measurement:
     """The node's class: ok, node fault, link fault or cannot attribute (an error when unreachable or unmeasured)."""
-    spec("inter_node.attribution")
+    spec(checks.ATTRIBUTION)
     _needs_every_node(request, _state(request))
     result = cluster_attribution(request)[node.name]
     if result.verdict in ("unreachable", "not measured"):
@@ -819,18 +818,18 @@ def attribution(request: pytest.FixtureRequest, node: NodeHandle, spec: Callable
 
 
 @pytest.fixture
-def fabric_attribution(request: pytest.FixtureRequest, cluster: Cluster, spec: Callable[[str], Any]) -> Measurement:
+def fabric_attribution(request: pytest.FixtureRequest, cluster: Cluster, spec: SpecLookup) -> Measurement:
     """Findings about the whole fabric, stated once: fabric-wide shortfall, pairs that fail under load."""
-    spec("inter_node.attribution")
+    spec(checks.ATTRIBUTION)
     result = cluster_attribution(request).fabric
     return Measurement(value=result.verdict, detail=result.message, extra={"fabric_attribution": result.to_dict()})
 
 
 @pytest.fixture
-def scaling_efficiency(request: pytest.FixtureRequest, cluster: Cluster, spec: Callable[[str], Any]) -> Measurement:
+def scaling_efficiency(request: pytest.FixtureRequest, cluster: Cluster, spec: SpecLookup) -> Measurement:
     """NCCL bus bandwidth at 4, 8, ... all nodes against the two-node figure (see :func:`nccl.scaling`)."""
-    spec("inter_node.scaling_efficiency")
-    nccl_spec = spec("inter_node.nccl_allreduce")
+    spec(checks.SCALING_EFFICIENCY)
+    nccl_spec = spec(checks.NCCL_ALLREDUCE)
     state = _state(request)
     nodes = cluster.nodes
     if len(nodes) < 3:
@@ -853,10 +852,10 @@ def _leaf_rounds(leaves: dict[str, list[NodeHandle]]) -> list[list[NodePair]]:
 
 
 @pytest.fixture
-def oversubscription(request: pytest.FixtureRequest, cluster: Cluster, spec: Callable[[str], Any]) -> Measurement:
+def oversubscription(request: pytest.FixtureRequest, cluster: Cluster, spec: SpecLookup) -> Measurement:
     """Cross-leaf pairs, each offering its full bandwidth (every rail at once), one at a time
     and then all at once, for every pair of leaves; the worst round is judged."""
-    spec("inter_node.oversubscription")
+    spec(checks.OVERSUBSCRIPTION)
     state = _state(request)
     leaves: dict[str, list[NodeHandle]] = {}
     for node in cluster.nodes:
@@ -884,7 +883,7 @@ def oversubscription(request: pytest.FixtureRequest, cluster: Cluster, spec: Cal
                 pair.a.name, f"{pair.id} has no rail to load the spine with: {'; '.join(str(r.problem) for r in rails)}",
                 command="ibstat",
             )
-        base = BASE_PORT["oversubscription"] + pair.slot * block
+        base = checks.OVERSUBSCRIPTION_PORTS.port(pair.slot * block)
         rates, more = rdma.rails_at_once(pair, usable, rdma_settings(state, port=base, repeat=1), base)
         return sum(float(q.value) for q in rates), len(usable), evidence + more
 

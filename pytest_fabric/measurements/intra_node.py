@@ -17,14 +17,12 @@ find its reading.
 
 from __future__ import annotations
 
-from collections.abc import Callable
-from typing import Any
-
 import pytest
 
+from .. import checks
 from ..batches import Share
 from ..cluster import NodeHandle
-from ..fixtures import GpuHandle
+from ..fixtures import GpuHandle, SpecLookup
 from ..probes import gpu as gpu_probe
 from ..state import FabricState, get_state
 from ..transport.base import TransportError
@@ -81,22 +79,22 @@ def _expected_gpus(state: FabricState, node: NodeHandle) -> int:
 
 @pytest.fixture
 @wave("node")
-def gpu_count(request: pytest.FixtureRequest, node: NodeHandle, spec: Callable[[str], Any]) -> Measurement:
-    spec("intra_node.gpu_count")
+def gpu_count(request: pytest.FixtureRequest, node: NodeHandle, spec: SpecLookup) -> Measurement:
+    spec(checks.GPU_COUNT)
     return gpu_probe.gpu_count(node_gpus(request, node))
 
 
 @pytest.fixture
 @wave("gpu", shares=_same_node)
-def gpu_model(request: pytest.FixtureRequest, gpu: GpuHandle, spec: Callable[[str], Any]) -> Measurement:
-    spec("intra_node.gpu_model")
+def gpu_model(request: pytest.FixtureRequest, gpu: GpuHandle, spec: SpecLookup) -> Measurement:
+    spec(checks.GPU_MODEL)
     return gpu_probe.gpu_model(node_gpus(request, gpu.node), gpu.index)
 
 
 @pytest.fixture
 @wave("gpu", shares=_same_node)
-def gpu_pcie(request: pytest.FixtureRequest, gpu: GpuHandle, spec: Callable[[str], Any]) -> Measurement:
-    spec("intra_node.gpu_pcie")
+def gpu_pcie(request: pytest.FixtureRequest, gpu: GpuHandle, spec: SpecLookup) -> Measurement:
+    spec(checks.GPU_PCIE)
     inv = node_gpus(request, gpu.node)
     absent = gpu_probe.gpu_absent(inv, gpu.index)
     if absent is not None:
@@ -106,44 +104,44 @@ def gpu_pcie(request: pytest.FixtureRequest, gpu: GpuHandle, spec: Callable[[str
 
 @pytest.fixture
 @wave("node")
-def gpu_interconnect(node: NodeHandle, spec: Callable[[str], Any]) -> Measurement:
-    spec("intra_node.gpu_interconnect")
+def gpu_interconnect(node: NodeHandle, spec: SpecLookup) -> Measurement:
+    spec(checks.GPU_INTERCONNECT)
     return gpu_probe.gpu_interconnect(node)
 
 
 @pytest.fixture
 @wave("node")
-def nic_pcie(node: NodeHandle, spec: Callable[[str], Any]) -> Measurement:
-    spec("intra_node.nic_pcie")
+def nic_pcie(node: NodeHandle, spec: SpecLookup) -> Measurement:
+    spec(checks.NIC_PCIE)
     return gpu_probe.nic_pcie(node)
 
 
 @pytest.fixture
 @wave("node")
-def nvlink_bandwidth(node: NodeHandle, spec: Callable[[str], Any]) -> Measurement:
-    spec("intra_node.nvlink_bandwidth")
+def nvlink_bandwidth(node: NodeHandle, spec: SpecLookup) -> Measurement:
+    spec(checks.NVLINK_BANDWIDTH)
     return gpu_probe.nvlink_bandwidth(node)
 
 
 @pytest.fixture
 @wave("node")
-def host_to_device_bandwidth(node: NodeHandle, spec: Callable[[str], Any]) -> Measurement:
-    spec("intra_node.host_to_device_bandwidth")
+def host_to_device_bandwidth(node: NodeHandle, spec: SpecLookup) -> Measurement:
+    spec(checks.HOST_TO_DEVICE_BANDWIDTH)
     return gpu_probe.host_bandwidth(node, gpu_probe.H2D_TESTCASE)
 
 
 @pytest.fixture
 @wave("node")
-def device_to_host_bandwidth(node: NodeHandle, spec: Callable[[str], Any]) -> Measurement:
-    spec("intra_node.device_to_host_bandwidth")
+def device_to_host_bandwidth(node: NodeHandle, spec: SpecLookup) -> Measurement:
+    spec(checks.DEVICE_TO_HOST_BANDWIDTH)
     return gpu_probe.host_bandwidth(node, gpu_probe.D2H_TESTCASE)
 
 
 @pytest.fixture
 @wave("node")
-def node_nccl_allreduce(request: pytest.FixtureRequest, node: NodeHandle, spec: Callable[[str], Any]) -> Measurement:
+def node_nccl_allreduce(request: pytest.FixtureRequest, node: NodeHandle, spec: SpecLookup) -> Measurement:
     """Single-node all_reduce (the inter-node layer's ``nccl_allreduce`` fixture is the multi-node one)."""
-    settings = spec("intra_node.nccl_allreduce")
+    settings = spec(checks.NODE_NCCL_ALLREDUCE)
     inv = node_gpus(request, node)
     expected = _expected_gpus(_state(request), node)
     if expected and len(inv.gpus) < expected:

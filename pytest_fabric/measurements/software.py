@@ -15,13 +15,15 @@ by itself (``pytest_runtest_setup`` below).
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 import pytest
 
+from .. import checks
+from ..checks import profile_key_of
 from ..cluster import Cluster, NodeHandle
+from ..fixtures import SpecLookup
 from ..hostlist import fold
 from ..probes import preflight as preflight_probe
 from ..probes import software as software_probe
@@ -99,9 +101,9 @@ def _expected_count(state: FabricState, layer: str, check: str) -> int:
 
 @pytest.fixture
 @wave("node")
-def preflight(request: pytest.FixtureRequest, node: NodeHandle, spec: Callable[[str], Any]) -> Measurement:
+def preflight(request: pytest.FixtureRequest, node: NodeHandle, spec: SpecLookup) -> Measurement:
     """Tools on PATH (missing ones: an error naming the package), GPUs and HCAs the profile expects visible."""
-    spec("software.preflight")
+    spec(checks.PREFLIGHT)
     state = _state(request)
     found = node_preflight(request, node)
     needed = _required(state)
@@ -137,9 +139,9 @@ def preflight(request: pytest.FixtureRequest, node: NodeHandle, spec: Callable[[
 
 @pytest.fixture
 @wave("node")
-def gpudirect(request: pytest.FixtureRequest, node: NodeHandle, spec: Callable[[str], Any]) -> Measurement:
+def gpudirect(request: pytest.FixtureRequest, node: NodeHandle, spec: SpecLookup) -> Measurement:
     """nvidia_peermem loaded, or dma-buf possible (open kernel module on Linux 5.12+), as the profile's ``via`` asks."""
-    settings = spec("software.gpudirect")
+    settings = spec(checks.GPUDIRECT)
     found = node_preflight(request, node)
     ok, why = preflight_probe.gpudirect(found, settings.via)
     if ok:
@@ -153,9 +155,9 @@ def gpudirect(request: pytest.FixtureRequest, node: NodeHandle, spec: Callable[[
 
 @pytest.fixture
 @wave("node")
-def memlock(request: pytest.FixtureRequest, node: NodeHandle, spec: Callable[[str], Any]) -> Measurement:
+def memlock(request: pytest.FixtureRequest, node: NodeHandle, spec: SpecLookup) -> Measurement:
     """``ulimit -l`` of the session the checks run in."""
-    spec("software.memlock")
+    spec(checks.MEMLOCK)
     found = node_preflight(request, node)
     if found.memlock is None:
         raise MeasurementError(node.name, "ulimit -l printed nothing", command="ulimit -l")
@@ -174,9 +176,9 @@ def memlock(request: pytest.FixtureRequest, node: NodeHandle, spec: Callable[[st
 
 @pytest.fixture
 @wave("node")
-def pcie_acs(request: pytest.FixtureRequest, node: NodeHandle, spec: Callable[[str], Any]) -> Measurement:
+def pcie_acs(request: pytest.FixtureRequest, node: NodeHandle, spec: SpecLookup) -> Measurement:
     """No PCIe bridge above a GPU or Mellanox NIC has ACS redirection on (lspci -vvv ACSCtl)."""
-    spec("software.pcie_acs")
+    spec(checks.PCIE_ACS)
     found = node_preflight(request, node)
     if found.acs is None:
         raise MeasurementError(node.name, "lspci -vvv listed no PCI device", command="lspci -vvv",
@@ -196,9 +198,9 @@ def pcie_acs(request: pytest.FixtureRequest, node: NodeHandle, spec: Callable[[s
 
 @pytest.fixture
 @wave("node")
-def min_versions(request: pytest.FixtureRequest, node: NodeHandle, spec: Callable[[str], Any]) -> Measurement:
+def min_versions(request: pytest.FixtureRequest, node: NodeHandle, spec: SpecLookup) -> Measurement:
     """Each component the profile pins is at least that version on this node."""
-    settings = spec("software.min_versions")
+    settings = spec(checks.MIN_VERSIONS)
     stack = node_stack(request, node)
     pins = settings.pins()
     below = software_probe.below_minimum(stack, pins)
@@ -227,9 +229,9 @@ def all_stacks(request: pytest.FixtureRequest, cluster: Cluster) -> tuple[dict[s
 
 
 @pytest.fixture
-def software_consistency(request: pytest.FixtureRequest, cluster: Cluster, spec: Callable[[str], Any]) -> Measurement:
+def software_consistency(request: pytest.FixtureRequest, cluster: Cluster, spec: SpecLookup) -> Measurement:
     """The same kernel, driver, CUDA, NCCL, OFED, rdma-core and HCA firmware on every node."""
-    settings = spec("software.software_consistency")
+    settings = spec(checks.SOFTWARE_CONSISTENCY)
     stacks, errors = all_stacks(request, cluster)
     findings = software_probe.consistency(stacks, settings.components)
     unread = "; ".join(f"{n}: {why}" for n, why in sorted(errors.items()))
@@ -258,9 +260,8 @@ def pytest_runtest_setup(item: pytest.Item) -> None:
     found_by_node = state.cluster_results.get(_PREFLIGHT_KEY) or {}
     if not found_by_node:
         return
-    from ..plugin import PROFILE_KEY_OF  # the plugin imports this module through pytest_plugins
 
-    key = f"{info.layer}.{PROFILE_KEY_OF.get(info.check, info.check)}"
+    key = f"{info.layer}.{profile_key_of(info.check, info.layer)}"
     tools = _required(state)
     needs = [t for t, checks in tools.items() if key in checks]
     for node in info.nodes:

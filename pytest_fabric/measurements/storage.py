@@ -15,9 +15,10 @@ from typing import Any
 
 import pytest
 
+from .. import checks
 from ..batches import Share
 from ..cluster import Cluster, NodeHandle
-from ..fixtures import MountHandle
+from ..fixtures import MountHandle, SpecLookup
 from ..inventory import SHARED_FSTYPES, Mount
 from ..probes import storage
 from ..state import FabricState, get_state
@@ -104,24 +105,24 @@ def mount_expected(request: pytest.FixtureRequest, mount: MountHandle, mount_sta
 
 @pytest.fixture
 @wave("mount", shares=_takes_turns("sequential_read"))
-def sequential_read(request: pytest.FixtureRequest, mount: MountHandle, cluster: Cluster, spec: Callable[[str], Any]) -> Measurement:
+def sequential_read(request: pytest.FixtureRequest, mount: MountHandle, cluster: Cluster, spec: SpecLookup) -> Measurement:
     """Reads files ``mount.node`` did not write: laid out by another node on a shared mount, else caches dropped."""
-    settings = _settings(spec("storage.sequential_read"), "read", "storage.sequential_read")
+    settings = _settings(spec(checks.SEQUENTIAL_READ), "read", "storage.sequential_read")
     return storage.sequential(mount.node, _spec_of(request, mount), settings, _peers(cluster, mount.node))
 
 
 @pytest.fixture
 @wave("mount", shares=_takes_turns("sequential_write"))
-def sequential_write(request: pytest.FixtureRequest, mount: MountHandle, spec: Callable[[str], Any]) -> Measurement:
-    settings = _settings(spec("storage.sequential_write"), "write", "storage.sequential_write")
+def sequential_write(request: pytest.FixtureRequest, mount: MountHandle, spec: SpecLookup) -> Measurement:
+    settings = _settings(spec(checks.SEQUENTIAL_WRITE), "write", "storage.sequential_write")
     return storage.sequential(mount.node, _spec_of(request, mount), settings)
 
 
 @pytest.fixture
 @wave("mount", shares=_takes_turns("random_read_iops"))
-def random_read_iops(request: pytest.FixtureRequest, mount: MountHandle, cluster: Cluster, spec: Callable[[str], Any]) -> Measurement:
+def random_read_iops(request: pytest.FixtureRequest, mount: MountHandle, cluster: Cluster, spec: SpecLookup) -> Measurement:
     """fio randread for ``runtime`` at ``iodepth`` (libaio): IOPS as a count, of files the node did not write."""
-    settings = spec("storage.random_read_iops")
+    settings = spec(checks.RANDOM_READ_IOPS)
     fio_settings = storage.FioSettings(
         rw="randread",
         size_bytes=int(settings.size.to("B")),
@@ -136,9 +137,9 @@ def random_read_iops(request: pytest.FixtureRequest, mount: MountHandle, cluster
 
 @pytest.fixture
 @wave("mount", shares=_takes_turns("checkpoint_write"))
-def checkpoint_write(request: pytest.FixtureRequest, mount: MountHandle, spec: Callable[[str], Any]) -> Measurement:
+def checkpoint_write(request: pytest.FixtureRequest, mount: MountHandle, spec: SpecLookup) -> Measurement:
     """``size`` in all, split over ``jobs`` writers, each ended by fsync: what saving a checkpoint costs."""
-    settings = spec("storage.checkpoint_write")
+    settings = spec(checks.CHECKPOINT_WRITE)
     block = int(settings.block_size.to("B"))
     # Each writer's share, in whole blocks: the node writes `size` in all, as a sharded checkpoint does.
     share = max(block, int(settings.size.to("B")) // settings.jobs // block * block)
@@ -155,13 +156,13 @@ def checkpoint_write(request: pytest.FixtureRequest, mount: MountHandle, spec: C
 
 
 @pytest.fixture
-def shared_mount_write(request: pytest.FixtureRequest, cluster: Cluster, spec: Callable[[str], Any]) -> Measurement:
+def shared_mount_write(request: pytest.FixtureRequest, cluster: Cluster, spec: SpecLookup) -> Measurement:
     """All nodes write to each shared inventory mount at once; the sum of their bandwidths.
 
     Only shared mounts: on a node-local disk "all nodes at once" sums N separate disks,
     which says nothing about shared storage.
     """
-    settings = _settings(spec("storage.aggregate_write"), "write", "storage.aggregate_write")
+    settings = _settings(spec(checks.AGGREGATE_WRITE), "write", "storage.aggregate_write")
     state = get_state(request.config)
     assert state is not None  # `cluster` skips first when the plugin is not configured
     specs = list(state.inventory.mount_specs)

@@ -3,13 +3,13 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from decimal import Decimal
-from typing import Any
 
 import pytest
 
+from .. import checks
 from ..cluster import Cluster, NodeHandle
+from ..fixtures import SpecLookup
 from ..probes import switch_links as probe
 from ..state import get_state
 from ..transport.base import NodeUnreachable
@@ -34,9 +34,9 @@ def _runner(cluster: Cluster, wanted: str | None) -> NodeHandle:
 
 
 @pytest.fixture
-def switch_links(request: pytest.FixtureRequest, cluster: Cluster, spec: Callable[[str], Any]) -> Measurement:
+def switch_links(request: pytest.FixtureRequest, cluster: Cluster, spec: SpecLookup) -> Measurement:
     """Every switch port with a peer at the profile's width and rate, without a "Could be" hint."""
-    settings = spec("inter_node.switch_links")
+    settings = spec(checks.SWITCH_LINKS)
     state = get_state(request.config)
     layer = state.profile.spec("inter_node", "link_layer") if state is not None else None
     if str(getattr(layer, "value", "")).lower() == "ethernet":

@@ -12,7 +12,8 @@
 - ``lspci -vvv`` cut to device lines, bus ranges and ACS lines (PCIe ACS redirection on a
   bridge above a GPU or NIC sends their peer traffic through the root complex).
 
-Which tools a check runs is :data:`CHECK_TOOLS`; :func:`required_tools` reads it for a profile.
+Which tools a check runs is in its declaration (:mod:`pytest_fabric.checks`); :func:`required_tools`
+reads them for a profile.
 """
 
 from __future__ import annotations
@@ -23,16 +24,16 @@ import shlex
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 
+from ..checks import tools_for
 from ..cluster import NodeHandle
+from ..evidence import CommandResult
 from ..parsers import lsmod, lspci_acs, nvidia_smi_list
 from ..parsers.base import ParseError
-from ..transport.base import CommandResult
 from ..transport.packages import package_for
 from .base import MeasurementError
 from .software import compare_versions, sections
 
 __all__ = [
-    "CHECK_TOOLS",
     "NodePreflight",
     "acs_on_paths",
     "gpudirect",
@@ -42,41 +43,6 @@ __all__ = [
     "read_preflight",
     "required_tools",
 ]
-
-# layer.check -> the programs its probe runs on every node it measures (switch_links runs
-# iblinkinfo on one node only, gpu_health skips without dcgmi: neither is required everywhere).
-CHECK_TOOLS: dict[str, tuple[str, ...]] = {
-    "intra_node.gpu_count": ("nvidia-smi",),
-    "intra_node.gpu_model": ("nvidia-smi",),
-    "intra_node.gpu_pcie": ("nvidia-smi", "nvbandwidth"),
-    "intra_node.gpu_interconnect": ("nvidia-smi",),
-    "intra_node.gpu_nic_affinity": ("nvidia-smi",),
-    "intra_node.nic_pcie": ("lspci",),
-    "intra_node.nvlink_bandwidth": ("nvidia-smi", "nvbandwidth"),
-    "intra_node.host_to_device_bandwidth": ("nvbandwidth",),
-    "intra_node.device_to_host_bandwidth": ("nvbandwidth",),
-    "intra_node.nccl_allreduce": ("nvidia-smi", "all_reduce_perf"),
-    "inter_node.link_layer": ("ibstat",),
-    "inter_node.ports": ("ibstat",),
-    "inter_node.port_state": ("ibstat",),
-    "inter_node.port_rate": ("ibstat",),
-    "inter_node.rdma_bandwidth": ("ibstat", "ib_write_bw"),
-    "inter_node.rdma_latency": ("ibstat", "ib_write_lat"),
-    "inter_node.gpudirect_bandwidth": ("ibstat", "ib_write_bw", "nvidia-smi"),
-    "inter_node.tcp_throughput": ("iperf3",),
-    "inter_node.nccl_allreduce": ("mpirun", "all_reduce_perf"),
-    "inter_node.roce": ("mlnx_qos",),
-    "storage.sequential_read": ("fio",),
-    "storage.sequential_write": ("fio",),
-    "storage.random_read_iops": ("fio",),
-    "storage.checkpoint_write": ("fio",),
-    "storage.aggregate_write": ("fio",),
-    "egress.dns_resolve": ("getent",),
-    "egress.download": ("curl",),
-    "egress.upload": ("curl",),
-}
-#: inter_node.error_counters reads perfquery on InfiniBand, rdma statistic and ethtool -S on RoCE
-ERROR_COUNTER_TOOLS = {"infiniband": ("perfquery",), "ethernet": ("rdma", "ethtool")}
 
 # How each tool prints its version without doing anything else. Tools missing here (nvbandwidth,
 # all_reduce_perf: they would start measuring) are only looked up on PATH.
@@ -91,14 +57,8 @@ _KERNEL_DMABUF = "5.12"  # the first kernel whose RDMA stack takes dma-buf memor
 
 
 def required_tools(set_checks: Iterable[str], link_layer: str | None, extra: Iterable[str] = ()) -> dict[str, list[str]]:
-    """tool -> the ``layer.check`` names (of those the profile sets) that run it."""
-    out: dict[str, list[str]] = {}
-    for check in set_checks:
-        tools = CHECK_TOOLS.get(check, ())
-        if check == "inter_node.error_counters":
-            tools = ERROR_COUNTER_TOOLS.get((link_layer or "infiniband").lower(), ("perfquery",))
-        for tool in tools:
-            out.setdefault(tool, []).append(check)
+    """tool -> the ``layer.check`` names (of those the profile sets) that run it (their declared tools)."""
+    out = tools_for(set_checks, link_layer)
     for tool in extra:
         out.setdefault(tool, []).append("software.preflight.tools")
     return out

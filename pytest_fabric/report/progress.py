@@ -22,6 +22,7 @@ from typing import Any
 import pytest
 
 from ..batches import BatchProgress
+from ..checks import profile_key_of
 from ..plan import CheckPlan, RunPlan, format_duration, plan_run, planned_subject
 from ..state import CHECK_KEY, get_state
 
@@ -160,7 +161,6 @@ class ProgressLine:
 
 def plan_items(items: list[pytest.Item], config: pytest.Config) -> RunPlan | None:
     """The plan of the selected ``items`` (None without ``--cluster``)."""
-    from ..plugin import PROFILE_KEY_OF  # the plugin registers this module: import it once loaded
 
     state = get_state(config)
     if state is None:
@@ -175,7 +175,7 @@ def plan_items(items: list[pytest.Item], config: pytest.Config) -> RunPlan | Non
         if info.fixture is not None and info.param is None:
             continue  # an empty parameter set: the test skips, nothing to measure
         if (info.layer, info.check) not in specs:
-            specs[(info.layer, info.check)] = state.profile.spec(info.layer, PROFILE_KEY_OF.get(info.check, info.check))
+            specs[(info.layer, info.check)] = state.profile.spec(info.layer, profile_key_of(info.check, info.layer))
         subjects.append(planned_subject(info.layer, info.check, info.fixture, info.param,
                                         specs[(info.layer, info.check)], shared))
     # a check the profile does not set skips: it takes no time

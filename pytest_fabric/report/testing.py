@@ -17,17 +17,16 @@ import json
 from pathlib import Path
 from typing import Any
 
+from ..checks import check_of, profile_key_of
+from ..evidence import CommandResult
 from ..record import CheckRecord, evidence_from_results
 from ..runinfo import RunInfo
-from ..transport.base import CommandResult
 
 __all__ = ["make_check", "sample_cluster", "sample_run_info", "write_fake_project"]
 
-_LAYER = {
-    "tcp_throughput": "inter_node", "rdma_bandwidth": "inter_node", "rdma_latency": "inter_node",
-    "port_rate": "inter_node", "nvlink_bandwidth": "intra_node", "gpu_count": "intra_node",
-    "sequential_read": "storage", "download": "egress",
-}
+def _layer_of(check: str) -> str:
+    declared = check_of(check)
+    return declared.layer if declared is not None else "inter_node"
 
 
 def make_check(
@@ -55,15 +54,16 @@ def make_check(
     # Through the core's own function, so outputs are cut to their tail exactly as in a real run.
     items = evidence_from_results([CommandResult(node, cmd, rc, out, "", 1.25) for node, cmd, rc, out in evidence or []])
     name = check + "[" + subject + "]"
+    layer = layer or _layer_of(check)
     return CheckRecord(
-        nodeid=f"conformance/{layer or _LAYER.get(check, 'inter_node')}/test_{check}.py::test_{name}",
-        layer=layer or _LAYER.get(check, "inter_node"),
+        nodeid=f"conformance/{layer}/test_{check}.py::test_{name}",
+        layer=layer,
         check=check,
         subject=subject,
         outcome=outcome,
         message=message or f"{check} {subject}: {outcome}",
         measured={"value": value, "unit": unit} if value is not None else None,
-        expected={"op": op, "value": expected, "unit": unit, "key": f"{layer or _LAYER.get(check, 'inter_node')}.{check}.min",
+        expected={"op": op, "value": expected, "unit": unit, "key": f"{layer}.{profile_key_of(check, layer)}.min",
                   "source": "vendor datasheet", "as_written": f"{expected} {unit or ''}".strip()}
         if expected is not None else None,
         margin=margin,

@@ -9,8 +9,11 @@ says what to do.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from typing import Protocol, runtime_checkable
+
+# How a command ended is evidence, read by the verdicts and the reports without the transports:
+# it lives in a leaf module and is re-exported here for the transports (and code that took it from here).
+from ..evidence import CommandResult
 
 __all__ = [
     "CommandResult",
@@ -24,22 +27,6 @@ __all__ = [
     "CommandFailed",
     "CommandTimeout",
 ]
-
-
-@dataclass(frozen=True)
-class CommandResult:
-    """How one command ended on one node."""
-
-    node: str
-    command: str
-    exit_code: int
-    stdout: str
-    stderr: str
-    duration_s: float = 0.0
-
-    @property
-    def ok(self) -> bool:
-        return self.exit_code == 0
 
 
 class TransportError(Exception):

@@ -205,8 +205,8 @@ def test_fabric_profile_is_an_alias(pytester: pytest.Pytester) -> None:
 
 def test_select_a_layer_with_a_marker(pytester: pytest.Pytester) -> None:
     storage = _collect(pytester, "--profile", "localhost", "-m", "storage")
-    assert "storage/test_sequential.py::test_sequential_read[local:/tmp]" in storage
-    assert all(line.startswith("storage/") for line in storage), storage
+    assert "conformance/storage/test_sequential.py::test_sequential_read[local:/tmp]" in storage
+    assert all(line.startswith("conformance/storage/") for line in storage), storage
 
 
 def test_select_a_check_with_k(pytester: pytest.Pytester) -> None:

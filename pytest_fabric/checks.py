@@ -1,0 +1,258 @@
+"""Every check, declared once: what the plugin, the plan, preflight, the fixtures and the report know of it.
+
+A check is a conformance test (``test_<name>``) and everything that is true of it before it
+runs: its layer, the profile key it is judged by and that key's model, its subject, how it is
+batched, when it runs relative to the others, the programs it runs on a node, how long one
+measurement takes when the profile's settings do not say, and the block of TCP ports its
+servers listen on.  ReFrame keeps a test's expectations apart from the test in the same
+spirit; here the expectations are the profile's, and this table says how to reach them.
+
+Adding a check means: its declaration here, its test under ``conformance/<layer>/``, its
+probe and parser, and its measurement fixture.  tests/unit/test_checks.py holds every
+conformance test to a declaration and every declaration to its profile model.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Iterator, Mapping
+from dataclasses import dataclass, field
+from typing import Generic, Literal, TypeVar
+
+from . import profile as p
+
+__all__ = [
+    "Batching",
+    "Check",
+    "CHECKS",
+    "PortBlock",
+    "Subject",
+    "check_of",
+    "checks_judged_by",
+    "declared",
+    "profile_key_of",
+    "tools_for",
+]
+
+Layer = Literal["software", "intra_node", "inter_node", "storage", "egress"]
+#: the fixture a check's tests are parametrized by; "cluster": one test for the whole cluster
+Subject = Literal["node", "gpu", "hca", "node_pair", "mount", "egress_target", "cluster"]
+#: wave: every subject at once (per node, GPU, port, mount, target); round: pairs of a round of
+#: disjoint pairs at once; cluster: one measurement of the whole cluster; reads: judges what
+#: other checks measured and measures nothing itself
+Batching = Literal["wave", "round", "cluster", "reads"]
+
+S = TypeVar("S", bound=p.CheckSpec)
+
+
+@dataclass(frozen=True)
+class PortBlock:
+    """TCP ports a check's servers listen on: ``base`` up to, not including, ``base + size``.
+
+    Blocks of different checks never overlap, so a server one check left behind can never
+    answer another check's client.
+    """
+
+    base: int
+    size: int
+
+    @property
+    def end(self) -> int:
+        return self.base + self.size
+
+    def port(self, index: int) -> int:
+        """The ``index``-th port of the block (a pair's slot, a rail, a retest offset added)."""
+        if not 0 <= index < self.size:
+            raise ValueError(f"port {index} of a block of {self.size} starting at {self.base}: the block is too small")
+        return self.base + index
+
+    def overlaps(self, other: PortBlock) -> bool:
+        return self.base < other.end and other.base < self.end
+
+
+@dataclass(frozen=True)
+class Check(Generic[S]):
+    """One check's declaration."""
+
+    name: str  # the test is test_<name>; the record's ``check``
+    layer: Layer
+    model: type[S] | None  # the profile model of ``layer.key``; None: judged by the inventory (mount)
+    subject: Subject
+    batching: Batching
+    key: str = ""  # the profile key within the layer; empty: the check's name
+    phase: int = 0  # run order: lower first; within a phase, collection (round) order
+    tools: tuple[str, ...] = ()  # programs its probe runs on every node it measures
+    #: tools by link layer, where they depend on it (error counters: perfquery on InfiniBand)
+    tools_by_link_layer: Mapping[str, tuple[str, ...]] = field(default_factory=dict)
+    typical_s: float | None = None  # one measurement, when the profile's settings do not say
+    ports: PortBlock | None = None
+
+    @property
+    def profile_key(self) -> str:
+        """``layer.key``, as profiles, ``--expect`` and the record write it."""
+        return f"{self.layer}.{self.key or self.name}"
+
+    @property
+    def setting(self) -> str:
+        """The key within the layer (``outlier`` for ``rdma_bandwidth_outlier``)."""
+        return self.key or self.name
+
+    @property
+    def measures(self) -> bool:
+        """False for checks that judge what other checks measured (outliers, attribution)."""
+        return self.batching != "reads"
+
+    def tools_on(self, link_layer: str | None) -> tuple[str, ...]:
+        if self.tools_by_link_layer:
+            return self.tools_by_link_layer.get((link_layer or "infiniband").lower(), ())
+        return self.tools
+
+
+_PHASE_SOFTWARE = -30  # preflight first: it tells later checks which nodes lack their tools
+_PHASE_READS_ROUNDS = 20  # after the pair rounds whose results they read
+_PHASE_LAST = 99  # error counters: they see the growth caused by all the traffic of the run
+
+CHECKS: dict[str, Check[p.CheckSpec]] = {}
+
+
+def declare(check: Check[S]) -> Check[S]:
+    """Add a declaration (an extension's checks too: call this from its plugin module)."""
+    if check.name in CHECKS and CHECKS[check.name] != check:
+        raise ValueError(f"check {check.name} is declared twice")
+    for other in CHECKS.values():
+        if check.ports and other.ports and other.name != check.name and check.ports.overlaps(other.ports):
+            raise ValueError(f"ports of {check.name} ({check.ports}) overlap those of {other.name} ({other.ports})")
+    CHECKS[check.name] = check  # type: ignore[assignment]
+    return check
+
+
+# software: what a node has before anything is measured on it
+PREFLIGHT = declare(Check("preflight", "software", p.Preflight, "node", "wave", phase=_PHASE_SOFTWARE))
+GPUDIRECT = declare(Check("gpudirect", "software", p.GpuDirect, "node", "wave", phase=-29))
+MEMLOCK = declare(Check("memlock", "software", p.Memlock, "node", "wave", phase=-29))
+PCIE_ACS = declare(Check("pcie_acs", "software", p.PcieAcs, "node", "wave", phase=-29))
+MIN_VERSIONS = declare(Check("min_versions", "software", p.MinVersions, "node", "wave", phase=-28))
+SOFTWARE_CONSISTENCY = declare(
+    Check("software_consistency", "software", p.SoftwareConsistency, "cluster", "cluster", phase=-27)
+)
+
+# intra-node
+GPU_COUNT = declare(Check("gpu_count", "intra_node", p.Count, "node", "wave", tools=("nvidia-smi",)))
+GPU_MODEL = declare(Check("gpu_model", "intra_node", p.Text, "gpu", "wave", tools=("nvidia-smi",)))
+GPU_PCIE = declare(Check("gpu_pcie", "intra_node", p.PcieLink, "gpu", "wave", tools=("nvidia-smi", "nvbandwidth"),
+                         typical_s=10.0))  # read under nvbandwidth load
+NIC_PCIE = declare(Check("nic_pcie", "intra_node", p.PcieLink, "node", "wave", tools=("lspci",)))
+GPU_INTERCONNECT = declare(Check("gpu_interconnect", "intra_node", p.Text, "node", "wave", tools=("nvidia-smi",)))
+NVLINK_BANDWIDTH = declare(Check("nvlink_bandwidth", "intra_node", p.BandwidthFloor, "node", "wave",
+                                 tools=("nvidia-smi", "nvbandwidth"), typical_s=30.0))  # every GPU pair
+HOST_TO_DEVICE_BANDWIDTH = declare(Check("host_to_device_bandwidth", "intra_node", p.BandwidthFloor, "node", "wave",
+                                         tools=("nvbandwidth",), typical_s=10.0))
+DEVICE_TO_HOST_BANDWIDTH = declare(Check("device_to_host_bandwidth", "intra_node", p.BandwidthFloor, "node", "wave",
+                                         tools=("nvbandwidth",), typical_s=10.0))
+NODE_NCCL_ALLREDUCE = declare(Check("node_nccl_allreduce", "intra_node", p.NcclBandwidth, "node", "wave",
+                                    key="nccl_allreduce", tools=("nvidia-smi", "all_reduce_perf"),
+                                    typical_s=45.0))  # all_reduce_perf sweep on a node's 8 GPUs
+GPU_NIC_AFFINITY = declare(Check("gpu_nic_affinity", "intra_node", p.GpuNicAffinity, "node", "wave",
+                                 tools=("nvidia-smi",)))
+GPU_RAILS = declare(Check("gpu_rails", "intra_node", p.GpuNicAffinity, "cluster", "cluster", key="gpu_nic_affinity"))
+# dcgmi is not required everywhere: gpu_health skips where it is missing
+GPU_HEALTH = declare(Check("gpu_health", "intra_node", p.GpuHealth, "node", "wave",
+                           typical_s=120.0))  # dcgmi diag -r 1 (level 2 and above take minutes more)
+
+# inter-node: ports and links of each node
+LINK_LAYER = declare(Check("link_layer", "inter_node", p.Text, "node", "wave", tools=("ibstat",)))
+PORTS = declare(Check("ports", "inter_node", p.Ports, "node", "wave", tools=("ibstat",)))
+PORT_STATE = declare(Check("port_state", "inter_node", p.Text, "hca", "wave", tools=("ibstat",)))
+PORT_RATE = declare(Check("port_rate", "inter_node", p.PortRate, "hca", "wave", tools=("ibstat",)))
+ROCE = declare(Check("roce", "inter_node", p.Roce, "node", "wave", tools=("mlnx_qos",)))
+MTU = declare(Check("mtu", "inter_node", p.Mtu, "node", "wave"))
+ERROR_COUNTERS = declare(Check("error_counters", "inter_node", p.ErrorCounters, "hca", "wave", phase=_PHASE_LAST,
+                               tools_by_link_layer={"infiniband": ("perfquery",), "ethernet": ("rdma", "ethtool")}))
+# switch_links runs iblinkinfo on one node only: not a tool every node needs
+SWITCH_LINKS = declare(Check("switch_links", "inter_node", p.SwitchLinks, "cluster", "cluster"))
+
+# inter-node: pairs, a round of disjoint pairs at once. Port blocks leave room for 256 slots
+# (512 nodes), the retests' offset, and a pair's rails or streams.
+TCP_THROUGHPUT = declare(Check("tcp_throughput", "inter_node", p.TcpThroughput, "node_pair", "round",
+                               tools=("iperf3",), ports=PortBlock(5201, 1400)))
+RDMA_BANDWIDTH = declare(Check("rdma_bandwidth", "inter_node", p.RdmaBandwidth, "node_pair", "round",
+                               tools=("ibstat", "ib_write_bw"), ports=PortBlock(18515, 400)))
+RDMA_LATENCY = declare(Check("rdma_latency", "inter_node", p.LatencyCeiling, "node_pair", "round",
+                             tools=("ibstat", "ib_write_lat"), typical_s=5.0,  # 10,000 iterations a rail
+                             ports=PortBlock(18915, 400)))
+GPUDIRECT_BANDWIDTH = declare(Check("gpudirect_bandwidth", "inter_node", p.RdmaBandwidth, "node_pair", "round",
+                                    tools=("ibstat", "ib_write_bw", "nvidia-smi"), ports=PortBlock(19315, 400)))
+NCCL_ALLREDUCE = declare(Check("nccl_allreduce", "inter_node", p.NcclBandwidth, "node_pair", "round",
+                               tools=("mpirun", "all_reduce_perf"), typical_s=60.0))  # sweep up to 8-16 GiB
+AGGREGATE_RDMA_BANDWIDTH = declare(Check("aggregate_rdma_bandwidth", "inter_node", p.Share, "node_pair", "round",
+                                         phase=21, typical_s=20.0, ports=PortBlock(19715, 2400)))  # slot x rails
+RDMA_BANDWIDTH_OUTLIER = declare(Check("rdma_bandwidth_outlier", "inter_node", p.Outlier, "node_pair", "reads",
+                                       key="outlier", phase=_PHASE_READS_ROUNDS))
+TCP_THROUGHPUT_OUTLIER = declare(Check("tcp_throughput_outlier", "inter_node", p.Outlier, "node_pair", "reads",
+                                       key="outlier", phase=_PHASE_READS_ROUNDS))
+RDMA_LATENCY_OUTLIER = declare(Check("rdma_latency_outlier", "inter_node", p.LatencyOutlier, "node_pair", "reads",
+                                     key="latency_outlier", phase=_PHASE_READS_ROUNDS))
+OVERSUBSCRIPTION = declare(Check("oversubscription", "inter_node", p.Share, "cluster", "cluster", phase=25,
+                                 typical_s=60.0, ports=PortBlock(22115, 4200)))  # slot x 16 rails
+SCALING_EFFICIENCY = declare(Check("scaling_efficiency", "inter_node", p.Share, "cluster", "cluster", phase=26,
+                                   typical_s=300.0))  # NCCL at 2, 4, 8, ... nodes, three runs each
+ATTRIBUTION = declare(Check("attribution", "inter_node", p.Attribution, "node", "reads", phase=30))
+FABRIC_ATTRIBUTION = declare(Check("fabric_attribution", "inter_node", p.Attribution, "cluster", "reads",
+                                   key="attribution", phase=30))
+
+# storage: per mount of the inventory on each node, and all nodes at once on a shared mount
+MOUNT: Check[p.CheckSpec] = declare(Check("mount", "storage", None, "mount", "wave"))  # judged by what the inventory states
+SEQUENTIAL_READ = declare(Check("sequential_read", "storage", p.StorageBandwidth, "mount", "wave", tools=("fio",)))
+SEQUENTIAL_WRITE = declare(Check("sequential_write", "storage", p.StorageBandwidth, "mount", "wave", tools=("fio",)))
+RANDOM_READ_IOPS = declare(Check("random_read_iops", "storage", p.Iops, "mount", "wave", tools=("fio",)))
+CHECKPOINT_WRITE = declare(Check("checkpoint_write", "storage", p.CheckpointWrite, "mount", "wave", tools=("fio",)))
+AGGREGATE_WRITE = declare(Check("aggregate_write", "storage", p.StorageBandwidth, "cluster", "cluster",
+                                tools=("fio",)))
+
+# egress: per target of the inventory, from each node
+DNS_RESOLVE = declare(Check("dns_resolve", "egress", p.TimeCeiling, "egress_target", "wave", tools=("getent",),
+                            typical_s=1.0))
+CONNECT_LATENCY = declare(Check("connect_latency", "egress", p.TimeCeiling, "egress_target", "wave", typical_s=1.0))
+DOWNLOAD = declare(Check("download", "egress", p.EgressTransfer, "egress_target", "wave", tools=("curl",),
+                         typical_s=10.0))
+UPLOAD = declare(Check("upload", "egress", p.EgressTransfer, "egress_target", "wave", tools=("curl",),
+                       typical_s=10.0))
+
+
+# The blocks the probes take their ports from, by name (the checks' own declarations hold them).
+TCP_THROUGHPUT_PORTS: PortBlock = TCP_THROUGHPUT.ports  # type: ignore[assignment]
+RDMA_BANDWIDTH_PORTS: PortBlock = RDMA_BANDWIDTH.ports  # type: ignore[assignment]
+RDMA_LATENCY_PORTS: PortBlock = RDMA_LATENCY.ports  # type: ignore[assignment]
+GPUDIRECT_BANDWIDTH_PORTS: PortBlock = GPUDIRECT_BANDWIDTH.ports  # type: ignore[assignment]
+AGGREGATE_RDMA_BANDWIDTH_PORTS: PortBlock = AGGREGATE_RDMA_BANDWIDTH.ports  # type: ignore[assignment]
+OVERSUBSCRIPTION_PORTS: PortBlock = OVERSUBSCRIPTION.ports  # type: ignore[assignment]
+
+
+def check_of(name: str) -> Check[p.CheckSpec] | None:
+    """The declaration of check ``name`` (a test's name without ``test_``); None for other tests."""
+    return CHECKS.get(name)
+
+
+def profile_key_of(name: str, layer: str) -> str:
+    """The key within ``layer`` that check ``name`` is judged by: its declared one, else its name."""
+    check = CHECKS.get(name)
+    return check.setting if check is not None and check.layer == layer else name
+
+
+def declared() -> Iterator[Check[p.CheckSpec]]:
+    return iter(CHECKS.values())
+
+
+def checks_judged_by(profile_key: str) -> list[Check[p.CheckSpec]]:
+    """The checks whose verdict reads ``layer.key`` (``inter_node.outlier``: both outlier checks)."""
+    return [c for c in CHECKS.values() if c.profile_key == profile_key]
+
+
+def tools_for(profile_keys: Iterable[str], link_layer: str | None) -> dict[str, list[str]]:
+    """tool -> the ``layer.key`` names (of ``profile_keys``, those the profile sets) whose checks run it."""
+    out: dict[str, list[str]] = {}
+    for key in profile_keys:
+        for check in checks_judged_by(key):
+            for tool in check.tools_on(link_layer):
+                if key not in out.setdefault(tool, []):
+                    out[tool].append(key)
+    return out

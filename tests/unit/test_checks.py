@@ -1,0 +1,107 @@
+"""Every check is declared once, and every declaration agrees with its test and its profile model."""
+
+from __future__ import annotations
+
+import ast
+import typing
+from pathlib import Path
+
+import pytest
+
+from pytest_fabric import checks
+from pytest_fabric.bundled import conformance_dir
+from pytest_fabric.profile import LAYERS, CheckSpec, ProfileDocument
+from pytest_fabric.subjects import SUBJECT_FIXTURES
+
+
+def _conformance_tests() -> list[tuple[str, str, str, Path]]:
+    """(layer marker, check, subject fixture or "cluster", file) of every test in the bundled suite."""
+    found = []
+    for path in sorted(conformance_dir().rglob("test_*.py")):
+        tree = ast.parse(path.read_text())
+        layer = next(
+            node.value.attr for node in tree.body
+            if isinstance(node, ast.Assign) and any(getattr(t, "id", "") == "pytestmark" for t in node.targets)
+            and isinstance(node.value, ast.Attribute)
+        )
+        for node in tree.body:
+            if isinstance(node, ast.FunctionDef) and node.name.startswith("test_"):
+                args = [a.arg for a in node.args.args]
+                subject = next((a for a in args if a in SUBJECT_FIXTURES), "cluster")
+                found.append((layer, node.name.removeprefix("test_"), subject, path))
+    return found
+
+
+def test_every_conformance_test_is_a_declared_check_with_its_layer_and_subject() -> None:
+    tests = _conformance_tests()
+    assert len(tests) >= 40
+    for layer, name, subject, path in tests:
+        declared = checks.check_of(name)
+        assert declared is not None, f"{path.name}::test_{name} has no declaration in pytest_fabric/checks.py"
+        assert (declared.layer, declared.subject) == (layer, subject), f"test_{name} in {path}"
+    assert {name for _, name, _, _ in tests} == set(checks.CHECKS), "a declaration without its test"
+
+
+def _section_fields(layer: str) -> dict[str, type[CheckSpec]]:
+    section = typing.get_type_hints(ProfileDocument)[layer]
+    out = {}
+    for name, info in section.model_fields.items():
+        for arg in typing.get_args(info.annotation) or (info.annotation,):
+            if isinstance(arg, type) and issubclass(arg, CheckSpec):
+                out[name] = arg
+    return out
+
+
+def test_every_declaration_names_a_profile_key_of_its_model() -> None:
+    for check in checks.declared():
+        if check.model is None:
+            continue  # judged by what the inventory states (storage.mount)
+        fields = _section_fields(check.layer)
+        assert check.setting in fields, f"{check.name}: profiles have no {check.profile_key}"
+        assert issubclass(fields[check.setting], check.model), (check.name, fields[check.setting], check.model)
+
+
+def test_every_profile_key_is_judged_by_a_declared_check() -> None:
+    for layer in LAYERS:
+        for key in _section_fields(layer):
+            assert checks.checks_judged_by(f"{layer}.{key}"), f"{layer}.{key} is judged by no check"
+
+
+def test_port_blocks_do_not_overlap_and_stay_below_the_ephemeral_range() -> None:
+    blocks = [(c.name, c.ports) for c in checks.declared() if c.ports is not None]
+    assert len(blocks) >= 6
+    for i, (name, block) in enumerate(blocks):
+        assert 1024 <= block.base and block.end <= 32768, name  # Linux hands out 32768+ to clients
+        for other, theirs in blocks[i + 1:]:
+            assert not block.overlaps(theirs), (name, other)
+
+
+def test_a_declaration_whose_ports_overlap_another_is_refused() -> None:
+    clash = checks.Check("clash", "inter_node", None, "node_pair", "round", ports=checks.PortBlock(18600, 10))
+    with pytest.raises(ValueError, match="overlap those of rdma_bandwidth"):
+        checks.declare(clash)
+    assert "clash" not in checks.CHECKS
+
+
+def test_a_port_outside_its_block_is_an_error_not_another_checks_port() -> None:
+    block = checks.RDMA_BANDWIDTH_PORTS
+    assert block.port(0) == 18515
+    with pytest.raises(ValueError, match="too small"):
+        block.port(block.size)
+
+
+def test_tools_follow_the_declarations_and_the_link_layer() -> None:
+    keys = ["inter_node.rdma_bandwidth", "inter_node.error_counters", "intra_node.nccl_allreduce"]
+    assert checks.tools_for(keys, "infiniband") == {
+        "ibstat": ["inter_node.rdma_bandwidth"], "ib_write_bw": ["inter_node.rdma_bandwidth"],
+        "perfquery": ["inter_node.error_counters"],
+        "nvidia-smi": ["intra_node.nccl_allreduce"], "all_reduce_perf": ["intra_node.nccl_allreduce"],
+    }
+    assert "ethtool" in checks.tools_for(keys, "ethernet")
+
+
+def test_a_key_two_checks_share_is_one_profile_key() -> None:
+    assert [c.name for c in checks.checks_judged_by("inter_node.outlier")] == [
+        "rdma_bandwidth_outlier", "tcp_throughput_outlier"]
+    assert checks.profile_key_of("node_nccl_allreduce", "intra_node") == "nccl_allreduce"
+    assert checks.profile_key_of("my_own_check", "inter_node") == "my_own_check"
