@@ -12,9 +12,10 @@ import contextlib
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 
+from .evidence import CommandResult
 from .inventory import Inventory, Node
 from .profile import Profile
-from .transport.base import BackgroundProcess, CommandResult, Transport, TransportError
+from .transport.base import BackgroundProcess, Transport, TransportError
 from .transport.gather import Coalescing, Together
 from .transport.pool import ConnectionPool
 

@@ -17,7 +17,7 @@ from typing import Any
 
 import pytest
 
-from .transport.base import CommandResult
+from .evidence import CommandResult
 from .units import Dimension, Quantity
 from .verdict import Verdict, display_unit
 

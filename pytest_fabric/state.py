@@ -8,12 +8,12 @@ from typing import TYPE_CHECKING, Any
 import pytest
 
 from .batches import BatchCache
+from .evidence import HostKeyLog
 from .inventory import Inventory
 from .pairs import Pair
 from .probes.rounds import RoundCache
 from .profile import Profile
 from .subjects import DEVICE_TESTS_UP_TO
-from .transport.hostkeys import HostKeyLog
 from .transport.jumphosts import JumpHosts
 from .verdict import Verdict
 

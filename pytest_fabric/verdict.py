@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 from decimal import Decimal
 from typing import Any
 
-from .transport.base import CommandResult
+from .evidence import CommandResult
 from .units import Dimension, Quantity
 
 __all__ = ["Op", "Expectation", "Measurement", "Verdict", "judge", "display_unit"]

@@ -30,8 +30,8 @@ import shlex
 from dataclasses import dataclass, field
 
 from ..cluster import NodeHandle
+from ..evidence import CommandResult
 from ..parsers import ethtool, iblinkinfo, perfquery, rdma_link, rdma_statistic
-from ..transport.base import CommandResult
 from ..units import parse_quantity
 from ..verdict import Measurement
 from .base import MeasurementError, parse_or_raise

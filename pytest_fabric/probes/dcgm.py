@@ -10,9 +10,9 @@ connection to the specified host engine``: nv-hostengine is not running).
 from __future__ import annotations
 
 from ..cluster import NodeHandle
+from ..evidence import CommandResult
 from ..parsers import dcgmi_diag
 from ..parsers.base import ParseError, ToolReportedError
-from ..transport.base import CommandResult
 from ..transport.outcome import judge as judge_result
 from ..verdict import Measurement
 from .base import MeasurementError

@@ -25,6 +25,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from ..cluster import NodeHandle
+from ..evidence import CommandResult
 from ..parsers import (
     lspci,
     nccl_tests,
@@ -37,7 +38,6 @@ from ..parsers import (
 )
 from ..parsers._nvidia_smi_gpu import GpuInfo, NvidiaSmiReport
 from ..parsers.base import ParseError
-from ..transport.base import CommandResult
 from ..transport.outcome import judge as judge_result
 from ..units import bandwidth, parse_quantity
 from ..verdict import Measurement

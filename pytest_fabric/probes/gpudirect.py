@@ -13,7 +13,8 @@ import dataclasses
 from collections.abc import Sequence
 
 from ..cluster import NodePair
-from ..transport.base import CommandResult, TransportError
+from ..evidence import CommandResult
+from ..transport.base import TransportError
 from ..verdict import Measurement
 from .affinity import GpuRail
 from .base import MeasurementError

@@ -24,9 +24,10 @@ import shlex
 from collections.abc import Sequence
 
 from ..cluster import NodeHandle
+from ..evidence import CommandResult
 from ..parsers import nccl_tests
 from ..parsers.base import ParseError
-from ..transport.base import CommandFailed, CommandResult
+from ..transport.base import CommandFailed
 from ..units import Quantity, bandwidth, parse_quantity
 from ..verdict import Measurement
 from .base import MeasurementError, parse_or_raise

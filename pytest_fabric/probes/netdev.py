@@ -8,8 +8,8 @@ import socket
 from dataclasses import dataclass
 
 from ..cluster import NodeHandle
+from ..evidence import CommandResult
 from ..parsers import ip_addr, ip_link
-from ..transport.base import CommandResult
 from ..units import Quantity, infiniband_data_rate, parse_quantity
 from ..verdict import Measurement
 from .base import MeasurementError, parse_or_raise

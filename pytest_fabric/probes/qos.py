@@ -17,8 +17,8 @@ import shlex
 from collections.abc import Iterable
 
 from ..cluster import NodeHandle
+from ..evidence import CommandResult
 from ..parsers import ibdev2netdev, mlnx_qos
-from ..transport.base import CommandResult
 from ..verdict import Measurement
 from .base import MeasurementError, parse_or_raise
 

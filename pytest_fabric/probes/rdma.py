@@ -28,8 +28,9 @@ from decimal import Decimal
 from itertools import zip_longest
 
 from ..cluster import NodeHandle, NodePair
+from ..evidence import CommandResult
 from ..parsers import ibstat, ibv_devinfo, perfquery, perftest
-from ..transport.base import BackgroundProcess, CommandFailed, CommandResult
+from ..transport.base import BackgroundProcess, CommandFailed
 from ..units import Quantity, bandwidth, parse_quantity
 from ..verdict import Measurement
 from .base import MeasurementError, parse_or_raise

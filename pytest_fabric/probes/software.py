@@ -24,11 +24,11 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 
 from ..cluster import NodeHandle
+from ..evidence import CommandResult
 from ..hostlist import fold
 from ..parsers import ethtool, ibstat, ldconfig, ofed_info
 from ..parsers.base import ParseError
 from ..profile import SOFTWARE_COMPONENTS
-from ..transport.base import CommandResult
 from .base import MeasurementError
 
 __all__ = [

@@ -36,11 +36,12 @@ from dataclasses import dataclass
 from typing import Any
 
 from ..cluster import NodeHandle
+from ..evidence import CommandResult
 from ..inventory import Mount
 from ..parsers import fio
 from ..parsers.base import ParseError
 from ..parsers.findmnt import FindmntFilesystem, parse_findmnt
-from ..transport.base import CommandFailed, CommandResult, ToolMissing
+from ..transport.base import CommandFailed, ToolMissing
 from ..units import Quantity, bandwidth, parse_quantity
 from ..verdict import Measurement
 from .base import MeasurementError, parse_or_raise

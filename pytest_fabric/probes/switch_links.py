@@ -14,8 +14,8 @@ from dataclasses import dataclass
 from decimal import Decimal
 
 from ..cluster import NodeHandle
+from ..evidence import CommandResult
 from ..parsers.iblinkinfo import IblinkinfoPort, parse_iblinkinfo
-from ..transport.base import CommandResult
 from .base import parse_or_raise
 
 __all__ = ["BadLink", "bad_links", "read_links"]

@@ -17,8 +17,9 @@ from dataclasses import dataclass
 from decimal import Decimal
 
 from ..cluster import NodeHandle, NodePair
+from ..evidence import CommandResult
 from ..parsers import iperf3
-from ..transport.base import BackgroundProcess, CommandResult
+from ..transport.base import BackgroundProcess
 from ..units import Quantity, bandwidth
 from ..usage import FabricUsageWarning
 from ..verdict import Measurement

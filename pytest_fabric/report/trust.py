@@ -1,6 +1,6 @@
 """What the run trusted: the host-key policy and each node's key decision, in the terminal summary.
 
-The connections log every decision (:class:`~pytest_fabric.transport.hostkeys.HostKeyLog`):
+The connections log every decision (:class:`~pytest_fabric.evidence.HostKeyLog`):
 verified against known_hosts, accepted new and appended (``accept-new``), accepted although it
 differs from the file or is unknown to it (``ignore``), or refused.  Without these lines a run
 under ``--host-key-policy ignore`` against a changed key would end in ACCEPT and leave no trace.
@@ -17,9 +17,9 @@ from typing import Any
 
 import pytest
 
+from ..evidence import DECISIONS
 from ..hostlist import fold
 from ..state import get_state
-from ..transport.hostkeys import DECISIONS
 
 __all__ = ["host_key_lines"]
 

@@ -15,7 +15,7 @@ We append single lines ourselves instead of calling paramiko's
 ``save_host_keys``, which rewrites the whole file and drops comments,
 ``@cert-authority`` lines and key types it does not know.
 
-What was trusted is kept in a :class:`HostKeyLog` (one per run): each node's key
+What was trusted is kept in a :class:`~pytest_fabric.evidence.HostKeyLog` (one per run): each node's key
 as verified against the file, accepted new (and appended), accepted although it
 differs from the file or is unknown to it (``ignore``), or refused.  Under
 ``ignore`` the file is still read, only to say which keys did not match it.
@@ -26,13 +26,14 @@ from __future__ import annotations
 import os
 import threading
 from collections.abc import Sequence
-from dataclasses import asdict, dataclass
 from pathlib import Path
-from typing import Any, Literal
+from typing import Literal
 
 import paramiko
 from paramiko.hostkeys import HostKeys
 
+# The decisions are plain data the report reads: they are defined there, with the other evidence.
+from ..evidence import DECISIONS, HostKeyDecision, HostKeyLog
 from .base import HostKeyMismatch
 
 __all__ = [
@@ -59,60 +60,6 @@ GLOBAL_KNOWN_HOSTS = Path("/etc/ssh/ssh_known_hosts")
 
 # Nodes are connected in parallel; appends to one file must not interleave.
 _APPEND_LOCK = threading.Lock()
-
-#: what a connection did with the key a node presented
-DECISIONS = (
-    "verified",  # it is in known_hosts
-    "accepted new",  # unknown; accept-new appended it to known_hosts
-    "accepted changed",  # known_hosts holds another key for the host; ignore accepted it anyway
-    "accepted unknown",  # not in known_hosts; ignore accepted it without saving it
-    "refused changed",  # another key is on file: strict and accept-new refuse it
-    "refused unknown",  # not in known_hosts: strict refuses it
-)
-
-
-@dataclass(frozen=True)
-class HostKeyDecision:
-    """One node's host key and what the run did with it."""
-
-    node: str
-    name: str  # as known_hosts files it: host, or [host]:port
-    decision: str  # one of DECISIONS
-    policy: str
-    key_type: str
-    fingerprint: str  # SHA256:...
-    known_hosts: str
-    #: the fingerprint on file when it differs (the 'changed' decisions)
-    expected: str | None = None
-
-
-class HostKeyLog:
-    """The host key decisions of a run, from every connection, in the order they were made (thread-safe)."""
-
-    def __init__(self) -> None:
-        self._lock = threading.Lock()
-        self._decisions: list[HostKeyDecision] = []
-
-    def add(self, decision: HostKeyDecision) -> None:
-        with self._lock:
-            self._decisions.append(decision)
-
-    @property
-    def decisions(self) -> list[HostKeyDecision]:
-        """Each decision once per node and key; a reconnect that verifies a key accepted earlier adds nothing."""
-        with self._lock:
-            out: dict[tuple[str, str, str], HostKeyDecision] = {}
-            decided = set()
-            for d in self._decisions:
-                if d.decision == "verified" and (d.node, d.fingerprint) in decided:
-                    continue
-                decided.add((d.node, d.fingerprint))
-                out.setdefault((d.node, d.fingerprint, d.decision), d)
-            return list(out.values())
-
-    def to_json(self) -> list[dict[str, Any]]:
-        return [asdict(d) for d in self.decisions]
-
 
 def _decision(
     node: str, name: str, decision: str, policy: str, key: paramiko.PKey, path: Path, expected: paramiko.PKey | None = None

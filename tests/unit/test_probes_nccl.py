@@ -140,7 +140,7 @@ def test_scaling_takes_the_median_of_its_samples() -> None:
     class Varying(MockTransport):
         def run(self, command: str, *, timeout: float, check: bool = True):  # type: ignore[no-untyped-def]
             self.calls.append(command)
-            from pytest_fabric.transport.base import CommandResult
+            from pytest_fabric.evidence import CommandResult
 
             return CommandResult(self.node, command, 0, next(runs), "")
 

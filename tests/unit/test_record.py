@@ -5,13 +5,13 @@ from __future__ import annotations
 import hashlib
 import json
 
+from pytest_fabric.evidence import CommandResult
 from pytest_fabric.record import (
     INLINE_OUTPUT_LIMIT,
     CheckRecord,
     evidence_from_results,
     quantity_json,
 )
-from pytest_fabric.transport.base import CommandResult
 from pytest_fabric.units import parse_quantity as q
 from pytest_fabric.verdict import Expectation, Measurement, Op, judge
 

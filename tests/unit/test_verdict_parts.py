@@ -15,7 +15,7 @@ def _expect(op: Op, value: str, key: str) -> Expectation:
 
 
 def test_of_parts_keeps_each_part_and_the_node_evidence_once() -> None:
-    from pytest_fabric.transport.base import CommandResult
+    from pytest_fabric.evidence import CommandResult
 
     ibstat = CommandResult(node="n1", command="ibstat", exit_code=0, stdout="", stderr="", duration_s=0.1)
     parts = [(f"n1:port{i}", Measurement(q("200 Gb/s"), evidence=(ibstat,))) for i in range(4)]
