@@ -154,8 +154,7 @@ NODE_NCCL_ALLREDUCE = declare(Check("node_nccl_allreduce", "intra_node", p.NcclB
 GPU_NIC_AFFINITY = declare(Check("gpu_nic_affinity", "intra_node", p.GpuNicAffinity, "node", "wave",
                                  tools=("nvidia-smi",)))
 GPU_RAILS = declare(Check("gpu_rails", "intra_node", p.GpuNicAffinity, "cluster", "cluster", key="gpu_nic_affinity"))
-# dcgmi is not required everywhere: gpu_health skips where it is missing
-GPU_HEALTH = declare(Check("gpu_health", "intra_node", p.GpuHealth, "node", "wave",
+GPU_HEALTH = declare(Check("gpu_health", "intra_node", p.GpuHealth, "node", "wave", tools=("dcgmi",),
                            typical_s=120.0))  # dcgmi diag -r 1 (level 2 and above take minutes more)
 
 # inter-node: ports and links of each node

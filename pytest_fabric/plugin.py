@@ -19,6 +19,7 @@ from typing import Any
 import pytest
 
 from . import __version__, hookspecs
+from .applicability import unmeasurable
 from .batches import DEFAULT_FANOUT, BatchCache
 from .bundled import bundled_inventories, conformance_dir, inventory_path
 from .checks import check_of, profile_key_of
@@ -195,6 +196,13 @@ def pytest_configure(config: pytest.Config) -> None:
     pairs = config.hook.pytest_fabric_pairs(
         nodes=inventory.node_names, strategy=strategy, labels=labels, config=config
     )
+    problems = unmeasurable(profile, inventory, list(pairs))
+    if problems:
+        # Said now, not as quiet skips at the end: a set check that measured nothing is no pass.
+        raise pytest.UsageError(
+            f"profile {profile.name} sets checks that inventory {inventory.path} gives nothing to measure:\n  "
+            + "\n  ".join(problems)
+        )
     state = FabricState(
         inventory=inventory,
         profile=profile,
@@ -326,6 +334,7 @@ def _check_info(item: pytest.Item, functions: dict[tuple[int, str], _TestFunctio
 def pytest_collection_modifyitems(session: pytest.Session, config: pytest.Config, items: list[pytest.Item]) -> None:
     state = get_state(config)
     sets_of: dict[tuple[str, str], bool] = {}  # per check, not per item: 400,000 items at 4,096 nodes
+    optional_of: dict[tuple[str, str], bool] = {}
     functions: dict[tuple[int, str], _TestFunction | None] = {}
     for item in items:
         info = _check_info(item, functions)
@@ -335,8 +344,11 @@ def pytest_collection_modifyitems(session: pytest.Session, config: pytest.Config
             if (info.layer, key) not in sets_of:
                 sets_of[(info.layer, key)] = state is not None and bool(state.profile.expectations(info.layer, key))
             sets = sets_of[(info.layer, key)]
+            if (info.layer, key) not in optional_of:
+                spec = state.profile.spec(info.layer, key) if state is not None else None
+                optional_of[(info.layer, key)] = spec is not None and spec.optional
             item.stash[PLANNED_KEY] = PlannedCheck(item.nodeid, info.layer, info.check, info.subject,
-                                                   f"{info.layer}.{key}", sets)
+                                                   f"{info.layer}.{key}", sets, optional_of[(info.layer, key)])
 
     def phase(item: pytest.Item) -> int:
         info = item.stash.get(CHECK_KEY, None)

@@ -53,6 +53,9 @@ class CheckSpec(BaseModel):
 
     source: str | None = None
     waiver: str | None = None
+    #: a check that may find nothing to measure on some clusters (no dcgmi, one leaf): then it is
+    #: listed under "not run" and does not block ACCEPT; a check it measures is judged as any other
+    optional: bool = False
 
     #: (field, op, dimension) of the bounds this kind of check accepts
     BOUNDS: ClassVar[tuple[tuple[str, Op, Dimension], ...]] = ()
@@ -94,7 +97,7 @@ class CheckSpec(BaseModel):
     def params(self) -> dict[str, Any]:
         bound_names = {name for name, _, _ in self.BOUNDS}
         return {
-            k: v for k, v in self.__dict__.items() if k not in bound_names and k not in ("source", "waiver")
+            k: v for k, v in self.__dict__.items() if k not in bound_names and k not in ("source", "waiver", "optional")
         }
 
 

@@ -38,7 +38,8 @@ class PlannedCheck:
     The run's verdict needs it for what has no record: a check the profile sets that ``-k``, ``-m``,
     ``--lf`` or ``--deselect`` left out, or one the run stopped before.  ``profile_key`` is the
     profile's ``layer.check`` that judges it (``inter_node.outlier`` for ``tcp_throughput_outlier``);
-    ``profile_sets`` says whether the profile sets that check at all.
+    ``profile_sets`` says whether the profile sets that check at all, ``optional`` whether it marks
+    it ``optional: true``.
     """
 
     nodeid: str
@@ -47,6 +48,8 @@ class PlannedCheck:
     subject: str
     profile_key: str
     profile_sets: bool
+    #: the profile marks the check ``optional: true``: not measuring it does not block ACCEPT
+    optional: bool = False
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)

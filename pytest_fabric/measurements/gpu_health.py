@@ -23,6 +23,7 @@ def gpu_health(node: NodeHandle, spec: SpecLookup) -> Measurement:
     settings = spec(checks.GPU_HEALTH)
     try:
         return dcgm.gpu_health(node, settings.level)
-    except ToolMissing:
-        pytest.skip(f"dcgmi is not installed on {node.name}: DCGM diagnostics need datacenter-gpu-manager "
-                    "(and its nv-hostengine running)")
+    except ToolMissing as exc:
+        # An error of the node, never a skip: a missing tool must not turn a set check into a pass.
+        raise ToolMissing(node.name, "dcgmi", command=exc.command,
+                          package="datacenter-gpu-manager (and start nv-hostengine)") from None

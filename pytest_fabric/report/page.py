@@ -143,7 +143,7 @@ def not_run_table(verdict: RunVerdict, checks: Sequence[Check] = (), node_names:
     rows = []
     for reason, text in NOT_RUN_REASONS.items():
         for check, n in sorted((verdict.not_run.get(reason) or {}).items(), key=lambda kv: (-kv[1], kv[0])):
-            why = verdict.skip_reasons.get(check, "") if reason == "skipped" else ""
+            why = verdict.skip_reasons.get(check, "") if reason in ("skipped", "optional") else ""
             if reason == "errored" and errored.get(check):
                 causes = group_by_cause(errored[check], node_names)
                 why = cause_reason(causes[0].message()) + (f" (+{len(causes) - 1} other causes)" if len(causes) > 1 else "")

@@ -2,7 +2,8 @@
 
 DESIGN.md, "Verdicts": ``accept`` only when every check the profile sets ran on every subject and
 passed (waived checks count); ``reject`` when any check failed; ``incomplete`` when checks the
-profile sets were deselected, errored, never reported or never collected, and none failed;
+profile sets were deselected, errored, skipped (measured nothing), never reported or never
+collected, and none failed (a skip of a check marked ``optional: true`` is listed, not counted);
 ``interrupted`` when the run was stopped (Ctrl-C, ``-x``/``--maxfail``, ``pytest.exit``); no
 verdict at all (``None``) when nothing was measured.
 
@@ -24,16 +25,18 @@ __all__ = ["NOT_RUN_REASONS", "Plan", "RunVerdict", "VERDICTS", "judge_run"]
 VERDICTS = ("accept", "reject", "incomplete", "interrupted")
 
 #: Why a check the profile sets did not give a result, in the order reports list them.  All but
-#: ``skipped`` make a run ``incomplete``; ``skipped`` (the profile sets the check but there was no
-#: subject to measure it on: no mount, fewer than three pairs for a median, ...) is listed only.
+#: ``optional`` make a run ``incomplete``: the provider being judged writes the inventory and
+#: installs the nodes, so a check the profile sets that measured nothing (a tool or a label left
+#: out) is never a pass.  ``optional`` (the profile marks the check ``optional: true``) is listed only.
 NOT_RUN_REASONS = {
     "deselected": "deselected (-k, -m, --lf, --deselect)",
     "errored": "errored (could not measure)",
     "unreported": "selected but never reported (the run stopped first, or its worker died)",
     "not collected": "set by the profile, but no test of it was collected (test paths or files left it out)",
-    "skipped": "skipped: the profile sets it but there was no subject to measure",
+    "skipped": "skipped: the profile sets it but nothing was measured",
+    "optional": "not measured, and the profile marks it optional: true",
 }
-_BLOCKING = ("deselected", "errored", "unreported", "not collected")
+_BLOCKING = ("deselected", "errored", "unreported", "not collected", "skipped")
 
 Check = Mapping[str, Any]
 
@@ -93,7 +96,7 @@ class RunVerdict:
         return self.verdict or "none"
 
     def not_run_count(self, *reasons: str) -> int:
-        """Subjects not run for these reasons (all but ``skipped`` when none are named)."""
+        """Subjects not run for these reasons (deselected and unreported when none are named)."""
         chosen = reasons or ("deselected", "unreported")
         return sum(sum(self.not_run.get(r, {}).values()) for r in chosen)
 
@@ -130,11 +133,13 @@ def judge_run(checks: Iterable[Check], plan: Plan | None = None, *, status: str 
         reported.add(nodeid)
         planned = plan.selected.get(nodeid)
         sets = planned.profile_sets if planned is not None else bool(c.get("expected"))
+        optional = planned.optional if planned is not None else bool((c.get("expected") or {}).get("optional"))
         outcome = c.get("outcome")
         if outcome == "error":
             add("errored", _key(c))
         elif outcome == "skipped" and sets:
-            add("skipped", _key(c))
+            reason = "optional" if optional else "skipped"
+            add(reason, _key(c))
             skip_reasons.setdefault(_key(c), str(c.get("message") or ""))
     for p in plan.deselected.values():
         if p.profile_sets:

@@ -4,6 +4,7 @@ when the run stopped; no verdict when nothing was measured."""
 
 from __future__ import annotations
 
+import dataclasses
 from typing import Any
 
 import pytest
@@ -106,15 +107,26 @@ def test_still_running_has_no_verdict_yet() -> None:
     assert (v.verdict, v.status) == (None, "running")
 
 
-def test_skipped_for_want_of_a_subject_is_listed_but_does_not_block_accept() -> None:
-    # The profile sets the check, but there is nothing to measure it on (one rail: no aggregation).
+def test_a_set_check_that_measured_nothing_blocks_accept() -> None:
+    # The profile sets the check, but nothing was measured (one rail: no aggregation; no dcgmi;
+    # no leaf labels): the provider writes the inventory and installs the nodes, so it is no pass.
     ran = [_mtu("a")]
     skip = make_check("aggregate_rdma_bandwidth", "a<->b", "skipped", expected=300,
                       message="a<->b has 1 rail(s); aggregation needs at least 2")
     v = judge_run([*ran, skip], _plan([*ran, skip]))
-    assert v.verdict == "accept"
+    assert v.verdict == "incomplete"
     assert v.not_run == {"skipped": {"inter_node.aggregate_rdma_bandwidth": 1}}
     assert v.skip_reasons == {"inter_node.aggregate_rdma_bandwidth": "a<->b has 1 rail(s); aggregation needs at least 2"}
+
+
+def test_a_skip_of_a_check_marked_optional_is_listed_but_does_not_block_accept() -> None:
+    ran = [_mtu("a")]
+    skip = make_check("gpu_health", "a", "skipped", layer="intra_node", expected=1,
+                      message="dcgmi is not installed on a")
+    plan = Plan({c["nodeid"]: dataclasses.replace(_planned(c), optional=c is skip) for c in [*ran, skip]})
+    v = judge_run([*ran, skip], plan)
+    assert v.verdict == "accept"
+    assert v.not_run == {"optional": {"intra_node.gpu_health": 1}}
 
 
 def test_a_skip_of_a_check_the_profile_does_not_set_is_not_listed() -> None:

@@ -56,7 +56,7 @@ def test_not_run_lines_give_counts_per_check_and_the_skip_reason() -> None:
                       message="aggregate_write needs a shared mount")
     lines = not_run_lines(judge_run([ran, skip]))
     assert lines == ["not run (the verdict counts none of these):",
-                     "  skipped: the profile sets it but there was no subject to measure: "
+                     "  skipped: the profile sets it but nothing was measured: "
                      "storage.aggregate_write (1: aggregate_write needs a shared mount)"]
     assert not_run_lines(judge_run([ran])) == []
 

@@ -1,0 +1,86 @@
+"""Which checks the profile sets that this inventory cannot measure: said at load, not at the end.
+
+The provider being judged writes the inventory and installs the nodes, so a check the profile
+sets must never turn into a quiet skip because the inventory left something out (no mounts, no
+``leaf`` labels, no URL to download) or because the check cannot exist on this cluster (a
+median of fewer than three pairs).  :func:`unmeasurable` lists each such check with the
+inventory key to add; the plugin stops with a usage error before touching a node.  A check the
+profile marks ``optional: true`` is exempt: its skip is listed under "not run" and does not
+block ACCEPT.  Pure: no I/O, no pytest.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from . import checks
+from .inventory import Inventory
+from .pairs import Pair
+from .profile import Profile
+
+__all__ = ["unmeasurable"]
+
+_FIX = "or mark the check `optional: true` in the profile"
+
+
+def _set(profile: Profile, check: checks.Check[checks.p.CheckSpec]) -> bool:
+    spec = profile.spec(check.layer, check.setting)
+    return spec is not None and not spec.optional
+
+
+def unmeasurable(profile: Profile, inventory: Inventory, pairs: Sequence[Pair]) -> list[str]:
+    """One line per set check this inventory gives nothing to measure, naming what to add."""
+    out: list[str] = []
+    where = f"inventory {inventory.path}"
+
+    def need(check: checks.Check[checks.p.CheckSpec], why: str) -> None:
+        if _set(profile, check):
+            out.append(f"{check.profile_key}: {why} ({_FIX})")
+
+    storage = [checks.SEQUENTIAL_READ, checks.SEQUENTIAL_WRITE, checks.RANDOM_READ_IOPS, checks.CHECKPOINT_WRITE,
+               checks.AGGREGATE_WRITE]
+    if not inventory.mounts:
+        for check in storage:
+            need(check, f"{where} lists no storage.mounts: add the mounts to measure "
+                        "(storage: {mounts: [/scratch]}); a temp dir is no storage of the cluster's")
+    elif all(m.shared is False or (m.fstype is not None and not m.is_shared()) for m in inventory.mount_specs):
+        need(checks.AGGREGATE_WRITE, f"{where} lists no shared mount (all are node-local): aggregate_write "
+                                     "measures all nodes writing to one shared filesystem")
+
+    targets = inventory.egress_targets
+    downloadable = [t for t in targets if t.startswith(("http://", "https://")) and t not in inventory.upload_targets]
+    if not targets:
+        for check in (checks.DNS_RESOLVE, checks.CONNECT_LATENCY, checks.DOWNLOAD, checks.UPLOAD):
+            need(check, f"{where} lists no egress.targets: add the hosts or URLs to reach "
+                        "(egress: {targets: [https://mirror.example.com/100MB.bin]})")
+    else:
+        if not downloadable:
+            need(checks.DOWNLOAD, f"{where} lists no http(s) URL to download under egress.targets "
+                                  "(host:port targets get dns_resolve and connect_latency only)")
+        if not inventory.upload_targets:
+            need(checks.UPLOAD, f"{where} marks no egress target `upload: true` "
+                                "(egress: {targets: [{url: https://upload.example.com/drop, upload: true}]})")
+
+    leaves = {n.labels.get("leaf") for n in inventory.nodes if n.labels.get("leaf")}
+    if len(leaves) < 2:
+        need(checks.OVERSUBSCRIPTION, f"{where} labels {len(leaves)} leaf value(s); oversubscription compares "
+                                      "traffic across leaves: label the nodes `labels: {leaf: leaf1}` by the "
+                                      "leaf switch they hang off")
+    if len(inventory.nodes) < 3:
+        need(checks.SCALING_EFFICIENCY, f"scaling needs at least 3 nodes; {where} has {len(inventory.nodes)}")
+    if len(pairs) < 3:
+        why = (f"a median needs at least 3 pairs; {len(inventory.nodes)} node(s) with pairs: "
+               f"{profile.document.inter_node.pairs} give {len(pairs)}")
+        need(checks.RDMA_BANDWIDTH_OUTLIER, why)
+        need(checks.RDMA_LATENCY_OUTLIER, why)
+
+    if _set(profile, checks.ATTRIBUTION) and not (
+        profile.spec("inter_node", "rdma_bandwidth") or profile.spec("inter_node", "tcp_throughput")
+    ):
+        out.append("inter_node.attribution: attribution re-measures what rdma_bandwidth or tcp_throughput "
+                   f"found; profile {profile.name} sets neither (set one, {_FIX})")
+    link_layer = profile.spec_of(checks.LINK_LAYER)
+    if link_layer is not None and link_layer.value.lower() == "ethernet":
+        need(checks.SWITCH_LINKS, "switch_links reads an InfiniBand subnet (iblinkinfo); this profile's "
+                                  "link_layer is ethernet")
+    return out
