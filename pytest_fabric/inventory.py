@@ -27,8 +27,13 @@ from pydantic import (
 )
 
 from . import hostlist, yamlsource
-from .slurm_inventory import NoAllocationError, SlurmSection, current_allocation, settings_from
-from .transport.slurm import SlurmSettings
+from .slurm_inventory import (
+    NoAllocationError,
+    SlurmSection,
+    SlurmSettings,
+    current_allocation,
+    settings_from,
+)
 from .units import Dimension, QuantityError, parse_quantity
 from .yamlsource import SourceError
 

@@ -9,6 +9,10 @@ Three ways to write it::
 With ``allocation: current`` the nodes and the job come from ``SLURM_JOB_NODELIST`` and
 ``SLURM_JOB_ID`` (salloc and sbatch set them); otherwise the run asks for an allocation over the
 nodes (salloc, with the partition and account given) and cancels it when it ends.
+
+The section becomes :class:`SlurmSettings`, the plain settings the Slurm transport runs with.
+They are defined here, not beside the transport, so that loading an inventory never imports the
+code that runs srun and salloc.
 """
 
 from __future__ import annotations
@@ -16,17 +20,40 @@ from __future__ import annotations
 import os
 import re
 from collections.abc import Mapping
+from dataclasses import dataclass
 from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
-from .transport.slurm import SlurmSettings
+from .transport.gather import DEFAULT_WINDOW_S
 
-__all__ = ["SlurmSection", "current_allocation", "settings_from"]
+__all__ = ["NoAllocationError", "SlurmSection", "SlurmSettings", "current_allocation", "settings_from"]
 
 _WORD_RE = re.compile(r"^[A-Za-z0-9_.+-]{1,64}$")
 # One srun/salloc option as a list item: --gres=gpu:8, --qos=high, --mpi=pmix, -C h100.
 _OPTION_RE = re.compile(r"^-{1,2}[A-Za-z][A-Za-z0-9-]*(?:=[A-Za-z0-9_.:,/@+%=-]+)?$|^[A-Za-z0-9_.:,/@+%=-]+$")
+
+
+@dataclass(frozen=True)
+class SlurmSettings:
+    """How to get and use an allocation; from the inventory's ``slurm:`` section."""
+
+    #: the job to run in (``--cluster slurm``: SLURM_JOB_ID); None: ask for one
+    job_id: str | None = None
+    partition: str | None = None
+    account: str | None = None
+    #: the allocation's time limit, minutes (salloc --time)
+    time_limit_min: int = 120
+    #: how long to wait for the allocation to be granted (salloc --immediate), seconds
+    wait_s: int = 300
+    #: extra salloc options (``--gres=gpu:8``, ``--qos=...``)
+    salloc_options: tuple[str, ...] = ()
+    #: extra srun options for every step (``--gres=gpu:8``, ``--mpi=pmix``)
+    srun_options: tuple[str, ...] = ()
+    #: where steps start (srun --chdir); every node has it
+    chdir: str = "/tmp"
+    #: how long the first call of a wave waits for the others to share its step
+    gather_window_s: float = DEFAULT_WINDOW_S
 
 
 class NoAllocationError(ValueError):

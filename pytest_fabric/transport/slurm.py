@@ -41,6 +41,7 @@ from contextlib import AbstractContextManager, contextmanager
 from dataclasses import dataclass, field
 
 from ..hostlist import expand, fold
+from ..slurm_inventory import SlurmSettings  # plain settings: the inventory makes them
 from .base import (
     AuthenticationFailed,
     CommandResult,
@@ -48,7 +49,7 @@ from .base import (
     NodeUnreachable,
     TransportError,
 )
-from .gather import DEFAULT_WINDOW_S, Gathering, StepOutcome
+from .gather import Gathering, StepOutcome
 from .outcome import is_wrapper_timeout, judge
 from .packages import missing_tool
 from .shellwrap import KILL_AFTER_S, with_timeout
@@ -90,28 +91,6 @@ class NodeNotAvailable(NodeUnreachable):
 
 class NoAllocation(TransportError):
     """There is no job to run steps in: none was given, it could not be had, or it has ended."""
-
-
-@dataclass(frozen=True)
-class SlurmSettings:
-    """How to get and use an allocation; from the inventory's ``slurm:`` section."""
-
-    #: the job to run in (``--cluster slurm``: SLURM_JOB_ID); None: ask for one
-    job_id: str | None = None
-    partition: str | None = None
-    account: str | None = None
-    #: the allocation's time limit, minutes (salloc --time)
-    time_limit_min: int = 120
-    #: how long to wait for the allocation to be granted (salloc --immediate), seconds
-    wait_s: int = 300
-    #: extra salloc options (``--gres=gpu:8``, ``--qos=...``)
-    salloc_options: tuple[str, ...] = ()
-    #: extra srun options for every step (``--gres=gpu:8``, ``--mpi=pmix``)
-    srun_options: tuple[str, ...] = ()
-    #: where steps start (srun --chdir); every node has it
-    chdir: str = "/tmp"
-    #: how long the first call of a wave waits for the others to share its step
-    gather_window_s: float = DEFAULT_WINDOW_S
 
 
 def step_time_limit(timeout_s: float) -> int:

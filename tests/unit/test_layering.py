@@ -92,6 +92,12 @@ def _reach(start: Path) -> set[str]:
     return seen
 
 
+def _imports_subprocess(module: str) -> bool:
+    path = _file_of(module)
+    assert path is not None, module
+    return any(_is_under(name, "subprocess") for name, _ in _imports(path))
+
+
 def _rel(path: Path) -> str:
     return path.relative_to(PACKAGE).as_posix()
 
@@ -111,6 +117,20 @@ def test_the_evidence_module_is_a_leaf() -> None:
     path = PACKAGE / "evidence.py"
     inside = {module for module, _ in _imports(path) if _is_under(module, NAME)}
     assert inside <= {f"{NAME}.units"}, f"evidence.py imports {sorted(inside)}"
+
+
+SLURM_SETTINGS = PACKAGE / "slurm_inventory.py"
+
+
+def test_the_inventory_reaches_no_module_that_runs_subprocesses() -> None:
+    running = sorted(m for m in _reach(PACKAGE / "inventory.py") if _imports_subprocess(m))
+    assert not running, f"inventory.py loads modules that import subprocess: {running}"
+
+
+def test_the_slurm_settings_module_imports_no_subprocess_running_code() -> None:
+    module = _module_of(SLURM_SETTINGS)
+    running = sorted(m for m in _reach(SLURM_SETTINGS) | {module} if _imports_subprocess(m))
+    assert not running, f"{_rel(SLURM_SETTINGS)} loads {running}"
 
 
 # The one transport type the report reads: report/errors.py decides which failed tests read as
