@@ -133,6 +133,11 @@ class NcclTestsResult:
     out_of_bounds_ok: bool | None
     concluded: bool
     """``# Collective test concluded`` was printed (newer versions print it when the run completes)."""
+    failures: tuple[str, ...] = ()
+    """nccl-tests' own failure lines (``host: Test NCCL failure common.cu:N '...'``, `` .. host pid N: Test
+    failure common.cu:N``) printed beside the table, each once: the lines skipped to read it.  A failed run still prints what
+    it measured (ranks that fail after wrong results, a rank 0 that prints the trailer), so the table
+    is returned with them; whether the run can be trusted is the caller's to judge."""
 
     @property
     def sizes(self) -> tuple[int, ...]:
@@ -230,7 +235,9 @@ def _row(match: re.Match[str], layout: str | None) -> NcclRow:
 def parse(text: str) -> NcclTestsResult:
     """Parse the stdout of an nccl-tests binary (``all_reduce_perf -b 8 -e 8G -f 2 -g 8``, under mpirun or not).
 
-    Raises :class:`ToolReportedError` on ``Test NCCL failure`` / ``Test CUDA failure``.
+    Raises :class:`ToolReportedError` on ``Test NCCL failure`` / ``Test CUDA failure`` when the run
+    printed no result rows; with rows, the failure lines are skipped and kept in
+    :attr:`NcclTestsResult.failures`, and the table, ``#wrong`` and trailer are returned.
     The ``# Avg bus bandwidth`` line is kept as ``avg_busbw_gbytes_per_s`` for the
     record only; it averages the whole sweep and is not a verdict value.
     """
@@ -251,8 +258,8 @@ def parse(text: str) -> NcclTestsResult:
         line = raw.strip()
         if not line:
             continue
-        if failure := _FAILURE_RE.search(line):
-            failures.append(failure.group(0).strip())
+        if _FAILURE_RE.search(line):
+            failures.append(line)  # whole, so the host and pid say which rank failed
             continue
         if found := _OOB_RE.match(line):
             oob = int(found.group("count"))
@@ -290,7 +297,7 @@ def parse(text: str) -> NcclTestsResult:
             rows.append(_row(row, layout))
             if task is not None:
                 row_tasks.add(task)
-    if failures:
+    if failures and not rows:
         raise ToolReportedError(TOOL, "; ".join(dict.fromkeys(failures)))
     if not rows:
         if header_seen or params:
@@ -319,4 +326,5 @@ def parse(text: str) -> NcclTestsResult:
         out_of_bounds=oob,
         out_of_bounds_ok=oob_ok,
         concluded=collective is not None,
+        failures=tuple(dict.fromkeys(failures)),
     )

@@ -12,7 +12,8 @@ Commands (one node each, nothing runs across nodes):
 - ``nvidia-smi nvlink --status``: per-GPU NVLink state (all links inactive).
 - ``nvbandwidth -t <testcase>``: copy-engine (CE) bandwidth.  SM copies are
   asymmetric (NVIDIA/nvbandwidth#24), so every figure here is a CE copy.
-- ``all_reduce_perf -b S -e S -f 2 -g N``: bus bandwidth at the profile's size.
+- ``all_reduce_perf -b S -e S -f 2 -g N -c 1``: bus bandwidth at the profile's size; wrong
+  results fail the node (see :func:`node_allreduce`).
 - ``lspci -vv -d 15b3:``: PCIe link of Mellanox/NVIDIA NICs, named from
   ``/sys/class/infiniband/*/device``.
 """
@@ -41,6 +42,7 @@ from ..parsers.base import ParseError
 from ..transport.outcome import judge as judge_result
 from ..units import bandwidth, parse_quantity
 from ..verdict import Measurement
+from . import nccl
 from .base import MeasurementError, parse_or_raise
 
 __all__ = [
@@ -481,19 +483,35 @@ def host_bandwidth(node: NodeHandle, testcase: str) -> Measurement:
 
 
 def node_allreduce(node: NodeHandle, *, size_bytes: int, gpus: int) -> Measurement:
-    """Single-node all_reduce bus bandwidth at ``size_bytes`` over ``gpus`` GPUs in one process."""
-    command = f"all_reduce_perf -b {size_bytes} -e {size_bytes} -f 2 -g {gpus}"
-    result = node.run(command, timeout=NCCL_TIMEOUT_S)
-    parsed = parse_or_raise(nccl_tests.parse, result, fix="run all_reduce_perf by hand on the node; check that every GPU is visible")
+    """Single-node all_reduce bus bandwidth at ``size_bytes`` over ``gpus`` GPUs in one process.
+
+    Wrong results (``#wrong`` > 0, ``Out of bounds values : N FAILED``; nccl-tests exits 1)
+    fail the node whatever the bandwidth, as on the multi-node path (:func:`nccl.read_run`);
+    a run that cannot be judged raises.
+    """
+    # -c 1: nccl-tests checks every result against the expected values (its default, made explicit).
+    command = f"all_reduce_perf -b {size_bytes} -e {size_bytes} -f 2 -g {gpus} -c 1"
+    result = node.run(command, timeout=NCCL_TIMEOUT_S, check=False)
+    parsed, corrupted = nccl.read_run(result, fix="run all_reduce_perf by hand on the node; check that every GPU is visible")
     try:
         busbw = nccl_tests.busbw_at(parsed, size_bytes)
     except ParseError as exc:
         raise MeasurementError(node.name, str(exc), command=command) from exc
     version = f" (NCCL {parsed.nccl_version})" if parsed.nccl_version else ""
+    value = bandwidth(busbw, "GB/s")
+    missing = None
+    if corrupted is not None:
+        missing = (
+            f"all_reduce over {gpus} GPUs of {node.name} returned wrong results: {corrupted} "
+            f"(exit code {result.exit_code}). Measured {value.display('GB/s')}, but data was corrupted inside "
+            "the node: check its GPUs (dcgmi diag -r 3), their NVLink error counters (nvidia-smi nvlink -e) "
+            "and the kernel log for Xid errors"
+        )
     return Measurement(
-        value=bandwidth(busbw, "GB/s"),
+        value=value,
         detail=f"all_reduce_perf busbw at {size_bytes} B over {gpus} GPUs{version}",
         evidence=(result,),
+        missing=missing,
         extra={"tool_versions": {"nccl": parsed.nccl_version} if parsed.nccl_version else {}},
     )
 

@@ -12,7 +12,9 @@ What a run can end in, and what the check then says:
 - wrong results (``#wrong`` > 0, or ``# Out of bounds values : N FAILED``, after
   which nccl-tests exits 1): the check **fails**.  The collective ran and the
   cluster returned corrupted data, a measured fault of the nodes named, whatever
-  the bandwidth;
+  the bandwidth and whatever ranks print after the table (their own ``Test NCCL
+  failure`` lines, added to the message).  The single-node run
+  (``gpu.node_allreduce``) is read the same way, by :func:`read_run`;
 - any other non-zero exit (mpirun could not start a rank, NCCL failed, a rank
   crashed after printing its rows): an **error**, the run cannot be trusted; the
   message names the node, the command, the end of its output and what to try.
@@ -32,7 +34,7 @@ from ..units import Quantity, bandwidth, parse_quantity
 from ..verdict import Measurement
 from .base import MeasurementError, parse_or_raise
 
-__all__ = ["ALGORITHM", "BASELINE_PAIRS", "SCALING_SAMPLES", "allreduce", "baseline_pairs", "scaling", "wrong_results"]
+__all__ = ["ALGORITHM", "BASELINE_PAIRS", "SCALING_SAMPLES", "allreduce", "baseline_pairs", "read_run", "scaling", "wrong_results"]
 
 ALGORITHM = "Ring"
 # Two-node runs the scaling baseline is the median of: pairs spread over the node list, so one
@@ -78,6 +80,36 @@ def wrong_results(parsed: nccl_tests.NcclTestsResult) -> str | None:
     return "; ".join(found) or None
 
 
+def read_run(result: CommandResult, *, fix: str) -> tuple[nccl_tests.NcclTestsResult, str | None]:
+    """An nccl-tests run read for judging: its table, and what was wrong with its results (None if nothing).
+
+    For every nccl-tests run, across nodes (:func:`allreduce`) or inside one
+    (``gpu.node_allreduce``).  Wrong results come back whatever the exit code
+    (nccl-tests exits 1 on them), with the ranks' own failure lines, printed beside
+    the table, added to the description.  Raises :class:`CommandFailed` or
+    :class:`MeasurementError` when the run cannot be judged: no table, or a
+    non-zero exit or failure lines with results that checked out (a rank crashed;
+    the figures cannot be trusted).
+    """
+    try:
+        parsed = nccl_tests.parse(result.stdout)
+    except ParseError:
+        if result.exit_code != 0:
+            raise CommandFailed(result, fix=fix) from None
+        parsed = parse_or_raise(nccl_tests.parse, result, fix=fix)
+    corrupted = wrong_results(parsed)
+    failures = "; ".join(parsed.failures)
+    if corrupted is not None:
+        return parsed, corrupted + (f"; the ranks also reported: {failures}" if failures else "")
+    if result.exit_code != 0:
+        # The rows are there but a rank did not finish cleanly: the figures cannot be trusted.
+        raise CommandFailed(result, fix=fix)
+    if failures:
+        raise MeasurementError(result.node, f"nccl-tests reported failures beside its table: {failures}",
+                               command=result.command, fix=fix)
+    return parsed, None
+
+
 def allreduce(
     nodes: Sequence[NodeHandle],
     *,
@@ -96,16 +128,7 @@ def allreduce(
     launcher = nodes[0]
     names = ", ".join(n.name for n in nodes)
     result = launcher.run(command, timeout=timeout, check=False)
-    try:
-        parsed = nccl_tests.parse(result.stdout)
-    except ParseError:
-        if result.exit_code != 0:
-            raise CommandFailed(result, fix=_FIX_LAUNCH) from None
-        parsed = parse_or_raise(nccl_tests.parse, result, fix=_FIX_LAUNCH)
-    corrupted = wrong_results(parsed)
-    if corrupted is None and result.exit_code != 0:
-        # The rows are there but a rank did not finish cleanly: the figures cannot be trusted.
-        raise CommandFailed(result, fix=_FIX_LAUNCH)
+    parsed, corrupted = read_run(result, fix=_FIX_LAUNCH)
     try:
         busbw = nccl_tests.busbw_at(parsed, size_bytes)
         row = nccl_tests.row_at(parsed, size_bytes)

@@ -1,8 +1,8 @@
 """Fake GPUs for the simulated cluster: a model per node, and stand-in tools that print it.
 
 Tests describe a node's GPUs (how many, which model, a PCIe-only pair, a GPU
-trained at Gen4 x8, a slow NVLink pair, a GPU whose links are all inactive) and
-install them on one node::
+trained at Gen4 x8, a slow NVLink pair, a GPU whose links are all inactive, an
+all_reduce that returns wrong results) and install them on one node::
 
     install_gpus(cluster, "node03", FakeGpus(pcie_only_pairs=[(2, 5)]))
     try:
@@ -65,6 +65,7 @@ class FakeGpus:
     h2d_gbytes: float = 55.3
     d2h_gbytes: float = 55.1
     nccl_busbw_gbytes: float = 480.0
+    nccl_wrong_elements: int = 0  # all_reduce_perf's #wrong in both halves; non-zero: FAILED trailer, exit 1
     nics: int = 8
     nic_pcie: dict[int, tuple[int, int]] = field(default_factory=dict)  # NIC -> (generation, width)
     nic_of: dict[int, int] = field(default_factory=dict)  # GPU -> the NIC under its PCIe switch (default: same index)

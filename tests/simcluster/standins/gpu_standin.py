@@ -425,7 +425,7 @@ def all_reduce_perf(args):
     ]
     if ngpus > COUNT:
         out.append(f"{host}: Test CUDA failure common.cu:1009 'invalid device ordinal'")
-        out.append(" .. {host} pid {pid}: Test failure common.cu:891")
+        out.append(f" .. {host} pid {pid}: Test failure common.cu:891")
         sys.stdout.write("\n".join(out) + "\n")
         return 2
     for g in range(ngpus):
@@ -435,20 +435,24 @@ def all_reduce_perf(args):
     factor = 2 * (ngpus - 1) / ngpus if ngpus > 1 else 1.0
     algbw = busbw / factor if busbw else 0.0
     time_us = size / (algbw * 1e3) if algbw else 1.0
+    # Wrong results (a GPU corrupting data): nccl-tests prints the count in both halves' #wrong,
+    # counts each failed check (out-of-place, in-place) in the trailer and exits 1.
+    wrong = int(MODEL.get("nccl_wrong_elements", 0))
+    oob = "2 FAILED" if wrong else "0 OK"
     out += [
         "#",
         "#                                                              out-of-place                       in-place          ",
         "#       size         count      type   redop    root     time   algbw   busbw #wrong     time   algbw   busbw #wrong",
         "#        (B)    (elements)                               (us)  (GB/s)  (GB/s)            (us)  (GB/s)  (GB/s)       ",
-        f"{size:12d}  {size // 4:12d}     float     sum      -1  {time_us:7.1f}  {algbw:6.2f}  {busbw:6.2f}      0  "
-        f"{time_us:7.1f}  {algbw:6.2f}  {busbw:6.2f}      0",
-        "# Out of bounds values : 0 OK",
+        f"{size:12d}  {size // 4:12d}     float     sum      -1  {time_us:7.1f}  {algbw:6.2f}  {busbw:6.2f}  {wrong:5d}  "
+        f"{time_us:7.1f}  {algbw:6.2f}  {busbw:6.2f}  {wrong:5d}",
+        f"# Out of bounds values : {oob}",
         f"# Avg bus bandwidth    : {busbw:.4f} ",
         "#",
         "",
     ]
     sys.stdout.write("\n".join(out))
-    return 0
+    return 1 if wrong else 0
 
 
 # ----------------------------------------------------------------- lspci

@@ -172,3 +172,32 @@ def test_oldest_trailer_without_hash() -> None:
     result = parse(text)
     assert (result.out_of_bounds, result.out_of_bounds_ok) == (2, False)
     assert result.avg_busbw_gbytes_per_s == 79.4433
+
+
+def test_wrong_results_with_rank_failures_after_the_table_still_read() -> None:
+    # nccl-tests exits 1 on wrong results; ranks that then fail print their own `Test ... failure`
+    # lines after the table. The table, the #wrong counts and the trailer are still the run's verdict.
+    result = parse(_data("all_reduce_perf-1node-wrong-results-rank-failures-constructed.txt"))
+    assert result.sizes == (8388608, 16777216, 33554432)
+    row = row_at(result, 16777216)
+    assert (row.wrong, row.in_place_wrong, row.busbw_gbytes_per_s) == (1043, 1043, 30.64)
+    assert result.wrong_total == 2086
+    assert (result.out_of_bounds, result.out_of_bounds_ok) == (2, False)
+    assert result.avg_busbw_gbytes_per_s == 30.205
+    assert result.nccl_version == "2.21.5+cuda12.4" and result.hosts == ("gpu-b07",)
+    # What it skipped: each failure line once, as nccl-tests printed it.
+    assert result.failures == (
+        "gpu-b07: Test CUDA failure common.cu:1156 'an illegal memory access was encountered'",
+        ".. gpu-b07 pid 52213: Test failure common.cu:1320",
+        "gpu-b07: Test NCCL failure common.cu:1127 'unhandled cuda error (run with NCCL_DEBUG=INFO for details) / "
+        "Cuda failure 'an illegal memory access was encountered''",
+        ".. gpu-b07 pid 52214: Test failure common.cu:1320",
+    )
+    # Cut before the trailer (the failing rank was rank 0): rows and counts, no average.
+    cut = parse(_data("all_reduce_perf-1node-wrong-results-rank-failures-constructed.txt").split("# Out of bounds")[0])
+    assert cut.wrong_total == 2086 and cut.avg_busbw_gbytes_per_s is None and cut.out_of_bounds is None
+    assert len(cut.failures) == 4
+
+
+def test_a_clean_run_reports_no_failures() -> None:
+    assert parse(_data("all_reduce_perf-2node-wrong-results-constructed.txt")).failures == ()
