@@ -1,10 +1,11 @@
 """Which checks the profile sets that this inventory cannot measure: said at load, not at the end.
 
-The provider being judged writes the inventory and installs the nodes, so a check the profile
-sets must never turn into a quiet skip because the inventory left something out (no mounts, no
+The provider being judged writes the inventory and installs the nodes, so a selected check the
+profile sets must never turn into a quiet skip because the inventory left something out (no mounts, no
 ``leaf`` labels, no URL to download) or because the check cannot exist on this cluster (a
 median of fewer than three pairs).  :func:`unmeasurable` lists each such check with the
-inventory key to add; the plugin stops with a usage error before touching a node.  A check the
+inventory key to add; the plugin stops with a usage error after collection, before touching a
+node, for those still selected (a check ``-k`` leaves out makes the run INCOMPLETE anyway).  A check the
 profile marks ``optional: true`` is exempt: its skip is listed under "not run" and does not
 block ACCEPT.  Pure: no I/O, no pytest.
 """
@@ -28,14 +29,14 @@ def _set(profile: Profile, check: checks.Check[checks.p.CheckSpec]) -> bool:
     return spec is not None and not spec.optional
 
 
-def unmeasurable(profile: Profile, inventory: Inventory, pairs: Sequence[Pair]) -> list[str]:
-    """One line per set check this inventory gives nothing to measure, naming what to add."""
-    out: list[str] = []
+def unmeasurable(profile: Profile, inventory: Inventory, pairs: Sequence[Pair]) -> list[tuple[str, str]]:
+    """(``layer.key``, why) for each set check this inventory gives nothing to measure, naming what to add."""
+    out: list[tuple[str, str]] = []
     where = f"inventory {inventory.path}"
 
     def need(check: checks.Check[checks.p.CheckSpec], why: str) -> None:
         if _set(profile, check):
-            out.append(f"{check.profile_key}: {why} ({_FIX})")
+            out.append((check.profile_key, f"{check.profile_key}: {why} ({_FIX})"))
 
     storage = [checks.SEQUENTIAL_READ, checks.SEQUENTIAL_WRITE, checks.RANDOM_READ_IOPS, checks.CHECKPOINT_WRITE,
                checks.AGGREGATE_WRITE]
@@ -77,8 +78,8 @@ def unmeasurable(profile: Profile, inventory: Inventory, pairs: Sequence[Pair]) 
     if _set(profile, checks.ATTRIBUTION) and not (
         profile.spec("inter_node", "rdma_bandwidth") or profile.spec("inter_node", "tcp_throughput")
     ):
-        out.append("inter_node.attribution: attribution re-measures what rdma_bandwidth or tcp_throughput "
-                   f"found; profile {profile.name} sets neither (set one, {_FIX})")
+        out.append(("inter_node.attribution", "inter_node.attribution: attribution re-measures what rdma_bandwidth "
+                    f"or tcp_throughput found; profile {profile.name} sets neither (set one, {_FIX})"))
     link_layer = profile.spec_of(checks.LINK_LAYER)
     if link_layer is not None and link_layer.value.lower() == "ethernet":
         need(checks.SWITCH_LINKS, "switch_links reads an InfiniBand subnet (iblinkinfo); this profile's "

@@ -30,10 +30,25 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 
-__all__ = ["Attribution", "FabricAttribution", "NodeAttribution", "Remeasure", "attribute", "merge"]
+__all__ = ["Attribution", "FabricAttribution", "NodeAttribution", "Remeasure", "Retest", "attribute", "merge"]
 
-#: (sender, receiver) -> is that pair good now?  Both names in the order measured: the sender runs the client.
-PairCheck = Callable[[str, str], bool]
+@dataclass(frozen=True)
+class Retest:
+    """A pair re-measured: good, bad, or None when its repeats fall on both sides of the floor
+    (the spread near the floor: cannot tell, and never a cable).  ``figures`` is what was measured,
+    for the retest log (``24.1, 25.3, 24.8 Gb/s, median 24.8``)."""
+
+    good: bool | None
+    figures: str = ""
+
+
+#: (sender, receiver) -> the pair re-measured now (a bare bool is a Retest without figures).
+#: Both names in the order measured: the sender runs the client.
+PairCheck = Callable[[str, str], "Retest | bool"]
+
+
+def _retest(found: Retest | bool) -> Retest:
+    return found if isinstance(found, Retest) else Retest(bool(found))
 
 
 @dataclass
@@ -140,14 +155,18 @@ def attribute(
     retests: dict[str, list[str]] = {n: [] for n in names}
     out: dict[str, NodeAttribution] = {}
 
-    def log(pair: tuple[str, str], good: bool, how: str) -> bool:
-        text = f"{pair[0]}->{pair[1]} {'good' if good else 'bad'} {how}"
+    def log(pair: tuple[str, str], found: Retest | bool, how: str) -> bool | None:
+        result = _retest(found)
+        word = {True: "good", False: "bad", None: "cannot tell"}[result.good]
+        figures = f": {result.figures}" if result.figures else ""
+        near = " (its repeats fall on both sides of the floor)" if result.good is None else ""
+        text = f"{pair[0]}->{pair[1]} {word} {how}{figures}{near}"
         for end in pair:
             if end in retests:
                 retests[end].append(text)
-        return good
+        return result.good
 
-    def alone(pair: tuple[str, str]) -> bool:
+    def alone(pair: tuple[str, str]) -> bool | None:
         assert remeasure is not None
         return log(pair, remeasure.alone(*pair), "alone")
 
@@ -178,7 +197,7 @@ def attribute(
         alone_ok = [alone(p) for p in sample] if remeasure is not None else []
         share = f"{len(bad_set)} of {len(measured_set)} measured pairs fall short of the {what} expected"
         fabric: FabricAttribution | None = None
-        if alone_ok and all(alone_ok):
+        if alone_ok and all(g is True for g in alone_ok):
             fabric = FabricAttribution(
                 "fails under load",
                 f"{share} inside their rounds, and the {len(sample)} re-measured alone "
@@ -187,7 +206,7 @@ def attribute(
                 "oversubscription against what was sold (see the oversubscription check).",
                 under_load=sorted(_pid(direction_of[p]) for p in bad_set),
             )
-        elif not any(alone_ok):
+        elif all(g is False for g in alone_ok):
             alone_text = (
                 f", alone too ({', '.join(_pid(p) for p in sample)} re-measured alone)" if alone_ok else " (not re-measured)"
             )
@@ -216,11 +235,20 @@ def attribute(
     confirmed: set[frozenset[str]] = set()
     under_load: list[frozenset[str]] = []
     not_reproduced: list[frozenset[str]] = []
+    uncertain: list[frozenset[str]] = []  # its retests fall on both sides of the floor
     for key in sorted(bad_set, key=sorted):
         pair = direction_of[key]
-        if remeasure is None or not alone(pair):
+        good_alone = alone(pair) if remeasure is not None else False
+        if good_alone is None:
+            uncertain.append(key)
+            continue
+        if not good_alone:
             confirmed.add(key)
-        elif remeasure.in_round is not None and log(pair, remeasure.in_round(*pair), "in its round again"):
+            continue
+        again = log(pair, remeasure.in_round(*pair), "in its round again") if remeasure and remeasure.in_round else False
+        if again is None:
+            uncertain.append(key)
+        elif again:
             not_reproduced.append(key)
         else:
             under_load.append(key)
@@ -249,7 +277,8 @@ def attribute(
         chosen = [pool[(start + i) % len(pool)] for i in range(min(helpers, len(pool)))]
         send = [alone((n, h)) for h in chosen]
         receive = [alone((h, n)) for h in chosen]
-        checked[n] = (not any(send), not any(receive), chosen)
+        # bad only when every retest is bad: one near the floor (None) condemns nobody
+        checked[n] = (all(g is False for g in send), all(g is False for g in receive), chosen)
         return checked[n]
 
     node_faults: dict[str, str] = {}  # node -> direction ("send" | "receive" | "both" | "")
@@ -342,6 +371,14 @@ def attribute(
                     f"its pair(s) with {', '.join(loaded)} fell short only inside their round: fails under load, "
                     "a fabric finding (see fabric_attribution), not this node"
                 )
+            near = [next(iter(p - {n})) for p in uncertain if n in p]
+            if near and not links and n not in node_faults and not count:
+                result.verdict = "cannot attribute"
+                notes.append(
+                    f"its pair(s) with {', '.join(near)} fell short in their round, and re-measured alone their "
+                    "repeats fall on both sides of the floor: the measurement's own spread near the floor, which "
+                    "cannot be attributed (not a cable, not a node)"
+                )
             once = [next(iter(p - {n})) for p in not_reproduced if n in p]
             if once:
                 notes.append(
@@ -353,7 +390,14 @@ def attribute(
             result.message += uncounted(n)
         out[n] = result
 
-    return Attribution(out, _fabric(cannot, confirmed, under_load, not_reproduced, direction_of, node_faults, link_faults))
+    fabric = _fabric(cannot, confirmed, under_load, not_reproduced, direction_of, node_faults, link_faults)
+    if uncertain:
+        near = ", ".join(sorted(_pid(direction_of[p]) for p in uncertain))
+        fabric.message += (f"; cannot attribute {near}: re-measured alone, their repeats fall on both sides of the "
+                           "floor (the measurement's own spread near the floor)")
+        if fabric.verdict == "ok":
+            fabric.verdict = "cannot attribute"
+    return Attribution(out, fabric)
 
 
 def _direction(send_bad: bool, receive_bad: bool) -> str:

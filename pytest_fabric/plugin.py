@@ -31,7 +31,7 @@ from .record import PLANNED_KEY, REPORT_ATTRIBUTE, CheckRecord, PlannedCheck, qu
 from .runinfo import RUN_INFO_KEY, RunInfo, utc_now
 from .state import CHECK_KEY, STATE_KEY, VERDICTS_KEY, CheckInfo, FabricState, get_state
 from .subjects import DEVICE_TESTS_UP_TO, SUBJECT_FIXTURES, is_subject, subject_id, subject_nodes
-from .transport.base import Transport
+from .transport.base import Transport, TransportError
 from .transport.sshconfig import hostname_lookup
 from .verdict import Op, Verdict
 from .yamlsource import MissingFile, SourceError
@@ -43,7 +43,7 @@ pytest_plugins = [
     "pytest_fabric.rootdir",  # test ids and the cache that do not follow the inventory's folder
     "pytest_fabric.gcpause",  # collection without the cyclic collector (large inventories)
     "pytest_fabric.fixtures",
-    "pytest_fabric.slurm_drain",
+    "pytest_fabric.transport.slurm.drain",
     "pytest_fabric.measurements.intra_node",
     "pytest_fabric.measurements.inter_node",
     "pytest_fabric.measurements.storage",
@@ -196,13 +196,6 @@ def pytest_configure(config: pytest.Config) -> None:
     pairs = config.hook.pytest_fabric_pairs(
         nodes=inventory.node_names, strategy=strategy, labels=labels, config=config
     )
-    problems = unmeasurable(profile, inventory, list(pairs))
-    if problems:
-        # Said now, not as quiet skips at the end: a set check that measured nothing is no pass.
-        raise pytest.UsageError(
-            f"profile {profile.name} sets checks that inventory {inventory.path} gives nothing to measure:\n  "
-            + "\n  ".join(problems)
-        )
     state = FabricState(
         inventory=inventory,
         profile=profile,
@@ -260,7 +253,7 @@ def pytest_fabric_make_transport(node: Node, config: pytest.Config) -> Transport
 
         return LocalTransport(node.name)
     if node.transport == "slurm":
-        from .slurm_session import slurm_transport
+        from .transport.slurm.session import slurm_transport
 
         return slurm_transport(node, config)
     from .transport.ssh import SSHSettings, SSHTransport
@@ -362,6 +355,7 @@ def pytest_collection_finish(session: pytest.Session) -> None:
     state = get_state(session.config)
     if state is None:
         return
+    _refuse_unmeasurable(state, session.items)
     # A round measures only the pairs still selected after -k / -m / --lf; a wave only the
     # subjects still selected, per measurement fixture their tests use.
     seen: dict[str, set[str]] = {}
@@ -378,6 +372,25 @@ def pytest_collection_finish(session: pytest.Session) -> None:
             if fixture_name not in done:
                 done.add(fixture_name)
                 state.selected_subjects.setdefault(fixture_name, []).append((info.fixture, info.param))
+
+
+def _refuse_unmeasurable(state: FabricState, items: list[pytest.Item]) -> None:
+    """Selected checks the profile sets that this inventory gives nothing to measure: a usage error now,
+    naming what to add, not quiet skips at the end (a set check that measured nothing is no pass)."""
+    problems = unmeasurable(state.profile, state.inventory, state.pairs)
+    if not problems:
+        return
+    selected = set()
+    for item in items:
+        info = item.stash.get(CHECK_KEY, None)
+        if info is not None:
+            selected.add(f"{info.layer}.{profile_key_of(info.check, info.layer)}")
+    chosen = [why for key, why in problems if key in selected]
+    if chosen:
+        raise pytest.UsageError(
+            f"profile {state.profile.name} sets checks that inventory {state.inventory.path} gives nothing to "
+            "measure:\n  " + "\n  ".join(chosen)
+        )
 
 
 def _closest_to_limit(verdicts: list[Verdict]) -> Verdict | None:
@@ -453,6 +466,10 @@ def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) ->
     record.finished = utc_now()
     for verdict in verdicts[:1]:
         record.extra.update(verdict.measured.extra)
+    error = call.excinfo.value if call.excinfo is not None else None
+    if record.outcome == "error" and isinstance(error, TransportError):
+        # Whose fault: a peer's sshd that stopped is that peer's, not the node that waited on it.
+        record.extra["error_node"] = error.node
     setattr(report, REPORT_ATTRIBUTE, record.to_dict())
     # junitxml writes the properties it finds on the *teardown* report, which
     # pytest copies from the item: so they go on the item, once.

@@ -193,11 +193,11 @@ def pair_measurement(request: pytest.FixtureRequest, check: str, pair: NodePair)
             good, figure = _good_alone(state, check, pair.a.name, pair.b.name, {})
             note += (
                 f"; re-measured alone as attribution's retest does: {figure}, "
-                + (
-                    "good alone: it fails under load (contention, routing or oversubscription), not a cable"
-                    if good
-                    else "bad alone too"
-                )
+                + {
+                    True: "good alone: it fails under load (contention, routing or oversubscription), not a cable",
+                    False: "bad alone too",
+                    None: "alone its repeats fall on both sides of the floor: cannot tell, not a cable",
+                }[good]
             )
     if note:
         measured = dataclasses.replace(measured, detail=f"{measured.detail}; {note}" if measured.detail else note)
@@ -506,11 +506,20 @@ def measure_alone(state: FabricState, check: str, sender: str, receiver: str, co
     return done
 
 
+#: a pair re-measured alone is measured this often and judged on its median, like the round
+RETEST_REPEATS = 3
+
+
 def _good_alone(
     state: FabricState, check: str, sender: str, receiver: str, values: dict[str, float] | consistency.Population
-) -> tuple[bool, str]:
-    """Is the pair good measured alone (on the median of what was measured alone), and its figure as text."""
-    samples = measure_alone(state, check, sender, receiver)
+) -> tuple[bool | None, str]:
+    """Is the pair good alone, judged like the round: ``RETEST_REPEATS`` samples and their median.
+
+    None when the samples fall on both sides of the floor (or of the outlier limit): the
+    measurement's own spread near the floor cannot tell a bad cable from a good one.  The text
+    lists every figure (``24.1 Gb/s, 24.8 Gb/s, 25.3 Gb/s, median 24.8 Gb/s``).
+    """
+    samples = measure_alone(state, check, sender, receiver, RETEST_REPEATS)[:RETEST_REPEATS]
     errors = [s for s in samples if isinstance(s, BaseException)]
     if errors:
         return False, f"could not be measured alone ({str(errors[0]).splitlines()[0]})"
@@ -518,7 +527,14 @@ def _good_alone(
     measured.sort(key=lambda m: _figure(m) or 0.0)
     middle = measured[len(measured) // 2]
     pair_id = f"{sender}<->{receiver}"
-    return not _is_bad(state, check, pair_id, middle, values, alone=True), _display(check, middle)
+    bad = [_is_bad(state, check, pair_id, m, values, alone=True) for m in measured]
+    figures = ", ".join(_display(check, m) for m in measured)
+    text = f"{figures}, median {_display(check, middle)}" if len(measured) > 1 else _display(check, middle)
+    if all(bad):
+        return False, text
+    if not any(bad):
+        return True, text
+    return None, text
 
 
 def _display(check: str, measured: Measurement) -> str:
@@ -773,8 +789,8 @@ def _attribute(state: FabricState, check: str) -> attribution_rules.Attribution:
         if _is_bad(state, check, key, m, values):
             bad.append((a, b))
 
-    def alone(sender: str, receiver: str) -> bool:
-        return _good_alone(state, check, sender, receiver, values)[0]
+    def alone(sender: str, receiver: str) -> attribution_rules.Retest:
+        return attribution_rules.Retest(*_good_alone(state, check, sender, receiver, values))
 
     def in_round(sender: str, receiver: str) -> bool:
         pair_id = f"{sender}<->{receiver}"

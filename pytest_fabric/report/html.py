@@ -9,7 +9,9 @@ It does nothing without ``--cluster``.  What it adds:
   INTERRUPTED or NO VERDICT, as the terminal, JUnit and JSON say it), counts,
   what did not run and why, cluster, profile
   (name, sha256, extends), nodes, start/end, versions of pytest-fabric and of
-  the tools the nodes ran, and each expected value once with its source
+  the tools the nodes ran, the host-key policy and what it did with each node's key
+  (every key accepted new, changed or refused listed with its fingerprint, :mod:`.trust`),
+  and each expected value once with its source
 - below the filters: checks per layer (failures first, errors one row per cause
   with every subject it errored), the per-node table with attribution, node x node
   heatmaps per pair check, per-GPU-pair NVLink matrices
@@ -143,6 +145,9 @@ class FabricHtml:
         report.extras = extras  # type: ignore[attr-defined]  # pytest-html's convention
 
     def pytest_html_results_summary(self, prefix: list[str], summary: list[str], postfix: list[str]) -> None:
+        # .trust is a plugin of its own, registered after this one: imported when called
+        from .trust import host_key_decisions, host_keys_html
+
         info = get_run_info(self.config)
         if info is None:
             return
@@ -154,6 +159,7 @@ class FabricHtml:
             page.verdict_banner(verdict, _took(info.started, finished)),
             page.not_run_table(verdict, checks, info.nodes),
             page.run_table(info, checks, finished, summary_line(self.config, checks)),
+            host_keys_html(info.host_key_policy, host_key_decisions(self.config)),
             page.expectations_table(checks),
         ])
         postfix.extend([page.layer_tables(checks, info.nodes), page.node_table(info, checks),

@@ -8,7 +8,10 @@ also need the run-level answer, so it goes on the ``<testsuite>``:
 show), ``fabric_status``, ``fabric_send_back`` (a nodeset), ``fabric_cluster``,
 ``fabric_profile``, ``fabric_profile_sha256``, ``fabric_nodes``, the counts per
 outcome and, per reason, how many subjects of the profile's checks did not run
-(``fabric_not_run_deselected``, ...).
+(``fabric_not_run_deselected``, ...), and what the run trusted (:mod:`.trust`):
+``fabric_host_key_policy``, ``fabric_host_keys_<decision>`` (the nodes, as a nodeset) and one
+``fabric_host_key`` for each key accepted new, changed or refused (node, decision, host, key type,
+fingerprint, known_hosts file, and the fingerprint on file when it changed).
 """
 
 from __future__ import annotations
@@ -25,6 +28,9 @@ __all__: list[str] = []
 
 @pytest.hookimpl(tryfirst=True)  # before junitxml writes the file in its own sessionfinish
 def pytest_sessionfinish(session: pytest.Session) -> None:
+    # .trust is a plugin of its own, registered after this one: imported when called
+    from .trust import host_key_decisions, junit_properties
+
     config = session.config
     info = get_run_info(config)
     xml = config.stash.get(xml_key, None)
@@ -43,5 +49,5 @@ def pytest_sessionfinish(session: pytest.Session) -> None:
     }
     props.update({f"fabric_{k}": str(v) for k, v in verdict.counts.items()})
     props.update({f"fabric_not_run_{r.replace(' ', '_')}": str(verdict.not_run_count(r)) for r in verdict.not_run})
-    for name, value in props.items():
-        xml.add_global_property(name, value)
+    for name, value in [*props.items(), *junit_properties(info.host_key_policy, host_key_decisions(config))]:
+        xml.add_global_property(name, value)  # fabric_host_key repeats: one per key

@@ -20,6 +20,7 @@ from .heatmap import MAX_NODES, matrix_heatmaps, pair_heatmaps
 from .run_verdict import NOT_RUN_REASONS, RunVerdict
 from .summary import (
     LAYERS,
+    cannot_tell,
     format_expected,
     format_margin,
     format_quantity,
@@ -159,7 +160,12 @@ def not_run_table(verdict: RunVerdict, checks: Sequence[Check] = (), node_names:
 def send_back_line(checks: Sequence[Check]) -> str:
     """``nodes to send back: gpu[03,17]``: the failed or errored nodes, a nodeset for ``srun --exclude``."""
     nodes = nodeset(send_back(checks)) or "none"
-    return f'<p class="fabric-send-back" id="fabric-send-back">nodes to send back: {_e(nodes)}</p>'
+    line = f'<p class="fabric-send-back" id="fabric-send-back">nodes to send back: {_e(nodes)}</p>'
+    pairs = cannot_tell(checks)
+    if pairs:
+        line += ('<p class="fabric-cannot-tell">cannot tell with this selection which end is at fault: '
+                 f'{_e(", ".join(pairs))} (one failed pair per node)</p>')
+    return line
 
 
 def expectations_table(checks: Sequence[Check]) -> str:

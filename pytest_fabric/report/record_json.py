@@ -27,17 +27,17 @@ import platform
 import time
 from collections import Counter
 from collections.abc import Callable, Sequence
+from functools import partial
 from pathlib import Path
 from typing import Any
 
 import pytest
 
 from ..runinfo import RunInfo, get_run_info, utc_now
-from ..state import get_state
 from .collect import CHECKS_KEY, final_verdict, get_checks, is_controller, record_of
 from .compare import PREVIOUS_KEY
 from .run_verdict import RunVerdict
-from .summary import OUTCOMES, nodeset, outcome_counts, send_back, tool_versions
+from .summary import OUTCOMES, cannot_tell, nodeset, outcome_counts, send_back, tool_versions
 from .verify import canonical_json
 
 __all__ = ["SCHEMA_VERSION", "WRITER_KEY", "RecordWriter", "build_run"]
@@ -90,6 +90,7 @@ def build_run(
         "finished": finished or info.finished,
         **judged,
         "send_back": nodeset(send_back(checks)) if verdict is not None else None,
+        "cannot_tell": cannot_tell(checks) if verdict is not None else [],
         "counts": counts,
         "pytest_fabric_version": info.pytest_fabric_version,
         "pytest_version": pytest.__version__,
@@ -196,6 +197,9 @@ WRITER_KEY = pytest.StashKey[RecordWriter]()
 
 @pytest.hookimpl(trylast=True)
 def pytest_sessionstart(session: pytest.Session) -> None:
+    # .trust is a plugin of its own, registered after this one: imported when called
+    from .trust import host_key_decisions
+
     config = session.config
     path = config.getoption("conformance_json", None)
     info = get_run_info(config)
@@ -205,10 +209,9 @@ def pytest_sessionstart(session: pytest.Session) -> None:
     target.parent.mkdir(parents=True, exist_ok=True)
     cmp, ev = config.getoption("compare", None), config.getoption("evidence_dir", None)
     previous = config.stash.get(PREVIOUS_KEY, None)  # loaded before this hook (tryfirst there)
-    state = get_state(config)
     writer = RecordWriter(target, info, compared_with=str(cmp) if cmp else None, evidence_dir=str(ev) if ev else None,
                           comparison_warnings=previous.warnings if previous is not None else (),
-                          host_keys=state.host_keys.to_json if state is not None else None)
+                          host_keys=partial(host_key_decisions, config))
     config.stash[WRITER_KEY] = writer
     config.pluginmanager.register(_JsonPlugin(config, writer), "fabric-report-json")
     writer.write()  # a record exists from the start, even if the first check never ends

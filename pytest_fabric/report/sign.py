@@ -12,6 +12,14 @@ and anyone checks every signature against an ``allowed_signers`` file as OpenSSH
 
     python -m pytest_fabric.report.verify --signers allowed_signers record.json
 
+Two signatures by one key are one signer, said once. ``--require PRINCIPAL`` (once per party)
+fails the check unless each principal signed with a key the file lists for that principal, and
+one key counts for one principal only: a key listed under both the provider and the tenant
+satisfies one of them, not both::
+
+    python -m pytest_fabric.report.verify --signers allowed_signers \
+        --require provider@example.com --require tenant@example.com record.json
+
 A signature covers the file's bytes: the record's seal (its sha256) shows an edit to the
 content, the signature who vouched for exactly that file. The HTML report names the key the
 run signs with.
@@ -19,6 +27,7 @@ run signs with.
 
 from __future__ import annotations
 
+import fnmatch
 import html
 import re
 import subprocess
@@ -30,7 +39,10 @@ from typing import Any
 
 import pytest
 
-__all__ = ["NAMESPACE", "SignatureCheck", "check_signatures", "fingerprint", "main", "sign", "signature_files"]
+__all__ = [
+    "NAMESPACE", "Requirement", "SignatureCheck", "check_signatures", "fingerprint", "main", "required_signers", "sign",
+    "signature_files",
+]
 
 NAMESPACE = "pytest-fabric"  # ssh-keygen -Y -n: a signature made for this purpose verifies only for it
 SIGN_KEY = pytest.StashKey[tuple[Path, str]]()  # (key, its fingerprint line)
@@ -84,11 +96,19 @@ class SignatureCheck:
     ok: bool
     principal: str | None
     message: str
+    #: the key of a signature that holds, as ssh-keygen names it (``ED25519 key SHA256:...``)
+    key: str | None = None
+    #: an earlier signature that holds, by the same key: the two are one signer
+    same_key_as: Path | None = None
 
 
 def check_signatures(record: Path, allowed_signers: Path) -> list[SignatureCheck]:
-    """Every signature of ``record`` checked against ``allowed_signers`` (empty: the record has none)."""
-    out = []
+    """Every signature of ``record`` checked against ``allowed_signers`` (empty: the record has none).
+
+    A signature by a key an earlier one used has ``same_key_as`` set: one key is one signer.
+    """
+    out: list[SignatureCheck] = []
+    first_by_key: dict[str, Path] = {}
     data = record.read_bytes()
     for sig in signature_files(record):
         found = _keygen("-Y", "find-principals", "-s", str(sig), "-f", str(allowed_signers))
@@ -101,10 +121,102 @@ def check_signatures(record: Path, allowed_signers: Path) -> list[SignatureCheck
         said = (done.stdout + done.stderr).decode(errors="replace").strip()
         good = _GOOD.search(said)
         if done.returncode == 0 and good:
-            out.append(SignatureCheck(sig, True, good.group("principal"), f"signed by {good.group('principal')} ({good.group('key')})"))
+            key = good.group("key")
+            earlier = first_by_key.setdefault(key, sig)
+            out.append(SignatureCheck(sig, True, good.group("principal"), f"signed by {good.group('principal')} ({key})",
+                                      key=key, same_key_as=earlier if earlier != sig else None))
         else:
             out.append(SignatureCheck(sig, False, principals[0],
                                       f"does not verify for {principals[0]}: the record changed after it was signed ({said})"))
+    return out
+
+
+@dataclass(frozen=True)
+class Requirement:
+    """One principal ``--require`` names: the signature that counts for it (None: it has not signed), and why."""
+
+    principal: str
+    signature: Path | None
+    message: str
+
+    @property
+    def ok(self) -> bool:
+        return self.signature is not None
+
+
+def _verifies_for(signature: Path, principal: str, allowed_signers: Path, data: bytes) -> bool:
+    """Whether ``allowed_signers`` lists the signature's key for ``principal`` (patterns, namespaces, validity: ssh-keygen's)."""
+    done = _keygen("-Y", "verify", "-f", str(allowed_signers), "-I", principal, "-n", NAMESPACE, "-s", str(signature),
+                   stdin=data)
+    return done.returncode == 0
+
+
+def _listed(principal: str, allowed_signers: Path) -> bool:
+    """Whether a line of ``allowed_signers`` names ``principal`` (its first field: comma-separated patterns, ``!`` negates)."""
+    for line in allowed_signers.read_text(errors="replace").splitlines():
+        if not line.strip() or line.lstrip().startswith("#"):
+            continue
+        patterns = line.split()[0].split(",")
+        if any(fnmatch.fnmatchcase(principal, p[1:]) for p in patterns if p.startswith("!")):
+            continue
+        if any(fnmatch.fnmatchcase(principal, p) for p in patterns if not p.startswith("!")):
+            return True
+    return False
+
+
+def required_signers(record: Path, allowed_signers: Path, required: Sequence[str],
+                     checks: Sequence[SignatureCheck] | None = None) -> list[Requirement]:
+    """Whether each of ``required`` signed ``record`` with a key ``allowed_signers`` lists for it.
+
+    Each key counts once: two signatures by it are one signer, and a key the file lists under
+    two principals stands for one of them only (the one it is not needed for goes unsigned), so
+    two parties need two keys. ``checks`` are :func:`check_signatures`' (checked again when not given).
+    """
+    checks = check_signatures(record, allowed_signers) if checks is None else checks
+    principals = list(dict.fromkeys(required))
+    keys = [c for c in checks if c.ok and c.same_key_as is None]  # one signature per key
+    data = record.read_bytes()
+    # Which key may stand for which principal: ssh-keygen -Y verify -I says, for every pair.
+    may: dict[str, list[SignatureCheck]] = {
+        p: [c for c in keys if _verifies_for(c.signature, p, allowed_signers, data)] for p in principals
+    }
+    # A matching of principals to keys, no key used twice (augmenting paths; a few parties, a few keys).
+    holder: dict[Path, str] = {}
+
+    def claim(p: str, seen: set[Path]) -> bool:
+        for c in may[p]:
+            if c.signature in seen:
+                continue
+            seen.add(c.signature)
+            if c.signature not in holder or claim(holder[c.signature], seen):
+                holder[c.signature] = p
+                return True
+        return False
+
+    for p in principals:
+        claim(p, set())
+    counted = {p: sig for sig, p in holder.items()}
+    by_sig = {c.signature: c for c in keys}
+    how = f"python -m pytest_fabric.report.sign {record} KEY"
+    out = []
+    for p in principals:
+        sig = counted.get(p)
+        if sig is not None:
+            out.append(Requirement(p, sig, f"signed by {p} ({sig.name}, {by_sig[sig].key})"))
+            continue
+        fix = f"{p} signs with: {how} (KEY: {p}'s own private SSH key, listed in {allowed_signers})"
+        if may[p]:  # every key that may stand for p stands for another principal
+            others = ", ".join(dict.fromkeys(holder[c.signature] for c in may[p]))
+            if len(may[p]) == 1:
+                why = (f"the only key that signed for {p} ({may[p][0].key}, {may[p][0].signature.name}) is {others}'s key too, "
+                       f"and one key counts once: it counts for {others}")
+            else:
+                why = (f"the {len(may[p])} keys that signed for {p} ({', '.join(c.signature.name for c in may[p])}) are "
+                       f"listed for {others} too, and one key counts once: they count for {others}")
+            out.append(Requirement(p, None, f"NOT SIGNED by {p}: {why}; {fix}"))
+            continue
+        missing = "" if _listed(p, allowed_signers) else f"; {allowed_signers} lists no key for {p}: add theirs ({p} ssh-ed25519 AAAA...)"
+        out.append(Requirement(p, None, f"NOT SIGNED by {p}: no signature by a key {allowed_signers} lists for {p}{missing}; {fix}"))
     return out
 
 

@@ -8,6 +8,7 @@ and the JSON record agree on one reading of the same data.
 from __future__ import annotations
 
 import math
+import re
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -30,6 +31,8 @@ __all__ = [
     "outlier_text",
     "outcome_counts",
     "send_back",
+    "cannot_tell",
+    "culprit",
     "sort_problems_first",
     "tool_versions",
     "worst_per_layer",
@@ -66,32 +69,82 @@ def nodeset(names: Iterable[str]) -> str:
         return ",".join(listed)
 
 
-def send_back(checks: Iterable[Check]) -> list[str]:
-    """The nodes to send back: those a failed or errored check puts the fault on, sorted.
+_NAMED_NODE = re.compile(r"^node (\S+?):")
 
-    A check of one node (a GPU, a port, a mount, the node itself) blames that node.  A pair check
-    blames a node only when every pair of that check it is in failed or errored: one slow node fails
-    all its pairs, its peers fail one each, and those peers are fine.  A node attribution judged a
-    ``node fault`` is blamed; one it judged ``ok`` is not blamed by pair checks.  Checks of the whole
-    cluster name no node.
-    """
-    checks = list(checks)
-    blamed: set[str] = set()
+
+def culprit(check: Check) -> str | None:
+    """The node an error is about: the one the transport's error names (``extra["error_node"]``, or a
+    message ``node gpu04: ...``), which may be another than the check's own (a peer's sshd stopped)."""
+    if check.get("outcome") != "error":
+        return None
+    named = (check.get("extra") or {}).get("error_node")
+    if not named:
+        found = _NAMED_NODE.match(str(check.get("message") or ""))
+        named = found.group(1) if found else None
+    return str(named) if named else None
+
+
+def _pair_evidence(checks: list[Check]) -> tuple[set[str], dict[str, set[str]], list[Check]]:
+    """(nodes a check of their own blames, node -> peers of its failed pairs, failed pairs naming no node)."""
+    faulty: set[str] = set()
+    peers: dict[str, set[str]] = {}
+    unnamed: list[Check] = []
     judged = attributions(checks)
-    pairs: dict[tuple[str, str], list[bool]] = {}  # (check, node) -> per pair: did it fail or err
     for c in checks:
         nodes = [str(n) for n in c.get("nodes") or []]
-        bad = c.get("outcome") in ("failed", "error")
-        if len(nodes) == 1 and bad:
-            blamed.add(nodes[0])
-        elif len(nodes) == 2 and c.get("outcome") in ("passed", "failed", "error", "waived"):
-            for n in nodes:
-                pairs.setdefault((str(c.get("check")), n), []).append(bad)
-    for (_, node), outcomes in pairs.items():
-        if all(outcomes) and (judged.get(node) or {}).get("verdict") != "ok":
+        outcome = c.get("outcome")
+        if outcome not in ("failed", "error"):
+            continue
+        named = culprit(c)
+        if named is not None:
+            faulty.add(named)  # the error is that node's, whichever check met it
+        elif len(nodes) == 1:
+            faulty.add(nodes[0])
+        elif len(nodes) == 2:
+            a, b = nodes
+            peers.setdefault(a, set()).add(b)
+            peers.setdefault(b, set()).add(a)
+            unnamed.append(c)
+    faulty.update(n for n, v in judged.items() if v.get("verdict") == "node fault")
+    return faulty, peers, unnamed
+
+
+def send_back(checks: Iterable[Check]) -> list[str]:
+    """The nodes to send back: those the evidence is about, sorted.
+
+    Evidence about a node is a failed or errored check of that node (a GPU, a port, a mount, the
+    node itself), an error its own transport raised whichever check met it (a peer's sshd stopped:
+    that peer, not the node that waited on it), attribution's ``node fault``, or failed pairs with at
+    least two distinct peers that are not themselves at fault.  One failed pair names neither end:
+    with ``-k node03`` or ``--lf`` each healthy peer has one failed pair, with node03, and is fine
+    (:func:`cannot_tell` lists such pairs).  A node attribution judged ``ok`` is not blamed by pairs.
+    Checks of the whole cluster name no node.
+    """
+    checks = list(checks)
+    judged = attributions(checks)
+    faulty, peers, _ = _pair_evidence(checks)
+    blamed = set(faulty)
+    for node, others in peers.items():
+        if (judged.get(node) or {}).get("verdict") == "ok":
+            continue
+        if len(others - faulty) >= 2:
             blamed.add(node)
-    blamed.update(n for n, a in judged.items() if a.get("verdict") == "node fault")
     return sorted(blamed)
+
+
+def cannot_tell(checks: Iterable[Check]) -> list[str]:
+    """Failed pairs whose fault no evidence puts on either end (``gpu01<->gpu02``): with this
+    selection (one pair of a node, ``-k``, ``--lf``, attribution that errored) it cannot be told."""
+    checks = list(checks)
+    blamed = set(send_back(checks))
+    _, _, unnamed = _pair_evidence(checks)
+    out = []
+    for c in unnamed:
+        if not blamed & {str(n) for n in c.get("nodes") or []}:
+            subject = str(c.get("subject"))
+            if subject not in out:
+                out.append(subject)
+    return out
 
 
 def numeric_value(q: Mapping[str, Any] | None) -> float | None:

@@ -30,6 +30,7 @@ from .collect import final_verdict, get_checks, is_controller
 from .compare import summary_line
 from .run_verdict import NOT_RUN_REASONS, RunVerdict
 from .summary import (
+    cannot_tell,
     format_expected,
     format_margin,
     format_quantity,
@@ -40,7 +41,7 @@ from .summary import (
 )
 
 __all__ = [
-    "error_groups", "error_lines", "not_run_lines", "problem_line", "send_back_line", "value_lines", "verdict_line",
+    "cannot_tell_line", "error_groups", "error_lines", "not_run_lines", "problem_line", "send_back_line", "value_lines", "verdict_line",
 ]
 
 WORST_PER_LAYER = 5
@@ -79,6 +80,16 @@ def not_run_lines(verdict: RunVerdict) -> list[str]:
 def send_back_line(checks: Sequence[Mapping[str, Any]]) -> str:
     """``nodes to send back: gpu[03,17]``, a nodeset to paste into ``srun --exclude`` (``none`` when none)."""
     return f"nodes to send back: {nodeset(send_back(checks)) or 'none'}"
+
+
+def cannot_tell_line(checks: Sequence[Mapping[str, Any]]) -> str | None:
+    """Failed pairs no evidence puts on either end, or None: said, never guessed into a node."""
+    pairs = cannot_tell(checks)
+    if not pairs:
+        return None
+    shown = ", ".join(pairs[:5]) + (f" and {len(pairs) - 5} more" if len(pairs) > 5 else "")
+    return (f"cannot tell with this selection which end is at fault: {shown} (one failed pair per node; "
+            "run the whole sweep, or attribution, to find the node)")
 
 
 def problem_line(c: Mapping[str, Any]) -> str:
@@ -213,3 +224,6 @@ def pytest_terminal_summary(terminalreporter: Any, exitstatus: int, config: pyte
     accept = verdict.verdict == "accept"
     tr.write_line(verdict_line(verdict, len(info.nodes)), green=accept, red=not accept, bold=True)
     tr.write_line(send_back_line(checks), red=bool(send_back(checks)), bold=True)
+    undecided = cannot_tell_line(checks)
+    if undecided:
+        tr.write_line(undecided, yellow=True)

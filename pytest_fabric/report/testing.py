@@ -4,7 +4,8 @@ Like httpx's ``MockTransport`` beside its real transports: :func:`write_fake_pro
 writes a directory holding a ``conftest.py`` that does what the core does for
 the report modules -- put a :class:`~pytest_fabric.runinfo.RunInfo` in
 ``config.stash``, a :class:`~pytest_fabric.record.PlannedCheck` on each item at
-collection, and attach a record to each test report -- and one test per
+collection, the host-key decisions the connections made (when given), and attach a record to
+each test report -- and one test per
 record that ends the way the record says (failed, skipped, error in setup,
 waived as xfail), as the core ends it: a failure or an error reads as its
 message, not as a traceback.  :func:`sample_cluster` makes a realistic set of records:
@@ -142,16 +143,19 @@ _CONFTEST = '''
 import json, pathlib
 import pytest
 from pytest_fabric.record import PLANNED_KEY, PlannedCheck
+from pytest_fabric.report.trust import HOST_KEYS_KEY
 from pytest_fabric.runinfo import RUN_INFO_KEY, RunInfo
 from pytest_fabric.transport.base import TransportError
 
 _HERE = pathlib.Path(__file__).parent
 RECORDS = json.loads((_HERE / "fake_records.json").read_text())
 RUN = json.loads((_HERE / "fake_run.json").read_text())
+HOST_KEYS = json.loads((_HERE / "fake_host_keys.json").read_text())
 
 
 def pytest_configure(config):
     config.stash[RUN_INFO_KEY] = RunInfo(**RUN)
+    config.stash[HOST_KEYS_KEY] = HOST_KEYS  # as the connections log them (FabricState.host_keys)
 
 
 @pytest.hookimpl(tryfirst=True)  # as the core: before -k and --deselect remove items
@@ -210,10 +214,16 @@ def test_check(rec, i):
 '''
 
 
-def write_fake_project(directory: Path, info: RunInfo, checks: list[dict[str, Any]]) -> None:
-    """Write ``conftest.py``, ``test_fake_checks.py`` and their data into ``directory``."""
+def write_fake_project(directory: Path, info: RunInfo, checks: list[dict[str, Any]], *,
+                       host_keys: list[dict[str, Any]] | None = None) -> None:
+    """Write ``conftest.py``, ``test_fake_checks.py`` and their data into ``directory``.
+
+    ``host_keys``: what the run's connections did with each node's host key, as the record's
+    ``run.host_keys`` holds them (policy: ``info.host_key_policy``).
+    """
     directory = Path(directory)
     (directory / "fake_records.json").write_text(json.dumps(checks))
+    (directory / "fake_host_keys.json").write_text(json.dumps(host_keys or []))
     (directory / "fake_run.json").write_text(json.dumps(info.to_dict()))
     (directory / "conftest.py").write_text(_CONFTEST)
     (directory / "test_fake_checks.py").write_text(_TESTS)

@@ -8,6 +8,15 @@ the SHA-256 of their content and checked too.
 
     python -m pytest_fabric.report.verify record.json    # OK (exit 0), EDITED (1), CANNOT READ or NOT SEALED (2)
 
+With ``--signers ALLOWED_SIGNERS`` it checks the SSH signatures beside the record too
+(:mod:`.sign`): each must hold, and at least one must be there; two by the same key are one
+signer.  ``--require PRINCIPAL``, once per party, asks that each of them signed with a key the
+file lists for that principal, one key counting for one principal only; a party that has not
+is named with the command that signs (exit 2)::
+
+    python -m pytest_fabric.report.verify --signers allowed_signers \
+        --require provider@example.com --require tenant@example.com record.json
+
 The hash shows a record was altered after the run; it is not a signature:
 whoever can edit the file can recompute it.  Keep the printed hash (or the
 record) where the other party can see it to make it bind.
@@ -120,9 +129,18 @@ _EXIT = {"ok": 0, "edited": 1, "cannot read": 2, "not sealed": 2}
 def main(argv: Sequence[str] | None = None) -> int:
     """Command line: ``OK``, ``EDITED``, ``CANNOT READ`` or ``NOT SEALED`` per file.
 
-    Exit 0 when every record is intact, 1 when any was edited, 2 when one could not be checked.
+    Exit 0 when every record is intact, 1 when any was edited (or a signature does not hold), 2 when
+    one could not be checked, is not signed, or lacks a signature ``--require`` asks for.
     """
     args = list(sys.argv[1:] if argv is None else argv)
+    required: list[str] = []
+    while "--require" in args:  # a principal that must have signed (with --signers), once per party
+        at = args.index("--require")
+        if at + 1 >= len(args):
+            print("--require: give a principal, as allowed_signers names it (tenant@example.com)")
+            return 2
+        required.append(args[at + 1])
+        del args[at : at + 2]
     signers = None
     if "--signers" in args:  # SSH signatures too (report/sign.py): each must verify, at least one must be there
         at = args.index("--signers")
@@ -132,7 +150,11 @@ def main(argv: Sequence[str] | None = None) -> int:
             print(f"--signers: {signers or 'give an allowed_signers file'}: no such file")
             return 2
     if not args or args[0] in ("-h", "--help"):
-        print("usage: python -m pytest_fabric.report.verify [--signers ALLOWED_SIGNERS] RECORD.json [...]")
+        print("usage: python -m pytest_fabric.report.verify [--signers ALLOWED_SIGNERS [--require PRINCIPAL ...]] "
+              "RECORD.json [...]")
+        return 2
+    if required and signers is None:
+        print("--require needs --signers ALLOWED_SIGNERS: the file that lists each principal's keys")
         return 2
     status = 0
     for name in args:
@@ -142,14 +164,23 @@ def main(argv: Sequence[str] | None = None) -> int:
             print(f"  {p}")
         code = _EXIT[result.status]
         if signers is not None and result.status != "cannot read":
-            from .sign import check_signatures
+            from .sign import check_signatures, required_signers
 
             checks = check_signatures(Path(name), signers)
             for c in checks:
-                print(f"  {c.signature.name}: {'GOOD' if c.ok else 'BAD'}: {c.message}")
+                if c.same_key_as is not None:  # one key is one signer: said once
+                    print(f"  {c.signature.name}: same key as {c.same_key_as.name} ({c.principal}): one signer, counted once")
+                else:
+                    print(f"  {c.signature.name}: {'GOOD' if c.ok else 'BAD'}: {c.message}")
             if not checks:
                 print(f"  NOT SIGNED: no {Path(name).name}.sig beside it")
             code = max(code, 2) if not checks else (1 if not all(c.ok for c in checks) else code)
+            if required:
+                needed = required_signers(Path(name), signers, required, checks)
+                for r in needed:
+                    print(f"  {r.message}")
+                if not all(r.ok for r in needed):
+                    code = 1 if code == 1 else 2  # an edit, or a signature that does not hold, still says 1
         status = 1 if 1 in (status, code) else max(status, code)
     return status
 

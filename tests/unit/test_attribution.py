@@ -227,3 +227,22 @@ def test_verdicts_of_several_checks_merge_worst_first() -> None:
     assert merged["n7"].message.startswith("tcp_throughput: n7 is tcp throughput-bad with 7 of 7 measured peers")
     assert merged["n0"].verdict == "ok"
     assert merged.fabric.verdict == "ok"
+
+
+def test_a_retest_whose_repeats_straddle_the_floor_is_cannot_attribute_not_a_link_fault() -> None:
+    # hdr200 on six identical nodes: three "link faults" came from one-sample retests near the floor.
+    from pytest_fabric.attribution import Remeasure, Retest
+
+    bad_pair = ("n5", "n6")
+
+    def alone(a: str, b: str) -> Retest:
+        if {a, b} == set(bad_pair):
+            return Retest(None, "24.1 Gb/s, 25.2 Gb/s, 25.3 Gb/s, median 25.2 Gb/s")
+        return Retest(True, "28.7 Gb/s, 28.8 Gb/s, 28.9 Gb/s, median 28.8 Gb/s")
+
+    result = attribute(NODES, ALL, [bad_pair], remeasure=Remeasure(alone))
+    assert result["n5"].verdict == "cannot attribute" and result["n6"].verdict == "cannot attribute"
+    assert "link fault" not in {r.verdict for r in result.nodes.values()}
+    assert any("n5->n6 cannot tell alone: 24.1 Gb/s, 25.2 Gb/s" in t for t in result["n5"].retests), result["n5"].retests
+    assert result.fabric.verdict == "cannot attribute" and "n5<->n6" in result.fabric.message
+

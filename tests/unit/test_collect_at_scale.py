@@ -6,7 +6,14 @@ import pytest
 
 
 def _collect(pytester: pytest.Pytester, *args: str) -> list[str]:
-    pytester.makefile(".yaml", inv="name: big\nnodes:\n  - name: gpu[01-12]\n")
+    pytester.makefile(".yaml", inv="""
+name: big
+nodes:
+  - {name: "gpu[01-06]", labels: {leaf: leaf1}}
+  - {name: "gpu[07-12]", labels: {leaf: leaf2}}
+storage: {mounts: [{path: /lustre, fstype: lustre}]}
+egress: {targets: [https://mirror.example.com/100MB.bin, {url: "https://upload.example.com/drop", upload: true}]}
+""")
     result = pytester.runpytest_subprocess("--cluster", "inv.yaml", "--profile", "ndr400-large", "--collect-only",
                                            "-q", "-p", "no:cacheprovider", *args)
     assert result.ret == pytest.ExitCode.OK, result.stderr.str()

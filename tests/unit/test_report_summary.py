@@ -7,6 +7,7 @@ from __future__ import annotations
 
 from pytest_fabric.report.summary import (
     attributions,
+    cannot_tell,
     format_expected,
     format_margin,
     format_quantity,
@@ -93,8 +94,8 @@ def test_send_back_a_down_node_and_a_failed_single_node_check() -> None:
 
 def test_send_back_follows_attribution() -> None:
     pair = [make_check("tcp_throughput", "a1<->a2", "failed", nodes=["a1", "a2"])]
-    # Two nodes, one bad pair: without more to go on, both ends are suspects.
-    assert send_back(pair) == ["a1", "a2"]
+    # Two nodes, one bad pair: nothing is evidence against either end; it cannot be told.
+    assert send_back(pair) == [] and cannot_tell(pair) == ["a1<->a2"]
     cleared = make_check("attribution", "cluster", "passed", nodes=[],
                          extra={"attribution": [{"node": "a1", "verdict": "ok"}, {"node": "a2", "verdict": "node fault"}]})
     assert send_back([*pair, cleared]) == ["a2"]
@@ -105,3 +106,36 @@ def test_send_back_nothing_for_waived_skipped_or_cluster_checks() -> None:
               make_check("download", "a:m", "skipped", nodes=["a"]),
               make_check("tcp_throughput", "cluster", "failed", nodes=["a", "b", "c"])]
     assert send_back(checks) == []
+
+
+def _pairs_of(node: str, peers: list[str], bad: bool = True) -> list[dict[str, object]]:
+    return [make_check("tcp_throughput", f"{node}<->{p}", "failed" if bad else "passed", nodes=[node, p])
+            for p in peers]
+
+
+def test_with_k_node03_only_node03_is_sent_back_not_its_healthy_peers() -> None:
+    # -k node03 (or --lf) runs only node03's pairs: each peer's only evidence is its pair with node03.
+    checks = _pairs_of("node03", ["node01", "node02", "node04", "node05", "node06"])
+    assert send_back(checks) == ["node03"]
+    assert cannot_tell(checks) == []
+
+
+def test_one_failed_pair_per_node_with_one_peer_names_nobody() -> None:
+    checks = _pairs_of("node03", ["node01"]) + _pairs_of("node05", ["node06"])
+    assert send_back(checks) == []
+    assert cannot_tell(checks) == ["node03<->node01", "node05<->node06"]
+
+
+def test_peers_that_are_themselves_at_fault_are_no_evidence_against_a_node() -> None:
+    # node02 failed its GPU count; its failed pairs with node01 and node03 say nothing of those two.
+    checks = [make_check("gpu_count", "node02", "failed", nodes=["node02"]),
+              *_pairs_of("node01", ["node02"]), *_pairs_of("node03", ["node02"])]
+    assert send_back(checks) == ["node02"]
+
+
+def test_an_error_a_peer_caused_is_that_peers() -> None:
+    # node04 laid out the files node03 reads; node04's sshd stopped: node03's check errored by node04.
+    checks = [make_check("sequential_read", "node03:/shared", "error", nodes=["node03"],
+                         message="node node04: unreachable: connection refused", extra={"error_node": "node04"}),
+              make_check("mtu", "node03", "passed", nodes=["node03"])]
+    assert send_back(checks) == ["node04"]

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-LOCAL_INVENTORY = "nodes: [{name: local, host: localhost}]\nstorage: {mounts: [/tmp]}\n"
+LOCAL_INVENTORY = "nodes: [{name: local, host: localhost}]\nstorage: {mounts: [/tmp]}\negress: {targets: [localhost]}\n"
 
 
 def _write(pytester: pytest.Pytester, name: str, text: str) -> Path:
