@@ -195,7 +195,16 @@ def pytest_terminal_summary(terminalreporter: Any, exitstatus: int, config: pyte
     tr.write_sep("=", f"fabric conformance: {info.cluster_name} vs {info.profile_name}")
     if not checks:
         tr.write_line("no conformance checks ran (deselected, or collection failed)", yellow=True)
-    for layer, rows in worst_per_layer(checks, len(checks)).items():
+    # A finding about the whole fabric (a shortfall of every pair, failure under load) explains the
+    # pair failures below it: it comes first, and is never hidden behind the five worst pairs.
+    cluster_wide = [c for c in checks if c.get("outcome") == "failed" and not c.get("nodes")]
+    if cluster_wide:
+        tr.write_line("cluster-wide findings (they explain the failures below):", red=True, bold=True)
+        for c in cluster_wide:
+            said = str(c.get("message") or "").splitlines()
+            tr.write_line(f"  FAILED {c.get('check')}: {said[0]}" if said else "  " + problem_line(c), red=True)
+    for layer, rows in worst_per_layer([c for c in checks if not any(c is w for w in cluster_wide)],
+                                       len(checks)).items():
         failed = [c for c in rows if c.get("outcome") == "failed"]
         errors = error_groups([c for c in rows if c.get("outcome") == "error"], info.nodes)
         more = f" (worst {WORST_PER_LAYER} of {len(failed)} failed)" if len(failed) > WORST_PER_LAYER else ""

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import pytest
+
 from pytest_fabric.report.run_verdict import judge_run
 from pytest_fabric.report.terminal import (
     error_groups,
@@ -87,3 +89,17 @@ def test_a_failure_with_nothing_measured_says_what_was_found() -> None:
                    nodes=["node01"], message="node01:10.0.0.1:9: cannot connect to 10.0.0.1:9 from node01: connection refused")
     assert problem_line(c) == ("FAILED connect_latency node01:10.0.0.1:9: "
                                "cannot connect to 10.0.0.1:9 from node01: connection refused")
+
+
+def test_a_cluster_wide_finding_comes_before_the_worst_pairs(pytester: pytest.Pytester) -> None:
+    # hdr200 on six nodes: five worst pairs shown, and the fabric-wide shortfall that explains them hidden.
+    from pytest_fabric.report.testing import sample_run_info, write_fake_project
+
+    pairs = [make_check("rdma_bandwidth", f"n{i}<->n{i + 1}", "failed", value=170.0 + i, unit="Gb/s",
+                        expected=180, nodes=[f"n{i}", f"n{i + 1}"]) for i in range(7)]
+    fabric = make_check("fabric_attribution", "cluster", "failed", nodes=[],
+                        message="fabric-wide shortfall: 7 of 7 measured pairs fall short, alone too")
+    write_fake_project(pytester.path, sample_run_info([f"n{i}" for i in range(8)]), [*pairs, fabric])
+    out = pytester.runpytest().stdout.str()
+    first_pair = out.index("FAILED rdma_bandwidth")
+    assert out.index("cluster-wide findings") < out.index("FAILED fabric_attribution: fabric-wide shortfall") < first_pair
