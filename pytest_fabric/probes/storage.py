@@ -41,7 +41,7 @@ from ..inventory import Mount
 from ..parsers import fio
 from ..parsers.base import ParseError
 from ..parsers.findmnt import FindmntFilesystem, parse_findmnt
-from ..transport.base import CommandFailed, ToolMissing
+from ..transport.base import CommandFailed, ToolMissing, TransportError
 from ..units import Quantity, bandwidth, parse_quantity
 from ..verdict import Measurement
 from .base import MeasurementError, parse_or_raise
@@ -335,13 +335,20 @@ def _write_in(node: NodeHandle, spec: Mount | None, settings: FioSettings) -> _R
 def _layout_node(
     node: NodeHandle, spec: Mount | None, state: MountState, peers: Sequence[NodeHandle], evidence: list[CommandResult]
 ) -> NodeHandle:
-    """Who lays the file out: on a shared mount the first peer that has it as stated, else the node itself."""
+    """Who lays the file out: on a shared mount the first reachable peer that has it as stated, else the node itself.
+
+    A peer that cannot be reached is passed over: its outage is its own, and must not become an
+    error of the node that reads (and so a node sent back for another node's fault).
+    """
     if spec is None or not spec.is_shared(state.mounted.fstype if state.mounted else None):
         return node
     for peer in peers:
         if peer.name == node.name:
             continue
-        peer_state = check_mount(peer, spec)
+        try:
+            peer_state = check_mount(peer, spec)
+        except TransportError:
+            continue  # unreachable, or its session failed: the next peer lays the files out
         evidence.append(peer_state.evidence)
         if peer_state.ok:
             return peer

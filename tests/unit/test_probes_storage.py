@@ -8,10 +8,11 @@ from pathlib import Path
 import pytest
 
 from pytest_fabric.cluster import NodeHandle
+from pytest_fabric.evidence import CommandResult
 from pytest_fabric.inventory import Mount, Node
 from pytest_fabric.probes import storage
 from pytest_fabric.probes.base import MeasurementError
-from pytest_fabric.transport.base import ToolMissing
+from pytest_fabric.transport.base import NodeUnreachable, ToolMissing
 from pytest_fabric.transport.mock import CannedCommand, MockTransport
 from pytest_fabric.transport.pool import ConnectionPool
 
@@ -177,3 +178,19 @@ def test_shared_mounts_by_stated_flag_stated_type_or_mounted_type() -> None:
     shared, reasons = storage.shared_mounts(lustre, specs)
     assert [m.path for m in shared] == ["/lfs", "/data", "/scratch"]
     assert reasons == ["/nvme is xfs, a node-local filesystem", "/nfs is node-local (shared: false)"]
+
+
+class _Down(MockTransport):
+    """A node whose sshd stopped: every command is refused."""
+
+    def run(self, command: str, *, timeout: float, check: bool = True) -> CommandResult:
+        raise NodeUnreachable(self.node, "connection refused (sshd stopped)")
+
+
+def test_a_peer_that_cannot_be_reached_does_not_lay_out_the_files_another_does() -> None:
+    # node04 laid out the files node03 reads; node04's sshd stopped: node03 errored and was sent back.
+    reader = node("node03", NFS_RDMA, **{r"^stat ": f"{WORKDIR}/pytest-fabric-read.0.0 8388608 bytes\n", r"^fio ": FIO_READ})
+    down = handle(_Down("node04", {}))
+    writer = node("node05", NFS_RDMA, **{r"^fio .*--create_only=1": FIO_READ})
+    measured = storage.sequential(reader, STATED, READ, peers=[down, writer])
+    assert measured.extra["read_from"] == {"laid_out_by": "node05", "cache": "other node"}
