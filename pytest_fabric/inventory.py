@@ -27,7 +27,7 @@ from pydantic import (
 )
 
 from . import hostlist, yamlsource
-from .slurm_inventory import (
+from .transport.slurm.settings import (
     NoAllocationError,
     SlurmSection,
     SlurmSettings,
@@ -266,7 +266,7 @@ class _InventoryFile(BaseModel):
     nodes: list[_NodeEntry] = Field(default_factory=list)  # may come from slurm: instead
     storage: _Storage = Field(default_factory=_Storage)
     egress: _Egress = Field(default_factory=_Egress)
-    slurm: SlurmSection | None = None  # run through Slurm steps (slurm_inventory.py)
+    slurm: SlurmSection | None = None  # run through Slurm steps (transport/slurm/settings.py)
 
     @field_validator("nodes")
     @classmethod

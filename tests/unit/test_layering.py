@@ -119,7 +119,7 @@ def test_the_evidence_module_is_a_leaf() -> None:
     assert inside <= {f"{NAME}.units"}, f"evidence.py imports {sorted(inside)}"
 
 
-SLURM_SETTINGS = PACKAGE / "slurm_inventory.py"
+SLURM_SETTINGS = PACKAGE / "transport" / "slurm" / "settings.py"
 
 
 def test_the_inventory_reaches_no_module_that_runs_subprocesses() -> None:

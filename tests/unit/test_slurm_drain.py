@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 
 from pytest_fabric.inventory import load_inventory
-from pytest_fabric.slurm_drain import drain_lines
+from pytest_fabric.transport.slurm.drain import drain_lines
 from pytest_fabric.yamlsource import SourceError
 
 
@@ -90,9 +90,9 @@ def test_nodes_connecting_at_once_share_one_allocation(monkeypatch: pytest.Monke
     import time
     from types import SimpleNamespace
 
-    from pytest_fabric import slurm_session
     from pytest_fabric.state import STATE_KEY
     from pytest_fabric.transport import slurm
+    from pytest_fabric.transport.slurm import session as slurm_session
 
     made: list[object] = []
     real_init = slurm.SlurmAllocation.__init__

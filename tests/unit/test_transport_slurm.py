@@ -19,7 +19,7 @@ from pytest_fabric.transport.base import (
     TransportError,
 )
 from pytest_fabric.transport.gather import Gathering, StepOutcome
-from pytest_fabric.transport.slurm import (
+from pytest_fabric.transport.slurm.transport import (
     NoAllocation,
     NodeNotAvailable,
     classify_srun_failure,

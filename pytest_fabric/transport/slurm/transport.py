@@ -9,7 +9,7 @@ slurm``: ``SLURM_JOB_ID``/``SLURM_JOB_NODELIST``), or one it asks for itself (``
   runs under timeout(1) on the node as over SSH, the step has a time limit of its own (whole
   minutes, Slurm's unit) as a backstop, and a step still running at the client's deadline is
   cancelled (``scancel J.S``).
-* a gathering (a wave, see :mod:`.gather`): the same command of K nodes is ONE step,
+* a gathering (a wave, see :mod:`pytest_fabric.transport.gather`): the same command of K nodes is ONE step,
   ``srun -N K -n K --ntasks-per-node=1 -w NODESET -l --kill-on-bad-exit=0``; each task prints its
   exit status and node name after the command, and the ``-l`` labels split the output per node.
   A node whose task never reported errors alone; the others keep their results.
@@ -19,9 +19,9 @@ slurm``: ``SLURM_JOB_ID``/``SLURM_JOB_NODELIST``), or one it asks for itself (``
 Every step is named ``pf-<run>-<n>``, so ``interrupt`` and ``close`` cancel exactly this run's
 steps, and nothing of the run is left in ``squeue`` afterwards.  Slurm's refusals become the
 typed errors SSH has: a node down or drained (:class:`NodeNotAvailable`), no allocation
-(:class:`NoAllocation`), munge refusing us (:class:`~.base.AuthenticationFailed`), a step
-killed at its time limit (:class:`~.base.CommandTimeout`).  The transport knows nothing of the
-tools it runs.
+(:class:`NoAllocation`), munge refusing us (:class:`~pytest_fabric.transport.base.AuthenticationFailed`),
+a step killed at its time limit (:class:`~pytest_fabric.transport.base.CommandTimeout`).  The
+transport knows nothing of the tools it runs.  Its settings are in :mod:`.settings`.
 """
 
 from __future__ import annotations
@@ -40,25 +40,24 @@ from collections.abc import Iterable, Iterator, Mapping, Sequence
 from contextlib import AbstractContextManager, contextmanager
 from dataclasses import dataclass, field
 
-from ..hostlist import expand, fold
-from ..slurm_inventory import SlurmSettings  # plain settings: the inventory makes them
-from .base import (
+from ...hostlist import expand, fold
+from ..base import (
     AuthenticationFailed,
     CommandResult,
     CommandTimeout,
     NodeUnreachable,
     TransportError,
 )
-from .gather import Gathering, StepOutcome
-from .outcome import is_wrapper_timeout, judge
-from .packages import missing_tool
-from .shellwrap import KILL_AFTER_S, with_timeout
+from ..gather import Gathering, StepOutcome
+from ..outcome import is_wrapper_timeout, judge
+from ..packages import missing_tool
+from ..shellwrap import KILL_AFTER_S, with_timeout
+from .settings import SlurmSettings  # plain settings: the inventory makes them
 
 __all__ = [
     "NoAllocation",
     "NodeNotAvailable",
     "SlurmAllocation",
-    "SlurmSettings",
     "SlurmStep",
     "SlurmTransport",
     "classify_srun_failure",

@@ -1,7 +1,7 @@
 """The run's Slurm allocation: made on first use, shared by every Slurm node, released at the end.
 
 ``pytest_fabric_make_transport`` asks here for a node written ``transport: slurm`` (or under a
-``slurm:`` section).  All such nodes share one :class:`~.transport.slurm.SlurmAllocation`, kept
+``slurm:`` section).  All such nodes share one :class:`~.transport.SlurmAllocation`, kept
 in ``config.stash``; the allocation is released (the job cancelled if the run asked for it,
 else this run's steps) when pytest unconfigures, after every transport has closed.
 """
@@ -12,9 +12,10 @@ import threading
 
 import pytest
 
-from .inventory import Node
-from .state import get_state
-from .transport.slurm import SlurmAllocation, SlurmSettings, SlurmTransport
+from ...inventory import Node
+from ...state import get_state
+from .settings import SlurmSettings
+from .transport import SlurmAllocation, SlurmTransport
 
 __all__ = ["ALLOCATION_KEY", "slurm_transport"]
 
