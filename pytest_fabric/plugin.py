@@ -32,7 +32,7 @@ from .runinfo import RUN_INFO_KEY, RunInfo, utc_now
 from .state import CHECK_KEY, STATE_KEY, VERDICTS_KEY, CheckInfo, FabricState, get_state
 from .subjects import DEVICE_TESTS_UP_TO, SUBJECT_FIXTURES, is_subject, subject_id, subject_nodes
 from .transport.base import Transport, TransportError
-from .transport.sshconfig import hostname_lookup
+from .transport.ssh import hostname_lookup
 from .verdict import Op, Verdict
 from .yamlsource import MissingFile, SourceError
 

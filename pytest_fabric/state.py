@@ -14,7 +14,7 @@ from .pairs import Pair
 from .probes.rounds import RoundCache
 from .profile import Profile
 from .subjects import DEVICE_TESTS_UP_TO
-from .transport.jumphosts import JumpHosts
+from .transport.ssh import JumpHosts
 from .verdict import Verdict
 
 if TYPE_CHECKING:

@@ -1,4 +1,8 @@
-"""Ways of reaching a node: SSH, this machine, and the pool that holds one per node."""
+"""Ways of reaching a node: SSH, this machine, and the pool that holds one per node.
+
+SSH is the :mod:`.ssh` package.  Slurm's transport (:mod:`.slurm`) is not imported here: import
+``pytest_fabric.transport.slurm``.
+"""
 
 from __future__ import annotations
 
@@ -14,13 +18,11 @@ from .base import (
     Transport,
     TransportError,
 )
-from .hostkeys import HOST_KEY_POLICIES, HostKeyPolicy
 from .local import LocalBackgroundProcess, LocalTransport
 from .mock import CannedCommand, MockTransport
 from .packages import PACKAGES, package_for
 from .pool import ConnectionPool
-from .ssh import SSHSettings, SSHTransport
-from .ssh_background import SSHBackgroundProcess
+from .ssh import HOST_KEY_POLICIES, HostKeyPolicy, SSHBackgroundProcess, SSHSettings, SSHTransport
 
 __all__ = [
     "HOST_KEY_POLICIES",

@@ -21,6 +21,7 @@ from typing import Any
 
 import pytest
 
+from pytest_fabric.evidence import HostKeyLog
 from pytest_fabric.transport import (
     AuthenticationFailed,
     BackgroundProcess,
@@ -34,8 +35,7 @@ from pytest_fabric.transport import (
     ToolMissing,
     Transport,
 )
-from pytest_fabric.transport.hostkeys import HostKeyLog
-from pytest_fabric.transport.jumphosts import JumpHosts
+from pytest_fabric.transport.ssh import JumpHosts
 
 try:  # tests/ is not a package: pytest puts this directory on sys.path
     from loopback_sshd import LoopbackSshd, free_port, make_key, sshd_unavailable
@@ -847,7 +847,7 @@ def test_data_traffic_goes_where_ssh_connects_for_an_alias(
 
 def test_data_address_in_the_inventory_wins_over_ssh_config(tmp_path: Path) -> None:
     from pytest_fabric.inventory import load_inventory, with_data_addresses
-    from pytest_fabric.transport.sshconfig import hostname_lookup
+    from pytest_fabric.transport.ssh import hostname_lookup
 
     config = tmp_path / "ssh_config"
     config.write_text("Host nu*\n  HostName 10.0.0.%h\nHost head\n  HostName head.example.com\n")

@@ -40,9 +40,8 @@ def _transport_wave(how: str, inventory: Path) -> tuple[float, float, float, flo
     from pytest_fabric.cluster import Cluster
     from pytest_fabric.inventory import load_inventory
     from pytest_fabric.profile import load_profile
-    from pytest_fabric.transport.jumphosts import JumpHosts
     from pytest_fabric.transport.slurm import SlurmAllocation, SlurmTransport
-    from pytest_fabric.transport.ssh import SSHSettings, SSHTransport
+    from pytest_fabric.transport.ssh import JumpHosts, SSHSettings, SSHTransport
 
     inv = load_inventory(inventory)
     allocation = SlurmAllocation(inv.node_names, inv.slurm) if inv.slurm else None

@@ -10,9 +10,9 @@ import paramiko
 import pytest
 
 from pytest_fabric.transport import AuthenticationFailed, HostKeyMismatch, NodeUnreachable
-from pytest_fabric.transport.hostkeys import entry_lines, known_hosts_name
-from pytest_fabric.transport.ssh import _split_hop
-from pytest_fabric.transport.ssh_errors import Endpoint, connect_error, lost_error
+from pytest_fabric.transport.ssh.errors import Endpoint, connect_error, lost_error
+from pytest_fabric.transport.ssh.hostkeys import entry_lines, known_hosts_name
+from pytest_fabric.transport.ssh.transport import _split_hop
 
 EP = Endpoint(
     "gpu01",

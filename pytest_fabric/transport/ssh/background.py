@@ -1,6 +1,6 @@
 """A server started over SSH (``iperf3 -s``, ``ib_write_bw``): its output, its lifetime, its end.
 
-The command runs under :func:`shellwrap.in_background`, which prints the PID of
+The command runs under :func:`~pytest_fabric.transport.shellwrap.in_background`, which prints the PID of
 timeout(1); that PID is also the id of the process group holding the command
 and all its children, so stopping it is one ``kill -- -PGID`` on the node.
 A reader thread keeps draining the channel so a chatty server never blocks on a
@@ -17,11 +17,11 @@ from dataclasses import replace
 
 import paramiko
 
-from .base import CommandResult, CommandTimeout
-from .outcome import judge
-from .packages import missing_tool
-from .shellwrap import KILL_AFTER_S, split_pid
-from .ssh_channel import exit_code_of, pump
+from ..base import CommandResult, CommandTimeout
+from ..outcome import judge
+from ..packages import missing_tool
+from ..shellwrap import KILL_AFTER_S, split_pid
+from .channel import exit_code_of, pump
 
 __all__ = ["SSHBackgroundProcess"]
 

@@ -14,7 +14,7 @@ from pathlib import Path
 
 import paramiko
 
-from .base import AuthenticationFailed, NodeUnreachable, TransportError
+from ..base import AuthenticationFailed, NodeUnreachable, TransportError
 from .hostkeys import changed_key_error
 
 __all__ = ["Endpoint", "connect_error", "dropped_before_banner", "dropped_error", "lost_error"]

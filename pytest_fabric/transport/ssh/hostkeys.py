@@ -33,8 +33,8 @@ import paramiko
 from paramiko.hostkeys import HostKeys
 
 # The decisions are plain data the report reads: they are defined there, with the other evidence.
-from ..evidence import DECISIONS, HostKeyDecision, HostKeyLog
-from .base import HostKeyMismatch
+from ...evidence import DECISIONS, HostKeyDecision, HostKeyLog
+from ..base import HostKeyMismatch
 
 __all__ = [
     "DECISIONS",

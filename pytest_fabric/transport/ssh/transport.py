@@ -7,11 +7,11 @@ Two things we do ourselves on top of it:
 - the TCP socket, opened here with TCP_NODELAY: paramiko sends a command as
   several small packets, and Nagle plus delayed ACKs then stall each command by
   ~40 ms (measured on loopback: 48 ms -> under 5 ms per command);
-- host key checking against known_hosts (:mod:`hostkeys`), because Fabric
+- host key checking against known_hosts (:mod:`.hostkeys`), because Fabric
   accepts any key.
 
-Commands run on raw exec channels of that connection (:mod:`ssh_channel`), each
-wrapped in timeout(1) so the node kills what overruns (:mod:`shellwrap`).
+Commands run on raw exec channels of that connection (:mod:`.channel`), each
+wrapped in timeout(1) so the node kills what overruns (:mod:`pytest_fabric.transport.shellwrap`).
 
 sshd allows ``MaxSessions`` (OpenSSH default 10) sessions per connection, and a
 round of servers and clients can need more on one node: when every connection to a
@@ -34,7 +34,12 @@ from typing import Any
 import fabric
 import paramiko
 
-from .base import CommandResult, CommandTimeout, TransportError
+from ..base import CommandResult, CommandTimeout, TransportError
+from ..outcome import is_wrapper_timeout, judge
+from ..shellwrap import KILL_AFTER_S, in_background, kill_marked, with_timeout
+from .background import SSHBackgroundProcess
+from .channel import exit_code_of, pump
+from .errors import Endpoint, connect_error, dropped_before_banner, dropped_error, lost_error
 from .hostkeys import (
     GLOBAL_KNOWN_HOSTS,
     HostKeyLog,
@@ -44,11 +49,6 @@ from .hostkeys import (
     note_refused,
 )
 from .jumphosts import JumpHosts
-from .outcome import is_wrapper_timeout, judge
-from .shellwrap import KILL_AFTER_S, in_background, kill_marked, with_timeout
-from .ssh_background import SSHBackgroundProcess
-from .ssh_channel import exit_code_of, pump
-from .ssh_errors import Endpoint, connect_error, dropped_before_banner, dropped_error, lost_error
 
 __all__ = ["SSHSettings", "SSHTransport"]
 
@@ -57,8 +57,9 @@ logger = logging.getLogger(__name__)
 # paramiko logs a frozen sshd's banner timeout as an ERROR with a traceback, which
 # Python's last-resort handler prints to stderr even though we raise a clear typed
 # error for it.  Its records go to this child logger instead: a NullHandler keeps them
-# off a bare stderr; pytest's log capture and the user's logging still receive them.
-_PARAMIKO_LOG = f"{__name__}.paramiko"
+# off a bare stderr; pytest's log capture and the user's logging still receive them.  The name is
+# the package's (plugin.py quiets it by that name), not this module's.
+_PARAMIKO_LOG = "pytest_fabric.transport.ssh.paramiko"
 logging.getLogger(_PARAMIKO_LOG).addHandler(logging.NullHandler())
 
 # How long past the node-side kill we wait before deciding the connection itself hangs.

@@ -1,0 +1,30 @@
+"""Reach nodes over SSH: one Fabric connection per node, opened once and reused.
+
+- :mod:`.transport`: :class:`SSHTransport` and its :class:`SSHSettings`;
+- :mod:`.channel`: one exec channel read to the end under a deadline;
+- :mod:`.background`: a server started over SSH (:class:`SSHBackgroundProcess`);
+- :mod:`.errors`: paramiko's and the socket layer's failures as the transport's typed errors;
+- :mod:`.hostkeys`: host keys checked against known_hosts, as OpenSSH's StrictHostKeyChecking;
+- :mod:`.jumphosts`: one connection per bastion, shared by every node behind it;
+- :mod:`.config`: the ssh_config's HostName of a host, for the traffic between nodes.
+
+paramiko's records go to the ``pytest_fabric.transport.ssh.paramiko`` logger.
+"""
+
+from __future__ import annotations
+
+from .background import SSHBackgroundProcess
+from .config import hostname_lookup
+from .hostkeys import HOST_KEY_POLICIES, HostKeyPolicy
+from .jumphosts import JumpHosts
+from .transport import SSHSettings, SSHTransport
+
+__all__ = [
+    "HOST_KEY_POLICIES",
+    "HostKeyPolicy",
+    "JumpHosts",
+    "SSHBackgroundProcess",
+    "SSHSettings",
+    "SSHTransport",
+    "hostname_lookup",
+]
