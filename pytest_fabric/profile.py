@@ -866,6 +866,12 @@ def load_profile(reference: str, overrides: list[str] | None = None) -> Profile:
         document = ProfileDocument.model_validate(data)
     except ValidationError as exc:
         raise SourceError(_describe(exc, where, path)) from None
+    from .ceilings import impossible  # it reads this module's models
+
+    refused = impossible(document)
+    if refused:
+        raise SourceError(f"profile {document.name} asks for more than the hardware it describes can carry:\n  "
+                          + "\n  ".join(f"{_place(where, loc, path)}: {why}" for loc, why in refused))
     digest = hashlib.sha256(raw).hexdigest()
     profile = Profile(document=document, path=path, chain=chain, sha256=digest, overrides=overrides)
     if not profile.set_checks():
@@ -877,16 +883,21 @@ def load_profile(reference: str, overrides: list[str] | None = None) -> Profile:
     return profile
 
 
+def _place(where: dict[tuple[Any, ...], tuple[str, int]], loc: tuple[Any, ...], path: Path) -> str:
+    """``file:line`` of the innermost written key of ``loc`` (``--expect`` for an override)."""
+    source, line = str(path), 0
+    for end in range(len(loc), -1, -1):
+        if loc[:end] in where:
+            source, line = where[loc[:end]]
+            break
+    return "--expect" if source == "--expect" else (f"{source}:{line}" if line else source)
+
+
 def _describe(exc: ValidationError, where: dict[tuple[Any, ...], tuple[str, int]], path: Path) -> str:
     out = []
     for error in exc.errors():
         loc = tuple(p for p in error["loc"] if not (isinstance(p, str) and "[" in p))
-        source, line = str(path), 0
-        for end in range(len(loc), -1, -1):
-            if loc[:end] in where:
-                source, line = where[loc[:end]]
-                break
-        place = "--expect" if source == "--expect" else (f"{source}:{line}" if line else source)
+        place = _place(where, loc, path)
         message = error["msg"]
         if message.startswith("Value error, "):
             message = message[len("Value error, ") :]

@@ -1,0 +1,107 @@
+"""A profile must not ask for more than the hardware it describes can carry: checked at load.
+
+Each expected floor is held against the ceiling the profile itself implies, and an impossible one
+is refused with the key, the ceiling and how it was computed (a bundled floor that four HDR ports
+cannot carry failed every pair on the hardware the profile describes).  The ceilings are line
+rates, the most a link can move, never a typical figure:
+
+- RDMA, GPUDirect and TCP between a pair: one port's ``port_rate`` (a rail, or the NIC TCP runs over);
+- multi-node NCCL bus bandwidth: ``ports`` x ``port_rate``, every rail of a node busy at once
+  (NCCL's bus bandwidth for all_reduce is what each rank's links carry);
+- host <-> device copies: the PCIe link ``gpu_pcie`` states, generation x width, after the link
+  encoding (PCI-SIG: 8b/10b to Gen2, 128b/130b from Gen3; Gen6 is FLIT, taken as Gen5's doubled);
+- NVLink per GPU pair, one direction: the GPU's NVLink total for the model ``gpu_model`` names
+  (A100: 12 NVLink3 links x 25 GB/s = 300 GB/s each way; H100: 18 NVLink4 x 25 GB/s = 450 GB/s;
+  NVIDIA's A100 and H100 datasheets give 600 and 900 GB/s both ways);
+- shares (``90% line``, ``min: 90%`` of a ratio): at most 100%.
+
+Pure: it reads a validated profile document, nothing else.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from decimal import Decimal
+from typing import Any
+
+from .units import Quantity
+
+__all__ = ["impossible", "pcie_gbytes", "NVLINK_GBYTES"]
+
+#: one direction, per PCIe lane, GB/s after encoding (PCI-SIG base specifications)
+_PCIE_LANE_GBYTES = {1: Decimal("0.25"), 2: Decimal("0.5"), 3: Decimal("0.985"), 4: Decimal("1.969"),
+                     5: Decimal("3.938"), 6: Decimal("7.877"), 7: Decimal("15.754")}
+#: a GPU's NVLink bandwidth one way, GB/s, by the model name's substring (datasheets: both ways / 2)
+NVLINK_GBYTES = {"A100": Decimal(300), "H100": Decimal(450), "H200": Decimal(450), "B200": Decimal(900),
+                 "V100": Decimal(150)}
+
+
+def pcie_gbytes(generation: int, width: int) -> Decimal:
+    """A PCIe link's line rate one way, GB/s."""
+    return _PCIE_LANE_GBYTES[generation] * width
+
+
+def _floor(spec: Any) -> Quantity | None:
+    floor = getattr(spec, "min", None)
+    return floor if isinstance(floor, Quantity) else None
+
+
+def _shares(document: Any) -> Iterator[tuple[tuple[str, ...], str]]:
+    for layer in ("software", "intra_node", "inter_node", "storage", "egress"):
+        section = getattr(document, layer)
+        for name in type(section).model_fields:
+            floor = _floor(getattr(section, name))
+            if floor is not None and floor.dimension.name in ("LINE_SHARE", "PERCENT") and floor.value > 1:
+                yield ((layer, name, "min"), f"{layer}.{name}.min: {floor.display()} is more than all of it: "
+                                             "a share is at most 100%")
+
+
+def impossible(document: Any) -> list[tuple[tuple[str, ...], str]]:
+    """(location of the key, why) for every expected value above the ceiling the profile implies."""
+    out = list(_shares(document))
+    inter, intra = document.inter_node, document.intra_node
+    rate = inter.port_rate.min if inter.port_rate is not None else None
+    ports = inter.ports
+    count = None
+    if ports is not None:
+        value = ports.equal or ports.min
+        count = int(value.value) if value is not None else (len(ports.names) or None)
+
+    def above(loc: tuple[str, ...], floor: Quantity, ceiling: Decimal, unit: str, how: str) -> None:
+        if floor.to(unit) > ceiling:
+            key = ".".join(loc)
+            out.append((loc, f"{key}: {floor.display(unit)} is more than this profile's hardware carries: "
+                             f"{_fmt(ceiling)} {unit} ({how}); lower it, or fix the hardware it states"))
+
+    if rate is not None and rate.dimension.name == "BANDWIDTH":
+        line = rate.to("Gb/s")
+        for name in ("rdma_bandwidth", "gpudirect_bandwidth", "tcp_throughput"):
+            floor = _floor(getattr(inter, name))
+            if floor is not None and not floor.is_line_share and floor.dimension.name == "BANDWIDTH":
+                above(("inter_node", name, "min"), floor, line, "Gb/s",
+                      f"one port's line, inter_node.port_rate {rate.display('Gb/s')}")
+        nccl = _floor(inter.nccl_allreduce)
+        if nccl is not None and count and nccl.dimension.name == "BANDWIDTH":
+            above(("inter_node", "nccl_allreduce", "min"), nccl, rate.to("GB/s") * count, "GB/s",
+                  f"inter_node.ports {count} x port_rate {rate.display('Gb/s')} = {_fmt(rate.to('GB/s') * count)} GB/s, "
+                  "every rail of a node at its line rate")
+    if intra.gpu_pcie is not None:
+        ceiling = pcie_gbytes(intra.gpu_pcie.generation, intra.gpu_pcie.width)
+        for name in ("host_to_device_bandwidth", "device_to_host_bandwidth"):
+            floor = _floor(getattr(intra, name))
+            if floor is not None and floor.dimension.name == "BANDWIDTH":
+                above(("intra_node", name, "min"), floor, ceiling, "GB/s",
+                      f"intra_node.gpu_pcie Gen{intra.gpu_pcie.generation} x{intra.gpu_pcie.width}, one way after "
+                      "its line encoding")
+    model = intra.gpu_model.value if intra.gpu_model is not None else ""
+    nvlink = next((v for k, v in NVLINK_GBYTES.items() if k.lower() in model.lower()), None)
+    floor = _floor(intra.nvlink_bandwidth)
+    if nvlink is not None and floor is not None and floor.dimension.name == "BANDWIDTH":
+        above(("intra_node", "nvlink_bandwidth", "min"), floor, nvlink, "GB/s",
+              f"an {model} GPU's NVLink total one way (its datasheet's both-ways figure / 2)")
+    return out
+
+
+def _fmt(value: Decimal) -> str:
+    text = f"{value:.3f}".rstrip("0").rstrip(".")
+    return text or "0"
