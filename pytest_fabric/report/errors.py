@@ -16,16 +16,23 @@ The traceback stays available: ``--tb=long`` (or ``native``) keeps pytest's own 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import pytest
-from _pytest._code.code import ReprFileLocation, TerminalRepr  # what pytest's own reports hold
-from _pytest._io import TerminalWriter
+
+# pytest has no public names for these (pytest 8 and 9 export neither): TestReport.longrepr is
+# typed ``... | TerminalRepr``, so a longrepr of our own subclasses it, and its ``reprcrash`` is
+# the ReprFileLocation that the short summary and JUnit read the message from, as they do for
+# pytest's own reports.  The excinfo comes from pytest.CallInfo, which is public.
+from _pytest._code.code import ReprFileLocation, TerminalRepr
 
 from ..runinfo import get_run_info
 from ..state import CHECK_KEY
 from ..transport.base import TransportError
 from .causes import cause_key
+
+if TYPE_CHECKING:  # only toterminal's annotation: nothing of _pytest._io is needed at run time
+    from _pytest._io import TerminalWriter
 
 __all__ = ["MessageRepr", "TRACEBACK_ATTRIBUTE", "message_lines"]
 
