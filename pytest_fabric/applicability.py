@@ -13,6 +13,7 @@ block ACCEPT.  Pure: no I/O, no pytest.
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import Any
 
 from . import checks
 from .inventory import Inventory
@@ -24,7 +25,7 @@ __all__ = ["unmeasurable"]
 _FIX = "or mark the check `optional: true` in the profile"
 
 
-def _set(profile: Profile, check: checks.Check[checks.p.CheckSpec]) -> bool:
+def _set(profile: Profile, check: checks.Check[Any]) -> bool:
     spec = profile.spec(check.layer, check.setting)
     return spec is not None and not spec.optional
 
@@ -34,11 +35,11 @@ def unmeasurable(profile: Profile, inventory: Inventory, pairs: Sequence[Pair]) 
     out: list[tuple[str, str]] = []
     where = f"inventory {inventory.path}"
 
-    def need(check: checks.Check[checks.p.CheckSpec], why: str) -> None:
+    def need(check: checks.Check[Any], why: str) -> None:
         if _set(profile, check):
             out.append((check.profile_key, f"{check.profile_key}: {why} ({_FIX})"))
 
-    storage = [checks.SEQUENTIAL_READ, checks.SEQUENTIAL_WRITE, checks.RANDOM_READ_IOPS, checks.CHECKPOINT_WRITE,
+    storage: list[checks.Check[Any]] = [checks.SEQUENTIAL_READ, checks.SEQUENTIAL_WRITE, checks.RANDOM_READ_IOPS, checks.CHECKPOINT_WRITE,
                checks.AGGREGATE_WRITE]
     if not inventory.mounts:
         for check in storage:

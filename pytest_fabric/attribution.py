@@ -392,8 +392,8 @@ def attribute(
 
     fabric = _fabric(cannot, confirmed, under_load, not_reproduced, direction_of, node_faults, link_faults)
     if uncertain:
-        near = ", ".join(sorted(_pid(direction_of[p]) for p in uncertain))
-        fabric.message += (f"; cannot attribute {near}: re-measured alone, their repeats fall on both sides of the "
+        undecided = ", ".join(sorted(_pid(direction_of[p]) for p in uncertain))
+        fabric.message += (f"; cannot attribute {undecided}: re-measured alone, their repeats fall on both sides of the "
                            "floor (the measurement's own spread near the floor)")
         if fabric.verdict == "ok":
             fabric.verdict = "cannot attribute"

@@ -378,6 +378,9 @@ class Roce(CheckSpec):
     # PCP trust.  Unset: derived from the first PFC priority (DSCP 8p+2, e.g. 26 -> 106).
     traffic_class: int | None = Field(default=None, ge=0, le=255)
     service_level: int | None = Field(default=None, ge=0, le=15)
+    # The GID table entry every RDMA tool uses (RoCEv2 over IPv4 is usually 3; `show_gids` lists
+    # them). Unset: each tool picks its own (perftest the first, NCCL its auto-detection).
+    gid_index: int | None = Field(default=None, ge=0, le=255)
 
     @model_validator(mode="after")
     def _dimensions(self) -> Any:
@@ -395,15 +398,32 @@ class Roce(CheckSpec):
                 )
         return self
 
-    def perftest_args(self) -> tuple[str, ...]:
-        """perftest options that put RDMA traffic in the lossless class (empty: nothing to mark)."""
+    def marking(self) -> tuple[str, int] | None:
+        """How RDMA traffic is put in the lossless class: ("sl", level) under PCP trust, else
+        ("tclass", traffic class); None: nothing to mark."""
         if self.trust == "pcp":
             level = self.service_level if self.service_level is not None else min(self.pfc_priorities, default=None)
-            return () if level is None else (f"--sl={level}",)
+            return None if level is None else ("sl", level)
         tclass = self.traffic_class
         if tclass is None and self.pfc_priorities:
             tclass = (8 * min(self.pfc_priorities) + 2) << 2 | (2 if self.ecn else 0)
-        return () if tclass is None else (f"--tclass={tclass}",)
+        return None if tclass is None else ("tclass", tclass)
+
+    def perftest_args(self) -> tuple[str, ...]:
+        """perftest options that put RDMA traffic in the lossless class, on the profile's GID (empty: none)."""
+        mark = self.marking()
+        out = [] if mark is None else [f"--sl={mark[1]}" if mark[0] == "sl" else f"--tclass={mark[1]}"]
+        if self.gid_index is not None:
+            out.append(f"--gid-index={self.gid_index}")
+        return tuple(out)
+
+    def nccl_env(self) -> tuple[str, ...]:
+        """The same class and GID for NCCL (NCCL_IB_TC, NCCL_IB_SL, NCCL_IB_GID_INDEX), as ``NAME=value``."""
+        mark = self.marking()
+        out = [] if mark is None else [f"NCCL_IB_SL={mark[1]}" if mark[0] == "sl" else f"NCCL_IB_TC={mark[1]}"]
+        if self.gid_index is not None:
+            out.append(f"NCCL_IB_GID_INDEX={self.gid_index}")
+        return tuple(out)
 
     def bounds(self) -> list[tuple[str, Op, Quantity | str | int | bool]]:
         out: list[tuple[str, Op, Quantity | str | int | bool]] = []

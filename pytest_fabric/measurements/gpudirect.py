@@ -13,6 +13,7 @@ from ..probes import affinity, gpudirect, rdma
 from ..state import FabricState, get_state
 from ..verdict import Measurement
 from .affinity import node_topology
+from .inter_node import rdma_traffic
 
 
 def _state(request: pytest.FixtureRequest) -> FabricState:
@@ -35,7 +36,8 @@ def gpudirect_bandwidth(request: pytest.FixtureRequest, node_pair: NodePair, spe
 
     def measure(pair: NodePair) -> Measurement:
         run = rdma.RdmaSettings(size_bytes=int(settings.size.to("B")), qps=settings.qps, repeat=settings.repeat,
-                                duration_s=int(settings.duration.to("s")), port=GPUDIRECT_BANDWIDTH_PORTS.port(pair.slot))
+                                duration_s=int(settings.duration.to("s")), port=GPUDIRECT_BANDWIDTH_PORTS.port(pair.slot),
+                                traffic=rdma_traffic(state))  # the RoCE class and GID every RDMA tool uses
         ports_a, _ = rdma.list_ports(pair.a, link_layer)
         ports_b, _ = rdma.list_ports(pair.b, link_layer)
         return gpudirect.pair_gpudirect(

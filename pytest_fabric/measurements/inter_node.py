@@ -61,12 +61,22 @@ def _port_names(state: FabricState) -> tuple[str, ...]:
     return tuple(spec.names) if spec is not None else ()
 
 
-def _traffic(state: FabricState) -> tuple[str, ...]:
+def rdma_traffic(state: FabricState) -> tuple[str, ...]:
     """perftest options for the RoCE class the profile's ``roce`` check requires (none on InfiniBand)."""
     spec = state.profile.spec_of(checks.ROCE)
     if spec is None or (_link_layer(state) or "").lower() == "infiniband":
         return ()
     return tuple(spec.perftest_args())
+
+
+def nccl_launch(state: FabricState, nodes: list[NodeHandle]) -> nccl.Launch:
+    """The HCAs and RoCE class NCCL must be told (see :class:`~pytest_fabric.probes.nccl.Launch`):
+    the first node's inventory ``rdma_ports`` (rail i is the i-th listed on each node), else the
+    profile's ``ports.names``; on RoCE the class and GID perftest is given too."""
+    ports = next((n.spec.rdma_ports for n in nodes if n.spec.rdma_ports), ()) or _port_names(state)
+    roce = state.profile.spec_of(checks.ROCE)
+    env = roce.nccl_env() if roce is not None and (_link_layer(state) or "").lower() != "infiniband" else ()
+    return nccl.Launch(hcas=nccl.nccl_hcas(ports), nccl_env=env)
 
 
 def _gpus_per_node(state: FabricState) -> int:
@@ -121,7 +131,7 @@ def measure_function(state: FabricState, check: str, *, port_offset: int = 0) ->
                 size_bytes=lat_spec.size,
                 repeat=lat_spec.repeat,
                 iterations=lat_spec.iterations,
-                traffic=_traffic(state),
+                traffic=rdma_traffic(state),
                 port=checks.RDMA_LATENCY_PORTS.port(port_offset + pair.slot),
             )
             return rdma.pair_latency(
@@ -134,7 +144,7 @@ def measure_function(state: FabricState, check: str, *, port_offset: int = 0) ->
 
         def measure_nccl(pair: NodePair) -> Measurement:
             return nccl.allreduce([pair.a, pair.b], size_bytes=int(nccl_spec.size.to("B")),
-                                  gpus_per_node=_gpus_per_node(state))
+                                  gpus_per_node=_gpus_per_node(state), launch=nccl_launch(state, [pair.a, pair.b]))
 
         return measure_nccl
     raise KeyError(check)
@@ -148,7 +158,7 @@ def rdma_settings(state: FabricState, *, port: int, repeat: int | None = None) -
         qps=spec.qps,
         repeat=spec.repeat if repeat is None else repeat,
         duration_s=int(spec.duration.to("s")),
-        traffic=_traffic(state),
+        traffic=rdma_traffic(state),
         port=port,
     )
 
@@ -850,7 +860,8 @@ def scaling_efficiency(request: pytest.FixtureRequest, cluster: Cluster, spec: S
     nodes = cluster.nodes
     if len(nodes) < 3:
         pytest.skip(f"scaling needs at least 3 nodes; the inventory has {len(nodes)}")
-    return nccl.scaling(nodes, size_bytes=int(nccl_spec.size.to("B")), gpus_per_node=_gpus_per_node(state))
+    return nccl.scaling(nodes, size_bytes=int(nccl_spec.size.to("B")), gpus_per_node=_gpus_per_node(state),
+                        launch=nccl_launch(state, list(nodes)))
 
 
 def _leaf_rounds(leaves: dict[str, list[NodeHandle]]) -> list[list[NodePair]]:

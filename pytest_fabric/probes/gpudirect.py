@@ -23,6 +23,16 @@ from .rdma import RdmaPort, RdmaSettings, rail_bandwidth
 __all__ = ["pair_gpudirect"]
 
 FIX = "load nvidia_peermem (modprobe nvidia_peermem) or use --use_cuda_dmabuf with the open kernel module; see software.gpudirect"
+#: what perftest's getopt says of --use_cuda when it was built without CUDA (HAVE_CUDA unset), as most
+#: MLNX_OFED / DOCA-OFED perftest packages are: the option does not exist, and peermem is not the cause
+NO_CUDA_FIX = ("this perftest was built without CUDA (most MLNX_OFED and DOCA-OFED packages are): build perftest "
+               "with CUDA (./autogen.sh && ./configure CUDA_H_PATH=/usr/local/cuda/include/cuda.h && make) and put "
+               "that ib_write_bw first on PATH; nvidia_peermem is not the cause")
+
+
+def built_without_cuda(text: str) -> bool:
+    """perftest refused ``--use_cuda`` as an unknown option (``unrecognized option '--use_cuda=0'``)."""
+    return "--use_cuda" in text and ("unrecognized option" in text or "invalid option" in text)
 
 
 def _port(ports: Sequence[RdmaPort], device: str) -> RdmaPort | None:
@@ -49,8 +59,12 @@ def pair_gpudirect(pair: NodePair, settings: RdmaSettings, *, rails_a: Sequence[
         try:
             median, samples, ev, _ = rail_bandwidth(pair, a_port, b_port, run, settings.port)
         except TransportError as exc:
-            raise MeasurementError(exc.node, f"{rail.gpu} via {a_port.device} -> {b_port.device}: {exc.detail}",
-                                   command=exc.command, fix=FIX) from exc
+            result = getattr(exc, "result", None)  # a CommandFailed keeps the whole output, not its tail
+            output = f"{result.stdout}\n{result.stderr}" if result is not None else str(exc)
+            fix = NO_CUDA_FIX if built_without_cuda(output) else FIX
+            what = "ib_write_bw has no --use_cuda (perftest built without CUDA)" if fix is NO_CUDA_FIX else exc.detail
+            raise MeasurementError(exc.node, f"{rail.gpu} via {a_port.device} -> {b_port.device}: {what}",
+                                   command=exc.command, fix=fix) from exc
         evidence += ev
         line = min(a_port.rate, b_port.rate)
         results.append((median.value / line.value, median, line, rail.gpu, a_port.device, b_port.device))

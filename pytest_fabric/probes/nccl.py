@@ -22,8 +22,10 @@ What a run can end in, and what the check then says:
 
 from __future__ import annotations
 
+import ipaddress
 import shlex
 from collections.abc import Sequence
+from dataclasses import dataclass
 
 from ..cluster import NodeHandle
 from ..evidence import CommandResult
@@ -34,7 +36,7 @@ from ..units import Quantity, bandwidth, parse_quantity
 from ..verdict import Measurement
 from .base import MeasurementError, parse_or_raise
 
-__all__ = ["ALGORITHM", "BASELINE_PAIRS", "SCALING_SAMPLES", "allreduce", "baseline_pairs", "read_run", "scaling", "wrong_results"]
+__all__ = ["ALGORITHM", "BASELINE_PAIRS", "SCALING_SAMPLES", "Launch", "allreduce", "nccl_hcas", "baseline_pairs", "read_run", "scaling", "wrong_results"]
 
 ALGORITHM = "Ring"
 # Two-node runs the scaling baseline is the median of: pairs spread over the node list, so one
@@ -49,14 +51,62 @@ _FIX_LAUNCH = (
 )
 
 
-def _command(nodes: Sequence[NodeHandle], size_bytes: int, gpus_per_node: int, algorithm: str) -> str:
+@dataclass(frozen=True)
+class Launch:
+    """What a multi-node launch must tell Open MPI and NCCL that they would not find on their own.
+
+    ``hcas``: the RDMA ports the inventory (or the profile's ``ports.names``) names, as NCCL_IB_HCA
+    takes them (``=mlx5_0:1,mlx5_1:1``: ``=`` is an exact match, so ``mlx5_1`` never also picks
+    ``mlx5_10``); without it NCCL uses every HCA it finds, a storage HCA included.  ``nccl_env``:
+    the RoCE class the profile requires (``NCCL_IB_TC``, ``NCCL_IB_GID_INDEX``, ``NCCL_IB_SL``), the
+    same one perftest is given, so NCCL does not run in the lossy class.
+    """
+
+    hcas: tuple[str, ...] = ()
+    nccl_env: tuple[str, ...] = ()
+
+
+def _ip(address: str) -> bool:
+    try:
+        ipaddress.ip_address(address)
+    except ValueError:
+        return False
+    return True
+
+
+def _command(nodes: Sequence[NodeHandle], size_bytes: int, gpus_per_node: int, algorithm: str,
+             launch: Launch = Launch()) -> str:
     hosts = ",".join(f"{shlex.quote(n.address)}:{gpus_per_node}" for n in nodes)
+    options = [
+        # PATH and LD_LIBRARY_PATH of the launching shell reach the remote ranks: all_reduce_perf and
+        # libnccl are found where they are on the first node, not only on the default PATH.
+        "-x PATH", "-x LD_LIBRARY_PATH",
+        # hcoll (Mellanox's collectives, in HPC-X and MLNX_OFED's Open MPI) is not used by NCCL and
+        # fails to initialise on nodes without its daemons: off.
+        "--mca coll_hcoll_enable 0",
+    ]
+    addresses = [n.address for n in nodes]
+    if all(_ip(a) for a in addresses):
+        # Open MPI's own wire-up and TCP traffic on the network the hosts were named by (CIDR per
+        # host), not on whichever interface it tries first (docker0, an IPoIB down link).
+        cidrs = ",".join(f"{a}/{32 if ipaddress.ip_address(a).version == 4 else 128}" for a in addresses)
+        options += [f"--mca oob_tcp_if_include {cidrs}", f"--mca btl_tcp_if_include {cidrs}"]
+    env = [f"NCCL_ALGO={algorithm}", "NCCL_DEBUG=VERSION"]
+    if launch.hcas:
+        env.append("NCCL_IB_HCA==" + ",".join(launch.hcas))
+    env += list(launch.nccl_env)
     # -c 1: nccl-tests checks every result against the expected values (its default, made explicit).
     return (
         f"mpirun --allow-run-as-root -H {hosts} -np {len(nodes) * gpus_per_node} --bind-to none "
-        f"-x NCCL_ALGO={shlex.quote(algorithm)} -x NCCL_DEBUG=VERSION "
-        f"all_reduce_perf -b {size_bytes} -e {size_bytes} -f 2 -g 1 -c 1"
+        + " ".join(options) + " "
+        + " ".join(f"-x {shlex.quote(e)}" for e in env) + " "
+        + f"all_reduce_perf -b {size_bytes} -e {size_bytes} -f 2 -g 1 -c 1"
     )
+
+
+def nccl_hcas(ports: Sequence[str]) -> tuple[str, ...]:
+    """``mlx5_0/1`` (the inventory's and profile's spelling) as NCCL_IB_HCA writes it: ``mlx5_0:1``."""
+    return tuple(p.replace("/", ":") if "/" in p else f"{p}:1" for p in ports)
 
 
 def wrong_results(parsed: nccl_tests.NcclTestsResult) -> str | None:
@@ -117,6 +167,7 @@ def allreduce(
     gpus_per_node: int,
     algorithm: str = ALGORITHM,
     timeout: float = 600,
+    launch: Launch = Launch(),
 ) -> Measurement:
     """Bus bandwidth of all_reduce_perf across ``nodes`` at ``size_bytes`` (see the module for outcomes).
 
@@ -124,7 +175,7 @@ def allreduce(
     judged; returns a measurement that fails the check (``missing`` set) when the
     results were wrong.
     """
-    command = _command(nodes, size_bytes, gpus_per_node, algorithm)
+    command = _command(nodes, size_bytes, gpus_per_node, algorithm, launch)
     launcher = nodes[0]
     names = ", ".join(n.name for n in nodes)
     result = launcher.run(command, timeout=timeout, check=False)
@@ -176,10 +227,12 @@ def _median(values: Sequence[float]) -> float:
 
 
 def _runs(
-    nodes: Sequence[NodeHandle], samples: int, *, size_bytes: int, gpus_per_node: int, timeout: float
+    nodes: Sequence[NodeHandle], samples: int, *, size_bytes: int, gpus_per_node: int, timeout: float,
+    launch: Launch = Launch(),
 ) -> tuple[list[Measurement], Measurement | None]:
     """``samples`` runs over ``nodes``; the second item is the first run with wrong results, if any."""
-    runs = [allreduce(nodes, size_bytes=size_bytes, gpus_per_node=gpus_per_node, timeout=timeout) for _ in range(samples)]
+    runs = [allreduce(nodes, size_bytes=size_bytes, gpus_per_node=gpus_per_node, timeout=timeout, launch=launch)
+            for _ in range(samples)]
     return runs, next((m for m in runs if m.missing is not None), None)
 
 
@@ -196,6 +249,7 @@ def scaling(
     samples: int = SCALING_SAMPLES,
     pairs: int = BASELINE_PAIRS,
     timeout: float = 600,
+    launch: Launch = Launch(),
 ) -> Measurement:
     """Bus bandwidth at 4, 8, ... all nodes as a share of the two-node figure (the worst share).
 
@@ -208,7 +262,8 @@ def scaling(
 
     def measure(group: Sequence[NodeHandle]) -> tuple[float, list[float]]:
         nonlocal corrupted
-        runs, bad = _runs(group, samples, size_bytes=size_bytes, gpus_per_node=gpus_per_node, timeout=timeout)
+        runs, bad = _runs(group, samples, size_bytes=size_bytes, gpus_per_node=gpus_per_node, timeout=timeout,
+                          launch=launch)
         for run in runs:
             evidence.extend(run.evidence)
         corrupted = corrupted or bad

@@ -161,6 +161,8 @@ class FakeHardware:
     firmware: str | None = None
     # ib_*_bw --use_cuda registers GPU memory (nvidia_peermem loaded); False: it fails as without peermem
     gpudirect: bool = True
+    # perftest built with CUDA; False (most MLNX_OFED builds): --use_cuda is an unknown option to getopt
+    perftest_cuda: bool = True
 
 
 def _python_for_nodes() -> str:

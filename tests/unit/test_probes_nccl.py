@@ -167,3 +167,28 @@ def test_the_patterns_above_tell_the_groups_apart() -> None:
     # Guard for the scaling test: the 4-node pattern must not match a 6-node command.
     six = "-H 10.0.0.1:1,10.0.0.2:1,10.0.0.3:1,10.0.0.4:1,10.0.0.5:1,10.0.0.6:1 "
     assert not re.search(r"-H (10\.0\.0\.\d:1,){3}10\.0\.0\.\d:1 ", six)
+
+
+def test_the_launch_line_carries_the_environment_the_hcas_and_the_roce_class() -> None:
+    # A real DGX pair: ranks must find all_reduce_perf and libnccl (PATH, LD_LIBRARY_PATH), Open MPI must
+    # wire up over the hosts' network and not load hcoll, and NCCL must use the inventory's HCAs in the
+    # class perftest is given (RoCE), not every HCA it finds in the lossy class.
+    pair, transports = nodes(2, {r"all_reduce_perf": table(40.0)})
+    launch = nccl.Launch(hcas=nccl.nccl_hcas(["mlx5_0/1", "mlx5_3"]), nccl_env=("NCCL_IB_TC=106", "NCCL_IB_GID_INDEX=3"))
+    nccl.allreduce(pair, size_bytes=SIZE, gpus_per_node=2, launch=launch)
+    (line,) = transports[0].calls
+    for option in ("-x PATH", "-x LD_LIBRARY_PATH", "--mca coll_hcoll_enable 0",
+                   "--mca oob_tcp_if_include 10.0.0.1/32,10.0.0.2/32", "--mca btl_tcp_if_include 10.0.0.1/32,10.0.0.2/32",
+                   "-x NCCL_IB_HCA==mlx5_0:1,mlx5_3:1", "-x NCCL_IB_TC=106", "-x NCCL_IB_GID_INDEX=3"):
+        assert option in line, (option, line)
+    assert line.index("-x NCCL_IB_HCA") < line.index("all_reduce_perf")
+
+
+def test_roce_profiles_give_perftest_and_nccl_the_same_class_and_gid() -> None:
+    from pytest_fabric.profile import Roce
+
+    roce = Roce(pfc_priorities=[3], ecn=True, trust="dscp", gid_index=3)
+    assert roce.perftest_args() == ("--tclass=106", "--gid-index=3")
+    assert roce.nccl_env() == ("NCCL_IB_TC=106", "NCCL_IB_GID_INDEX=3")
+    pcp = Roce(pfc_priorities=[4], trust="pcp")
+    assert pcp.perftest_args() == ("--sl=4",) and pcp.nccl_env() == ("NCCL_IB_SL=4",)

@@ -5,13 +5,14 @@ from __future__ import annotations
 from decimal import Decimal
 from pathlib import Path
 
+from unit.parsers.corpus import corpus_text
+
 from pytest_fabric.parsers.dcgmi_diag import parse_dcgmi_diag
 from pytest_fabric.parsers.iblinkinfo import parse_iblinkinfo
 from pytest_fabric.parsers.nvidia_smi_topo import parse_nvidia_smi_topo
 from pytest_fabric.probes.affinity import GpuRail, far_gpus, rail_differences, rails
 from pytest_fabric.probes.dcgm import failures
 from pytest_fabric.probes.switch_links import bad_links
-from unit.parsers.corpus import corpus_text
 
 DATA = Path(__file__).resolve().parents[1] / "data"
 

@@ -908,6 +908,10 @@ def cmd_perftest(tool: str, argv: list[str]) -> int:
         return 0
     doc = load_cluster()
     me = self_name(doc)
+    if "use-cuda" in opts and not doc["nodes"][me].get("perftest_cuda", True):
+        # perftest without HAVE_CUDA has no such option: glibc getopt_long's message, then perftest's.
+        die(f"{tool}: unrecognized option '--use_cuda={opts['use-cuda']}'\n Invalid command line. "
+            "Please check command rerun", 1)
     if ("use-cuda" in opts or "cuda-dmabuf" in opts) and not doc["nodes"][me].get("gpudirect", True):
         # FakeHardware.gpudirect False: GPU memory cannot be registered (no nvidia_peermem), as perftest says it.
         die(" Couldn't allocate MR\n failed to create mr\n Failed to create MR", 1)

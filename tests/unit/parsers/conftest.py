@@ -11,7 +11,6 @@ from collections.abc import Callable
 from pathlib import Path
 
 import pytest
-
 from unit.parsers.corpus import corpus_root
 
 REPO = Path(__file__).resolve().parents[3]

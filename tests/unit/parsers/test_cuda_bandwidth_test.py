@@ -3,10 +3,10 @@
 from __future__ import annotations
 
 import pytest
+from unit.parsers.corpus import corpus_text
 
 from pytest_fabric.parsers.base import ParseError
 from pytest_fabric.parsers.cuda_bandwidth_test import BandwidthSample, parse_cuda_bandwidth_test
-from unit.parsers.corpus import corpus_text
 
 
 def test_a100_quick_mode_tab_separated() -> None:

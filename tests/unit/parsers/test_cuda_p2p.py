@@ -3,10 +3,10 @@
 from __future__ import annotations
 
 import pytest
+from unit.parsers.corpus import corpus_text
 
 from pytest_fabric.parsers.base import ParseError
 from pytest_fabric.parsers.cuda_p2p import parse_cuda_p2p
-from unit.parsers.corpus import corpus_text
 
 
 def test_two_pcie_gpus_cannot_access_peer() -> None:

@@ -5,10 +5,10 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
+from unit.parsers.corpus import corpus_text
 
 from pytest_fabric.parsers.base import ParseError, ToolReportedError
 from pytest_fabric.parsers.dcgmi_diag import parse_dcgmi_diag
-from unit.parsers.corpus import corpus_text
 
 DATA = Path(__file__).resolve().parents[2] / "data" / "dcgmi-diag"
 

@@ -17,11 +17,11 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from unit.parsers.corpus import corpus_root
+from unit.parsers.test_fuzz import samples
 
 from pytest_fabric.parsers.__main__ import to_jsonable
 from pytest_fabric.parsers.base import ParseError, registry
-from unit.parsers.corpus import corpus_root
-from unit.parsers.test_fuzz import samples
 
 DATA = Path(__file__).resolve().parents[2] / "data"
 PARSERS = registry()

@@ -5,6 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
+from unit.parsers.corpus import corpus_text
 
 from pytest_fabric.parsers.base import ParseError, ToolReportedError
 from pytest_fabric.parsers.nvbandwidth import (
@@ -12,7 +13,6 @@ from pytest_fabric.parsers.nvbandwidth import (
     pair_bandwidths_gbytes_per_s,
     parse_nvbandwidth,
 )
-from unit.parsers.corpus import corpus_text
 
 DATA = Path(__file__).resolve().parents[2] / "data" / "nvbandwidth"
 D2D = "device_to_device_memcpy_read_ce"

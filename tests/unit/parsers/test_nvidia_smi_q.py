@@ -3,10 +3,10 @@
 from __future__ import annotations
 
 import pytest
+from unit.parsers.corpus import corpus_text
 
 from pytest_fabric.parsers.base import ParseError, ToolReportedError
 from pytest_fabric.parsers.nvidia_smi_q import parse_nvidia_smi_q
-from unit.parsers.corpus import corpus_text
 
 
 def test_h100_eight_gpus() -> None:

@@ -3,10 +3,10 @@
 from __future__ import annotations
 
 import pytest
+from unit.parsers.corpus import corpus_text
 
 from pytest_fabric.parsers.base import ParseError, ToolReportedError
 from pytest_fabric.parsers.nvidia_smi_query_gpu import parse_nvidia_smi_query_gpu
-from unit.parsers.corpus import corpus_text
 
 
 def test_h100_all_fields() -> None:

@@ -5,10 +5,10 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
+from unit.parsers.corpus import corpus_text
 
 from pytest_fabric.parsers.base import ParseError
 from pytest_fabric.parsers.nvidia_smi_xml import parse_nvidia_smi_xml
-from unit.parsers.corpus import corpus_text
 
 DATA = Path(__file__).resolve().parents[2] / "data" / "nvidia-smi-xml"
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
+from unit.parsers.corpus import corpus_text
 
 from pytest_fabric.parsers.base import ToolReportedError, UnrecognizedOutput
 from pytest_fabric.parsers.ldconfig import parse_ldconfig
@@ -13,7 +14,6 @@ from pytest_fabric.parsers.lspci_acs import parse_lspci_acs
 from pytest_fabric.parsers.nvidia_smi_list import parse_nvidia_smi_list
 from pytest_fabric.parsers.ofed_info import parse_ofed_info
 from pytest_fabric.probes.preflight import acs_on_paths
-from unit.parsers.corpus import corpus_text
 
 DATA = Path(__file__).resolve().parents[2] / "data"
 
