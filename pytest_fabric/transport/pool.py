@@ -91,10 +91,16 @@ class ConnectionPool:
 
         if not names:
             return {}
-        with ThreadPoolExecutor(
-            max_workers=max(1, min(max_workers, len(names))), thread_name_prefix="pf-connect"
-        ) as pool:
-            return dict(zip(names, pool.map(attempt, names)))
+        pool = ThreadPoolExecutor(max_workers=max(1, min(max_workers, len(names))), thread_name_prefix="pf-connect")
+        try:
+            results = dict(zip(names, pool.map(attempt, names)))
+        except BaseException:
+            # Stopped (Ctrl-C, SIGTERM) while nodes connect: the run unwinds now, not after the
+            # slowest connect (an allocation that waits minutes for nodes); it ends what is left.
+            pool.shutdown(wait=False, cancel_futures=True)
+            raise
+        pool.shutdown()
+        return results
 
     def interrupt_all(self, max_workers: int = 64) -> None:
         """Kill every running foreground command on every node, in parallel.  Never raises."""

@@ -235,6 +235,8 @@ class SlurmAllocation:
         self.tag = f"pf-{uuid.uuid4().hex[:8]}"
         self.job_id: str | None = settings.job_id
         self.owned = False  # True when we asked for the job, so we cancel it at the end
+        self._asked = False  # True once salloc ran: a job named self.tag may exist even without job_id
+        self._salloc: subprocess.Popen[str] | None = None  # the salloc still waiting, for interrupt()
         self._lock = threading.Lock()
         self._ready = False
         self._error: TransportError | None = None
@@ -324,7 +326,7 @@ class SlurmAllocation:
         if s.account:
             argv.append(f"--account={s.account}")
         argv.extend(s.salloc_options)
-        proc = self._slurm(argv, timeout=s.wait_s + 30)
+        proc = self._request(argv, timeout=s.wait_s + 30)
         granted = _GRANTED.search(proc.stderr + proc.stdout)
         if proc.returncode != 0 or granted is None:
             self._error = NoAllocation(
@@ -334,6 +336,29 @@ class SlurmAllocation:
             )
             return
         self.job_id, self.owned = granted.group(1), True
+
+    def _request(self, argv: list[str], timeout: float) -> subprocess.CompletedProcess[str]:
+        """Run salloc where :meth:`interrupt` reaches it without the lock ``ensure`` holds while it waits.
+
+        A run stopped while the request waits (Ctrl-C, SIGTERM: the request may wait minutes for
+        nodes) ends salloc, which withdraws its request; :meth:`release` cancels by name what is left.
+        """
+        self._asked = True
+        proc = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, stdin=subprocess.DEVNULL,
+                                text=True, env=self.env)
+        self._salloc = proc
+        try:
+            stdout, stderr = proc.communicate(timeout=timeout)
+        except BaseException:  # its timeout, or the run stopped while this thread waited
+            proc.terminate()
+            try:
+                proc.communicate(timeout=KILL_AFTER_S)
+            except subprocess.TimeoutExpired:
+                proc.kill()
+            raise
+        finally:
+            self._salloc = None
+        return subprocess.CompletedProcess(argv, proc.returncode, stdout, stderr)
 
     def node_error(self, node: str) -> TransportError | None:
         """Why ``node`` cannot run steps in this run, if it cannot."""
@@ -505,7 +530,16 @@ class SlurmAllocation:
                     continue
 
     def interrupt(self) -> None:
-        """Cancel every step of this run still running (Ctrl-C), at once.  Never raises."""
+        """Cancel every step of this run still running (Ctrl-C), at once.  Never raises.
+
+        An allocation still being asked for is withdrawn: its salloc is ended.
+        """
+        salloc = self._salloc  # not under the lock: ensure() holds it while salloc waits
+        if salloc is not None and salloc.poll() is None:
+            try:
+                salloc.terminate()
+            except ProcessLookupError:
+                pass
         with self._lock:
             running = dict(self._running)
         if not running:
@@ -527,6 +561,11 @@ class SlurmAllocation:
         """Cancel what is left of the run: the job if we asked for it, else this run's steps.  Idempotent."""
         self.interrupt()
         if self.job_id is None:
+            if self._asked:  # salloc ended before it told us the job: nothing of ours stays queued or held
+                try:
+                    self._slurm(["scancel", f"--name={self.tag}"], timeout=15)
+                except (OSError, subprocess.SubprocessError):
+                    logger.debug("cancelling job %s by name failed", self.tag, exc_info=True)
             return
         try:
             if self.owned:

@@ -1,0 +1,198 @@
+"""SIGTERM stops a run as Ctrl-C does (issue 19): scancel, a Slurm time limit, a CI cancel, ``kill``.
+
+A real ``pytest --cluster`` in a subprocess, measuring a 60 s tcp_throughput round on the simulated
+cluster, gets SIGTERM: it ends within seconds, the JSON record says ``interrupted``, the HTML report
+is written, no iperf3 (nor anything else of the run) is left on a node, and a Slurm allocation the
+run asked for is gone from ``squeue``.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+import uuid
+from pathlib import Path
+
+import pytest
+from simcluster import SimCluster
+from simcluster.slurm import SlurmSim
+
+LONG_PROFILE = "name: long\ninter_node:\n  tcp_throughput: {min: 1 Gb/s, streams: 1, duration: 60 s}\n"
+ENDS_WITHIN_S = 15
+
+
+def _iperf3(sim: SimCluster) -> dict[str, list[str]]:
+    found = {n.name: [cmd for _, cmd in sim.processes(n) if "iperf3" in cmd] for n in sim.nodes}
+    return {name: cmds for name, cmds in found.items() if cmds}
+
+
+def _ended(run: subprocess.Popen[str]) -> str:
+    """What a run that did not get as far as the test needed wrote (it is ended first)."""
+    if run.poll() is None:
+        run.kill()
+    return run.communicate()[0][-3000:]
+
+
+def _stop_with_sigterm(sim: SimCluster, inventory: Path, where: Path, signals: int = 1,
+                       env: dict[str, str] | None = None) -> tuple[str, float]:
+    """Start the long run (in ``env``, else this environment), SIGTERM it (``signals`` times) once a
+    client measures; its output and how long it took to end."""
+    (where / "long.yaml").write_text(LONG_PROFILE)
+    run = subprocess.Popen(
+        [sys.executable, "-m", "pytest", "--cluster", str(inventory), "--profile", "long.yaml",
+         "-p", "no:cacheprovider", "-k", "tcp_throughput and not outlier", "--conformance-json=record.json",
+         "--html=report.html", "--self-contained-html"],
+        cwd=where, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+        env={**(os.environ if env is None else env), "FABRIC_TEST_CHECKOUT": "1"},
+    )
+    try:
+        deadline = time.monotonic() + 90
+        while time.monotonic() < deadline and run.poll() is None and not any(
+            "iperf3 -c" in cmd for cmds in _iperf3(sim).values() for cmd in cmds
+        ):
+            time.sleep(0.1)
+        if run.poll() is not None or not _iperf3(sim):
+            pytest.fail(f"the run never started measuring:\n{_ended(run)}")
+        assert json.loads((where / "record.json").read_text())["run"]["status"] == "running"
+        stopped = time.monotonic()
+        run.send_signal(signal.SIGTERM)
+        for _ in range(signals - 1):  # a second SIGTERM while it unwinds does not cut that short
+            time.sleep(0.3)
+            if run.poll() is None:
+                run.send_signal(signal.SIGTERM)
+        try:
+            output, _ = run.communicate(timeout=ENDS_WITHIN_S)
+        except subprocess.TimeoutExpired:
+            run.kill()
+            output, _ = run.communicate()
+            pytest.fail(f"still running {ENDS_WITHIN_S} s after SIGTERM:\n{output[-3000:]}")
+        took = time.monotonic() - stopped
+    finally:
+        if run.poll() is None:
+            run.kill()
+            run.wait()
+    return output, took
+
+
+def _assert_stopped(output: str, where: Path) -> None:
+    assert "SIGTERM" in output, output[-3000:]
+    record = json.loads((where / "record.json").read_text())
+    assert (record["run"]["status"], record["run"]["verdict"]) == ("interrupted", "interrupted"), output[-3000:]
+    html = (where / "report.html").read_text()
+    assert 'class="fabric-verdict interrupted"' in html
+
+
+@pytest.mark.parametrize("signals", [1, 2], ids=["once", "twice"])
+def test_sigterm_stops_a_round_as_ctrl_c_does(
+    simcluster: SimCluster, sim_inventory: Path, tmp_path: Path, signals: int
+) -> None:
+    output, took = _stop_with_sigterm(simcluster, sim_inventory, tmp_path, signals)
+    print(f"ended {took:.1f} s after SIGTERM")
+    _assert_stopped(output, tmp_path)
+    assert "Traceback" not in output, output[-3000:]
+    if signals == 2:
+        assert "the run is already ending" in output, output[-3000:]
+    deadline = time.monotonic() + 10
+    while time.monotonic() < deadline and any(simcluster.processes(n) for n in simcluster.nodes):
+        time.sleep(0.2)
+    assert {n.name: simcluster.processes(n) for n in simcluster.nodes} == {n.name: [] for n in simcluster.nodes}
+
+
+def test_sigterm_cancels_the_slurm_allocation_the_run_asked_for(slurm_cluster: SlurmSim, tmp_path: Path) -> None:
+    slurm_cluster.ensure_slurmds()
+    sim = slurm_cluster.cluster
+    assert slurm_cluster.jobs() == []
+    inventory = slurm_cluster.write_inventory(tmp_path / "inventory.yaml", nodes=[n.name for n in sim.nodes[:4]])
+    env = {k: v for k, v in os.environ.items() if not k.startswith("SLURM_")}
+    env["SLURM_CONF"] = str(slurm_cluster.conf)
+    output, took = _stop_with_sigterm(sim, inventory, tmp_path, env=env)
+    print(f"ended {took:.1f} s after SIGTERM")
+    _assert_stopped(output, tmp_path)
+    assert slurm_cluster.jobs() == [], output[-3000:]
+    deadline = time.monotonic() + 10
+    while time.monotonic() < deadline and _iperf3(sim):
+        time.sleep(0.2)
+    assert _iperf3(sim) == {}
+
+
+def test_sigterm_during_a_wave_kills_every_node_command(simcluster: SimCluster, tmp_path: Path) -> None:
+    """A wave's commands wait in worker threads (a stand-in that would run 300 s on every node): they end too."""
+    token = f"300.{uuid.uuid4().int % 10**6:06d}"
+    for node in simcluster.nodes:
+        simcluster.install_tool(node, "getent", f"sleep {token}\n")
+    (tmp_path / "waves.yaml").write_text("name: sim-waves\negress:\n  dns_resolve: {max: 600 s}\n")
+    inventory = simcluster.write_inventory(tmp_path / "inventory.yaml", extra={"egress": {"targets": ["localhost"]}})
+
+    def sleeping() -> list[str]:
+        return [n.name for n in simcluster.nodes if any(token in cmd for _, cmd in simcluster.processes(n))]
+
+    run = subprocess.Popen(
+        [sys.executable, "-m", "pytest", "--cluster", str(inventory), "--profile", "waves.yaml",
+         "-p", "no:cacheprovider", "-k", "dns_resolve", "--conformance-json=record.json"],
+        cwd=tmp_path, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+        env={**os.environ, "FABRIC_TEST_CHECKOUT": "1"},
+    )
+    try:
+        deadline = time.monotonic() + 60
+        while time.monotonic() < deadline and run.poll() is None and len(sleeping()) < len(simcluster.nodes):
+            time.sleep(0.1)
+        if len(sleeping()) < len(simcluster.nodes):
+            pytest.fail(f"the wave never ran on every node ({sleeping()}):\n{_ended(run)}")
+        run.send_signal(signal.SIGTERM)
+        output, _ = run.communicate(timeout=ENDS_WITHIN_S)
+    finally:
+        if run.poll() is None:
+            run.kill()
+            run.wait()
+        for node in simcluster.nodes:
+            simcluster.remove_tool(node, "getent")
+    assert "SIGTERM" in output, output[-3000:]
+    assert json.loads((tmp_path / "record.json").read_text())["run"]["status"] == "interrupted"
+    deadline = time.monotonic() + 10
+    while time.monotonic() < deadline and sleeping():
+        time.sleep(0.2)
+    assert sleeping() == []
+
+
+def test_sigterm_while_the_allocation_is_pending_leaves_no_job(slurm_cluster: SlurmSim, tmp_path: Path) -> None:
+    """The run's salloc waits for nodes another job holds: SIGTERM then leaves no pending job behind."""
+    slurm_cluster.ensure_slurmds()
+    sim = slurm_cluster.cluster
+    nodes = [n.name for n in sim.nodes[:2]]
+    slurm_cluster.run(["salloc", "--no-shell", "--exclusive", "--job-name=blocker", "-N", "2",
+                      "-w", ",".join(nodes), "--partition=sim", "--time=5", "--immediate=10"])
+    try:
+        inventory = slurm_cluster.write_inventory(tmp_path / "inventory.yaml", nodes=nodes, wait_s=120)
+        env = {k: v for k, v in os.environ.items() if not k.startswith("SLURM_")}
+        env["SLURM_CONF"] = str(slurm_cluster.conf)
+        (tmp_path / "long.yaml").write_text(LONG_PROFILE)
+        run = subprocess.Popen(
+            [sys.executable, "-m", "pytest", "--cluster", str(inventory), "--profile", "long.yaml",
+             "-p", "no:cacheprovider", "-k", "tcp_throughput and not outlier", "--conformance-json=record.json"],
+            cwd=tmp_path, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+            env={**env, "FABRIC_TEST_CHECKOUT": "1"},
+        )
+        try:
+            deadline = time.monotonic() + 60
+            while time.monotonic() < deadline and run.poll() is None and not any(
+                "PENDING" in line for line in slurm_cluster.jobs()
+            ):
+                time.sleep(0.2)
+            if not any("PENDING" in line for line in slurm_cluster.jobs()):
+                pytest.fail(f"no pending job ({slurm_cluster.jobs()}):\n{_ended(run)}")
+            run.send_signal(signal.SIGTERM)
+            output, _ = run.communicate(timeout=ENDS_WITHIN_S)
+        finally:
+            if run.poll() is None:
+                run.kill()
+                run.wait()
+        assert "SIGTERM" in output, output[-3000:]
+        assert json.loads((tmp_path / "record.json").read_text())["run"]["status"] == "interrupted"
+        assert [line for line in slurm_cluster.jobs() if "blocker" not in line] == [], output[-3000:]
+    finally:
+        slurm_cluster.run(["scancel", "--name=blocker"], check=False)
+        slurm_cluster.wait_idle(slurm_cluster.nodes)
