@@ -85,6 +85,9 @@ class Check(Generic[S]):
     tools_by_link_layer: Mapping[str, tuple[str, ...]] = field(default_factory=dict)
     typical_s: float | None = None  # one measurement, when the profile's settings do not say
     ports: PortBlock | None = None
+    #: what one measurement of a subject goes through one after the other: a pair's "rails" (today
+    #: perftest runs rail by rail) or a node's "gpus" (GPUDirect, GPU by GPU); None: all at once
+    one_at_a_time: Literal["rails", "gpus"] | None = None
 
     @property
     def profile_key(self) -> str:
@@ -174,12 +177,13 @@ SWITCH_LINKS = declare(Check("switch_links", "inter_node", p.SwitchLinks, "clust
 TCP_THROUGHPUT = declare(Check("tcp_throughput", "inter_node", p.TcpThroughput, "node_pair", "round",
                                tools=("iperf3",), ports=PortBlock(5201, 1400)))
 RDMA_BANDWIDTH = declare(Check("rdma_bandwidth", "inter_node", p.RdmaBandwidth, "node_pair", "round",
-                               tools=("ibstat", "ib_write_bw"), ports=PortBlock(18515, 400)))
+                               tools=("ibstat", "ib_write_bw"), ports=PortBlock(18515, 400), one_at_a_time="rails"))
 RDMA_LATENCY = declare(Check("rdma_latency", "inter_node", p.LatencyCeiling, "node_pair", "round",
                              tools=("ibstat", "ib_write_lat"), typical_s=5.0,  # 10,000 iterations a rail
-                             ports=PortBlock(18915, 400)))
+                             ports=PortBlock(18915, 400), one_at_a_time="rails"))
 GPUDIRECT_BANDWIDTH = declare(Check("gpudirect_bandwidth", "inter_node", p.RdmaBandwidth, "node_pair", "round",
-                                    tools=("ibstat", "ib_write_bw", "nvidia-smi"), ports=PortBlock(19315, 400)))
+                                    tools=("ibstat", "ib_write_bw", "nvidia-smi"), ports=PortBlock(19315, 400),
+                                    one_at_a_time="gpus"))
 NCCL_ALLREDUCE = declare(Check("nccl_allreduce", "inter_node", p.NcclBandwidth, "node_pair", "round",
                                tools=("mpirun", "all_reduce_perf"), typical_s=60.0))  # sweep up to 8-16 GiB
 AGGREGATE_RDMA_BANDWIDTH = declare(Check("aggregate_rdma_bandwidth", "inter_node", p.Share, "node_pair", "round",

@@ -121,6 +121,20 @@ class RunPlan:
         return f"{self.tests:,} tests: {what}{tail} (at most {self.fanout} subjects at once)"
 
 
+    def dominant(self, count: int = 3) -> list[CheckPlan]:
+        """The checks that take the most of the plan, longest first."""
+        return sorted((c for c in self.checks if c.total_s > 0), key=lambda c: -c.total_s)[:count]
+
+    def over_budget(self, budget_s: float) -> str | None:
+        """Why the plan does not fit ``budget_s`` (naming what dominates it), or None when it does."""
+        if self.total_s <= budget_s:
+            return None
+        parts = ", ".join(f"{c.layer}.{c.check} ~{format_duration(c.total_s)}" for c in self.dominant())
+        return (f"the plan takes ~{format_duration(self.total_s)}, more than --time-budget "
+                f"{format_duration(budget_s)}; most of it: {parts}. Select fewer checks (-k, -m), sample "
+                "pairs (pairs: random:K), or give a larger budget")
+
+
 def format_duration(seconds: float) -> str:
     """``40 s``, ``2.0 min``, ``45 min``, ``3.2 h``: as a header reads best."""
     if seconds < 90:
@@ -167,8 +181,13 @@ def measurement_seconds(check: str, spec: Any) -> float:
     return repeat * READING_S
 
 
-def plan_run(subjects: Iterable[PlannedSubject], specs: Mapping[tuple[str, str], Any], fanout: int) -> RunPlan:
-    """The plan of a run of ``subjects``; ``specs`` maps (layer, check) to the profile's settings."""
+def plan_run(subjects: Iterable[PlannedSubject], specs: Mapping[tuple[str, str], Any], fanout: int,
+             *, rails: int = 1, gpus: int = 1) -> RunPlan:
+    """The plan of a run of ``subjects``; ``specs`` maps (layer, check) to the profile's settings.
+
+    ``rails`` and ``gpus``: what a check declared ``one_at_a_time`` goes through in one measurement
+    (a pair's rails measured one after the other, a node's GPUs for GPUDirect).
+    """
     by_check: dict[tuple[str, str, str], list[PlannedSubject]] = defaultdict(list)
     tests = 0
     for subject in subjects:
@@ -177,6 +196,9 @@ def plan_run(subjects: Iterable[PlannedSubject], specs: Mapping[tuple[str, str],
     checks = []
     for (layer, check, kind), members in by_check.items():
         seconds = measurement_seconds(check, specs.get((layer, check)))
+        declared = check_of(check)
+        if declared is not None and declared.one_at_a_time is not None:
+            seconds *= max(1, rails if declared.one_at_a_time == "rails" else gpus)
         if kind == "pair":
             per_round: dict[int | None, int] = defaultdict(int)
             for m in members:

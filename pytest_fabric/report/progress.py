@@ -21,6 +21,7 @@ from typing import Any
 
 import pytest
 
+from .. import checks
 from ..batches import BatchProgress
 from ..checks import profile_key_of
 from ..plan import CheckPlan, RunPlan, format_duration, plan_run, planned_subject
@@ -176,10 +177,35 @@ def plan_items(items: list[pytest.Item], config: pytest.Config) -> RunPlan | Non
             continue  # an empty parameter set: the test skips, nothing to measure
         if (info.layer, info.check) not in specs:
             specs[(info.layer, info.check)] = state.profile.spec(info.layer, profile_key_of(info.check, info.layer))
+        if specs[(info.layer, info.check)] is None and info.check != "mount":
+            continue  # a check the profile does not set skips: it is not in the plan
         subjects.append(planned_subject(info.layer, info.check, info.fixture, info.param,
                                         specs[(info.layer, info.check)], shared))
-    # a check the profile does not set skips: it takes no time
-    return plan_run(subjects, {k: v for k, v in specs.items() if v is not None}, state.batches.fanout)
+    ports = state.profile.spec_of(checks.PORTS)
+    rails = int((ports.equal or ports.min).value) if ports is not None and (ports.equal or ports.min) else 1
+    count = state.profile.spec_of(checks.GPU_COUNT)
+    gpus = int((count.equal or count.min).value) if count is not None and (count.equal or count.min) else 1
+    return plan_run(subjects, {k: v for k, v in specs.items() if v is not None}, state.batches.fanout,
+                    rails=rails, gpus=gpus)
+
+
+def pytest_addoption(parser: pytest.Parser) -> None:
+    parser.getgroup("fabric").addoption(
+        "--time-budget", dest="fabric_time_budget", default=None, metavar="DURATION",
+        help="refuse to start (a usage error) when the run's plan takes longer, e.g. 30m, 2h, 90s",
+    )
+
+
+def budget_seconds(text: str) -> float:
+    """``30m``, ``2h``, ``90s``, ``45 min`` as seconds; a usage error names the option otherwise."""
+    spelled = text.strip().replace("min", "m")
+    for suffix, factor in (("h", 3600.0), ("m", 60.0), ("s", 1.0)):
+        if spelled.endswith(suffix):
+            try:
+                return float(spelled[: -len(suffix)].strip()) * factor
+            except ValueError:
+                break
+    raise pytest.UsageError(f"--time-budget {text}: give a duration such as 30m, 2h or 90s")
 
 
 def pytest_report_collectionfinish(config: pytest.Config, items: list[pytest.Item]) -> list[str] | None:
@@ -188,6 +214,19 @@ def pytest_report_collectionfinish(config: pytest.Config, items: list[pytest.Ite
         return None
     config.stash[PLAN_KEY] = plan
     return [f"fabric: plan: {plan.summary()}"]
+
+
+@pytest.hookimpl(trylast=True)
+def pytest_collection_modifyitems(session: pytest.Session, config: pytest.Config, items: list[pytest.Item]) -> None:
+    """``--time-budget``: a plan longer than the budget stops the run before anything is measured."""
+    budget = config.getoption("fabric_time_budget", None)
+    if not budget:
+        return
+    seconds = budget_seconds(str(budget))
+    plan = plan_items(items, config)
+    why = plan.over_budget(seconds) if plan is not None else None
+    if why is not None:
+        raise pytest.UsageError(why)
 
 
 @pytest.hookimpl(trylast=True)

@@ -98,3 +98,33 @@ def test_nothing_selected() -> None:
 )
 def test_format_duration(seconds: float, text: str) -> None:
     assert format_duration(seconds) == text
+
+
+def test_a_pair_measures_its_rails_one_after_the_other_and_the_plan_counts_them() -> None:
+    # hdr200 has 4 rails a pair: rdma_bandwidth runs 3 x 5 s perftest on each, one rail after the other.
+    from pytest_fabric.pairs import make_pairs as pairs_of
+
+    subjects = [PlannedSubject("inter_node", "rdma_bandwidth", "pair", p.round) for p in pairs_of(["a", "b"], "all")]
+    one = plan_run(subjects, _specs("hdr200"), fanout=64)
+    four = plan_run(subjects, _specs("hdr200"), fanout=64, rails=4)
+    assert four.total_s == 4 * one.total_s == 4 * 3 * (5 + OVERHEAD_S)
+
+
+def test_the_plan_holds_only_the_checks_the_profile_sets(pytester: pytest.Pytester) -> None:
+    # localhost sets 6 checks of 49: the plan said ~12 min (unset cluster checks at their typical
+    # time) for a run of a few seconds.
+    result = pytester.runpytest_subprocess("--cluster", "local", "--profile", "localhost", "--collect-only", "-q")
+    (line,) = [x for x in result.stdout.lines if x.startswith("fabric: plan:")]
+    assert "cluster check" not in line and " min" not in line and " h " not in line, line
+
+
+def test_a_time_budget_the_plan_exceeds_is_a_usage_error_naming_what_dominates(pytester: pytest.Pytester) -> None:
+    result = pytester.runpytest_subprocess("--cluster", "local", "--profile", "localhost", "--time-budget", "1s")
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    err = result.stderr.str()
+    assert "more than --time-budget 1 s" in err and "inter_node.tcp_throughput" in err, err
+    fits = pytester.runpytest_subprocess("--cluster", "local", "--profile", "localhost", "--time-budget", "2h",
+                                         "--collect-only", "-q")
+    assert fits.ret == pytest.ExitCode.OK
+    wrong = pytester.runpytest_subprocess("--cluster", "local", "--profile", "localhost", "--time-budget", "soon")
+    assert wrong.ret == pytest.ExitCode.USAGE_ERROR and "give a duration such as 30m" in wrong.stderr.str()
