@@ -140,3 +140,14 @@ def test_installed_copy_has_no_source_tree_on_its_path(installed: Path, tmp_path
     where = _run([str(installed), "-c", "import pytest_fabric; print(pytest_fabric.__file__)"], cwd=tmp_path)
     assert where.returncode == 0, where.stderr
     assert str(installed.parent.parent) in where.stdout and str(REPO) not in where.stdout
+
+
+def test_a_test_run_that_imports_the_checkout_instead_of_the_installed_copy_stops(installed: Path) -> None:
+    """The guard the src/ layout gave for free: `python -m pytest` from the root puts the checkout's
+    pytest_fabric/ first on sys.path, and the project's tests would then test that, not the wheel."""
+    env = {k: v for k, v in os.environ.items() if k != "FABRIC_TEST_CHECKOUT"}
+    run = subprocess.run([str(installed), "-m", "pytest", "-p", "no:cacheprovider", "--co", "-q",
+                          "tests/unit/test_hostlist.py"], cwd=REPO, env=env, capture_output=True, text=True,
+                         timeout=300)
+    assert run.returncode == 4, run.stdout[-2000:] + run.stderr[-2000:]
+    assert "imported from the checkout" in run.stderr and ".venv/bin/pytest tests" in run.stderr, run.stderr[-2000:]
