@@ -289,15 +289,27 @@ class PortRate(CheckSpec):
 
 
 class ErrorCounters(CheckSpec):
-    """``max``: growth of the fault counters (symbol, link-downed, receive, link integrity; RoCE
-    sequence errors and frame errors), summed over both ends of the link.  ``congestion_max``: the
-    growth each congestion counter (PortXmitDiscards, PortXmitWait; RoCE discards) may show, since
-    the suite's own load provokes them; unset, they are reported and not judged.  ``both_ends``:
-    also read the port at the other end of an InfiniBand cable (the switch port facing the HCA)."""
+    """``max``: growth of the fault counters (link downed, link error recovery, link integrity,
+    malformed or misrouted packets; RoCE sequence errors and frame errors other than CRC and
+    symbol errors), summed over both ends of the link.  ``symbol_errors_per_hour`` and
+    ``receive_errors_per_hour``: the bit errors a link within its BER has a few of (symbol
+    errors; packets received corrupt), per link (both ends) per hour of the run, judged by the
+    lower 95% confidence limit of the rate (probes/counters.py ``rate``); unset, each is 0: none
+    may grow, as faults.  ``congestion_max``: the growth each congestion counter
+    (PortXmitDiscards, PortXmitWait; RoCE discards) may show, since the suite's own load provokes
+    them; unset, they are reported and not judged.  ``both_ends``: also read the port at the
+    other end of an InfiniBand cable (the switch port facing the HCA)."""
 
-    BOUNDS = _bounds(("max", Op.MAX, Dimension.COUNT), ("congestion_max", Op.MAX, Dimension.COUNT))
+    BOUNDS = _bounds(
+        ("max", Op.MAX, Dimension.COUNT),
+        ("symbol_errors_per_hour", Op.MAX, Dimension.COUNT),
+        ("receive_errors_per_hour", Op.MAX, Dimension.COUNT),
+        ("congestion_max", Op.MAX, Dimension.COUNT),
+    )
     SCALAR_FIELD = "max"
     max: QuantityField | None = None
+    symbol_errors_per_hour: QuantityField | None = Field(default_factory=lambda: parse_quantity(0))
+    receive_errors_per_hour: QuantityField | None = Field(default_factory=lambda: parse_quantity(0))
     congestion_max: QuantityField | None = None
     both_ends: bool = True
 

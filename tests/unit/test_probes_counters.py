@@ -74,7 +74,8 @@ def test_roce_counters_come_from_rdma_statistic_and_ethtool_never_perfquery() ->
     after = counters.read_port(later, "mlx5_0", 1, infiniband=False)
     assert not any(c.startswith("perfquery") for c in before_calls.calls)
     measured = counters.measurement(before, after, lossless_priorities=(3,))
-    assert measured.bounds["max"] == parse_quantity(7)  # out_of_sequence 5 + rx_crc_errors_phy 2
+    assert measured.bounds["max"] == parse_quantity(5)  # out_of_sequence; rx_crc_errors_phy is a receive error
+    assert measured.extra["rates"]["receive"]["count"] == 2
     assert measured.bounds["congestion_max"] == parse_quantity(12)  # rx_discards_phy, the largest
     assert "mlx5_0/1 out_of_sequence +5" in measured.detail and "ens1f0 rx_crc_errors_phy +2" in measured.detail
     for quiet in ("resp_cqe_error", "np_cnp_sent", "rx_prio3_pause", "rx_corrected_bits_phy", "rx_packets"):
@@ -131,14 +132,15 @@ def test_infiniband_reads_the_switch_port_facing_the_hca_and_blames_that_end() -
     grown = switch.replace("SymbolErrorCounter:..............0", "SymbolErrorCounter:..............9")
     later, _ = ib(hca, grown)
     measured = counters.measurement(before, counters.read_port(later, "mlx5_0", 1, infiniband=True))
-    assert measured.bounds["max"] == parse_quantity(9)
+    assert measured.bounds["max"] == parse_quantity(0)  # symbol errors are judged by rate, not as faults
+    assert measured.extra["rates"]["symbol"]["count"] == 9
     assert "peer LID 1719 port 1 (MF0;leaf01:MQM8700/U1) SymbolErrorCounter +9" in measured.detail
     assert calls.calls[1] == "iblinkinfo -C mlx5_0 -P 1 -D 0"
     host_only = counters.measurement(
         counters.read_port(node, "mlx5_0", 1, infiniband=True, both_ends=False),
         counters.read_port(later, "mlx5_0", 1, infiniband=True, both_ends=False),
     )
-    assert host_only.bounds["max"] == parse_quantity(0)
+    assert host_only.extra["rates"]["symbol"]["count"] == 0
 
 
 def test_classes_congestion_has_its_own_bound_and_switch_relay_errors_are_not_faults() -> None:
@@ -156,8 +158,10 @@ def test_classes_congestion_has_its_own_bound_and_switch_relay_errors_are_not_fa
     congestion = judge("gpu01:port0", measured, expect("congestion_max", 1000))
     assert not congestion.passed and "PortXmitWait +50000" in congestion.message
     assert "not faults (ibqueryerrors --suppress-common): mlx5_0/1 PortRcvSwitchRelayErrors +6" in measured.detail
-    for name in ("SymbolErrorCounter", "LinkDownedCounter", "PortRcvErrors", "LocalLinkIntegrityErrors"):
+    for name in ("LinkDownedCounter", "LinkErrorRecoveryCounter", "LocalLinkIntegrityErrors", "PortMalformedPktErrors"):
         assert counters.classify(name, infiniband=True) == "fault"
+    assert counters.classify("SymbolErrorCounter", infiniband=True) == "symbol"
+    assert counters.classify("PortRcvErrors", infiniband=True) == "receive"
     for name in ("PortXmitDiscards", "PortXmitWait"):
         assert counters.classify(name, infiniband=True) == "congestion"
 
@@ -182,3 +186,79 @@ def test_no_baseline_or_a_reset_is_an_error_never_a_verdict_on_lifetime_counts()
     clean, _ = handle({r"^perfquery": hca})
     with pytest.raises(MeasurementError, match="went from 70 to 0: the counters were reset"):
         counters.measurement(after, counters.read_port(clean, "mlx5_0", 1, infiniband=True, both_ends=False))
+
+
+# --- bit errors by rate (issue 20) ---------------------------------------------------------------
+
+
+def _ib_reading(read_at: float, end: str = "mlx5_0/1", **counts: int) -> counters.PortCounters:
+    values = {"SymbolErrorCounter": 0, "LinkDownedCounter": 0, "LinkErrorRecoveryCounter": 0, "PortRcvErrors": 0,
+              "PortRcvRemotePhysicalErrors": 0} | counts
+    return counters.PortCounters("gpu01", "mlx5_0/1", True, (counters.Reading(end, values),), read_at=read_at)
+
+
+def test_the_poisson_lower_limit_is_the_textbook_one() -> None:
+    # Garwood's one-sided 95% limits (chi2(0.05, 2n) / 2): 0.0513, 0.355, 0.818, 5.43, 84.1
+    for count, limit in ((0, 0.0), (1, 0.0513), (2, 0.3554), (3, 0.8177), (10, 5.4254), (100, 84.139)):
+        assert counters.poisson_lower_limit(count) == pytest.approx(limit, abs=5e-4)
+    # the large-count form agrees with the exact sum where they meet
+    assert counters.poisson_lower_limit(1001) == pytest.approx(counters.poisson_lower_limit(1000) + 0.974, abs=0.05)
+
+
+def test_a_handful_of_symbol_errors_over_hours_passes_a_rate_the_zero_rule_would_have_failed() -> None:
+    before = _ib_reading(0.0)
+    after = _ib_reading(4 * 3600.0, SymbolErrorCounter=12, PortRcvErrors=3)  # four hours of a large run
+    measured = counters.measurement(before, after)
+    assert measured.bounds["max"] == parse_quantity(0)
+    # 12 in 4 h: 3/h as seen; 6.93 / 4 h = 1.73/h at least (Garwood's limit for 12 is 6.928)
+    assert measured.extra["rates"]["symbol"] == {"count": 12, "per_hour": 3.0, "at_least_per_hour": 1.731}
+    assert judge("gpu01:port0", measured, expect("max", 0)).passed
+    assert judge("gpu01:port0", measured, expect("symbol_errors_per_hour", 10)).passed
+    assert judge("gpu01:port0", measured, expect("receive_errors_per_hour", 10)).passed
+    assert "symbol errors (bound symbol_errors_per_hour): mlx5_0/1 SymbolErrorCounter +12, 12 in 4.0 h" in measured.detail
+    # unset, a rate bound is 0 (the profile's default): none may grow, as before
+    assert not judge("gpu01:port0", measured, expect("symbol_errors_per_hour", 0)).passed
+
+
+def test_a_link_with_many_errors_an_hour_fails_and_a_short_run_needs_more_than_one_to_fail() -> None:
+    bad = counters.measurement(_ib_reading(0.0), _ib_reading(1800.0, SymbolErrorCounter=400))  # 800/h
+    verdict = judge("gpu01:port0", bad, expect("symbol_errors_per_hour", 10))
+    assert not verdict.passed and "symbol_errors_per_hour measured 7" in verdict.message  # at least ~740/h
+    assert "SymbolErrorCounter +400, 400 in 30.0 min: 800/h" in verdict.message
+    # One error in two minutes is 30/h as seen, but its lower limit is 1.5/h: not failed.
+    one = counters.measurement(_ib_reading(0.0), _ib_reading(120.0, SymbolErrorCounter=1))
+    assert one.extra["rates"]["symbol"]["per_hour"] == 30.0
+    assert judge("gpu01:port0", one, expect("symbol_errors_per_hour", 10)).passed
+    # Ten in two minutes cannot come from a link with 10/h (at least 163/h at 95%).
+    ten = counters.measurement(_ib_reading(0.0), _ib_reading(120.0, SymbolErrorCounter=10))
+    assert not judge("gpu01:port0", ten, expect("symbol_errors_per_hour", 10)).passed
+
+
+def test_link_events_stay_zero_whatever_the_rate_bounds_allow() -> None:
+    measured = counters.measurement(_ib_reading(0.0), _ib_reading(3600.0, LinkDownedCounter=1, SymbolErrorCounter=2))
+    assert measured.bounds["max"] == parse_quantity(1)
+    verdict = judge("gpu01:port0", measured, expect("max", 0))
+    assert not verdict.passed and "faults: mlx5_0/1 LinkDownedCounter +1" in verdict.message
+
+
+def test_rates_sum_both_ends_and_count_a_detail_of_a_total_once() -> None:
+    before = counters.PortCounters("gpu01", "mlx5_0/1", True, (
+        counters.Reading("mlx5_0/1", {"SymbolErrorCounter": 0, "PortRcvErrors": 0, "PortLocalPhysicalErrors": 0}),
+        counters.Reading("peer LID 7 port 3", {"SymbolErrorCounter": 5, "PortRcvErrors": 1}),
+    ), read_at=0.0)
+    after = counters.PortCounters("gpu01", "mlx5_0/1", True, (
+        counters.Reading("mlx5_0/1", {"SymbolErrorCounter": 2, "PortRcvErrors": 3, "PortLocalPhysicalErrors": 3}),
+        counters.Reading("peer LID 7 port 3", {"SymbolErrorCounter": 9, "PortRcvErrors": 2}),
+    ), read_at=7200.0)
+    measured = counters.measurement(before, after)
+    assert measured.extra["rates"]["symbol"]["count"] == 2 + 4  # host and switch receivers: one link
+    assert measured.extra["rates"]["receive"]["count"] == 3 + 1  # PortLocalPhysicalErrors is within PortRcvErrors
+    assert measured.extra["elapsed_s"] == 7200.0
+
+
+def test_roce_symbol_and_crc_errors_are_rated_and_sequence_errors_stay_faults() -> None:
+    assert counters.classify("rx_symbol_err_phy", infiniband=False) == "symbol"
+    assert counters.classify("rx_pcs_symbol_err_phy", infiniband=False) == "symbol"
+    assert counters.classify("rx_crc_errors_phy", infiniband=False) == "receive"
+    assert counters.classify("out_of_sequence", infiniband=False) == "fault"
+    assert counters.classify("link_down_events_phy", infiniband=False) == "fault"
