@@ -20,7 +20,7 @@ from .inventory import Inventory
 from .pairs import Pair
 from .profile import Profile
 
-__all__ = ["unmeasurable"]
+__all__ = ["cannot_exist", "unmeasurable"]
 
 _FIX = "or mark the check `optional: true` in the profile"
 
@@ -68,13 +68,6 @@ def unmeasurable(profile: Profile, inventory: Inventory, pairs: Sequence[Pair]) 
         need(checks.OVERSUBSCRIPTION, f"{where} labels {len(leaves)} leaf value(s); oversubscription compares "
                                       "traffic across leaves: label the nodes `labels: {leaf: leaf1}` by the "
                                       "leaf switch they hang off")
-    if len(inventory.nodes) < 3:
-        need(checks.SCALING_EFFICIENCY, f"scaling needs at least 3 nodes; {where} has {len(inventory.nodes)}")
-    if len(pairs) < 3:
-        why = (f"a median needs at least 3 pairs; {len(inventory.nodes)} node(s) with pairs: "
-               f"{profile.document.inter_node.pairs} give {len(pairs)}")
-        need(checks.RDMA_BANDWIDTH_OUTLIER, why)
-        need(checks.RDMA_LATENCY_OUTLIER, why)
 
     if _set(profile, checks.ATTRIBUTION) and not (
         profile.spec("inter_node", "rdma_bandwidth") or profile.spec("inter_node", "tcp_throughput")
@@ -85,4 +78,20 @@ def unmeasurable(profile: Profile, inventory: Inventory, pairs: Sequence[Pair]) 
     if link_layer is not None and link_layer.value.lower() == "ethernet":
         need(checks.SWITCH_LINKS, "switch_links reads an InfiniBand subnet (iblinkinfo); this profile's "
                                   "link_layer is ethernet")
+    return out
+
+
+def cannot_exist(profile: Profile, inventory: Inventory, pairs: Sequence[Pair]) -> list[tuple[str, str]]:
+    """(``layer.key``, why) for set checks that cannot exist on a cluster this small: nothing the
+    inventory could add makes them measurable (a median of fewer than three pairs, scaling on two
+    nodes).  Said at load, in the header; they are listed under "not run" and do not block ACCEPT."""
+    out: list[tuple[str, str]] = []
+    if len(inventory.nodes) < 3 and _set(profile, checks.SCALING_EFFICIENCY):
+        out.append((checks.SCALING_EFFICIENCY.profile_key,
+                    f"scaling needs at least 3 nodes; the inventory has {len(inventory.nodes)}"))
+    if len(pairs) < 3:
+        why = f"a median needs at least 3 pairs; {len(inventory.nodes)} node(s) give {len(pairs)}"
+        for check in (checks.RDMA_BANDWIDTH_OUTLIER, checks.RDMA_LATENCY_OUTLIER):
+            if _set(profile, check):
+                out.append((check.profile_key, why))
     return out

@@ -29,6 +29,7 @@ __all__ = [
     "check_of",
     "checks_judged_by",
     "declared",
+    "is_set",
     "profile_key_of",
     "tools_for",
 ]
@@ -88,6 +89,9 @@ class Check(Generic[S]):
     #: what one measurement of a subject goes through one after the other: a pair's "rails" (today
     #: perftest runs rail by rail) or a node's "gpus" (GPUDirect, GPU by GPU); None: all at once
     one_at_a_time: Literal["rails", "gpus"] | None = None
+    #: a check of batching "reads": the check whose results it judges; it is set only when both
+    #: its own key and that check are (the outlier rule with no rdma_bandwidth judges nothing)
+    reads_from: str | None = None
 
     @property
     def profile_key(self) -> str:
@@ -189,11 +193,11 @@ NCCL_ALLREDUCE = declare(Check("nccl_allreduce", "inter_node", p.NcclBandwidth, 
 AGGREGATE_RDMA_BANDWIDTH = declare(Check("aggregate_rdma_bandwidth", "inter_node", p.Share, "node_pair", "round",
                                          phase=21, typical_s=20.0, ports=PortBlock(19715, 2400)))  # slot x rails
 RDMA_BANDWIDTH_OUTLIER = declare(Check("rdma_bandwidth_outlier", "inter_node", p.Outlier, "node_pair", "reads",
-                                       key="outlier", phase=_PHASE_READS_ROUNDS))
+                                       key="outlier", phase=_PHASE_READS_ROUNDS, reads_from="rdma_bandwidth"))
 TCP_THROUGHPUT_OUTLIER = declare(Check("tcp_throughput_outlier", "inter_node", p.Outlier, "node_pair", "reads",
-                                       key="outlier", phase=_PHASE_READS_ROUNDS))
+                                       key="outlier", phase=_PHASE_READS_ROUNDS, reads_from="tcp_throughput"))
 RDMA_LATENCY_OUTLIER = declare(Check("rdma_latency_outlier", "inter_node", p.LatencyOutlier, "node_pair", "reads",
-                                     key="latency_outlier", phase=_PHASE_READS_ROUNDS))
+                                     key="latency_outlier", phase=_PHASE_READS_ROUNDS, reads_from="rdma_latency"))
 OVERSUBSCRIPTION = declare(Check("oversubscription", "inter_node", p.Share, "cluster", "cluster", phase=25,
                                  typical_s=60.0, ports=PortBlock(22115, 4200)))  # slot x 16 rails
 SCALING_EFFICIENCY = declare(Check("scaling_efficiency", "inter_node", p.Share, "cluster", "cluster", phase=26,
@@ -233,6 +237,15 @@ OVERSUBSCRIPTION_PORTS: PortBlock = OVERSUBSCRIPTION.ports  # type: ignore[assig
 def check_of(name: str) -> Check[p.CheckSpec] | None:
     """The declaration of check ``name`` (a test's name without ``test_``); None for other tests."""
     return CHECKS.get(name)
+
+
+def is_set(profile: p.Profile, name: str, layer: str) -> bool:
+    """Whether the profile sets check ``name``: its key, and the check it reads where it reads one."""
+    if not profile.expectations(layer, profile_key_of(name, layer)):
+        return False
+    check = CHECKS.get(name)
+    source = CHECKS.get(check.reads_from) if check is not None and check.reads_from else None
+    return source is None or bool(profile.expectations(source.layer, source.setting))
 
 
 def profile_key_of(name: str, layer: str) -> str:

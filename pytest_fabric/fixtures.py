@@ -23,7 +23,7 @@ from typing import Any, Protocol, TypeVar, overload
 
 import pytest
 
-from .checks import Check, profile_key_of
+from .checks import Check, is_set, profile_key_of
 from .cluster import Cluster, NodeHandle, NodePair
 from .pairs import Pair
 from .profile import CheckSpec
@@ -168,7 +168,7 @@ def _unset_at_scale(metafunc: pytest.Metafunc, state: Any) -> str | None:
         return None
     layer, check = found
     key = profile_key_of(check, layer)
-    return None if state.profile.expectations(layer, key) else f"{layer}.{key}"
+    return None if is_set(state.profile, check, layer) else f"{layer}.{key}"
 
 
 _NO_SUBJECTS = {

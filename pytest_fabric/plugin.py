@@ -19,10 +19,10 @@ from typing import Any
 import pytest
 
 from . import __version__, hookspecs
-from .applicability import unmeasurable
+from .applicability import cannot_exist, unmeasurable
 from .batches import DEFAULT_FANOUT, BatchCache
 from .bundled import bundled_inventories, conformance_dir, inventory_path
-from .checks import check_of, profile_key_of
+from .checks import check_of, is_set, profile_key_of
 from .hostlist import fold
 from .inventory import Node, load_inventory, with_data_addresses
 from .pairs import make_pairs
@@ -37,6 +37,8 @@ from .verdict import Op, Verdict
 from .yamlsource import MissingFile, SourceError
 
 ELAPSED_KEY = pytest.StashKey[float]()
+#: ``layer.key`` -> why a set check cannot exist on this inventory (a median of fewer than 3 pairs)
+CANNOT_EXIST_KEY = pytest.StashKey[dict[str, str]]()
 STARTED_KEY = pytest.StashKey[str]()
 
 pytest_plugins = [
@@ -206,6 +208,8 @@ def pytest_configure(config: pytest.Config) -> None:
         batches=BatchCache(fanout),
         device_tests_up_to=config.getoption("fabric_device_tests_up_to"),
     )
+    # Checks that cannot exist on a cluster this small (a median of two pairs): said at load, in the header.
+    config.stash[CANNOT_EXIST_KEY] = dict(cannot_exist(profile, inventory, state.pairs))
     config.stash[STATE_KEY] = state
     config.stash[RUN_INFO_KEY] = RunInfo(
         cluster_name=inventory.name,
@@ -335,12 +339,13 @@ def pytest_collection_modifyitems(session: pytest.Session, config: pytest.Config
         if info is not None:
             item.stash[CHECK_KEY] = info
             key = profile_key_of(info.check, info.layer)
-            if (info.layer, key) not in sets_of:
-                sets_of[(info.layer, key)] = state is not None and bool(state.profile.expectations(info.layer, key))
-            sets = sets_of[(info.layer, key)]
+            if (info.layer, info.check) not in sets_of:
+                sets_of[(info.layer, info.check)] = state is not None and is_set(state.profile, info.check, info.layer)
+            sets = sets_of[(info.layer, info.check)]
             if (info.layer, key) not in optional_of:
                 spec = state.profile.spec(info.layer, key) if state is not None else None
-                optional_of[(info.layer, key)] = spec is not None and spec.optional
+                impossible = f"{info.layer}.{key}" in config.stash.get(CANNOT_EXIST_KEY, {})
+                optional_of[(info.layer, key)] = spec is not None and (spec.optional or impossible)
             item.stash[PLANNED_KEY] = PlannedCheck(item.nodeid, info.layer, info.check, info.subject,
                                                    f"{info.layer}.{key}", sets, optional_of[(info.layer, key)])
 
@@ -357,8 +362,8 @@ def pytest_collection_finish(session: pytest.Session) -> None:
     if state is None:
         return
     _refuse_unmeasurable(state, session.items)
-    # A round measures only the pairs still selected after -k / -m / --lf; a wave only the
-    # subjects still selected, per measurement fixture their tests use.
+    # A wave measures only the subjects still selected after -k / -m / --lf, per measurement
+    # fixture their tests use; a round only the pairs among them (one registry for both).
     seen: dict[str, set[str]] = {}
     for item in session.items:
         info = item.stash.get(CHECK_KEY, None)
@@ -548,6 +553,8 @@ def pytest_report_header(config: pytest.Config) -> list[str] | None:
         rounds = len({pair.round for pair in state.pairs})
         lines.append(f"fabric: pairs: {p.document.inter_node.pairs} on {len(state.inventory.nodes):,} nodes: "
                      f"{len(state.pairs):,} pairs in {rounds:,} rounds of disjoint pairs")
+    for key, why in sorted(config.stash.get(CANNOT_EXIST_KEY, {}).items()):
+        lines.append(f"fabric: {key} cannot exist on this inventory ({why}): listed as not run, not blocking")
     if len(state.inventory.nodes) > state.device_tests_up_to:
         lines.append(f"fabric: GPUs and RDMA ports: one test per node and check above {state.device_tests_up_to:,} "
                      "nodes, naming each GPU or port that fails (--fabric-device-tests-up-to)")

@@ -34,7 +34,7 @@ NOT_RUN_REASONS = {
     "unreported": "selected but never reported (the run stopped first, or its worker died)",
     "not collected": "set by the profile, but no test of it was collected (test paths or files left it out)",
     "skipped": "skipped: the profile sets it but nothing was measured",
-    "optional": "not measured, and the profile marks it optional: true",
+    "optional": "not measured, and it does not block (marked optional: true, or it cannot exist on this inventory)",
 }
 _BLOCKING = ("deselected", "errored", "unreported", "not collected", "skipped")
 

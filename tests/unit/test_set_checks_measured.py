@@ -34,7 +34,7 @@ def test_optional_checks_are_not_refused_and_do_not_block_accept(pytester: pytes
     result = pytester.runpytest_subprocess("--cluster", "local", "--profile", profile, "-k", "mtu or oversubscription",
                                            "--conformance-json", "record.json")
     out = result.stdout.str()
-    assert "not measured, and the profile marks it optional: true: inter_node.oversubscription" in out, out[-3000:]
+    assert "marked optional: true, or it cannot exist on this inventory): inter_node.oversubscription" in out, out[-3000:]
     record = json.loads((pytester.path / "record.json").read_text())
     assert record["run"]["not_run"].get("optional") == {"inter_node.oversubscription": 1}, record["run"]
 
@@ -49,3 +49,18 @@ def test_a_missing_tool_is_an_error_of_the_node_and_the_run_is_not_accepted(pyte
     record = json.loads((pytester.path / "record.json").read_text())
     (health,) = [c for c in record["checks"] if c["check"] == "gpu_health"]
     assert health["outcome"] == "error" and "dcgmi" in health["message"], health
+
+
+def test_a_check_that_cannot_exist_on_this_inventory_is_said_at_load_and_does_not_block(
+    pytester: pytest.Pytester,
+) -> None:
+    # One node, one pair: a median of pairs cannot exist. Said in the header, listed as not run.
+    profile = _profile(pytester, "inter_node:\n  outlier: {max_below_median: 10%}\n")
+    result = pytester.runpytest_subprocess("--cluster", "local", "--profile", profile,
+                                           "--conformance-json", "record.json")
+    out = result.stdout.str()
+    assert "fabric: inter_node.outlier cannot exist on this inventory (a median needs at least 3 pairs" in out, out
+    record = json.loads((pytester.path / "record.json").read_text())
+    assert record["run"]["verdict"] == "accept", record["run"]
+    # rdma_bandwidth_outlier reads rdma_bandwidth, which localhost does not set: not a check of this run
+    assert record["run"]["not_run"].get("optional") == {"inter_node.tcp_throughput_outlier": 1}, record["run"]
