@@ -18,7 +18,7 @@ DATA = Path(__file__).resolve().parents[1] / "data"
 
 
 def test_every_gpu_next_to_its_own_nic() -> None:
-    matrix = parse_nvidia_smi_topo((DATA / "nvidia-smi-topo" / "h100-8gpu-nv18-gpu2-gpu5-pcie-only-8nic.txt").read_text())
+    matrix = parse_nvidia_smi_topo((DATA / "nvidia-smi-topo" / "h100-8gpu-nv18-gpu2-gpu5-pcie-only-8nic-constructed.txt").read_text())
     found = rails(matrix)
     assert [(r.gpu, r.nics, r.path) for r in found][:2] == [("GPU0", ("mlx5_0",), "PIX"), ("GPU1", ("mlx5_1",), "PIX")]
     assert far_gpus(found, ["PIX", "PXB"]) == []
@@ -43,7 +43,7 @@ def test_rail_differences_name_the_node_and_gpu() -> None:
 
 
 def test_dcgm_failures_per_gpu() -> None:
-    parsed = parse_dcgmi_diag((DATA / "dcgmi-diag" / "dcgm3-r3-8gpu-pcie-fail-gpu3.txt").read_text())
+    parsed = parse_dcgmi_diag((DATA / "dcgmi-diag" / "dcgm3-r3-8gpu-pcie-fail-gpu3-constructed.txt").read_text())
     (line,) = failures(parsed)
     assert line.startswith("GPU3: PCIe (Warning: GPU 3 GPU to Host bandwidth too low.") and line.endswith("errors.)")
     assert failures(parse_dcgmi_diag(corpus_text("dcgmi-diag", "dgx1-8x-v100-dcgm-4.1.1-r1.txt"))) == []

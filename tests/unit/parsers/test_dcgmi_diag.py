@@ -23,7 +23,7 @@ def test_dcgm4_r1_all_pass() -> None:
 
 
 def test_own_sample_dcgm3_pcie_fails_on_gpu3() -> None:
-    result = parse_dcgmi_diag((DATA / "dcgm3-r3-8gpu-pcie-fail-gpu3.txt").read_text())
+    result = parse_dcgmi_diag((DATA / "dcgm3-r3-8gpu-pcie-fail-gpu3-constructed.txt").read_text())
     assert result.dcgm_version == "3.3.5"
     assert not result.passed
     (failed,) = result.failed_tests

@@ -42,18 +42,18 @@ def test_the_settings_parser_rejects_driver_info(corpus_text: Read) -> None:
 
 
 def test_non_root_settings_with_wol_warning() -> None:
-    settings = parse_ethtool((DATA / "ethtool" / "mlx5-100g-nonroot-wol-warning.txt").read_text())
+    settings = parse_ethtool((DATA / "ethtool" / "mlx5-100g-nonroot-wol-warning-constructed.txt").read_text())
     assert (settings.interface, settings.speed_mbps, settings.lanes, settings.link_detected) == ("ens6", 100000, 4, True)
     assert settings.advertised_link_modes == ("100000baseSR4/Full",)
 
 
 def test_link_down_unknown_speed() -> None:
-    settings = parse_ethtool((DATA / "ethtool" / "link-down-unknown-speed.txt").read_text())
+    settings = parse_ethtool((DATA / "ethtool" / "link-down-unknown-speed-constructed.txt").read_text())
     assert (settings.speed_mbps, settings.link_detected, settings.duplex) == (None, False, "Unknown! (255)")
 
 
 def test_statistics() -> None:
-    stats = parse_ethtool_stats((DATA / "ethtool-S" / "mlx5-roce-sample.txt").read_text())
+    stats = parse_ethtool_stats((DATA / "ethtool-S" / "mlx5-roce-sample-constructed.txt").read_text())
     assert stats["rx_prio3_pause"] == 4521 and stats["rx_bytes"] == 98765432100
     assert nonzero_error_stats(stats) == {"rx_crc_errors_phy": 3, "rx_discards_phy": 12, "link_down_events_phy": 1}
 

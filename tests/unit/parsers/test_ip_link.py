@@ -23,7 +23,7 @@ def test_loopback_and_eth0(corpus_text: Read) -> None:
 
 
 def test_oneline_infiniband_vlan_altname() -> None:
-    interfaces = {i.name: i for i in parse_ip_link((DATA / "ip-link" / "oneline-o-ib-and-vlan.txt").read_text())}
+    interfaces = {i.name: i for i in parse_ip_link((DATA / "ip-link" / "oneline-o-ib-and-vlan-constructed.txt").read_text())}
     assert interfaces["ib0"].mtu_bytes == 4092 and interfaces["ib0"].link_type == "infiniband"
     assert interfaces["eno1"].altnames == ("enp1s0f0",) and interfaces["eno1"].mtu_bytes == 9000
     vlan = interfaces["eno1.100"]

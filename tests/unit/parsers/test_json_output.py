@@ -59,7 +59,7 @@ def test_json_keys_are_names_not_python_reprs(tool: str) -> None:
 
 
 def test_topology_matrix_is_nested_by_row_and_column() -> None:
-    sample = DATA / "nvidia-smi-topo" / "h100-8gpu-nv18-gpu2-gpu5-pcie-only-8nic.txt"
+    sample = DATA / "nvidia-smi-topo" / "h100-8gpu-nv18-gpu2-gpu5-pcie-only-8nic-constructed.txt"
     out = subprocess.run(
         [sys.executable, "-m", "pytest_fabric.parsers", "nvidia-smi-topo", str(sample)],
         capture_output=True, text=True, check=True,

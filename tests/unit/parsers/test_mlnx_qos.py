@@ -39,7 +39,7 @@ def test_receive_buffer_format_pcp_no_pfc(corpus_text: Read) -> None:
 
 
 def test_old_format_trust_mode_ets_up() -> None:
-    qos = parse_mlnx_qos((DATA / "mlnx_qos" / "old-trust-mode-ets-up.txt").read_text())
+    qos = parse_mlnx_qos((DATA / "mlnx_qos" / "old-trust-mode-ets-up-constructed.txt").read_text())
     assert qos.trust == "pcp" and qos.pfc_priorities == (3, 4)
     assert qos.traffic_classes[0] == MlnxQosTrafficClass(0, "unlimited", "ets", 50, (0, 1, 2))
     assert qos.priority_to_tc == {0: 0, 1: 0, 2: 0, 3: 1, 4: 1, 5: 2, 6: 2, 7: 2}

@@ -67,7 +67,7 @@ def test_dgx1_v07_bidirectional_read1_read2_total() -> None:
 
 
 def test_own_sample_h100_one_slow_pair() -> None:
-    result = parse_nvbandwidth((DATA / "h100-8gpu-v0.7-d2d-read-ce-one-slow-pair.txt").read_text())
+    result = parse_nvbandwidth((DATA / "h100-8gpu-v0.7-d2d-read-ce-one-slow-pair-constructed.txt").read_text())
     assert min_pair_bandwidth(result, D2D) == ((3, 6), 212.37)
     slow = [pair for pair, value in pair_bandwidths_gbytes_per_s(result, D2D).items() if value is not None and value < 335]
     assert slow == [(3, 6)]
@@ -91,7 +91,7 @@ def test_garbage_raises_parse_error(text: str) -> None:
 
 
 def test_truncations_only_raise_parse_error() -> None:
-    text = (DATA / "h100-8gpu-v0.7-d2d-read-ce-one-slow-pair.txt").read_text()
+    text = (DATA / "h100-8gpu-v0.7-d2d-read-ce-one-slow-pair-constructed.txt").read_text()
     for cut in range(0, len(text), 23):
         try:
             parse_nvbandwidth(text[:cut])
@@ -102,6 +102,6 @@ def test_truncations_only_raise_parse_error() -> None:
 @pytest.mark.parametrize("prefix", ["[1,0]<stdout>:", "[1,0]<stdout>: ", " 0: "])
 def test_rank_prefixed_output_reads_like_the_plain_one(prefix: str) -> None:
     # A multi-node run under `mpirun --tag-output` or `srun -l` prefixes every line with its rank.
-    text = (DATA / "h100-8gpu-v0.7-d2d-read-ce-one-slow-pair.txt").read_text()
+    text = (DATA / "h100-8gpu-v0.7-d2d-read-ce-one-slow-pair-constructed.txt").read_text()
     relayed = "\n".join(prefix + line if line else prefix.rstrip() for line in text.splitlines())
     assert parse_nvbandwidth(relayed) == parse_nvbandwidth(text)

@@ -97,7 +97,7 @@ def test_pod_with_ten_nics() -> None:
 
 
 def test_own_sample_one_pcie_only_pair() -> None:
-    topo = parse_nvidia_smi_topo((DATA / "h100-8gpu-nv18-gpu2-gpu5-pcie-only-8nic.txt").read_text())
+    topo = parse_nvidia_smi_topo((DATA / "h100-8gpu-nv18-gpu2-gpu5-pcie-only-8nic-constructed.txt").read_text())
     assert gpu_pairs_without_nvlink(topo) == [("GPU2", "GPU5")]
     assert topo.link(2, 5).kind == "NODE"
     assert topo.link(0, 1) == Link("NV", 18)
@@ -112,7 +112,7 @@ def test_garbage_raises_parse_error(text: str) -> None:
 
 
 def test_truncated_matrix_is_unrecognized() -> None:
-    text = (DATA / "h100-8gpu-nv18-gpu2-gpu5-pcie-only-8nic.txt").read_text()
+    text = (DATA / "h100-8gpu-nv18-gpu2-gpu5-pcie-only-8nic-constructed.txt").read_text()
     for cut in range(0, len(text) // 2, 37):
         with pytest.raises(UnrecognizedOutput):
             parse_nvidia_smi_topo(text[:cut])

@@ -45,7 +45,7 @@ def test_rtx4000_v13_tabs_idle_gen1() -> None:
 
 
 def test_own_sample_gen4_x8_of_gen5_x16() -> None:
-    report = parse_nvidia_smi_xml((DATA / "h100-pcie-trained-gen4-x8-dtd-v12.xml").read_text())
+    report = parse_nvidia_smi_xml((DATA / "h100-pcie-trained-gen4-x8-dtd-v12-constructed.xml").read_text())
     slow, good = report.gpus
     assert (slow.pcie_generation_current, slow.pcie_generation_max) == (4, 5)
     assert (slow.pcie_link_width_current, slow.pcie_link_width_max) == (8, 16)
@@ -70,7 +70,7 @@ def test_garbage_and_entities_raise_parse_error(text: str) -> None:
 
 
 def test_truncated_xml_raises_parse_error() -> None:
-    text = (DATA / "h100-pcie-trained-gen4-x8-dtd-v12.xml").read_text()
+    text = (DATA / "h100-pcie-trained-gen4-x8-dtd-v12-constructed.xml").read_text()
     for cut in range(0, len(text) - 20, 97):
         with pytest.raises(ParseError):
             parse_nvidia_smi_xml(text[:cut])

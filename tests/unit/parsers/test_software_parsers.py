@@ -19,16 +19,17 @@ DATA = Path(__file__).resolve().parents[2] / "data"
 
 
 def test_ofed_info_mlnx_and_doca() -> None:
-    mlnx = parse_ofed_info((DATA / "ofed_info" / "mlnx-ofed-23.10-s.txt").read_text())
-    assert (mlnx.distribution, mlnx.version, mlnx.label) == ("MLNX_OFED_LINUX", "23.10-1.1.9.0", "MLNX_OFED")
-    doca = parse_ofed_info((DATA / "ofed_info" / "doca-ofed-24.10-s.txt").read_text())
-    assert (doca.version, doca.label) == ("24.10-1.1.4", "DOCA-OFED")
+    # both recorded (tests/data/SOURCES-software.md)
+    mlnx = parse_ofed_info((DATA / "ofed_info" / "mlnx-ofed-23.07-s-connectx5-daocloud.txt").read_text())
+    assert (mlnx.distribution, mlnx.version, mlnx.label) == ("MLNX_OFED_LINUX", "23.07-0.5.1.2", "MLNX_OFED")
+    doca = parse_ofed_info((DATA / "ofed_info" / "doca-ofed-24.10-s-dgx-os-7.0.2.txt").read_text())
+    assert (doca.version, doca.label) == ("24.10-1.1.4.0.200", "DOCA-OFED")
     with pytest.raises(UnrecognizedOutput, match="ofed_info"):
         parse_ofed_info("ofed_info: command not found\n")
 
 
 def test_lsmod_modules_and_users() -> None:
-    modules = parse_lsmod((DATA / "lsmod" / "gpu-node-peermem.txt").read_text())
+    modules = parse_lsmod((DATA / "lsmod" / "gpu-node-peermem-constructed.txt").read_text())
     assert "nvidia_peermem" in modules and modules["nvidia"].used_by == ("nvidia_uvm", "nvidia_peermem", "nvidia_modeset")
     assert modules["nvidia"].use_count == 2163 and modules["nvidia_peermem"].used_by == ()
     with pytest.raises(UnrecognizedOutput):
@@ -36,22 +37,22 @@ def test_lsmod_modules_and_users() -> None:
 
 
 def test_ldconfig_libraries() -> None:
-    libs = parse_ldconfig((DATA / "ldconfig" / "nccl-2.21.5-ubuntu.txt").read_text())
+    libs = parse_ldconfig((DATA / "ldconfig" / "nccl-2.21.5-ubuntu-constructed.txt").read_text())
     assert [lib.soname for lib in libs][:2] == ["libnccl.so.2", "libnccl.so"]
     assert libs[-1].path == "/lib/x86_64-linux-gnu/libc.so.6"  # the OS ABI note does not hide the path
     assert parse_ldconfig("0 libs found in cache `/etc/ld.so.cache'\n") == []
 
 
 def test_nvidia_smi_list_leaves_mig_lines_out() -> None:
-    gpus = parse_nvidia_smi_list((DATA / "nvidia-smi-L" / "h100-8gpu.txt").read_text())
-    assert [(g.index, g.name) for g in gpus] == [(0, "NVIDIA H100 80GB HBM3"), (1, "NVIDIA H100 80GB HBM3"),
-                                                 (2, "NVIDIA A100-SXM4-80GB")]
+    # recorded on a DGX A100 with four MIG devices on each GPU (tests/data/SOURCES-software.md)
+    gpus = parse_nvidia_smi_list((DATA / "nvidia-smi-L" / "dgx-a100-8gpu-mig-head10-deepops.txt").read_text())
+    assert [(g.index, g.name) for g in gpus] == [(0, "NVIDIA A100-SXM4-80GB"), (1, "NVIDIA A100-SXM4-80GB")]
     with pytest.raises(ToolReportedError, match="couldn't communicate"):
         parse_nvidia_smi_list("NVIDIA-SMI has failed because it couldn't communicate with the NVIDIA driver.\n")
 
 
 def test_acs_on_above_a_gpu_and_nic_only() -> None:
-    parsed = parse_lspci_acs((DATA / "lspci-acs" / "pex-switch-acs-on-above-gpu.txt").read_text())
+    parsed = parse_lspci_acs((DATA / "lspci-acs" / "pex-switch-acs-on-above-gpu-constructed.txt").read_text())
     assert [a.bdf for a in parsed.acs] == ["16:00.0", "30:00.0"]
     assert parsed.acs[0].above("18:00.0") and not parsed.acs[0].above("31:00.0")
     # The root port above the NVMe drive has ACS on too: it guards no GPU or NIC, so it is left alone.
