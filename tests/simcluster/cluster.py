@@ -481,6 +481,9 @@ class SimCluster:
                 "connect_timeout": 3,
             },
             "nodes": [{"name": n.name, "host": n.address} for n in chosen],
+            # Each node's /tmp is a tmpfs of its own (see _start_node): a node-local mount to measure,
+            # as an inventory must list one for the storage checks a profile sets.
+            "storage": {"mounts": [{"path": "/tmp", "shared": False}]},
         }
         if extra:
             doc.update(extra)
