@@ -212,7 +212,7 @@ SEQUENTIAL_READ = declare(Check("sequential_read", "storage", p.StorageBandwidth
 SEQUENTIAL_WRITE = declare(Check("sequential_write", "storage", p.StorageBandwidth, "mount", "wave", tools=("fio",)))
 RANDOM_READ_IOPS = declare(Check("random_read_iops", "storage", p.Iops, "mount", "wave", tools=("fio",)))
 CHECKPOINT_WRITE = declare(Check("checkpoint_write", "storage", p.CheckpointWrite, "mount", "wave", tools=("fio",)))
-AGGREGATE_WRITE = declare(Check("aggregate_write", "storage", p.StorageBandwidth, "cluster", "cluster",
+AGGREGATE_WRITE = declare(Check("aggregate_write", "storage", p.AggregateWrite, "cluster", "cluster",
                                 tools=("fio",)))
 
 # egress: per target of the inventory, from each node

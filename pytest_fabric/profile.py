@@ -187,21 +187,76 @@ class TimeCeiling(CheckSpec):
     max: QuantityField | None = None
 
 
+#: fio engines that issue one request at a time whatever ``iodepth`` says
+SYNC_IOENGINES = frozenset({"psync", "sync", "pvsync", "pvsync2"})
+IoEngine = Literal["libaio", "io_uring", "posixaio", "psync", "sync", "pvsync", "pvsync2"]
+#: the queue depth a parallel filesystem's client is judged at when the profile names none
+DEFAULT_IODEPTH = 16
+
+
+def _resolve_engine(spec: Any, default_depth: int) -> None:
+    """Fill in ``ioengine`` and ``iodepth`` where the check leaves them out, and refuse a pair fio
+    would not run as written."""
+    if spec.ioengine is None:
+        # O_DIRECT: an asynchronous engine keeps requests in flight, as Lustre and GPFS clients
+        # are judged; buffered: the page cache queues the writes, one request at a time suffices.
+        spec.ioengine = "libaio" if spec.direct else "psync"
+    if spec.iodepth is None:
+        spec.iodepth = 1 if spec.ioengine in SYNC_IOENGINES else default_depth
+    if spec.ioengine in SYNC_IOENGINES and spec.iodepth > 1:
+        raise ValueError(
+            f"ioengine: {spec.ioengine} issues one request at a time, so iodepth: {spec.iodepth} would not be what "
+            "runs; use ioengine: libaio (or io_uring) for a queue, or iodepth: 1"
+        )
+    if spec.ioengine == "libaio" and not spec.direct and spec.iodepth > 1:
+        raise ValueError(
+            f"ioengine: libaio queues only O_DIRECT I/O: buffered (direct: false) it waits on each request, so "
+            f"iodepth: {spec.iodepth} would not be what runs; use direct: true, ioengine: io_uring, or psync"
+        )
+
+
 class StorageBandwidth(BandwidthFloor):
-    """fio on a mount: ``size`` per job, ``jobs`` at once.
+    """fio on a mount: ``size`` per job, ``jobs`` at once, ``iodepth`` requests in flight each.
 
     ``direct: true`` (the default) opens files with O_DIRECT, so the page cache does not
     count as storage; a filesystem that refuses O_DIRECT, or keeps files in memory (tmpfs),
     errors unless the check says ``direct: false`` (buffered I/O, writes ended by fsync).
+
+    ``ioengine`` / ``iodepth``: unset, ``libaio`` at 16 with O_DIRECT (one synchronous 1 MiB
+    request at a time under-drives a Lustre or GPFS client), ``psync`` at 1 when buffered.
     """
 
     size: QuantityField = Field(default_factory=lambda: parse_quantity("1 GiB"))
     block_size: QuantityField = Field(default_factory=lambda: parse_quantity("1 MiB"))
     jobs: int = Field(default=1, ge=1, le=256)
     direct: bool = True
+    ioengine: IoEngine | None = None
+    iodepth: int | None = Field(default=None, ge=1, le=4096)
     #: nodes measuring a shared mount at once (all at once would measure the aggregate,
     #: which is aggregate_write's job); node-local mounts always run on every node at once
     concurrency: int = Field(default=1, ge=1, le=4096)
+
+    @model_validator(mode="after")
+    def _engine(self) -> Any:
+        _resolve_engine(self, DEFAULT_IODEPTH)
+        return self
+
+
+class AggregateWrite(StorageBandwidth):
+    """Every node writing to a shared mount at once, each for ``runtime`` (fio ``--time_based``),
+    looping over a file of ``size``: judged by the bytes all of them wrote over the span from the
+    first start to the last end, never by adding the nodes' own rates (a node that finishes early
+    frees bandwidth for the others, so the sum says more than the filesystem did)."""
+
+    runtime: QuantityField = Field(default_factory=lambda: parse_quantity("30 s"))
+
+    @field_validator("runtime")
+    @classmethod
+    def _whole_seconds(cls, value: Quantity) -> Quantity:
+        seconds = float(parse_quantity(value, dimension=Dimension.TIME).to("s"))
+        if seconds < 1 or seconds != int(seconds):
+            raise ValueError(f"{value}: fio's --runtime is given here in whole seconds, at least 1 (e.g. '30 s')")
+        return value
 
 
 class CheckpointWrite(StorageBandwidth):
@@ -224,10 +279,20 @@ class Iops(CheckSpec):
     min: QuantityField | None = None
     block_size: QuantityField = Field(default_factory=lambda: parse_quantity("4 KiB"))
     iodepth: int = Field(default=32, ge=1, le=4096)
+    #: unset: libaio (at iodepth 1, psync); a synchronous engine needs iodepth: 1
+    ioengine: IoEngine | None = None
     size: QuantityField = Field(default_factory=lambda: parse_quantity("1 GiB"))
     runtime: QuantityField = Field(default_factory=lambda: parse_quantity("10 s"))
     direct: bool = True  # as StorageBandwidth: O_DIRECT unless the check says otherwise
     concurrency: int = Field(default=1, ge=1, le=4096)  # as StorageBandwidth, on shared mounts
+
+    @model_validator(mode="after")
+    def _engine(self) -> Any:
+        if self.ioengine is None:
+            self.ioengine = "libaio" if self.iodepth > 1 else "psync"  # what it has always run
+        elif self.ioengine in SYNC_IOENGINES and self.iodepth > 1:
+            raise ValueError(f"ioengine: {self.ioengine} issues one request at a time; give iodepth: 1, or libaio")
+        return self
 
 
 class Count(CheckSpec):
@@ -668,7 +733,7 @@ class Storage(_Section):
     sequential_write: StorageBandwidth | None = None
     random_read_iops: Iops | None = None
     checkpoint_write: CheckpointWrite | None = None
-    aggregate_write: StorageBandwidth | None = None
+    aggregate_write: AggregateWrite | None = None
 
 
 class Egress(_Section):

@@ -10,6 +10,7 @@ is slower but never wrong.
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Callable
 from typing import Any
 
@@ -63,6 +64,8 @@ def _settings(spec: Any, rw: str, check: str) -> storage.FioSettings:
         block_size_bytes=int(spec.block_size.to("B")),
         jobs=spec.jobs,
         direct=spec.direct,
+        iodepth=spec.iodepth,
+        ioengine=spec.ioengine,
         check=check,
     )
 
@@ -128,6 +131,7 @@ def random_read_iops(request: pytest.FixtureRequest, mount: MountHandle, cluster
         size_bytes=int(settings.size.to("B")),
         block_size_bytes=int(settings.block_size.to("B")),
         iodepth=settings.iodepth,
+        ioengine=settings.ioengine,
         runtime_s=float(settings.runtime.to("s")),
         direct=settings.direct,
         check="storage.random_read_iops",
@@ -149,6 +153,8 @@ def checkpoint_write(request: pytest.FixtureRequest, mount: MountHandle, spec: S
         block_size_bytes=block,
         jobs=settings.jobs,
         direct=settings.direct,
+        iodepth=settings.iodepth or 1,  # the profile fills it in (psync, 1: buffered writers)
+        ioengine=settings.ioengine,
         fsync_on_close=True,
         check="storage.checkpoint_write",
     )
@@ -157,12 +163,15 @@ def checkpoint_write(request: pytest.FixtureRequest, mount: MountHandle, spec: S
 
 @pytest.fixture
 def shared_mount_write(request: pytest.FixtureRequest, cluster: Cluster, spec: SpecLookup) -> Measurement:
-    """All nodes write to each shared inventory mount at once; the sum of their bandwidths.
+    """All nodes write to each shared inventory mount at once, each for ``runtime``: the bytes they
+    wrote together over the span from the first start to the last end (never the sum of their rates).
 
     Only shared mounts: on a node-local disk "all nodes at once" sums N separate disks,
     which says nothing about shared storage.
     """
-    settings = _settings(spec(checks.AGGREGATE_WRITE), "write", "storage.aggregate_write")
+    aggregate = spec(checks.AGGREGATE_WRITE)
+    settings = dataclasses.replace(_settings(aggregate, "write", "storage.aggregate_write"),
+                                   runtime_s=float(aggregate.runtime.to("s")))
     state = get_state(request.config)
     assert state is not None  # `cluster` skips first when the plugin is not configured
     specs = list(state.inventory.mount_specs)

@@ -30,6 +30,7 @@ filesystem.
 from __future__ import annotations
 
 import shlex
+import time
 from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
@@ -50,12 +51,15 @@ __all__ = [
     "MEMORY_FSTYPES",
     "FioSettings",
     "MountState",
+    "SharedFigure",
+    "WriterRun",
     "aggregate_write",
     "check_mount",
     "checkpoint_write",
     "mount_measurement",
     "random_read",
     "sequential",
+    "shared_figure",
     "shared_mounts",
     "workdir_for",
 ]
@@ -80,6 +84,8 @@ class FioSettings:
     jobs: int = 1
     direct: bool = True
     iodepth: int = 1
+    #: fio's --ioengine; None: libaio where iodepth is above 1, else psync
+    ioengine: str | None = None
     runtime_s: float | None = None
     fsync_on_close: bool = False  # end the writes with fsync, counted in the run (fio end_fsync=1)
     check: str = "storage"  # the profile key, for messages that say what to change
@@ -87,6 +93,10 @@ class FioSettings:
     @property
     def writes(self) -> bool:
         return self.rw in ("write", "randwrite")
+
+    @property
+    def engine(self) -> str:
+        return self.ioengine or ("libaio" if self.iodepth > 1 else "psync")
 
     @property
     def io_mode(self) -> str:
@@ -251,7 +261,7 @@ def _fio_command(directory: str, settings: FioSettings, *, layout: bool = False,
         f"--size={settings.size_bytes}",
         f"--numjobs={settings.jobs}",
         f"--iodepth={settings.iodepth}",
-        "--ioengine=libaio" if settings.iodepth > 1 else "--ioengine=psync",
+        f"--ioengine={settings.engine}",
         f"--direct={1 if settings.direct else 0}",
         "--group_reporting",
         "--output-format=json",
@@ -414,9 +424,7 @@ def _files_present(node: NodeHandle, writer: NodeHandle, directory: str, setting
 def _detail(what: str, label: str, settings: FioSettings, run: _Run, *, per_job: bool = True) -> str:
     size = settings.size_bytes / 2**20
     amount = f"{settings.jobs} job(s) x {size:.0f} MiB" if per_job else f"{settings.jobs * size:.0f} MiB over {settings.jobs} writer(s)"
-    detail = f"fio {what} on {label}, {amount}, bs {settings.block_size_bytes // 1024} KiB"
-    if settings.iodepth > 1:
-        detail += f", iodepth {settings.iodepth}"
+    detail = f"fio {what} on {label}, {amount}, bs {settings.block_size_bytes // 1024} KiB, {_engine_text(settings)}"
     if settings.runtime_s:
         detail += f", {settings.runtime_s:g} s"
     detail += ", direct (O_DIRECT)" if settings.direct else ", buffered (direct: false)"
@@ -425,6 +433,12 @@ def _detail(what: str, label: str, settings: FioSettings, run: _Run, *, per_job:
     if run.how_read:
         detail += f"; {run.how_read}"
     return detail
+
+
+def _engine_text(settings: FioSettings) -> str:
+    if settings.iodepth > 1:
+        return f"{settings.engine} iodepth {settings.iodepth}"
+    return f"{settings.engine}, one request at a time"
 
 
 def _label(spec: Mount | None, run: _Run) -> str:
@@ -519,39 +533,117 @@ def shared_mounts(node: NodeHandle, specs: Sequence[Mount]) -> tuple[list[Mount]
     return shared, reasons
 
 
+@dataclass(frozen=True)
+class WriterRun:
+    """One node's part of an aggregate write: what fio says it wrote, and when, by this process's clock."""
+
+    node: str
+    io_bytes: int
+    fio_runtime_s: float  # fio's own: the write phase of the job(s)
+    launched_s: float  # time.monotonic() as its command was sent
+    returned_s: float  # as its result came back
+
+    @property
+    def bytes_per_s(self) -> float:
+        """The node's own rate, over its own runtime: reported, never added up."""
+        return self.io_bytes / self.fio_runtime_s if self.fio_runtime_s > 0 else 0.0
+
+
+@dataclass(frozen=True)
+class SharedFigure:
+    """What the shared filesystem took from all the nodes writing at once."""
+
+    total_bytes: int
+    span_s: float  # from the first node's start to the last node's end (see shared_figure)
+    fio_span_s: float  # the longest any node's fio ran: the span is at least that
+    sum_of_rates: float  # the nodes' own rates added up: what the figure is not
+
+    @property
+    def bytes_per_s(self) -> float:
+        return self.total_bytes / self.span_s
+
+
+def shared_figure(runs: Sequence[WriterRun]) -> SharedFigure:
+    """All the bytes written, over the span from the earliest start to the latest end.
+
+    The nodes are launched together, so the span runs from the first launch to the last
+    result back; each node's fio ran somewhere inside its own launch-to-return interval, so
+    this span holds every byte, and the figure is never more than the filesystem did. (It is
+    at least the longest fio runtime, should the clock say less.) Adding the nodes' own rates
+    instead counts a node that finished early as writing at its rate for the whole span, while
+    the others ran faster in the bandwidth it left: more than the filesystem did.
+    """
+    if not runs:
+        raise ValueError("no writer runs")
+    fio_span = max(r.fio_runtime_s for r in runs)
+    span = max(max(r.returned_s for r in runs) - min(r.launched_s for r in runs), fio_span)
+    if span <= 0:
+        raise ValueError("the writers ran for no time")
+    return SharedFigure(
+        total_bytes=sum(r.io_bytes for r in runs),
+        span_s=span,
+        fio_span_s=fio_span,
+        sum_of_rates=sum(r.bytes_per_s for r in runs),
+    )
+
+
 def aggregate_write(nodes: list[NodeHandle], specs: list[Mount], settings: FioSettings) -> Measurement:
-    """Every node writes to each shared mount at once; value: the sum of the nodes' bandwidths.
+    """Every node writes to each shared mount at once for ``runtime_s`` (time-based); value: the bytes
+    they wrote together over the span from the first start to the last end (:func:`shared_figure`).
 
     With several mounts each is measured in turn and the value is the lowest
     aggregate (the weakest shared filesystem decides); the detail lists each.
     """
+    if not settings.runtime_s:
+        raise ValueError("aggregate_write runs time-based: give runtime_s")
     evidence: list[CommandResult] = []
     figures: dict[str, Quantity] = {}
+    shared: dict[str, SharedFigure] = {}
     per_node: dict[str, dict[str, float]] = {}
     for spec in specs:
-        per_node[spec.path] = _aggregate_one(nodes, spec, settings, evidence)
-        figures[spec.path] = bandwidth(sum(per_node[spec.path].values()), "B/s")
+        runs = _aggregate_one(nodes, spec, settings, evidence)
+        shared[spec.path] = shared_figure(runs)
+        per_node[spec.path] = {r.node: r.bytes_per_s for r in runs}
+        figures[spec.path] = bandwidth(shared[spec.path].bytes_per_s, "B/s")
     worst = min(figures, key=lambda m: figures[m])
     parts = []
     for mount, total in figures.items():
+        figure = shared[mount]
         slowest = min(per_node[mount], key=lambda n: per_node[mount][n])
         parts.append(
-            f"{mount}: {total.display('GB/s')} from {len(nodes)} nodes at once "
-            f"(slowest {slowest} {bandwidth(per_node[mount][slowest], 'B/s').display('GB/s')})"
+            f"{mount}: {total.display('GB/s')} = {figure.total_bytes / 1e9:.3g} GB written by {len(nodes)} nodes over "
+            f"{figure.span_s:.1f} s from the first launch to the last return (fio itself ran up to "
+            f"{figure.fio_span_s:.1f} s; slowest {slowest} {bandwidth(per_node[mount][slowest], 'B/s').display('GB/s')}; "
+            f"the nodes' own rates add up to {bandwidth(figure.sum_of_rates, 'B/s').display('GB/s')}, which is not "
+            "the figure)"
         )
     mode = "direct (O_DIRECT)" if settings.direct else "buffered (direct: false), ended by fsync"
-    detail = f"fio write, {settings.size_bytes / 2**20:.0f} MiB per node, {mode}; " + "; ".join(parts)
+    detail = (
+        f"fio write, all nodes started together, each {settings.runtime_s:g} s time-based over "
+        f"{settings.size_bytes / 2**20:.0f} MiB x {settings.jobs} job(s), bs {settings.block_size_bytes // 1024} KiB, "
+        f"{_engine_text(settings)}, {mode}; judged by all bytes written over the span from the first start to the "
+        "last end, never by adding the nodes' rates; " + "; ".join(parts)
+    )
     return Measurement(
         value=figures[worst],
         detail=detail,
         evidence=tuple(evidence),
         samples=tuple(figures.values()),
-        extra={"per_node_bytes_per_s": per_node, "io": settings.io_mode},
+        extra={
+            "per_node_bytes_per_s": per_node,
+            "io": settings.io_mode,
+            "shared": {
+                mount: {"bytes_per_s": round(f.bytes_per_s, 1), "total_bytes": f.total_bytes,
+                        "span_s": round(f.span_s, 3), "fio_span_s": round(f.fio_span_s, 3),
+                        "sum_of_rates_bytes_per_s": round(f.sum_of_rates, 1)}
+                for mount, f in shared.items()
+            },
+        },
     )
 
 
-def _aggregate_one(nodes: list[NodeHandle], spec: Mount, settings: FioSettings, evidence: list[CommandResult]) -> dict[str, float]:
-    """node -> write bytes/s for one mount, all nodes writing at once; an error if a node lacks the mount."""
+def _aggregate_one(nodes: list[NodeHandle], spec: Mount, settings: FioSettings, evidence: list[CommandResult]) -> list[WriterRun]:
+    """Each node's part of one mount's aggregate, all nodes writing at once; an error if a node lacks the mount."""
     # Mount checks and directories first, on every node, so the writes start together
     # rather than staggered by each node's round trips.
     with ThreadPoolExecutor(max_workers=len(nodes), thread_name_prefix="fabric-aggregate") as pool:
@@ -567,23 +659,33 @@ def _aggregate_one(nodes: list[NodeHandle], spec: Mount, settings: FioSettings, 
         evidence += node_evidence
         if directory is not None:
             directories[node.name] = directory
-    runs: list[tuple[fio.FioResult, CommandResult]] = []
+    runs: list[tuple[fio.FioResult, CommandResult, float, float]] = []
     try:
         if failure is not None:  # a node without the mount, or unreachable: no aggregate at all
             raise failure
         timeout = _timeout(settings, writers=len(nodes))
         with ThreadPoolExecutor(max_workers=len(nodes), thread_name_prefix="fabric-aggregate") as pool:
-            runs = list(pool.map(lambda n: run_fio(n, directories[n.name], settings, timeout), nodes))
+            runs = list(pool.map(lambda n: _timed_write(n, directories[n.name], settings, timeout), nodes))
     finally:
         with ThreadPoolExecutor(max_workers=max(len(directories), 1), thread_name_prefix="fabric-aggregate") as pool:
             evidence += pool.map(lambda n: _remove(n, directories[n.name]), [n for n in nodes if n.name in directories])
-    out: dict[str, float] = {}
-    for node, (parsed, result) in zip(nodes, runs):
+    out: list[WriterRun] = []
+    for node, (parsed, result, launched, returned) in zip(nodes, runs):
         evidence.append(result)
-        if parsed.write.bw_bytes_per_s <= 0:
-            raise MeasurementError(node.name, "fio reported no write throughput", command=result.command)
-        out[node.name] = parsed.write.bw_bytes_per_s
+        write = parsed.write
+        if write.io_bytes <= 0 or not write.runtime_ms:
+            raise MeasurementError(node.name, "fio reported no bytes written", command=result.command)
+        out.append(WriterRun(node.name, write.io_bytes, write.runtime_ms / 1000, launched, returned))
     return out
+
+
+def _timed_write(
+    node: NodeHandle, directory: str, settings: FioSettings, timeout: float
+) -> tuple[fio.FioResult, CommandResult, float, float]:
+    """run_fio, and when (time.monotonic()) its command went out and its result came back."""
+    launched = time.monotonic()
+    parsed, result = run_fio(node, directory, settings, timeout)
+    return parsed, result, launched, time.monotonic()
 
 
 def _prepare_shared(node: NodeHandle, spec: Mount, settings: FioSettings) -> tuple[list[CommandResult], str | None]:

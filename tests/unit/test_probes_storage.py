@@ -15,6 +15,7 @@ from pytest_fabric.probes.base import MeasurementError
 from pytest_fabric.transport.base import NodeUnreachable, ToolMissing
 from pytest_fabric.transport.mock import CannedCommand, MockTransport
 from pytest_fabric.transport.pool import ConnectionPool
+from pytest_fabric.units import parse_quantity
 
 DATA = Path(__file__).resolve().parents[1] / "data"
 ROOT_EXT4 = (DATA / "findmnt" / "target-ext4-root.json").read_text()
@@ -194,3 +195,73 @@ def test_a_peer_that_cannot_be_reached_does_not_lay_out_the_files_another_does()
     writer = node("node05", NFS_RDMA, **{r"^fio .*--create_only=1": FIO_READ})
     measured = storage.sequential(reader, STATED, READ, peers=[down, writer])
     assert measured.extra["read_from"] == {"laid_out_by": "node05", "cache": "other node"}
+
+
+# --- all nodes at once on a shared mount: figures that add up (issue 20) ---------------------------
+
+
+def _fio_wrote(io_bytes: int, runtime_s: float) -> str:
+    """fio JSON of a write job that wrote ``io_bytes`` in ``runtime_s`` (the captured run, reshaped)."""
+    document = _as_write(json.loads(FIO_READ))
+    for job in document["jobs"]:  # type: ignore[attr-defined]
+        job["write"].update(io_bytes=io_bytes, io_kbytes=io_bytes // 1024, runtime=int(runtime_s * 1000),
+                            bw_bytes=int(io_bytes / runtime_s), bw=int(io_bytes / runtime_s / 1024))
+        job["job_runtime"] = int(runtime_s * 1000)
+    return json.dumps(document)
+
+
+AGGREGATE = storage.FioSettings(rw="write", size_bytes=1 << 30, block_size_bytes=1 << 20, iodepth=16, ioengine="libaio",
+                                runtime_s=10, check="storage.aggregate_write")
+
+
+def test_the_shared_figure_is_all_bytes_over_the_span_not_the_sum_of_rates() -> None:
+    # The issue's case: one node writes its share at 8 GB/s and finishes; the other, slowed while
+    # both ran, then has the filesystem to itself. 8 + 5 = 13 GB/s is what adding says; the
+    # filesystem took 160 GB in 16 s: 10 GB/s.
+    runs = [storage.WriterRun("gpu01", 80 * 10**9, 10.0, 0.0, 10.0), storage.WriterRun("gpu02", 80 * 10**9, 16.0, 0.0, 16.0)]
+    figure = storage.shared_figure(runs)
+    assert figure.sum_of_rates == pytest.approx(13e9)
+    assert figure.span_s == 16.0 and figure.bytes_per_s == pytest.approx(10e9)
+
+
+def test_the_span_runs_from_the_first_launch_to_the_last_return() -> None:
+    # Time-based runs of 30 s, launched 0.4 s apart, the last one back at 31.0 s.
+    runs = [storage.WriterRun("gpu01", 300 * 10**9, 30.0, 0.0, 30.3), storage.WriterRun("gpu02", 150 * 10**9, 30.0, 0.4, 31.0)]
+    figure = storage.shared_figure(runs)
+    assert figure.span_s == pytest.approx(31.0) and figure.fio_span_s == 30.0
+    assert figure.bytes_per_s == pytest.approx(450e9 / 31.0)  # below the 15 GB/s the rates add up to
+    assert figure.sum_of_rates == pytest.approx(15e9)
+    # a clock that says less than fio ran (a mock transport returns at once) gives way to fio's runtime
+    instant = [storage.WriterRun("gpu01", 10**9, 2.0, 5.0, 5.0)]
+    assert storage.shared_figure(instant).span_s == 2.0
+
+
+def test_aggregate_write_runs_time_based_and_reports_the_shared_figure_not_the_sum() -> None:
+    lustre = findmnt("/lfs", "lustre", "rw,flock", source="10.0.0.1@o2ib:/fs")
+    fast = node("gpu01", lustre, **{r"^fio ": _fio_wrote(80 * 10**9, 10.0)})  # 8 GB/s, done at 10 s
+    slow = node("gpu02", lustre, **{r"^fio ": _fio_wrote(80 * 10**9, 16.0)})  # 5 GB/s over 16 s
+    measured = storage.aggregate_write([fast, slow], [Mount("/lfs", "lustre")], AGGREGATE)
+    assert measured.value == parse_quantity("10 GB/s")  # 160 GB over 16 s, not 8 + 5
+    shared = measured.extra["shared"]["/lfs"]
+    assert shared["total_bytes"] == 160 * 10**9 and shared["sum_of_rates_bytes_per_s"] == pytest.approx(13e9)
+    assert measured.extra["per_node_bytes_per_s"]["/lfs"] == {"gpu01": 8e9, "gpu02": 5e9}
+    assert "judged by all bytes written over the span from the first start to the last end" in measured.detail
+    assert "the nodes' own rates add up to 13 GB/s, which is not the figure" in measured.detail
+    for box in (fast, slow):
+        (command,) = [c for c in box.transport.calls if c.startswith("fio ")]  # type: ignore[attr-defined]
+        for flag in ("--time_based", "--runtime=10", "--ioengine=libaio", "--iodepth=16", "--direct=1"):
+            assert flag in command.split(), (flag, command)
+    with pytest.raises(ValueError, match="time-based"):
+        storage.aggregate_write([fast], [Mount("/lfs", "lustre")], storage.FioSettings(rw="write", size_bytes=1, block_size_bytes=1))
+
+
+def test_sequential_checks_say_the_engine_and_depth() -> None:
+    xfs = findmnt("/data", "xfs", "rw", source="/dev/nvme0n1")
+    queued = storage.FioSettings(rw="write", size_bytes=8 << 20, block_size_bytes=1 << 20, iodepth=16, ioengine="libaio")
+    box = node("gpu01", xfs, **{r"^fio ": json.dumps(_as_write(json.loads(FIO_READ)))})
+    measured = storage.sequential(box, Mount("/data"), queued)
+    (command,) = [c for c in box.transport.calls if c.startswith("fio ")]  # type: ignore[attr-defined]
+    assert "--ioengine=libaio" in command and "--iodepth=16" in command
+    assert "libaio iodepth 16" in measured.detail
+    one = storage.sequential(node("gpu01", xfs, **{r"^fio ": json.dumps(_as_write(json.loads(FIO_READ)))}), Mount("/data"), WRITE)
+    assert "psync, one request at a time" in one.detail
