@@ -9,25 +9,87 @@ What shares a resource does not run at once: a member may name a resource (a sha
 mount, the egress uplink, one node's GPUs) with a limit, and at most that many members
 holding it run together; everything else runs in parallel up to the fan-out cap
 (``--fabric-fanout``, like ``pdsh -f``). Each result says how it was measured.
+
+A reading of the whole cluster that is not a batch of tests (every node's topology for
+``gpu_rails``, the error counters before any traffic, every node's software stack) goes through
+:func:`fan_out`, under the same cap. A measurement that is only meaningful with every member
+running at once (all nodes writing to a shared mount together, every cross-leaf pair loading
+the spine together) says so with the one policy :data:`ALL_AT_ONCE`: its cap is its member
+count, never ``--fabric-fanout``.
 """
 
 from __future__ import annotations
 
+import contextlib
 import threading
 import time
-from collections.abc import Callable, Sequence
-from concurrent.futures import ThreadPoolExecutor, as_completed
+from collections.abc import Callable, Iterator, Sequence
+from concurrent.futures import Future, ThreadPoolExecutor, as_completed, wait
 from dataclasses import dataclass, replace
-from typing import Generic, TypeVar
+from typing import Final, Generic, Literal, TypeVar
 
 from .verdict import Measurement
 
-__all__ = ["DEFAULT_FANOUT", "BatchCache", "BatchProgress", "Member", "Share", "describe_concurrency"]
+__all__ = [
+    "ALL_AT_ONCE",
+    "DEFAULT_FANOUT",
+    "BatchCache",
+    "BatchProgress",
+    "FanOut",
+    "Member",
+    "Share",
+    "describe_concurrency",
+    "fan_out",
+]
 
 #: how many subjects one controller measures at once unless --fabric-fanout says otherwise
 DEFAULT_FANOUT = 64
 
+#: the cap of a fan-out whose members must all run at once for the measurement to mean anything
+#: (aggregate_write: every node writes to the shared mount together; oversubscription: every
+#: cross-leaf pair of a round loads the spine together): as many at once as there are members
+ALL_AT_ONCE: Final = "all at once"
+#: at most this many at once, or ALL_AT_ONCE
+FanOut = int | Literal["all at once"]
+
 S = TypeVar("S")
+T = TypeVar("T")
+R = TypeVar("R")
+
+
+@contextlib.contextmanager
+def _workers(size: int, name: str, on_interrupt: Callable[[], None] | None) -> Iterator[ThreadPoolExecutor]:
+    """A pool of ``size`` threads; on Ctrl-C, ``on_interrupt`` first (kill what they run on the nodes)."""
+    pool = ThreadPoolExecutor(max_workers=size, thread_name_prefix=name)
+    try:
+        yield pool
+    except KeyboardInterrupt:
+        # The workers wait on remote commands that would run to their own timeouts (a node
+        # NCCL run: 15 minutes): end those on the nodes, so the workers, and the run, end now.
+        if on_interrupt is not None:
+            on_interrupt()
+        pool.shutdown(wait=True, cancel_futures=True)
+        raise
+    pool.shutdown()
+
+
+def fan_out(
+    items: Sequence[T], fn: Callable[[T], R], fanout: FanOut, *, on_interrupt: Callable[[], None] | None = None
+) -> list[R]:
+    """``fn`` of each item, in parallel, at most ``fanout`` at a time (:data:`ALL_AT_ONCE`: all of them).
+
+    The results in the items' order. Every item runs to its end; then the first exception
+    (in the items' order) is raised, so a caller that wants each item's error catches inside ``fn``.
+    """
+    if fanout != ALL_AT_ONCE and (not isinstance(fanout, int) or fanout < 1):
+        raise ValueError(f"fan-out must be at least 1 or {ALL_AT_ONCE!r}, not {fanout!r}")
+    if len(items) <= 1:
+        return [fn(item) for item in items]
+    size = len(items) if fanout == ALL_AT_ONCE else min(int(fanout), len(items))
+    with _workers(size, "fabric-fanout", on_interrupt) as pool:
+        futures: list[Future[R]] = [pool.submit(fn, item) for item in items]
+        wait(futures)
+    return [f.result() for f in futures]
 
 
 @dataclass(frozen=True)
@@ -107,6 +169,16 @@ class BatchCache:
         self._results: dict[tuple[str, object], dict[str, Outcome]] = {}
         self._lock = threading.Lock()  # guards the two dicts; each batch has a lock of its own
         self._batch_locks: dict[tuple[str, object], threading.Lock] = {}
+
+    def fan_out(self, items: Sequence[T], fn: Callable[[T], R], *, all_at_once: bool = False) -> list[R]:
+        """:func:`fan_out` under this run's cap (``all_at_once``: :data:`ALL_AT_ONCE`), Ctrl-C ending the nodes' commands."""
+        return fan_out(items, fn, ALL_AT_ONCE if all_at_once else self.fanout, on_interrupt=self.on_interrupt)
+
+    def lookup(self, check: str, batch: object, member_id: str) -> Outcome | None:
+        """What ``member_id`` of a batch measured, if it has been: the outcome :meth:`measure` returns or raises."""
+        with self._lock:
+            results = self._results.get((check, batch))
+            return None if results is None else results.get(member_id)
 
     def measure(
         self,
@@ -190,20 +262,11 @@ class BatchCache:
         # Members that wait on a shared resource hold a worker while they wait; order them so
         # the pool starts one member of every resource before a second of any.
         ordered = _interleave_by_resource(members)
-        pool = ThreadPoolExecutor(max_workers=min(self.fanout, size), thread_name_prefix="fabric-batch")
-        try:
+        with _workers(min(self.fanout, size), "fabric-batch", self.on_interrupt) as pool:
             futures = {pool.submit(one, m): m for m in ordered}
             for future in as_completed(futures):
                 ended[futures[future].id] = future.result()
                 report()
-        except KeyboardInterrupt:
-            # The workers wait on remote commands that would run to their own timeouts (a node
-            # NCCL run: 15 minutes): end those on the nodes, so the workers, and the run, end now.
-            if self.on_interrupt is not None:
-                self.on_interrupt()
-            pool.shutdown(wait=True, cancel_futures=True)
-            raise
-        pool.shutdown()
         return {m.id: ended[m.id] for m in ordered}
 
 

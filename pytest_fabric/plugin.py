@@ -369,8 +369,6 @@ def pytest_collection_finish(session: pytest.Session) -> None:
         info = item.stash.get(CHECK_KEY, None)
         if info is None:
             continue
-        if len(info.nodes) == 2:
-            state.selected_pairs.setdefault(info.check, set()).add(info.subject)
         if info.fixture is None or info.param is None:
             continue
         done = seen.setdefault(info.subject, set())

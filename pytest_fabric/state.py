@@ -10,10 +10,10 @@ import pytest
 from .batches import BatchCache
 from .evidence import HostKeyLog
 from .inventory import Inventory
+from .once import Once
 from .pairs import Pair
-from .probes.rounds import RoundCache
 from .profile import Profile
-from .subjects import DEVICE_TESTS_UP_TO
+from .subjects import DEVICE_TESTS_UP_TO, subject_id
 from .transport.ssh import JumpHosts
 from .verdict import Verdict
 
@@ -33,39 +33,42 @@ class FabricState:
     #: above this many nodes one test per node and check judges all of a node's GPUs (ports)
     device_tests_up_to: int = DEVICE_TESTS_UP_TO
     cluster: Cluster | None = None
-    #: pair ids selected for each check after -k/-m deselection: a round measures only these
-    selected_pairs: dict[str, set[str]] = field(default_factory=dict)
     #: per measurement fixture, (subject fixture, parameter) of the selected tests using it, in
-    #: run order: a wave measures these
+    #: run order, after -k/-m/--lf/--deselect: a wave measures these, a round the pairs of it
+    #: among them (``("node_pair", Pair)``); read through :meth:`selected`
     selected_subjects: dict[str, list[tuple[str, Any]]] = field(default_factory=dict)
-    #: waves of per-node checks (and, through them, anything measured as a batch)
+    #: waves and rounds: subjects measured as a batch (see waves.py)
     batches: BatchCache = field(default_factory=BatchCache)
     #: connections to jump hosts, shared by every node behind them
     jump_hosts: JumpHosts = field(default_factory=JumpHosts)
     #: which host keys the run's connections verified, accepted new or accepted although they differ
     host_keys: HostKeyLog = field(default_factory=HostKeyLog)
-    #: per node: the RDMA ports it reports, listed once per run
-    ports: dict[str, Any] = field(default_factory=dict)
-    #: (node, device, port) -> error counters read before any traffic of this run
-    #: (a probes.counters.PortCounters, or the exception that stopped the reading)
-    counter_baseline: dict[tuple[str, str, int], Any] = field(default_factory=dict)
-    #: results computed once per run for the whole cluster (attribution, scaling, ...)
-    cluster_results: dict[str, Any] = field(default_factory=dict)
+    #: everything else computed once per run: a node's ports, topology, preflight, the error
+    #: counters before any traffic, attribution, ... (one error policy: see once.py)
+    once: Once = field(default_factory=Once)
 
     def rounds_index(self) -> dict[int, list[Pair]]:
         """The scheduled pairs by round, in round order (built once: tests look up their round often)."""
-        index: dict[int, list[Pair]] | None = self.cluster_results.get("rounds_index")
-        if index is None:
-            index = {}
+
+        def build() -> dict[int, list[Pair]]:
+            index: dict[int, list[Pair]] = {}
             for pair in sorted(self.pairs, key=lambda p: p.round):
                 index.setdefault(pair.round, []).append(pair)
-            self.cluster_results["rounds_index"] = index
-        return index
+            return index
 
-    @property
-    def rounds(self) -> RoundCache:
-        """Pair rounds: batches of the same cache as waves."""
-        return RoundCache(self.batches)
+        return self.once.get("rounds index", None, build)
+
+    def selected(self, fixture: str, subject: str) -> dict[str, Any] | None:
+        """The ``subject`` parameters of the selected tests that use measurement ``fixture``, by subject id,
+        in run order; None when no selected test uses it (worked out once, after collection)."""
+
+        def build() -> dict[str, Any] | None:
+            entries = self.selected_subjects.get(fixture)
+            if entries is None:
+                return None
+            return {subject_id(kind, param): param for kind, param in entries if kind == subject}
+
+        return self.once.get("selected", (fixture, subject), build)
 
 
 @dataclass(frozen=True)

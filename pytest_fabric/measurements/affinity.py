@@ -4,9 +4,6 @@ per run (see :mod:`~pytest_fabric.probes.affinity`)."""
 
 from __future__ import annotations
 
-from concurrent.futures import ThreadPoolExecutor
-from typing import Any
-
 import pytest
 
 from .. import checks
@@ -23,8 +20,6 @@ from ..transport.base import TransportError
 from ..verdict import Measurement
 from ..waves import wave
 
-_TOPOLOGY_KEY = "intra_node.topology"
-
 
 def _state(request: pytest.FixtureRequest) -> FabricState:
     state = get_state(request.config)
@@ -34,17 +29,7 @@ def _state(request: pytest.FixtureRequest) -> FabricState:
 
 def node_topology(request: pytest.FixtureRequest, node: NodeHandle) -> tuple[TopologyMatrix, CommandResult]:
     """The node's ``nvidia-smi topo -m``, read once per run (an error is kept for the node's other checks)."""
-    cache: dict[str, Any] = _state(request).cluster_results.setdefault(_TOPOLOGY_KEY, {})
-    if node.name not in cache:
-        try:
-            cache[node.name] = gpu_probe.topology(node)
-        except TransportError as exc:
-            cache[node.name] = exc
-            raise
-    found = cache[node.name]
-    if isinstance(found, TransportError):
-        raise found.again()
-    return found  # type: ignore[no-any-return]
+    return _state(request).once.get("topology", node.name, lambda: gpu_probe.topology(node))
 
 
 @pytest.fixture
@@ -78,8 +63,7 @@ def gpu_rails(request: pytest.FixtureRequest, cluster: Cluster, spec: SpecLookup
         except TransportError as exc:
             return exc
 
-    with ThreadPoolExecutor(max_workers=max(1, min(state.batches.fanout, len(cluster.nodes)))) as pool:
-        got = dict(zip([n.name for n in cluster.nodes], pool.map(one, cluster.nodes)))
+    got = dict(zip([n.name for n in cluster.nodes], state.batches.fan_out(cluster.nodes, one)))
     by_node = {n: r for n, r in got.items() if not isinstance(r, TransportError)}
     errors = {n: r for n, r in got.items() if isinstance(r, TransportError)}
     findings = affinity.rail_differences(by_node)

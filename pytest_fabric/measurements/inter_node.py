@@ -1,16 +1,16 @@
 """Inter-node measurements: ports, links, pair traffic (TCP, RDMA, NCCL) and whole-fabric checks.
 
-Pair measurements go through the run's :class:`~pytest_fabric.probes.rounds.RoundCache`:
-the first pair test of a round measures every selected pair of that round at
-once, and the consistency, attribution and aggregate checks reuse those results
-instead of measuring again.
+Pair measurements are batched by round (:mod:`~pytest_fabric.waves`, the one front door
+for waves and rounds): the first pair test of a round measures every selected pair of that
+round at once, and the consistency, attribution and aggregate checks reuse those results
+instead of measuring again. What is read once per run (a node's ports, the error counters
+before any traffic, attribution) is kept in ``state.once``.
 """
 
 from __future__ import annotations
 
 import dataclasses
 from collections.abc import Callable
-from concurrent.futures import ThreadPoolExecutor
 from typing import Any, TypeVar
 
 import pytest
@@ -20,7 +20,7 @@ from .. import checks, consistency
 from ..batches import Share
 from ..cluster import Cluster, NodeHandle, NodePair
 from ..fixtures import HcaHandle, SpecLookup
-from ..pairs import circle_rounds
+from ..pairs import Pair, circle_rounds
 from ..probes import counters, nccl, netdev, qos, rdma, tcp
 from ..probes.base import MeasurementError
 from ..profile import CheckSpec
@@ -29,7 +29,7 @@ from ..transport.base import AuthenticationFailed, HostKeyMismatch, NodeUnreacha
 from ..units import Quantity, parse_quantity
 from ..verdict import Measurement
 from ..verdict import judge as judge_measurement
-from ..waves import wave
+from ..waves import measure_batched, measure_subject, round_context, wave, whole_round
 
 S = TypeVar("S", bound=CheckSpec)
 
@@ -163,87 +163,66 @@ def rdma_settings(state: FabricState, *, port: int, repeat: int | None = None) -
     )
 
 
-def _round_pairs(state: FabricState, check: str, pair: NodePair, *, whole: bool = False) -> list[NodePair]:
-    """The selected pairs of ``pair``'s round (``whole``: all of them): measured together, each link loaded once."""
-    assert state.cluster is not None
-    selected = None if whole else state.selected_pairs.get(check)
-    return [
-        state.cluster.pair(p.a, p.b, p.round, p.slot)
-        for p in state.rounds_index().get(pair.round, [])
-        if selected is None or p.id in selected
-    ]
+def _scheduled(pair: NodePair) -> Pair:
+    """The scheduled pair (the ``node_pair`` parameter) a pair handle stands for."""
+    return Pair(round=pair.round, slot=pair.slot, a=pair.a.name, b=pair.b.name)
 
 
 def pair_measurement(request: pytest.FixtureRequest, check: str, pair: NodePair) -> Measurement:
     """``pair``'s measurement, its round measured at once; the detail says when that round was not the full one.
 
-    Under ``--lf`` the failing pairs run inside their whole round again, as in the
-    first run: in a smaller round a failure that came from contention would
-    "fix" itself.  A pair that fails there is also re-measured alone, as
-    attribution's retest does, and the message says which it is.
+    The round is batched as every pair check's (:func:`~pytest_fabric.waves.measure_subject`):
+    under ``--lf`` the failing pairs run inside their whole round again, as in the first run.
+    A pair that fails there is also re-measured alone, as attribution's retest does, and the
+    message says which it is.
     """
     state = _state(request)
-    whole = bool(request.config.getoption("lf", False))
-    round_pairs = _round_pairs(state, check, pair, whole=whole)
-    measured = state.rounds.measure(check, pair, round_pairs, measure_function(state, check))
-    full = len(state.rounds_index().get(pair.round, []))
-    selected = state.selected_pairs.get(check)
-    note = ""
-    if len(round_pairs) < full:
+    scheduled = _scheduled(pair)
+    measured = measure_subject(request, check, "node_pair", scheduled, measure_function(state, check))
+    if not round_context(state, check, scheduled, whole=whole_round(request.config)).widened:
+        return measured
+    if _is_bad(state, check, pair.id, measured, {}):
+        good, figure = _good_alone(state, check, pair.a.name, pair.b.name, {})
         note = (
-            f"measured in a round of {len(round_pairs)} pair(s) at once where the full sweep runs {full} "
-            "(the selection left the others out): a failure that shows only under load may not show here"
+            f"re-measured alone as attribution's retest does: {figure}, "
+            + {
+                True: "good alone: it fails under load (contention, routing or oversubscription), not a cable",
+                False: "bad alone too",
+                None: "alone its repeats fall on both sides of the floor: cannot tell, not a cable",
+            }[good]
         )
-    elif whole and selected is not None and any(p.id not in selected for p in round_pairs):
-        note = (
-            f"--lf: measured inside its whole round ({full} pairs at once, as in the first run), "
-            "not in a smaller one where a failure under load would vanish"
-        )
-        if _is_bad(state, check, pair.id, measured, {}):
-            good, figure = _good_alone(state, check, pair.a.name, pair.b.name, {})
-            note += (
-                f"; re-measured alone as attribution's retest does: {figure}, "
-                + {
-                    True: "good alone: it fails under load (contention, routing or oversubscription), not a cable",
-                    False: "bad alone too",
-                    None: "alone its repeats fall on both sides of the floor: cannot tell, not a cable",
-                }[good]
-            )
-    if note:
         measured = dataclasses.replace(measured, detail=f"{measured.detail}; {note}" if measured.detail else note)
     return measured
 
 
 def all_pair_measurements(state: FabricState, check: str) -> dict[str, Measurement | BaseException]:
-    """Every scheduled pair's measurement for ``check``, measuring the rounds not measured yet.
+    """Every scheduled pair's measurement for ``check``, measuring the rounds not measured yet (each whole).
 
     Computed once per check: every outlier test and attribution reads the same results.
     """
-    assert state.cluster is not None
-    cached: dict[str, Measurement | BaseException] | None = state.cluster_results.get(f"all_pairs:{check}")
-    if cached is not None:
-        return cached
-    measure = measure_function(state, check)
-    out: dict[str, Measurement | BaseException] = {}
-    for scheduled in state.rounds_index().values():
-        round_pairs = [state.cluster.pair(p.a, p.b, p.round, p.slot) for p in scheduled]
-        for pair in round_pairs:
-            try:
-                out[pair.id] = state.rounds.measure(check, pair, round_pairs, measure)
-            except Exception as exc:  # reported by that pair's own test
-                out[pair.id] = exc
-    state.cluster_results[f"all_pairs:{check}"] = out
-    return out
+
+    def measure_all() -> dict[str, Measurement | BaseException]:
+        measure = measure_function(state, check)
+        out: dict[str, Measurement | BaseException] = {}
+        for scheduled in state.rounds_index().values():
+            for pair in scheduled:
+                try:
+                    out[pair.id] = measure_batched(state, check, "node_pair", pair, measure, whole=True)
+                except Exception as exc:  # reported by that pair's own test
+                    out[pair.id] = exc
+        return out
+
+    return state.once.get("all pair measurements", check, measure_all)
 
 
 def pair_population(state: FabricState, check: str) -> consistency.Population | None:
     """The check's figures over every measured pair, with median and MAD: computed once, after its rounds."""
-    key = f"population:{check}"
-    if key not in state.cluster_results:
+
+    def population() -> consistency.Population | None:
         values = _values(all_pair_measurements(state, check))
-        state.cluster_results[key] = consistency.Population.of(values) if values else None
-    population: consistency.Population | None = state.cluster_results[key]
-    return population
+        return consistency.Population.of(values) if values else None
+
+    return state.once.get("pair population", check, population)
 
 
 def _values(measurements: dict[str, Measurement | BaseException]) -> dict[str, float]:
@@ -261,10 +240,7 @@ def _values(measurements: dict[str, Measurement | BaseException]) -> dict[str, f
 def node_ports(request: pytest.FixtureRequest, node: NodeHandle) -> tuple[list[rdma.RdmaPort], list[Any]]:
     """The node's RDMA ports of the profile's link layer (listed once per run)."""
     state = _state(request)
-    if node.name not in state.ports:
-        state.ports[node.name] = rdma.list_ports(node, _link_layer(state))
-    found: tuple[list[rdma.RdmaPort], list[Any]] = state.ports[node.name]
-    return found
+    return state.once.get("rdma ports", node.name, lambda: rdma.list_ports(node, _link_layer(state)))
 
 
 def _same_node(state: FabricState, hca: HcaHandle) -> Share:
@@ -365,6 +341,11 @@ def port_rate(request: pytest.FixtureRequest, hca: HcaHandle, spec: SpecLookup) 
     return Measurement(value=port.rate, detail=f"{port.name} on {hca.node.name} reports Rate {port.rate_gbps} ({port.state})")
 
 
+#: once per node, before any traffic: (device, port) -> its error counters, or why they could not be read
+_Baseline = dict[tuple[str, int], counters.PortCounters | Exception]
+_BASELINE = "error counters before any traffic"
+
+
 @pytest.fixture(scope="session", autouse=True)
 def _error_counter_baseline(request: pytest.FixtureRequest) -> None:
     """Read every port's error counters before any traffic, so the check judges growth during this run."""
@@ -380,23 +361,26 @@ def _error_counter_baseline(request: pytest.FixtureRequest) -> None:
     layer = _link_layer(state)
     both_ends = bool(getattr(state.profile.spec("inter_node", "error_counters"), "both_ends", True))
 
-    def snapshot(node: NodeHandle) -> None:
-        try:
-            ports, _ = rdma.list_ports(node, layer)
-        except Exception as exc:  # each port's test reports it: no baseline, no verdict
-            state.counter_baseline[(node.name, "*", 0)] = exc
-            return
+    def read(node: NodeHandle) -> _Baseline:
+        ports, _ = rdma.list_ports(node, layer)  # an error: each port's test reports it (no baseline, no verdict)
+        readings: _Baseline = {}
         for port in ports:
-            key = (node.name, port.device, port.port)
             try:
-                state.counter_baseline[key] = counters.read_port(
+                readings[(port.device, port.port)] = counters.read_port(
                     node, port.device, port.port, infiniband=port.link_layer.lower() == "infiniband", both_ends=both_ends
                 )
-            except Exception as exc:
-                state.counter_baseline[key] = exc
+            except Exception as exc:  # that port's test reports it
+                readings[(port.device, port.port)] = exc
+        return readings
 
-    with ThreadPoolExecutor(max_workers=min(state.batches.fanout, len(cluster.nodes))) as pool:
-        list(pool.map(snapshot, cluster.nodes))
+    def snapshot(node: NodeHandle) -> None:
+        try:
+            state.once.get(_BASELINE, node.name, lambda: read(node))
+        except Exception:  # kept: the node's port tests report it
+            pass
+
+    state.batches.fan_out(cluster.nodes, snapshot)
+
 
 
 def _lossless_priorities(state: FabricState) -> tuple[int, ...]:
@@ -413,8 +397,12 @@ def error_counters(request: pytest.FixtureRequest, hca: HcaHandle, spec: SpecLoo
         return absent
     assert port is not None
     state = _state(request)
-    before = state.counter_baseline.get((hca.node.name, port.device, port.port),
-                                        state.counter_baseline.get((hca.node.name, "*", 0)))
+    before: counters.PortCounters | Exception | None
+    try:  # read before any traffic, never now (peek computes nothing)
+        baseline: _Baseline | None = state.once.peek(_BASELINE, hca.node.name)
+        before = None if baseline is None else baseline.get((port.device, port.port))
+    except Exception as exc:  # the node's ports could not be listed then
+        before = exc
     if before is None or isinstance(before, BaseException):
         return counters.measurement(before, counters.PortCounters(hca.node.name, port.name, True, ()))
     now = counters.read_port(hca.node, port.device, port.port, infiniband=port.link_layer.lower() == "infiniband",
@@ -502,18 +490,16 @@ def measure_alone(state: FabricState, check: str, sender: str, receiver: str, co
     same pairs, and a pair is not measured alone more often than the most any asks.
     """
     assert state.cluster is not None
-    done: list[Measurement | BaseException] = state.cluster_results.setdefault("alone", {}).setdefault(
-        (check, sender, receiver), []
-    )
-    if len(done) < count:
-        measure = measure_function(state, check, port_offset=RETEST_PORT_OFFSET)
-        pair = state.cluster.pair(sender, receiver)
-        while len(done) < count:
-            try:
-                done.append(measure(pair))
-            except Exception as exc:  # counted as not good; the message says why
-                done.append(exc)
-    return done
+    cluster = state.cluster
+
+    def sample() -> Measurement | BaseException:
+        try:
+            return measure_function(state, check, port_offset=RETEST_PORT_OFFSET)(cluster.pair(sender, receiver))
+        except Exception as exc:  # counted as not good; the message says why
+            return exc
+
+    # one sample at a time, each kept: the n-th sample is measured once, whoever asks first
+    return [state.once.get("measured alone", (check, sender, receiver, n), sample) for n in range(count)]
 
 
 #: a pair re-measured alone is measured this often and judged on its median, like the round
@@ -556,15 +542,12 @@ def _display(check: str, measured: Measurement) -> str:
 
 def rerun_round(state: FabricState, check: str, pair_id: str) -> Measurement | BaseException:
     """``pair_id`` measured again inside its round, all of that round's pairs at once (one re-run per round)."""
-    assert state.cluster is not None
     original = next(p for p in state.pairs if p.id == pair_id)
-    pair = state.cluster.pair(original.a, original.b, original.round, original.slot)
-    round_pairs = _round_pairs(state, check, pair)
     try:
         # its own cache key: the round's first results stay as measured
-        return state.rounds.measure(
-            f"{check} (round again)", pair, round_pairs, measure_function(state, check, port_offset=RETEST_PORT_OFFSET)
-        )
+        return measure_batched(state, check, "node_pair", original,
+                               measure_function(state, check, port_offset=RETEST_PORT_OFFSET),
+                               cache_as=f"{check} (round again)")
     except Exception as exc:  # counted as not good
         return exc
 
@@ -577,7 +560,7 @@ def _needs_every_pair(request: pytest.FixtureRequest, state: FabricState, test_c
     than the full run), and a median over node03's pairs alone hides node03.
     """
     scheduled = {p.id for p in state.pairs}
-    selected = state.selected_pairs.get(test_check, set()) & scheduled
+    selected = set(state.selected(test_check, "node_pair") or ()) & scheduled
     if selected and selected != scheduled:
         pytest.skip(
             f"{test_check} compares each pair with the median of all {len(scheduled)} scheduled pairs; the selection "
@@ -690,6 +673,7 @@ def rdma_latency_outlier(request: pytest.FixtureRequest, node_pair: NodePair, sp
 
 
 @pytest.fixture
+@wave("node_pair")
 def aggregate_rdma_bandwidth(request: pytest.FixtureRequest, node_pair: NodePair, spec: SpecLookup) -> Measurement:
     """All rails of a pair at once against the rail count times one rail alone, a round of pairs at once.
 
@@ -698,11 +682,7 @@ def aggregate_rdma_bandwidth(request: pytest.FixtureRequest, node_pair: NodePair
     """
     spec(checks.AGGREGATE_RDMA_BANDWIDTH)
     spec(checks.RDMA_BANDWIDTH)
-    state = _state(request)
-    check = "aggregate_rdma_bandwidth"
-    return state.rounds.measure(
-        check, node_pair, _round_pairs(state, check, node_pair), lambda pair: _aggregate_rails(request, pair)
-    )
+    return _aggregate_rails(request, node_pair)
 
 
 def _aggregate_rails(request: pytest.FixtureRequest, node_pair: NodePair) -> Measurement:
@@ -822,13 +802,14 @@ def _attribute(state: FabricState, check: str) -> attribution_rules.Attribution:
 def cluster_attribution(request: pytest.FixtureRequest) -> attribution_rules.Attribution:
     """Attribution for the whole run, per node and for the fabric, computed once (retests included)."""
     state = _state(request)
-    if "attribution" not in state.cluster_results:
+
+    def attribute() -> attribution_rules.Attribution:
         checks = _attribution_checks(state)
-        if not checks:
+        if not checks:  # a skip: not kept, each test skips for itself
             pytest.skip(f"attribution reads rdma_bandwidth or tcp_throughput; profile {state.profile.name} sets neither")
-        state.cluster_results["attribution"] = attribution_rules.merge({c: _attribute(state, c) for c in checks})
-    results: attribution_rules.Attribution = state.cluster_results["attribution"]
-    return results
+        return attribution_rules.merge({c: _attribute(state, c) for c in checks})
+
+    return state.once.get("attribution", None, attribute)
 
 
 @pytest.fixture
@@ -918,8 +899,9 @@ def oversubscription(request: pytest.FixtureRequest, cluster: Cluster, spec: Spe
     evidence: list[Any] = []
     for crossing in _leaf_rounds(leaves):
         alone = [full(pair) for pair in crossing]
-        with ThreadPoolExecutor(max_workers=len(crossing)) as pool:
-            together = list(pool.map(full, crossing))
+        # every crossing pair at the same moment, whatever --fabric-fanout: the spine is loaded
+        # by all of them together or the ratio means nothing
+        together = state.batches.fan_out(crossing, full, all_at_once=True)
         alone_values = [v for v, _, _ in alone]
         together_values = [v for v, _, _ in together]
         evidence += [e for _, _, ev in alone + together for e in ev]

@@ -25,16 +25,12 @@ from ..cluster import NodeHandle
 from ..fixtures import GpuHandle, SpecLookup
 from ..probes import gpu as gpu_probe
 from ..state import FabricState, get_state
-from ..transport.base import TransportError
 from ..verdict import Measurement
 from ..waves import wave
 
 
 def _same_node(state: FabricState, gpu: GpuHandle) -> Share:
     return Share(f"{gpu.node.name}'s GPUs", 1)
-
-_INVENTORY_KEY = "intra_node.gpu_inventory"
-_LOAD_KEY = "intra_node.gpu_links_under_load"
 
 
 def _state(request: pytest.FixtureRequest) -> FabricState:
@@ -44,11 +40,8 @@ def _state(request: pytest.FixtureRequest) -> FabricState:
 
 
 def node_gpus(request: pytest.FixtureRequest, node: NodeHandle) -> gpu_probe.GpuInventory:
-    """The node's GPU inventory, read once per run (only successes are kept: a failure is retried)."""
-    cache: dict[str, gpu_probe.GpuInventory] = _state(request).cluster_results.setdefault(_INVENTORY_KEY, {})
-    if node.name not in cache:
-        cache[node.name] = gpu_probe.inventory(node)
-    return cache[node.name]
+    """The node's GPU inventory, read once per run (an error is kept: the node's other checks report it)."""
+    return _state(request).once.get("gpu inventory", node.name, lambda: gpu_probe.inventory(node))
 
 
 def node_links_under_load(request: pytest.FixtureRequest, node: NodeHandle) -> gpu_probe.LinksUnderLoad:
@@ -57,17 +50,9 @@ def node_links_under_load(request: pytest.FixtureRequest, node: NodeHandle) -> g
     A failure is kept too, so the node's other GPUs report the same cause at
     once instead of each starting the copy (and its sampling window) again.
     """
-    cache: dict[str, gpu_probe.LinksUnderLoad | TransportError] = _state(request).cluster_results.setdefault(_LOAD_KEY, {})
-    if node.name not in cache:
-        try:
-            cache[node.name] = gpu_probe.links_under_load(node, node_gpus(request, node))
-        except TransportError as exc:
-            cache[node.name] = exc
-            raise
-    got = cache[node.name]
-    if isinstance(got, TransportError):
-        raise got.again()
-    return got
+    return _state(request).once.get(
+        "gpu links under load", node.name, lambda: gpu_probe.links_under_load(node, node_gpus(request, node))
+    )
 
 
 def _expected_gpus(state: FabricState, node: NodeHandle) -> int:

@@ -15,9 +15,6 @@ by itself (``pytest_runtest_setup`` below).
 
 from __future__ import annotations
 
-from concurrent.futures import ThreadPoolExecutor
-from typing import Any
-
 import pytest
 
 from .. import checks
@@ -35,8 +32,7 @@ from ..verdict import Measurement
 from ..waves import wave
 from .intra_node import node_gpus
 
-_PREFLIGHT_KEY = "software.preflight"
-_STACK_KEY = "software.stack"
+_PREFLIGHT = "preflight"
 
 
 def _state(request: pytest.FixtureRequest) -> FabricState:
@@ -59,38 +55,21 @@ def _required(state: FabricState) -> dict[str, list[str]]:
 def node_preflight(request: pytest.FixtureRequest, node: NodeHandle) -> preflight_probe.NodePreflight:
     """The node's preflight reading, once per run (an error is kept: the node's other checks report it)."""
     state = _state(request)
-    cache: dict[str, Any] = state.cluster_results.setdefault(_PREFLIGHT_KEY, {})
-    if node.name not in cache:
-        try:
-            cache[node.name] = preflight_probe.read_preflight(node, _required(state))
-        except TransportError as exc:
-            cache[node.name] = exc
-            raise
-    found = cache[node.name]
-    if isinstance(found, TransportError):
-        raise found.again()
-    return found  # type: ignore[no-any-return]
+    return state.once.get(_PREFLIGHT, node.name, lambda: preflight_probe.read_preflight(node, _required(state)))
 
 
 def node_stack(request: pytest.FixtureRequest, node: NodeHandle) -> software_probe.NodeStack:
-    """The node's software stack, once per run."""
-    state = _state(request)
-    cache: dict[str, Any] = state.cluster_results.setdefault(_STACK_KEY, {})
-    if node.name not in cache:
+    """The node's software stack, once per run (an error is kept, as for preflight)."""
+
+    def read() -> software_probe.NodeStack:
         try:
-            try:
-                inv = node_gpus(request, node)
-                driver, cuda = inv.report.driver_version, inv.report.cuda_version
-            except ToolMissing:
-                driver = cuda = None  # no NVIDIA driver: 'not found', which the checks judge
-            cache[node.name] = software_probe.read_stack(node, driver=driver, cuda=cuda)
-        except TransportError as exc:
-            cache[node.name] = exc
-            raise
-    found = cache[node.name]
-    if isinstance(found, TransportError):
-        raise found.again()
-    return found  # type: ignore[no-any-return]
+            inv = node_gpus(request, node)
+            driver, cuda = inv.report.driver_version, inv.report.cuda_version
+        except ToolMissing:
+            driver = cuda = None  # no NVIDIA driver: 'not found', which the checks judge
+        return software_probe.read_stack(node, driver=driver, cuda=cuda)
+
+    return _state(request).once.get("software stack", node.name, read)
 
 
 def _expected_count(state: FabricState, layer: str, check: str) -> int:
@@ -221,8 +200,7 @@ def all_stacks(request: pytest.FixtureRequest, cluster: Cluster) -> tuple[dict[s
         except TransportError as exc:
             return exc
 
-    with ThreadPoolExecutor(max_workers=max(1, min(state.batches.fanout, len(cluster.nodes)))) as pool:
-        results = dict(zip([n.name for n in cluster.nodes], pool.map(one, cluster.nodes)))
+    results = dict(zip([n.name for n in cluster.nodes], state.batches.fan_out(cluster.nodes, one)))
     stacks = {n: r for n, r in results.items() if isinstance(r, software_probe.NodeStack)}
     errors = {n: str(r.detail).splitlines()[0] for n, r in results.items() if isinstance(r, TransportError)}
     return stacks, errors
@@ -257,17 +235,15 @@ def pytest_runtest_setup(item: pytest.Item) -> None:
     info = item.stash.get(CHECK_KEY, None)
     if state is None or info is None or info.layer == "software":
         return
-    found_by_node = state.cluster_results.get(_PREFLIGHT_KEY) or {}
+    found_by_node = {node: found for node in info.nodes if isinstance(found := _preflight_read(state, node),
+                                                                          preflight_probe.NodePreflight)}
     if not found_by_node:
         return
 
     key = f"{info.layer}.{profile_key_of(info.check, info.layer)}"
     tools = _required(state)
     needs = [t for t, checks in tools.items() if key in checks]
-    for node in info.nodes:
-        found = found_by_node.get(node)
-        if not isinstance(found, preflight_probe.NodePreflight):
-            continue
+    for node, found in found_by_node.items():
         lacking = [t for t in needs if t in found.missing]
         if lacking:
             raise MeasurementError(
@@ -275,3 +251,11 @@ def pytest_runtest_setup(item: pytest.Item) -> None:
                 command="command -v " + " ".join(lacking),
                 fix=f"install {preflight_probe.install_hint(lacking)} on {node}",
             )
+
+
+def _preflight_read(state: FabricState, node: str) -> object:
+    """What preflight read on ``node`` so far, reading nothing (None: not read, or it failed)."""
+    try:
+        return state.once.peek(_PREFLIGHT, node)
+    except Exception:  # the node's own checks report it
+        return None

@@ -377,6 +377,9 @@ def rails_at_once(
         median, _, evidence, _ = rail_bandwidth(pair, rail.a_port, rail.b_port, settings, base_port + index)
         return median, evidence
 
+    # One pair's rails, all at once: together they are one measurement of one subject (what the
+    # pair carries with every rail loaded), not subjects of a batch, so this is not under
+    # --fabric-fanout (batches.fan_out); their count is the pair's rails (at most a node's HCAs).
     with ThreadPoolExecutor(max_workers=max(1, len(usable))) as pool:
         done = list(pool.map(one, range(len(usable))))
     return [q for q, _ in done], [e for _, ev in done for e in ev]

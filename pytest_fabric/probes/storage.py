@@ -32,10 +32,10 @@ from __future__ import annotations
 import shlex
 import time
 from collections.abc import Sequence
-from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import Any
 
+from ..batches import ALL_AT_ONCE, fan_out
 from ..cluster import NodeHandle
 from ..evidence import CommandResult
 from ..inventory import Mount
@@ -643,19 +643,29 @@ def aggregate_write(nodes: list[NodeHandle], specs: list[Mount], settings: FioSe
 
 
 def _aggregate_one(nodes: list[NodeHandle], spec: Mount, settings: FioSettings, evidence: list[CommandResult]) -> list[WriterRun]:
-    """Each node's part of one mount's aggregate, all nodes writing at once; an error if a node lacks the mount."""
-    # Mount checks and directories first, on every node, so the writes start together
-    # rather than staggered by each node's round trips.
-    with ThreadPoolExecutor(max_workers=len(nodes), thread_name_prefix="fabric-aggregate") as pool:
-        futures = [pool.submit(_prepare_shared, n, spec, settings) for n in nodes]
+    """Each node's part of one mount's aggregate, all nodes writing at once; an error if a node lacks the mount.
+
+    Every node writes at the same moment, whatever ``--fabric-fanout``: fewer at once would
+    not be the aggregate (:data:`~pytest_fabric.batches.ALL_AT_ONCE`). Its preparation and
+    clean-up run as wide, so the writes start together rather than staggered by each node's
+    round trips, and no node's files wait for a slot to be removed.
+    """
+
+    def prepare(node: NodeHandle) -> tuple[list[CommandResult], str | None] | Exception:
+        try:
+            return _prepare_shared(node, spec, settings)
+        except Exception as exc:  # the first is raised below, after every node's evidence is in
+            return exc
+
+    # Mount checks and directories first, on every node.
+    prepared = fan_out(nodes, prepare, ALL_AT_ONCE)
     directories: dict[str, str] = {}
     failure: BaseException | None = None
-    for node, future in zip(nodes, futures):
-        error = future.exception()
-        if error is not None:
-            failure = failure or error
+    for node, done in zip(nodes, prepared):
+        if isinstance(done, Exception):
+            failure = failure or done
             continue
-        node_evidence, directory = future.result()
+        node_evidence, directory = done
         evidence += node_evidence
         if directory is not None:
             directories[node.name] = directory
@@ -664,11 +674,10 @@ def _aggregate_one(nodes: list[NodeHandle], spec: Mount, settings: FioSettings, 
         if failure is not None:  # a node without the mount, or unreachable: no aggregate at all
             raise failure
         timeout = _timeout(settings, writers=len(nodes))
-        with ThreadPoolExecutor(max_workers=len(nodes), thread_name_prefix="fabric-aggregate") as pool:
-            runs = list(pool.map(lambda n: _timed_write(n, directories[n.name], settings, timeout), nodes))
+        runs = fan_out(nodes, lambda n: _timed_write(n, directories[n.name], settings, timeout), ALL_AT_ONCE)
     finally:
-        with ThreadPoolExecutor(max_workers=max(len(directories), 1), thread_name_prefix="fabric-aggregate") as pool:
-            evidence += pool.map(lambda n: _remove(n, directories[n.name]), [n for n in nodes if n.name in directories])
+        evidence += fan_out([n for n in nodes if n.name in directories], lambda n: _remove(n, directories[n.name]),
+                            ALL_AT_ONCE)
     out: list[WriterRun] = []
     for node, (parsed, result, launched, returned) in zip(nodes, runs):
         evidence.append(result)

@@ -186,6 +186,9 @@ def measure_pair(pair: NodePair, settings: TcpSettings, *, need_line_rate: bool 
                 check=False,
             )
 
+        # One pair's iperf3 processes, all at once: they are one measurement of one subject (the
+        # pair's throughput is their sum while they run together), not subjects of a batch, so
+        # this is not under --fabric-fanout (batches.fan_out); their count is the profile's processes.
         with ThreadPoolExecutor(max_workers=len(ports)) as pool:
             results = list(pool.map(client, ports))
     finally:

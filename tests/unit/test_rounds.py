@@ -1,15 +1,21 @@
-"""RoundCache: a round is measured once, concurrently, and each pair gets its own result or error."""
+"""Rounds: a round is measured once, concurrently, and each pair gets its own result or error.
+
+A round is a batch of the same front door as a wave (:func:`pytest_fabric.waves.measure_batched`).
+"""
 
 from __future__ import annotations
 
 import threading
 import time
+from typing import Any
 
 import pytest
 
 from pytest_fabric.cluster import NodePair
-from pytest_fabric.probes.rounds import RoundCache
+from pytest_fabric.pairs import Pair
+from pytest_fabric.state import FabricState
 from pytest_fabric.verdict import Measurement
+from pytest_fabric.waves import measure_batched
 
 
 class FakeNode:
@@ -17,8 +23,27 @@ class FakeNode:
         self.name = name
 
 
-def pair(a: str, b: str, round_no: int = 0, slot: int = 0) -> NodePair:
-    return NodePair(FakeNode(a), FakeNode(b), round_no, slot)  # type: ignore[arg-type]
+class FakeCluster:
+    def pair(self, a: str, b: str, round: int = 0, slot: int = 0) -> NodePair:
+        return NodePair(FakeNode(a), FakeNode(b), round, slot)  # type: ignore[arg-type]
+
+
+def pair(a: str, b: str, round_no: int = 0, slot: int = 0) -> Pair:
+    return Pair(round_no, slot, a, b)
+
+
+class Rounds:
+    """The rounds of ``pairs`` as a run's state holds them, measured through the front door."""
+
+    def __init__(self, pairs: list[Pair] | None = None) -> None:
+        self.pairs = pairs or []
+        self.state: FabricState | None = None
+
+    def measure(self, check: str, p: Pair, round_pairs: list[Pair], measure: Any) -> Measurement:
+        if self.state is None:
+            self.state = FabricState(None, None, self.pairs or round_pairs, "strict")  # type: ignore[arg-type]
+            self.state.cluster = FakeCluster()  # type: ignore[assignment]
+        return measure_batched(self.state, check, "node_pair", p, measure)
 
 
 def test_round_is_measured_once_and_concurrently() -> None:
@@ -41,7 +66,7 @@ def test_round_is_measured_once_and_concurrently() -> None:
         return Measurement(value=p.id)
 
     round_pairs = [pair("n0", "n1", 0, 0), pair("n2", "n4", 0, 1), pair("n3", "n5", 0, 2)]
-    cache = RoundCache()
+    cache = Rounds()
     assert cache.measure("tcp", round_pairs[0], round_pairs, measure).value == "n0<->n1"
     assert cache.measure("tcp", round_pairs[1], round_pairs, measure).value == "n2<->n4"
     with pytest.raises(RuntimeError, match="n3 unreachable"):
@@ -53,7 +78,7 @@ def test_round_is_measured_once_and_concurrently() -> None:
 def test_checks_are_cached_separately() -> None:
     seen = []
     p = pair("a", "b")
-    cache = RoundCache()
+    cache = Rounds()
     for check in ("tcp", "rdma", "tcp"):
         cache.measure(check, p, [p], lambda x, check=check: seen.append(check) or Measurement(value=1))
     assert seen == ["tcp", "rdma"]
