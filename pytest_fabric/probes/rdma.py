@@ -30,6 +30,7 @@ from itertools import zip_longest
 from ..cluster import NodeHandle, NodePair
 from ..evidence import CommandResult
 from ..parsers import ibstat, ibv_devinfo, perfquery, perftest
+from ..parsers.base import ParseError
 from ..transport.base import BackgroundProcess, CommandFailed
 from ..units import Quantity, bandwidth, parse_quantity
 from ..verdict import Measurement
@@ -355,14 +356,23 @@ def rail_bandwidth(
     for _ in range(settings.repeat):
         client, server_evidence = _run_pair(pair, a_port, b_port, settings, port, args, binding)
         evidence += [client, *server_evidence]
-        if client.exit_code != 0 and not client.stdout.strip():
-            # No table at all: perftest's own words (Couldn't allocate MR, ...) say more than the parser.
+        if client.exit_code != 0 and not _has_bandwidth_table(client.stdout):
+            # No table at all: perftest's own words (Couldn't allocate MR, a refused option on stderr
+            # while its usage goes to stdout, ...) say more than the parser.
             raise CommandFailed(client)
         parsed = parse_or_raise(perftest.parse_bandwidth, client)
         row = parsed.row_at(settings.size_bytes) if any(r.size_bytes == settings.size_bytes for r in parsed.rows) else parsed.largest_row
         samples.append(bandwidth(row.bw_average_gbps, "Gb/s"))
     median = bandwidth(statistics.median(float(s.to("Gb/s")) for s in samples), "Gb/s")
     return median, samples, evidence, binding.notes
+
+
+def _has_bandwidth_table(stdout: str) -> bool:
+    try:
+        perftest.parse_bandwidth(stdout)
+    except ParseError:
+        return False
+    return True
 
 
 def rails_at_once(

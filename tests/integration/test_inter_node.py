@@ -100,7 +100,11 @@ def test_attribution_blames_the_node_and_the_cable(record: dict) -> None:
 
 
 def test_nccl_fails_on_the_slow_cable_and_scaling_shows_it(record: dict) -> None:
-    assert failing(record, "nccl_allreduce") == {"node05<->node06"}
+    # NCCL's figure is derived from the rails: node03's port at 100G holds every ring through node03 at
+    # 4 x 100 Gb/s x 0.9 = 45 GB/s, under the 80 GB/s floor, as the slow cable holds node05<->node06.
+    node03 = {s for s in outcomes(record, "nccl_allreduce") if "node03" in s}
+    assert len(node03) == NODES - 1
+    assert failing(record, "nccl_allreduce") == {"node05<->node06"} | node03
     # 2 and 4 nodes scale; at 6 nodes the job spans the slow node05<->node06 cable.
     assert outcomes(record, "scaling_efficiency") == {"cluster": "failed"}
     check = next(c for c in record["checks"] if c["check"] == "scaling_efficiency")

@@ -34,6 +34,49 @@ __all__ = ["GPU_TOOLS", "FakeGpus", "install_gpus", "installed_gpu_nodes", "unin
 STANDIN_SOURCE = Path(__file__).parent / "standins" / "gpu_standin.py"
 GPU_TOOLS: tuple[str, ...] = ("nvidia-smi", "nvbandwidth", "all_reduce_perf", "lspci")
 _SAVED_SUFFIX = ".pre-gpu"  # where a tool we replace waits to be put back
+# nvbandwidth's option table (tests/data/option-tables/nvbandwidth-<version>.txt, naming its source),
+# baked into the stand-in beside the model: the stand-in refuses what that version refuses.
+OPTION_TABLES_DIR = Path(__file__).resolve().parents[1] / "data" / "option-tables"
+
+
+# NVLink per GPU by model (a substring of the name): (links, GB/s per link per direction). NVIDIA
+# datasheets: V100 6 x NVLink2, A100 12 x NVLink3, H100/H200 18 x NVLink4 (25 GB/s a link each way:
+# 300 and 450 GB/s one way), H800 8 x NVLink4 (200 GB/s), B200 18 x NVLink5 (50 GB/s a link).
+NVLINK: dict[str, tuple[int, float]] = {
+    "H800": (8, 25.0), "H100": (18, 25.0), "H200": (18, 25.0), "B200": (18, 50.0), "A100": (12, 25.0),
+    "V100": (6, 25.0),
+}
+# GPUs on an NVSwitch with NVLink SHARP (NVLS): NCCL reduces in the switch on one node.
+NVLS_MODELS = ("H100", "H200", "B200")
+# Fractions of the hardware's line the simulated tools reach (each from a recorded run):
+# - copy-engine peer reads: 172.2 of the H800's 200 GB/s (shared corpus nvbandwidth/h800-8gpu-v0.2-d2d-read-ce.txt);
+NVLINK_CE_EFFICIENCY = 0.86
+# - ring all_reduce over NVLink: 235 of an A100's 300 GB/s (shared corpus nccl-tests/all_reduce_perf-8x-a100-sxm4-40gb-old-format.txt);
+NCCL_RING_EFFICIENCY = 0.78
+# - NVLS all_reduce: of its bound, one way x 2(n-1)/n (each GPU sends and receives its buffer once
+#   while busbw counts the ring's 2(n-1)/n): ~480 GB/s on 8 x H100, which azurehpc-health-checks
+#   expects >= 460 of (conf/nd96isr_h100_v5.conf, the floor profiles/sim-gpu.yaml cites);
+NCCL_NVLS_EFFICIENCY = 0.61
+# - host <-> device copies: Gen4 x16 has a 31.5 GB/s line one way and measures ~26 GB/s.
+PCIE_EFFICIENCY = 0.83
+#: one PCIe lane one way after encoding, GB/s (8b/10b to Gen2, 128b/130b from Gen3)
+PCIE_LANE_GBYTES = {1: 0.25, 2: 0.5, 3: 0.985, 4: 1.969, 5: 3.938, 6: 7.877}
+
+
+def nvlink_of(model: str) -> tuple[int, float]:
+    """(links, GB/s per link per direction) of a GPU model; (0, 0) for a GPU without NVLink."""
+    return next((v for k, v in NVLINK.items() if k.lower() in model.lower()), (0, 0.0))
+
+
+def nccl_nvlink_busbw(model: str, gpus: int, nvls: bool | None = None) -> float:
+    """all_reduce busbw (GB/s) over one node's NVLink: NVLS where the model has it, else a ring."""
+    links, per_link = nvlink_of(model)
+    one_way = links * per_link
+    if gpus < 2:
+        return 0.0
+    if nvls if nvls is not None else any(m.lower() in model.lower() for m in NVLS_MODELS):
+        return one_way * 2 * (gpus - 1) / gpus * NCCL_NVLS_EFFICIENCY
+    return one_way * NCCL_RING_EFFICIENCY
 
 
 @dataclass
@@ -59,12 +102,15 @@ class FakeGpus:
     # `nvbandwidth -t host_to_all_memcpy_ce`) they are P0 at their trained link, as real GPUs are
     idle: list[int] = field(default_factory=list)
     load_seconds: float = 1.0  # how long host_to_all_memcpy_ce keeps the GPUs busy
-    nvlink_gbytes: float = 391.7  # CE read per pair, GB/s
-    slow_pairs: dict[tuple[int, int], float] = field(default_factory=dict)  # pair -> GB/s both ways
+    # Every figure the tools print is derived from this hardware, never given: CE peer reads from
+    # the model's NVLink (links x per link x nvlink_ce_efficiency), host <-> device copies from each
+    # GPU's trained PCIe link (generation x width line x pcie_efficiency, so a GPU trained at Gen4 x8
+    # copies a quarter of Gen5 x16), all_reduce from NVLink (nccl_nvlink_busbw).
+    nvlink_ce_efficiency: float = NVLINK_CE_EFFICIENCY
+    pcie_efficiency: float = PCIE_EFFICIENCY
+    nvls: bool | None = None  # NCCL's NVLink SHARP; None: the model has it (NVLS_MODELS)
+    slow_pairs: dict[tuple[int, int], float] = field(default_factory=dict)  # pair -> GB/s both ways (a fault)
     inactive: list[int] = field(default_factory=list)  # GPUs whose NVLinks are all down
-    h2d_gbytes: float = 55.3
-    d2h_gbytes: float = 55.1
-    nccl_busbw_gbytes: float = 480.0
     nccl_wrong_elements: int = 0  # all_reduce_perf's #wrong in both halves; non-zero: FAILED trailer, exit 1
     nics: int = 8
     nic_pcie: dict[int, tuple[int, int]] = field(default_factory=dict)  # NIC -> (generation, width)
@@ -72,8 +118,28 @@ class FakeGpus:
     nic_path: dict[int, str] = field(default_factory=dict)  # GPU -> the path topo -m shows to every NIC ("SYS")
     acs_on: bool = False  # ACS redirection on at the PCIe switch ports above each GPU and NIC (lspci -vvv)
 
+    @property
+    def nvlink_gbytes(self) -> float:
+        """A GPU's NVLink one way (GB/s): links x GB/s per link, from the model."""
+        links, per_link = nvlink_of(self.model)
+        return links * per_link
+
+    def nccl_busbw(self, gpus: int | None = None) -> float:
+        """The derived single-node all_reduce busbw over ``gpus`` (all of them by default)."""
+        return nccl_nvlink_busbw(self.model, self.count if gpus is None else gpus, self.nvls)
+
+    def copy_gbytes(self, generation: int, width: int) -> float:
+        """The derived host <-> device copy of a GPU whose link trained at ``generation`` x ``width``."""
+        return PCIE_LANE_GBYTES[generation] * width * self.pcie_efficiency
+
     def to_json(self) -> str:
         data = dataclasses.asdict(self)
+        # the derived hardware figures the stand-in needs
+        data["nvlink_gbytes"] = self.nvlink_gbytes
+        data["nvls"] = self.nvls if self.nvls is not None else any(m.lower() in self.model.lower() for m in NVLS_MODELS)
+        data["pcie_lane_gbytes"] = {str(k): v for k, v in PCIE_LANE_GBYTES.items()}
+        data["nccl_nvls_efficiency"] = NCCL_NVLS_EFFICIENCY
+        data["nccl_ring_efficiency"] = NCCL_RING_EFFICIENCY
         # JSON keys must be strings; the stand-in turns them back into pairs/ints.
         data["slow_pairs"] = [[a, b, v] for (a, b), v in self.slow_pairs.items()]
         data["pcie"] = {str(k): list(v) for k, v in self.pcie.items()}
@@ -91,7 +157,10 @@ def install_gpus(cluster: SimCluster, node: SimNode | str, gpus: FakeGpus | None
     """Install the GPU stand-ins on one node (replacing, and keeping aside, tools of the same name)."""
     gpus = gpus or FakeGpus()
     source = STANDIN_SOURCE.read_text()
-    script = f"#!/usr/bin/env python3\nMODEL_JSON = {gpus.to_json()!r}\n" + source
+    table = (OPTION_TABLES_DIR / f"nvbandwidth-{gpus.nvbandwidth_version}.txt").read_text()
+    # The marker first: _is_ours reads only the head of a file.
+    script = (f"#!/usr/bin/env python3\n# GPU stand-in (tests/simcluster/gpu.py)\nMODEL_JSON = {gpus.to_json()!r}\n"
+              f"NVBANDWIDTH_TABLE = {table!r}\n" + source)
     bindir = _bindir(cluster, node)
     for tool in GPU_TOOLS:
         target = bindir / tool

@@ -39,6 +39,7 @@ from pathlib import Path
 from typing import Any
 
 from simcluster.cluster import SimCluster, SimNode
+from simcluster.gpu import nccl_nvlink_busbw
 
 __all__ = [
     "HARDWARE_FILE",
@@ -61,6 +62,10 @@ STANDIN_TOOLS: tuple[str, ...] = (
     "mpirun", "all_reduce_perf", "all_gather_perf", "reduce_scatter_perf", "alltoall_perf",
     "broadcast_perf", "mlnx_qos", "iblinkinfo", "ethtool",
 )
+# The option tables of the tools the stand-ins imitate (tests/data/option-tables/, each naming its
+# source): perftest's getopt_long table and Open MPI's mpirun options. They travel in the model.
+OPTION_TABLES_DIR = Path(__file__).resolve().parents[1] / "data" / "option-tables"
+OPTION_TABLES = {"perftest": "perftest-6.10.txt", "mpirun": "mpirun-openmpi-4.1.6.txt"}
 # Text every installed copy of our stand-in contains: install and uninstall touch only those, so
 # another stand-in set (tests/simcluster/gpu.py also provides all_reduce_perf) keeps its tools.
 _MARKER = "Stand-ins for RDMA and NCCL tools on a simulated node"
@@ -128,16 +133,22 @@ class FakeHardware:
     # the other (either side's entry applies), normal from then on: a transient pair fault that
     # is gone when the pair is re-measured.
     transient_slow_peers: dict[str, float] = field(default_factory=dict)
-    # all_reduce busbw (GB/s) this node sustains in a multi-node run; a run gets the minimum over
-    # its nodes, times 0.97 per doubling beyond 2 nodes.
-    nccl_busbw_gbytes: float = 190.0
+    # A multi-node all_reduce (NCCL_ALGO=Ring) is derived from the rails, never given: each node
+    # carries nccl_efficiency x (its ports NCCL uses: NCCL_IB_HCA's, else every Active one) x the
+    # slowest of those ports' rate (its rdma_bw_gbps when lower: a bad rail holds every ring back),
+    # capped by host_bw_cap_gbps and scaled by rx_fraction; a run gets the minimum over its nodes,
+    # times the worst slow_peers factor between them and 0.97 per doubling beyond 2 nodes. 0.9: two
+    # nodes of 16 x 100G RoCE carry 180 GB/s of their 200 (shared corpus
+    # nccl-tests/all_reduce_perf-2node-16x-a100-sxm4-40gb-oci-roce.txt); 4 x HDR gives 90 GB/s.
+    nccl_efficiency: float = 0.9
     # What all of the node's RDMA flows together can move (a PCIe switch or host bottleneck,
     # Gb/s): concurrent ib_*_bw clients on the node share it. None: no shared limit.
     host_bw_cap_gbps: float | None = None
     # The node's leaf switch; with install_hardware(..., spine_gbps=X), flows between nodes on
     # different leaves share X Gb/s of spine capacity (an oversubscribed fabric).
     leaf: str | None = None
-    nccl_local_busbw_gbytes: float = 480.0  # a single-node run (NVLink only)
+    # A single-node run (one host) is derived from the GPUs' NVLink as the GPU stand-in derives it
+    # (simcluster.gpu.nvlink_of(gpu_name), nccl_nvlink_busbw).
     # What every NCCL run that includes this node ends in: None (clean), "wrong" (#wrong counts
     # and 'Out of bounds values : N FAILED', exit 1, as nccl-tests reports corrupted data) or
     # "crash" (a rank dies after the rows are printed: no trailer, mpirun exits 139).
@@ -218,6 +229,8 @@ def _cluster_document(cluster: SimCluster, hardware: Mapping[str, FakeHardware],
                 port["lid"] = next_lid
                 used.add(next_lid)
         entry["address"] = node.address
+        # what a single-node all_reduce over NVLink carries, from the GPU model's NVLink
+        entry["nccl_local_busbw_gbytes"] = nccl_nvlink_busbw(entry["gpu_name"], int(entry["gpus"]))
         nodes[node.name] = entry
     # One leaf switch per `leaf` (all nodes on one when none is set), LIDs above every HCA's;
     # each IB port is cabled to the next free port of its node's leaf switch.
@@ -241,6 +254,7 @@ def _cluster_document(cluster: SimCluster, hardware: Mapping[str, FakeHardware],
         "generation": uuid.uuid4().hex[:12],
         "nodes": nodes,
         "addresses": {n.address: n.name for n in cluster.nodes},
+        "option_tables": {tool: (OPTION_TABLES_DIR / name).read_text() for tool, name in OPTION_TABLES.items()},
         "spine": {"capacity_gbps": spine_gbps, "flows_dir": str(spine_dir(cluster)),
                   "leaf_uplinks": dict(leaf_uplink_gbps or {})}
         if spine_gbps or leaf_uplink_gbps else None,

@@ -15,6 +15,12 @@ prints, in the layout of the recorded outputs in the shared corpus, computed fro
 - iblinkinfo -D 0: the switch port at the other end of each IB cable; perfquery on that LID
   and port prints the switch side's counters.
 
+perftest and mpirun read their options as the real tools do, from the option tables the model
+carries (tests/data/option-tables/: perftest 6.10's getopt_long table, Open MPI 4.1.6's mpirun
+options): an unknown or malformed option ends the run with the tool's own words and exit code.
+Every figure is derived from the hardware model: a pair's RDMA from the slower port's rate, a
+multi-node all_reduce from each node's rails (node_nccl_gbytes), a single-node one from NVLink.
+
 Standard library only: it runs under the nodes' system python3.
 """
 
@@ -649,31 +655,109 @@ def cmd_mlnx_qos(argv: list[str]) -> int:
     return 0
 
 
+# --------------------------------------------------------------------------- option tables
+
+def parse_table(text: str) -> dict[str, list[list[str]]]:
+    """A tool's option table (tests/data/option-tables/): rows by their first word, the rest split on
+    blanks; a ``message NAME "TEXT"`` row maps NAME to its JSON-decoded TEXT instead. '#' lines are notes."""
+    rows: dict[str, Any] = {"message": {}}
+    for line in text.splitlines():
+        if not line.strip() or line.lstrip().startswith("#"):
+            continue
+        kind, _, rest = line.partition(" ")
+        if kind == "message":
+            name, _, quoted = rest.strip().partition(" ")
+            rows["message"][name] = json.loads(quoted)
+        else:
+            rows.setdefault(kind, []).append(rest.split())
+    return rows
+
+
+class GetoptError(Exception):
+    """What glibc's getopt_long printed (argv[0]: ...) when it returned '?'."""
+
+    def __init__(self, message: str) -> None:
+        super().__init__(message)
+        self.message = message
+
+
+def getopt_long(prog: str, argv: list[str], optstring: str,
+                longopts: dict[str, tuple[str, str | None]]) -> Iterator[tuple[str | None, str | None]]:
+    """glibc getopt_long, one option at a time as the caller's loop gets them: (key, argument) with
+    key the short letter (or the long name of a long option with no letter), (None, word) for a
+    non-option word (permuted: scanning goes on after it), until '--'. Raises GetoptError with
+    glibc's message (2.26 and later) where getopt_long returns '?'. ``longopts``: name ->
+    (no|required|optional, short letter or None)."""
+    shorts: dict[str, str] = {}
+    i = 0
+    while i < len(optstring):
+        letter = optstring[i]
+        colons = len(optstring[i + 1:]) - len(optstring[i + 1:].lstrip(":"))
+        shorts[letter] = ("no", "required", "optional")[min(colons, 2)]
+        i += 1 + colons
+    i = 0
+    while i < len(argv):
+        arg = argv[i]
+        i += 1
+        if arg == "--":
+            for word in argv[i:]:
+                yield None, word
+            return
+        if not arg.startswith("-") or arg == "-":
+            yield None, arg
+            continue
+        if arg.startswith("--"):
+            rest = arg[2:]
+            name, eq, value = rest.partition("=")
+            if name in longopts:
+                found = name
+            else:
+                matches = [n for n in longopts if n.startswith(name)]
+                if not matches:
+                    raise GetoptError(f"{prog}: unrecognized option '--{rest}'\n")
+                # one option under several names is no ambiguity; two flag-only options always are
+                if len({(longopts[n][0], longopts[n][1] or n) for n in matches}) > 1:
+                    raise GetoptError(f"{prog}: option '--{rest}' is ambiguous; possibilities:"
+                                      + "".join(f" '--{n}'" for n in matches) + "\n")
+                found = matches[0]
+            has_arg, letter = longopts[found]
+            key = letter or found
+            if has_arg == "no":
+                if eq:
+                    raise GetoptError(f"{prog}: option '--{found}' doesn't allow an argument\n")
+                yield key, None
+            elif eq:
+                yield key, value
+            elif has_arg == "required":
+                if i >= len(argv):
+                    raise GetoptError(f"{prog}: option '--{found}' requires an argument\n")
+                yield key, argv[i]
+                i += 1
+            else:
+                yield key, None
+            continue
+        cluster = arg[1:]
+        while cluster:
+            letter, cluster = cluster[0], cluster[1:]
+            if letter not in shorts or letter == ":":
+                raise GetoptError(f"{prog}: invalid option -- '{letter}'\n")
+            if shorts[letter] == "no":
+                yield letter, None
+                continue
+            if cluster:
+                yield letter, cluster
+            elif shorts[letter] == "optional":
+                yield letter, None
+            elif i < len(argv):
+                yield letter, argv[i]
+                i += 1
+            else:
+                raise GetoptError(f"{prog}: option requires an argument -- '{letter}'\n")
+            cluster = ""
+
+
 # --------------------------------------------------------------------------- perftest
 
-_PERFTEST_VALUE_OPTS = {
-    "-d": "ib-dev", "--ib-dev": "ib-dev", "-i": "ib-port", "--ib-port": "ib-port",
-    "-p": "port", "--port": "port", "-s": "size", "--size": "size", "-q": "qp", "--qp": "qp",
-    "-x": "gid-index", "--gid-index": "gid-index", "-D": "duration", "--duration": "duration",
-    "-n": "iters", "--iters": "iters", "-m": "mtu", "--mtu": "mtu", "-T": "tos", "--tos": "tos",
-    "-t": "tx-depth", "--tx-depth": "tx-depth", "-r": "rx-depth", "--rx-depth": "rx-depth",
-    "-I": "inline", "--inline_size": "inline", "-S": "sl", "--sl": "sl",
-    "-c": "connection", "--connection": "connection", "-Q": "cq-mod", "--cq-mod": "cq-mod",
-    "-u": "qp-timeout", "--qp-timeout": "qp-timeout", "-l": "post-list", "--post_list": "post-list",
-    "-E": "ethertype", "-B": "source-mac", "-J": "dest-ip", "-j": "source-ip",
-    "-k": "dest-port", "-K": "source-port", "-w": "limit-bw", "-y": "limit-msgrate",
-    "--use_cuda": "use-cuda", "--use_rocm": "use-rocm", "--source_ip": "source-ip",
-    "--tclass": "tclass",
-}
-_PERFTEST_FLAGS = {
-    "-a": "all", "--all": "all", "-F": "cpu-freq", "--CPU-freq": "cpu-freq",
-    "-R": "rdma-cm", "--rdma_cm": "rdma-cm", "-b": "bidirectional", "--bidirectional": "bidirectional",
-    "--report_gbits": "report-gbits", "-N": "noPeak", "--noPeak": "noPeak", "-z": "com-rdma-cm",
-    "-e": "events", "--events": "events", "-H": "report-histogram", "-U": "report-unsorted",
-    "-C": "report-cycles", "-h": "help", "--help": "help", "-V": "version", "--version": "version",
-    "-O": "dualport", "--run_infinitely": "run-infinitely", "--use_cuda_dmabuf": "cuda-dmabuf",
-    "--report-both": "report-both", "--odp": "odp", "-o": "outs",
-}
 _TITLES = {
     ("write", "bw"): "RDMA_Write BW Test", ("read", "bw"): "RDMA_Read BW Test",
     ("send", "bw"): "Send BW Test", ("write", "lat"): "RDMA_Write Latency Test",
@@ -682,36 +766,143 @@ _TITLES = {
 
 
 def _size(text: str) -> int:
-    """perftest sizes: plain bytes, or with a K/M/G suffix (binary)."""
+    """A size already checked by the option table (plain bytes by then); K/M/G kept for nccl-style callers."""
     text = text.strip()
     mult = {"k": 2**10, "m": 2**20, "g": 2**30}.get(text[-1:].lower(), 1)
     return int(text[:-1] if mult > 1 else text) * mult
 
 
-def _parse_perftest(tool: str, argv: list[str]) -> tuple[dict[str, str], str | None]:
-    """Options by long name, and the server host (None: server mode)."""
-    opts: dict[str, str] = {}
-    host: str | None = None
-    it = iter(argv)
-    for arg in it:
-        if arg.startswith("--") and "=" in arg:
-            name, value = arg.split("=", 1)
-            if name in _PERFTEST_VALUE_OPTS:
-                opts[_PERFTEST_VALUE_OPTS[name]] = value
-                continue
-        if arg in _PERFTEST_VALUE_OPTS:
-            following = next(it, None)
-            if following is None:
-                die(f"{tool}: option requires an argument -- '{arg.lstrip('-')}'", 1)
-            opts[_PERFTEST_VALUE_OPTS[arg]] = following
-        elif arg in _PERFTEST_FLAGS:
-            opts[_PERFTEST_FLAGS[arg]] = "1"
-        elif arg.startswith("-"):
-            die(f"{tool}: invalid option -- '{arg.lstrip('-')}'\n Invalid command line. "
-                "Please check command rerun", 1)
+# Build features of the simulated perftest (long_options[] entries under other #ifdefs are absent, as
+# in a build without them): an MLNX_OFED-style build; HAVE_CUDA follows FakeHardware.perftest_cuda.
+_PERFTEST_BUILD = {"HAVE_IPV6", "HAVE_RO", "HAVE_OOO_ATTR", "HAVE_DCS"}
+_PERFTEST_CUDA_BUILD = {"HAVE_CUDA", "HAVE_CUDA_DMABUF"}
+
+
+def _perftest_table(doc: Model, cuda: bool) -> Model:
+    """perftest's option table (tests/data/option-tables/perftest-*.txt, carried in the model)."""
+    table = parse_table(doc["option_tables"]["perftest"])
+    build = _PERFTEST_BUILD | (_PERFTEST_CUDA_BUILD if cuda else set())
+    longs: dict[str, tuple[str, str | None]] = {}
+    for name, arg, short, cond in table["long"]:
+        if cond == "-" or set(cond.split("+")) <= build:
+            longs[name] = (arg, None if short == "-" else short)
+    checks: dict[str, list[list[str]]] = {}
+    for row in table["check"]:
+        checks.setdefault(row[0], []).append(row)
+    return {"version": table["version"][0][0], "optstring": table["optstring"][0][0], "long": longs,
+            "checks": checks, "message": table["message"]}
+
+
+def _strtol(text: str) -> int | None:
+    """C strtol(text, &end, 0) when the whole word is a number (*end == '\\0'), else None."""
+    body = text.lstrip()
+    sign = -1 if body.startswith("-") else 1
+    body = body[1:] if body[:1] in "+-" else body
+    try:
+        if body[:2].lower() == "0x":
+            value = int(body[2:], 16) if body[2:] else None
+        elif body.startswith("0") and len(body) > 1:
+            value = int(body[1:], 8)
         else:
-            host = arg
-    return opts, host
+            value = int(body, 10) if body.isdigit() else None
+    except ValueError:
+        value = None
+    return None if value is None else sign * value
+
+
+_C_TYPES = {"uint8_t": (0, 8), "uint16_t": (0, 16), "int": (1, 32), "uint64_t": (0, 64)}
+
+
+def _c_cast(value: int, ctype: str) -> int:
+    signed, bits = _C_TYPES.get(ctype, (1, 64))
+    value &= (1 << bits) - 1
+    return value - (1 << bits) if signed and value >= 1 << (bits - 1) else value
+
+
+def _check_value(tool: str, kind: str, table: Model, rule: list[str], arg: str) -> str:
+    """One of parser()'s value checks (the table's check rows): the value as perftest stores it, or die."""
+    _, check, ctype, low, high, name = rule[0], rule[1], rule[2], rule[3], rule[4], " ".join(rule[5:])
+    words = {"name": name, "arg": arg, "type": ctype, "min": low, "max": high, "tool": tool}
+    if check == "bw_only":
+        if kind != "bw":
+            _perftest_fail(table, "bw_only", words)
+        return arg
+    if check == "size":
+        text = arg[:-1] if arg[-1:] in ("K", "M") else arg
+        factor = {"K": 1024, "M": 1024 * 1024}.get(arg[-1:], 1)
+        lead = text.lstrip()
+        digits = len(lead) - len(lead.lstrip("+-0123456789xXabcdefABCDEF"))
+        number = _strtol(lead[:digits]) if digits else 0  # strtol(optarg, NULL, 0): the leading number
+        value = (number or 0) * factor
+        if value < int(low) or value > int(high):
+            _perftest_fail(table, "size", words)
+        return str(value)
+    number = _strtol(arg)
+    if number is None:
+        _perftest_fail(table, "value", words)
+    value = _c_cast(number, ctype)
+    if check == "range" and not int(low) <= value <= int(high):
+        _perftest_fail(table, "range", words)
+    if check == "positive" and value <= 0:
+        _perftest_fail(table, "positive", words)
+    if check == "nonneg" and value < 0:
+        _perftest_fail(table, "nonneg", words)
+    if check == "atleast" and value < int(low):
+        _perftest_fail(table, "atleast", words)
+    if check == "sl" and value > int(high):
+        _perftest_fail(table, "sl", words)
+    return str(value)
+
+
+def _perftest_message(table: Model, name: str, words: dict[str, str]) -> str:
+    return str(table["message"][name]).format(**words)
+
+
+def _perftest_fail(table: Model, name: str, words: dict[str, str], usage: bool = False) -> NoReturn:
+    """parser() returns 1 after its message (usage on stdout for an unknown flag); main() adds its own."""
+    sys.stderr.write(_perftest_message(table, name, words) + "\n")
+    if usage:
+        sys.stdout.write(_perftest_message(table, "usage", words) + "\n")
+    sys.stderr.write(_perftest_message(table, "parser_error", words) + "\n")
+    sys.exit(1)
+
+
+def _parse_perftest(tool: str, argv: list[str], table: Model) -> tuple[dict[str, str], str | None]:
+    """Options by long name (the short letter's long name), and the server host (None: server mode).
+
+    glibc getopt_long over the table's optstring and long_options[], each option checked as
+    parser()'s switch checks it, in order; then at most one word left, the server's name.
+    """
+    kind = tool.rsplit("_", 1)[1]
+    words = {"tool": tool, "version": table["version"]}
+    long_of = {short: name for name, (_, short) in table["long"].items() if short}
+    opts: dict[str, str] = {}
+    positional: list[str] = []
+    try:
+        for key, value in getopt_long(tool, argv, table["optstring"], table["long"]):
+            if key is None:
+                positional.append(str(value))
+                continue
+            _store_perftest(tool, kind, table, long_of, opts, key, value)
+            if key in ("V", "version"):
+                print(_perftest_message(table, "version", words))
+                sys.exit(1)  # VERSION_EXIT: main() returns FAILURE, without a word
+            if key in ("h", "help"):
+                sys.stdout.write(_perftest_message(table, "usage", words) + "\n")
+                sys.exit(1)  # HELP_EXIT, likewise
+    except GetoptError as exc:
+        sys.stderr.write(exc.message)  # getopt's line, then parser()'s default case
+        _perftest_fail(table, "unknown", words, usage=True)
+    if len(positional) > 1:
+        _perftest_fail(table, "extra_args", words)
+    return opts, positional[0] if positional else None
+
+
+def _store_perftest(tool: str, kind: str, table: Model, long_of: dict[str, str], opts: dict[str, str],
+                    key: str, value: str | None) -> None:
+    for rule in table["checks"].get(key, []):
+        value = _check_value(tool, kind, table, rule, value if value is not None else "")
+    opts[long_of.get(key, key)] = "1" if value is None else value
 
 
 def _sizes(opts: dict[str, str], kind: str) -> list[int]:
@@ -811,7 +1002,7 @@ def _header(tool: str, opts: dict[str, str], me: Model, peer: Model, model: dict
     port = me["port"]
     roce = not is_ib(port)
     qps = int(opts.get("qp", "1"))
-    cm = "rdma-cm" in opts
+    cm = "rdma_cm" in opts
     lines = [DASHES, f"                    {_TITLES[(verb, kind)]}",
              f" Dual-port       : OFF\t\tDevice         : {port['device']}",
              f" Number of qps   : {qps}\t\tTransport type : IB",
@@ -845,7 +1036,7 @@ def _header(tool: str, opts: dict[str, str], me: Model, peer: Model, model: dict
 
 
 def _bw_rows(opts: dict[str, str], model: dict[str, float]) -> list[str]:
-    gbits = "report-gbits" in opts
+    gbits = "report_gbits" in opts
     unit = "Gb/sec" if gbits else "MB/sec"
     duration = float(opts["duration"]) if "duration" in opts else None
     rows = [f" #bytes     #iterations    BW peak[{unit}]    BW average[{unit}]   MsgRate[Mpps]"]
@@ -898,21 +1089,12 @@ def _recv_line(sock: socket.socket, reader: Any) -> Model | None:
 
 def cmd_perftest(tool: str, argv: list[str]) -> int:
     """ib_{write,read,send}_{bw,lat}: server without a host argument, client with one."""
-    opts, host = _parse_perftest(tool, argv)
-    if "version" in opts:
-        print("Version: 6.10")
-        return 0
-    if "help" in opts:
-        print(f"Usage:\n  {tool}            start a server and wait for connection\n"
-              f"  {tool} <host>     connect to server at <host>")
-        return 0
     doc = load_cluster()
     me = self_name(doc)
-    if "use-cuda" in opts and not doc["nodes"][me].get("perftest_cuda", True):
-        # perftest without HAVE_CUDA has no such option: glibc getopt_long's message, then perftest's.
-        die(f"{tool}: unrecognized option '--use_cuda={opts['use-cuda']}'\n Invalid command line. "
-            "Please check command rerun", 1)
-    if ("use-cuda" in opts or "cuda-dmabuf" in opts) and not doc["nodes"][me].get("gpudirect", True):
+    # perftest without HAVE_CUDA has no --use_cuda: getopt_long refuses it as unknown.
+    table = _perftest_table(doc, bool(doc["nodes"][me].get("perftest_cuda", True)))
+    opts, host = _parse_perftest(tool, argv, table)
+    if ("use_cuda" in opts or "use_cuda_dmabuf" in opts) and not doc["nodes"][me].get("gpudirect", True):
         # FakeHardware.gpudirect False: GPU memory cannot be registered (no nvidia_peermem), as perftest says it.
         die(" Couldn't allocate MR\n failed to create mr\n Failed to create MR", 1)
     info = _side_info(doc, me, tool, opts)
@@ -1079,14 +1261,6 @@ def _transient(doc: Model, client: Model, server: Model) -> float:
 
 # --------------------------------------------------------------------------- nccl-tests
 
-_MPI_VALUE_OPTS = {
-    "-np", "-n", "-c", "--np", "-H", "-host", "--host", "-hostfile", "--hostfile", "-machinefile",
-    "--machinefile", "-x", "--bind-to", "-bind-to", "--map-by", "-map-by", "--rank-by",
-    "-npernode", "--npernode", "-N", "--prefix", "-wdir", "--wdir", "-output-filename",
-    "--output-filename", "--launch-agent", "-launch-agent", "-rf", "--rankfile", "--cpus-per-proc",
-    "--cpus-per-rank", "-display", "--use-hwthread-cpus-with",
-}
-_MPI_TWO_VALUE_OPTS = {"--mca", "-mca", "-gmca", "--gmca"}
 _TYPE_SIZES = {"int8": 1, "char": 1, "uint8": 1, "int32": 4, "int": 4, "uint32": 4, "int64": 8,
                "uint64": 8, "half": 2, "float16": 2, "float": 4, "float32": 4, "double": 8,
                "float64": 8, "bfloat16": 2, "f8e4m3": 1, "f8e5m2": 1}
@@ -1114,58 +1288,118 @@ def _nccl_size(text: str) -> int:
     return int(float(text[:-1] if mult > 1 else text) * mult)
 
 
-def _parse_mpirun(argv: list[str]) -> tuple[list[tuple[str, int | None]], int | None, int | None,
-                                            dict[str, str], list[str]]:
-    """(hosts with slots, -np, -npernode, -x env, program argv)."""
+def _mpirun_table(doc: Model) -> tuple[Model, list[tuple[str, int]]]:
+    """Open MPI's mpirun options (tests/data/option-tables/mpirun-*.txt, carried in the model):
+    the table, and (names, parameters) per option of a default build, names = its short, single-dash
+    and long names (opal_cmd_line's find_option matches any of them after one dash or two)."""
+    table = parse_table(doc["option_tables"]["mpirun"])
+    options = [(tuple(n for n in (short, single, long_) if n != "-"), int(params))
+               for short, single, long_, params, build in table["option"] if build == "-"]
+    return table, options  # type: ignore[return-value]
+
+
+def _find_mpi_option(options: list[Any], name: str) -> tuple[str, int] | None:
+    """(the option's canonical name: its long, else single-dash, else short name; its parameters)."""
+    for names, params in options:
+        if name in names:
+            return names[-1], params
+    return None
+
+
+def _parse_mpirun(doc: Model, argv0: str, argv: list[str]) -> tuple[list[tuple[str, int | None]], int | None,
+                                                                   int | None, dict[str, str], list[str], set[str]]:
+    """(hosts with slots, -np, -npernode, -x env, program argv, the other options given) as
+    opal_cmd_line_parse reads mpirun's words: an unknown option, or one short of its parameters,
+    is an error (exit 1); the first word not starting with '-' is the program."""
+    table, options = _mpirun_table(doc)
+    words = {"argv0": argv0, "version": table["version"][0][0]}
+
+    def fail(message: str, **more: Any) -> NoReturn:
+        die(table["message"][message].format(**words, **more) + "\n"
+            + table["message"]["help_hint"].format(**words), 1)
+
     hosts: list[tuple[str, int | None]] = []
     np_: int | None = None
     per_node: int | None = None
     env: dict[str, str] = {}
+    given: set[str] = set()
     i = 0
     while i < len(argv):
         arg = argv[i]
+        if arg == "--":
+            return hosts, np_, per_node, env, argv[i + 1:], given
         if not arg.startswith("-"):
-            return hosts, np_, per_node, env, argv[i:]
-        name, _, inline = arg.partition("=") if arg.startswith("--") else (arg, "", "")
-        if name in _MPI_TWO_VALUE_OPTS:
-            i += 3
-            continue
-        if name in _MPI_VALUE_OPTS:
-            value = inline or (argv[i + 1] if i + 1 < len(argv) else "")
-            i += 1 if inline else 2
-            if name in ("-np", "-n", "-c", "--np"):
-                np_ = int(value)
-            elif name in ("-H", "-host", "--host"):
-                for item in value.split(","):
+            return hosts, np_, per_node, env, argv[i:], given
+        found = _find_mpi_option(options, arg[2:] if arg.startswith("--") else arg[1:])
+        sequence = [found] if found else []
+        if found is None and not arg.startswith("--") and len(arg) > 1:
+            # split_shorts: -abc as -a -b -c, every letter a short name
+            sequence = [_find_mpi_option(options, letter) for letter in arg[1:]]
+        if not sequence or None in sequence:
+            fail("unknown", option=arg)
+        i += 1
+        for name, params in sequence:  # type: ignore[misc]
+            if i + params > len(argv) and name != "help":  # --help may come without its topic
+                fail("params", option=arg, n=params)
+            values = argv[i:i + params]
+            i += params
+            given.add(name)
+            if name in ("np", "n"):
+                np_ = int(values[0])
+            elif name == "host":
+                for item in values[0].split(","):
                     host, _, slots = item.partition(":")
                     hosts.append((host, int(slots) if slots else None))
-            elif name in ("-hostfile", "--hostfile", "-machinefile", "--machinefile"):
-                try:
-                    with open(value) as handle:
-                        for line in handle:
-                            words = line.split("#", 1)[0].split()
-                            if words:
-                                found = next((w.split("=", 1)[1] for w in words[1:]
-                                              if w.startswith(("slots=", "max_slots="))), None)
-                                hosts.append((words[0], int(found) if found else None))
-                except OSError:
-                    die(f"Open RTE was unable to open the hostfile:\n    {value}\n"
-                        "Check to make sure the path and filename are correct.", 1)
-            elif name in ("-npernode", "--npernode", "-N"):
-                per_node = int(value)
-            elif name == "-x":
-                key, sep, val = value.partition("=")
+            elif name in ("hostfile", "machinefile", "default-hostfile"):
+                hosts += _hostfile(values[0])
+            elif name in ("npernode", "N"):
+                per_node = int(values[0])
+            elif name == "x":
+                key, sep, val = values[0].partition("=")
                 env[key] = val if sep else os.environ.get(key, "")
-            continue
-        i += 1  # a flag: --allow-run-as-root, --oversubscribe, --report-bindings, -v, ...
-    return hosts, np_, per_node, env, []
+            elif name == "version":
+                print(table["message"]["version"].format(**words))
+                sys.exit(0)
+            elif name == "help":
+                print(f"{argv0} (Open MPI) {words['version']}\n\nUsage: {argv0} [OPTION]...  [PROGRAM]...\n"
+                      "Start the given program using Open RTE\n\n(the option list is not simulated)")
+                sys.exit(0)
+    return hosts, np_, per_node, env, [], given
+
+
+def _hostfile(path: str) -> list[tuple[str, int | None]]:
+    hosts: list[tuple[str, int | None]] = []
+    try:
+        with open(path) as handle:
+            for line in handle:
+                words = line.split("#", 1)[0].split()
+                if words:
+                    found = next((w.split("=", 1)[1] for w in words[1:]
+                                  if w.startswith(("slots=", "max_slots="))), None)
+                    hosts.append((words[0], int(found) if found else None))
+    except OSError:
+        die(f"Open RTE was unable to open the hostfile:\n    {path}\n"
+            "Check to make sure the path and filename are correct.", 1)
+    return hosts
+
+
+def _root_refused(given: set[str]) -> bool:
+    """orte_submit_init: root needs --allow-run-as-root or both OMPI_ALLOW_RUN_AS_ROOT variables at 1."""
+    if os.geteuid() != 0 or "allow-run-as-root" in given:
+        return False
+    return not (os.environ.get("OMPI_ALLOW_RUN_AS_ROOT") == "1"
+                and os.environ.get("OMPI_ALLOW_RUN_AS_ROOT_CONFIRM") == "1")
 
 
 def cmd_mpirun(argv: list[str]) -> int:
     """mpirun [options] -H h1:N,h2:N -np M PROGRAM [ARGS]: nccl-tests across the named nodes."""
     doc = load_cluster()
     me = self_name(doc)
-    hosts, np_, per_node, env, program = _parse_mpirun(argv)
+    argv0 = "mpirun"  # as typed on the command line; the stand-in's own argv[0] is its full path
+    hosts, np_, per_node, env, program, given = _parse_mpirun(doc, argv0, argv)
+    if _root_refused(given):
+        table, _ = _mpirun_table(doc)
+        die(table["message"]["root"].format(argv0=argv0), 1)
     if not program:
         die("mpirun could not find anything to do.", 1)
     if not hosts:
@@ -1214,6 +1448,40 @@ def _ssh_answers(address: str) -> bool:
             return True
     except OSError:
         return False
+
+
+def nccl_ports(hw: Model, env: dict[str, str]) -> list[Port]:
+    """The ports NCCL uses on a node: NCCL_IB_HCA's (``=`` exact names, ``^`` excluded, else
+    prefixes; ``dev:port`` or a whole device), else every Active one."""
+    active = [p for p in hw["ports"] if str(p["state"]).lower() == "active"]
+    spec = env.get("NCCL_IB_HCA") or os.environ.get("NCCL_IB_HCA") or ""
+    if not spec:
+        return active
+    exclude, exact = spec.startswith("^"), False
+    spec = spec.lstrip("^")
+    if spec.startswith("="):
+        exact, spec = True, spec[1:]
+    wanted = [item.partition(":") for item in spec.split(",") if item]
+
+    def named(port: Port) -> bool:
+        return any((port["device"] == dev if exact else str(port["device"]).startswith(dev))
+                   and (not number or int(number) == int(port["port"])) for dev, _, number in wanted)
+
+    return [p for p in active if named(p) != exclude]
+
+
+def node_nccl_gbytes(hw: Model, env: dict[str, str]) -> float:
+    """What one node's rails carry of a multi-node ring all_reduce (busbw, GB/s), from its hardware:
+    nccl_efficiency x ports x the slowest port's rate (a rail's rdma_bw_gbps when lower: every ring
+    waits for the slowest), within the host's cap, times the node's rx_fraction. No port: nothing."""
+    ports = nccl_ports(hw, env)
+    if not ports:
+        return 0.0
+    slowest = min(min(float(p["rate_gbps"]), float(p.get("rdma_bw_gbps") or p["rate_gbps"])) for p in ports)
+    line = len(ports) * slowest
+    if hw.get("host_bw_cap_gbps"):
+        line = min(line, float(hw["host_bw_cap_gbps"]))
+    return line / 8 * float(hw["nccl_efficiency"]) * float(hw.get("rx_fraction", 1.0))
 
 
 def _busbw_factor(tool: str, nranks: int) -> float:
@@ -1267,8 +1535,8 @@ def nccl_test(doc: Model, tool: str, argv: list[str], placed: list[tuple[str, in
     nranks = sum(procs for _, procs in placed) * gpus_per_proc
     names = [node for node, _ in placed]
     if len(names) >= 2:
-        # A ring crosses every node: the slowest node and the worst link bound the whole run.
-        busbw = min(float(doc["nodes"][n]["nccl_busbw_gbytes"]) for n in names)
+        # A ring crosses every node: the slowest node's rails and the worst link bound the whole run.
+        busbw = min(node_nccl_gbytes(doc["nodes"][n], env) for n in names)
         busbw *= 0.97 ** max(math.log2(len(names)) - 1, 0)
         worst = min((float(doc["nodes"][a]["slow_peers"].get(b, 1.0))
                      for a in names for b in names if a != b), default=1.0)

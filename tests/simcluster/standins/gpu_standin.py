@@ -1,9 +1,12 @@
-# GPU stand-in for the simulated cluster (tests/simcluster/gpu.py writes MODEL_JSON above this line).
+# GPU stand-in for the simulated cluster (tests/simcluster/gpu.py writes MODEL_JSON and NVBANDWIDTH_TABLE above this line).
 """GPU stand-in: nvidia-smi, nvbandwidth, all_reduce_perf and lspci for one fake node.
 
 Dispatches on the name it was started as and prints what the real tool prints
 for the model in MODEL_JSON (formats from the shared corpus: nvidia-smi 535/550,
-nvbandwidth v0.7, nccl-tests 2.13+, lspci -vv of ConnectX-7).
+nvbandwidth v0.7, nccl-tests 2.13+, lspci -vv of ConnectX-7).  nvbandwidth reads its
+options as v0.7 does (boost::program_options, from NVBANDWIDTH_TABLE: the option table
+tests/data/option-tables/nvbandwidth-v0.7.txt).  Every figure is derived from the model's
+hardware: copies from the PCIe link each GPU trained at, peer reads and all_reduce from NVLink.
 """
 
 import json
@@ -320,9 +323,12 @@ def nvidia_smi(args):
 # ----------------------------------------------------------------- nvbandwidth
 
 
-def pcie_scale(i):
-    gen, width = trained(i)  # copies wake the link up to its trained speed
-    return (2 ** (gen - 5)) * width / 16.0
+def copy_gbytes(i):
+    """Host <-> device copy of GPU i (GB/s): its trained link's line one way x pcie_efficiency.
+
+    Copies wake the link up to its trained speed (a resting GPU's Gen1 does not count)."""
+    gen, width = trained(i)
+    return MODEL["pcie_lane_gbytes"][str(gen)] * width * MODEL["pcie_efficiency"]
 
 
 def hold_load(seconds):
@@ -343,8 +349,9 @@ def d2d(a, b):
     if pair in SLOW:
         return SLOW[pair]
     if pair in PCIE_ONLY:
-        return 25.0 * min(pcie_scale(a), pcie_scale(b))  # peer copies over PCIe
-    return MODEL["nvlink_gbytes"] + ((a * 7 + b * 3) % 5) * 0.1
+        return min(copy_gbytes(a), copy_gbytes(b))  # peer copies over PCIe, at the slower link
+    # NVLink one way x the copy engines' share of it, wobbling by a few 0.01%
+    return MODEL["nvlink_gbytes"] * MODEL["nvlink_ce_efficiency"] * (1 + ((a * 7 + b * 3) % 5 - 2) * 0.0002)
 
 
 def matrix_lines(title, rows, columns, value):
@@ -355,14 +362,139 @@ def matrix_lines(title, rows, columns, value):
     return out
 
 
+def nvbandwidth_table():
+    """nvbandwidth's options and testcases (tests/data/option-tables/nvbandwidth-*.txt, baked in by gpu.py)."""
+    table = {"option": [], "testcase": [], "message": {}}
+    for line in NVBANDWIDTH_TABLE.splitlines():  # noqa: F821 - defined by the installer's first lines
+        if not line.strip() or line.startswith("#"):
+            continue
+        kind, _, rest = line.partition(" ")
+        if kind in ("option", "hidden"):
+            name, short, value, default, desc = rest.split(" ", 4)
+            table["option"].append({"name": name, "short": None if short == "-" else short, "value": value,
+                                    "default": None if default == "-" else default, "desc": desc,
+                                    "visible": kind == "option"})
+        elif kind == "testcase":
+            words = rest.split()
+            if "multinode" not in words[1:]:  # a single-node build
+                table["testcase"].append(words[0])
+        elif kind == "message":
+            name, _, quoted = rest.partition(" ")
+            table["message"][name] = json.loads(quoted)
+        elif kind == "version":
+            table["version"] = rest.strip()
+    return table
+
+
+class InvalidArguments(Exception):
+    """Whatever boost::program_options throws; nvbandwidth's catch (...) does not say which."""
+
+
+def boost_parse(args, options):
+    """boost::program_options parse_command_line, default style: --long, --long=value, --long value,
+    unique prefixes of long names (allow_guessing), -s, -svalue, -s value, -abc for switches
+    (allow_sticky); multitoken values take the words up to the next option; no positional options."""
+    by_short = {o["short"]: o for o in options if o["short"]}
+    values = {}
+
+    def take(option, inline, i):
+        if option["value"] == "switch":
+            if inline is not None:
+                raise InvalidArguments(option["name"])
+            values[option["name"]] = True
+            return i
+        if inline is not None:
+            got = [inline]
+        elif i < len(args) and not args[i].startswith("-"):
+            got = [args[i]]
+            i += 1
+        else:
+            raise InvalidArguments(option["name"])
+        if option["value"] == "strings":
+            while i < len(args) and not args[i].startswith("-"):
+                got.append(args[i])
+                i += 1
+            values.setdefault(option["name"], []).extend(got)
+            return i
+        if len(got) != 1 or not got[0].isdigit() or option["name"] in values:
+            raise InvalidArguments(option["name"])  # a number (lexical_cast), given once
+        values[option["name"]] = int(got[0])
+        return i
+
+    i = 0
+    while i < len(args):
+        arg = args[i]
+        i += 1
+        if arg.startswith("--") and len(arg) > 2:
+            name, eq, inline = arg[2:].partition("=")
+            exact = [o for o in options if o["name"] == name]
+            found = exact or [o for o in options if o["name"].startswith(name)]
+            if len(found) != 1:
+                raise InvalidArguments(arg)
+            i = take(found[0], inline if eq else None, i)
+        elif arg.startswith("-") and len(arg) > 1:
+            option = by_short.get(arg[1])
+            if option is None:
+                raise InvalidArguments(arg)
+            rest = arg[2:]
+            while rest and option["value"] == "switch":  # -vj: sticky switches
+                take(option, None, i)
+                option = by_short.get(rest[0])
+                if option is None:
+                    raise InvalidArguments(arg)
+                rest = rest[1:]
+            i = take(option, rest or None, i)
+        else:
+            raise InvalidArguments(arg)  # no positional options are declared
+    return values
+
+
+def options_description(table):
+    """The visible options as boost prints an options_description (caption, then one line each)."""
+    rows = []
+    for o in table["option"]:
+        if not o["visible"]:
+            continue
+        name = f"-{o['short']} [ --{o['name']} ]" if o["short"] else f"--{o['name']}"
+        param = "" if o["value"] == "switch" else "arg" + (f" (={o['default']})" if o["default"] else "")
+        rows.append((f"  {name} {param}", o["desc"]))
+    width = min(max([23] + [len(left) for left, _ in rows]), 80 - 40 - 1) + 1
+    lines = [table["message"]["caption"] + ":"]
+    for left, desc in rows:
+        lines.append(left + "\n" + " " * width + desc if len(left) >= width else left.ljust(width) + desc)
+    return "\n".join(lines) + "\n"
+
+
 def nvbandwidth(args):
-    testcases = []
-    for i, arg in enumerate(args):
-        if arg in ("-t", "--testcase") and i + 1 < len(args):
-            testcases.extend(args[i + 1].split(","))
-    if "--version" in args or "-v" in args:
-        sys.stdout.write(f"nvbandwidth Version: {MODEL['nvbandwidth_version']}\n")
+    table = nvbandwidth_table()
+    version_lines = [f"nvbandwidth Version: {MODEL['nvbandwidth_version']}",
+                     f"Built from Git version: {MODEL['nvbandwidth_version']}", ""]
+    try:
+        values = boost_parse(args, table["option"])
+    except InvalidArguments:
+        command = "".join(f"{word} " for word in ["nvbandwidth", *args])
+        sys.stdout.write("\n".join(version_lines) + "\n" + table["message"]["invalid"] + "\n" + command
+                         + ":\n\n" + options_description(table) + "\n")
+        return 1
+    if values.get("list"):
+        sys.stdout.write("\n".join(version_lines) + "\nIndex, Name:\n\tDescription\n=======================\n"
+                         + "".join(f"{i}, {key}:\n\n\n" for i, key in enumerate(table["testcase"])))
+        return 0  # (the descriptions are not kept in the table)
+    if values.get("help"):
+        sys.stdout.write("\n".join(version_lines) + "\n" + options_description(table) + "\n\n")
         return 0
+    testcases = []
+    for ident in values.get("testcase", []):
+        if ident.lstrip("-").isdigit():
+            index = int(ident)
+            if not 0 <= index < len(table["testcase"]):
+                testcases.append((ident, table["message"]["out_of_bound"].format(id=ident)))
+                continue
+            ident = table["testcase"][index]
+        if ident not in table["testcase"]:
+            testcases.append((ident, table["message"]["not_found"].format(id=ident)))
+            continue
+        testcases.append((ident, None))
     out = [
         f"nvbandwidth Version: {MODEL['nvbandwidth_version']}",
         f"Built from Git version: {MODEL['nvbandwidth_version']}",
@@ -375,7 +507,10 @@ def nvbandwidth(args):
     out += [f"Device {i}: {MODEL['model']} ({bus_id(i)[:-2].lower()})" for i in range(COUNT)]
     out.append("")
     gpus = list(range(COUNT))
-    for name in testcases or ["device_to_device_memcpy_read_ce"]:
+    for name, error in testcases or [("device_to_device_memcpy_read_ce", None)]:
+        if error is not None:
+            out.append(error)  # nvbandwidth says so and goes on with the next testcase
+            continue
         out.append(f"Running {name}.")
         if name == "device_to_device_memcpy_read_ce":
             out += matrix_lines("memcpy CE GPU(row) -> GPU(column) bandwidth (GB/s)", gpus, gpus, d2d)
@@ -383,14 +518,13 @@ def nvbandwidth(args):
         elif name in ("host_to_device_memcpy_ce", "device_to_host_memcpy_ce", "host_to_all_memcpy_ce"):
             if name == "host_to_all_memcpy_ce":
                 hold_load(MODEL.get("load_seconds", 1.0))  # every GPU copies at once, for a while
-            base = MODEL["h2d_gbytes"] if name.startswith("host") else MODEL["d2h_gbytes"]
             arrow = "->" if name.startswith("host") else "<-"
             out += matrix_lines(f"memcpy CE CPU(row) {arrow} GPU(column) bandwidth (GB/s)", [0], gpus,
-                                lambda _r, c, base=base: base * pcie_scale(c))
-            total = sum(base * pcie_scale(c) for c in gpus)
+                                lambda _r, c: copy_gbytes(c))
+            total = sum(copy_gbytes(c) for c in gpus)
         else:
             sys.stdout.write("\n".join(out) + "\n")
-            sys.stderr.write(f"ERROR: Testcase {name} not found!\n")
+            sys.stderr.write(f"gpu stand-in: nvbandwidth testcase {name} is not simulated\n")
             return 1
         out += ["", f"SUM {name} {total:.2f}", ""]
     out += [
@@ -413,6 +547,16 @@ def arg_value(args, flag, default):
     return default
 
 
+def nccl_busbw(ngpus):
+    """all_reduce busbw over ngpus GPUs' NVLink (GB/s), as simcluster.gpu.nccl_nvlink_busbw derives it:
+    NVLS (the switch reduces) up to one way x 2(n-1)/n, a ring up to one way."""
+    if ngpus < 2:
+        return 0.0
+    if MODEL["nvls"]:
+        return MODEL["nvlink_gbytes"] * 2 * (ngpus - 1) / ngpus * MODEL["nccl_nvls_efficiency"]
+    return MODEL["nvlink_gbytes"] * MODEL["nccl_ring_efficiency"]
+
+
 def all_reduce_perf(args):
     size = int(arg_value(args, "-b", "8"))
     ngpus = int(arg_value(args, "-g", "1"))
@@ -431,7 +575,7 @@ def all_reduce_perf(args):
     for g in range(ngpus):
         out.append(f"#  Rank {g:2d} Group  0 Pid {pid:6d} on {host:>10} device {g:2d} [0x{GPU_BUS[g]}] {MODEL['model']}")
     out.append(f"{host}:{pid}:{pid} [0] NCCL INFO NCCL version {MODEL['nccl_version']}+cuda{MODEL['cuda']}")
-    busbw = MODEL["nccl_busbw_gbytes"] if ngpus > 1 else 0.0
+    busbw = nccl_busbw(ngpus)
     factor = 2 * (ngpus - 1) / ngpus if ngpus > 1 else 1.0
     algbw = busbw / factor if busbw else 0.0
     time_us = size / (algbw * 1e3) if algbw else 1.0
