@@ -31,8 +31,10 @@ NO_CUDA_FIX = ("this perftest was built without CUDA (most MLNX_OFED and DOCA-OF
 
 
 def built_without_cuda(text: str) -> bool:
-    """perftest refused ``--use_cuda`` as an unknown option (``unrecognized option '--use_cuda=0'``)."""
-    return "--use_cuda" in text and ("unrecognized option" in text or "invalid option" in text)
+    """perftest without CUDA: before 4.5-0.20 getopt refuses ``--use_cuda`` (``unrecognized option
+    '--use_cuda=0'``); from then on the option always parses and the run says ``Unsupported memory type``."""
+    refused = "--use_cuda" in text and ("unrecognized option" in text or "invalid option" in text)
+    return refused or "Unsupported memory type" in text
 
 
 def _port(ports: Sequence[RdmaPort], device: str) -> RdmaPort | None:

@@ -52,7 +52,8 @@ def test_affinity_rails_health_and_switch_links(pytester: pytest.Pytester, fault
     expected = {(check, node): "passed" for node in NODES for check in ("gpu_nic_affinity", "gpu_health")}
     expected.update({("gpu_rails", "cluster"): "failed", ("switch_links", "cluster"): "failed",
                      ("gpu_nic_affinity", "node02"): "failed", ("gpu_health", "node04"): "failed",
-                     ("gpu_health", "node05"): "skipped"})
+                     # a missing tool is an error of its node, never a skip that leaves a set check unmeasured
+                     ("gpu_health", "node05"): "error"})
     assert set(checks) == set(expected), sorted(set(checks) ^ set(expected))
     wrong = {k: (checks[k]["outcome"], want) for k, want in expected.items() if checks[k]["outcome"] != want}
     assert not wrong, f"{wrong}\n{result.stdout.str()[-5000:]}"
@@ -67,7 +68,8 @@ def test_affinity_rails_health_and_switch_links(pytester: pytest.Pytester, fault
     assert "node02: GPU3 -> mlx5_0 or mlx5_1" in rails, rails
     health = message("gpu_health", "node04")
     assert "GPU5: PCIe (Warning: GPU 5 PCIe test failed" in health, health
-    assert "dcgmi is not installed on node05" in message("gpu_health", "node05")
+    missing = message("gpu_health", "node05")
+    assert "dcgmi: command not found" in missing and "datacenter-gpu-manager" in missing, missing
     links = message("switch_links", "cluster")
     assert "2 of 12 switch links bad" in links, links
     assert "leaf2 (0x08c0eb0300a0b102) port 41 <-> spine1 (LID 103) port 3: 4X 100 Gb/s" in links, links

@@ -192,3 +192,12 @@ def test_roce_profiles_give_perftest_and_nccl_the_same_class_and_gid() -> None:
     assert roce.nccl_env() == ("NCCL_IB_TC=106", "NCCL_IB_GID_INDEX=3")
     pcp = Roce(pfc_priorities=[4], trust="pcp")
     assert pcp.perftest_args() == ("--sl=4",) and pcp.nccl_env() == ("NCCL_IB_SL=4",)
+
+
+def test_a_perftest_built_without_cuda_is_told_from_a_missing_peermem() -> None:
+    from pytest_fabric.probes.gpudirect import built_without_cuda
+
+    # perftest before 4.5-0.20: getopt has no --use_cuda; from 4.5-0.20 it parses and the run refuses.
+    assert built_without_cuda("ib_write_bw: unrecognized option '--use_cuda=0'\n Invalid Command or flag.")
+    assert built_without_cuda(" Unsupported memory type\n")
+    assert not built_without_cuda(" Couldn't allocate MR\n failed to create mr\n")  # no nvidia_peermem
