@@ -32,11 +32,12 @@ from typing import Any
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "tests"))  # simcluster; pytest_fabric is the installed copy
 
-from pytest_fabric.pairs import make_pairs  # noqa: E402
-from pytest_fabric.profile import load_profile  # noqa: E402
 from simcluster import FakeHardware, SimCluster, install_hardware, missing_prerequisites  # noqa: E402
 from simcluster.gpu import install_gpus  # noqa: E402
 from simcluster.stack import install_stack  # noqa: E402
+
+from pytest_fabric.pairs import make_pairs  # noqa: E402
+from pytest_fabric.profile import load_profile  # noqa: E402
 
 SHORT = """name: short
 extends: {profile}

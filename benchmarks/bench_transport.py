@@ -29,9 +29,9 @@ _ROOT = Path(__file__).resolve().parents[1]
 sys.path[:0] = [str(_ROOT / "tests"), str(_ROOT / "tests" / "integration")]
 
 from loopback_sshd import LoopbackSshd, sshd_unavailable  # noqa: E402 - found through the path above
+from simcluster import SimCluster, missing_prerequisites  # noqa: E402
 
 from pytest_fabric.transport import SSHSettings, SSHTransport  # noqa: E402
-from simcluster import SimCluster, missing_prerequisites  # noqa: E402
 
 
 def _client_cpu_s() -> float:

@@ -16,10 +16,10 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-
-from pytest_fabric.pairs import make_pairs
 from simcluster import NodeBreaker, SimCluster, missing_prerequisites
 from simcluster.hardware import FakeHardware, default_ports, hardware_installed
+
+from pytest_fabric.pairs import make_pairs
 
 # One rail per node keeps a 16-node sweep (120 pairs) short on two cores; the
 # collision needs flows that overlap, so those nodes run perftest for its real -D.

@@ -14,7 +14,6 @@ import xml.etree.ElementTree as ET
 from pathlib import Path
 
 import pytest
-
 from simcluster import NodeBreaker, SimCluster
 
 PROFILE = Path(__file__).resolve().parents[1] / "data" / "profiles" / "sim.yaml"

@@ -14,9 +14,10 @@ import subprocess
 import sys
 from pathlib import Path
 
-from pytest_fabric.parsers import ethtool, iblinkinfo, perfquery, rdma_statistic
 from simcluster import SimCluster
 from simcluster.hardware import FakeHardware, FakePort, default_ports, hardware_installed
+
+from pytest_fabric.parsers import ethtool, iblinkinfo, perfquery, rdma_statistic
 
 SIM_RDMA = Path(__file__).resolve().parents[1] / "data" / "profiles" / "sim-rdma.yaml"
 

@@ -13,7 +13,6 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-
 from simcluster import SimCluster
 from simcluster.hardware import FakeHardware, FakePort, default_ports, hardware_installed
 

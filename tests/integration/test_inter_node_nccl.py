@@ -16,7 +16,6 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-
 from simcluster import SimCluster
 from simcluster.hardware import FakeHardware, hardware_installed
 

@@ -14,7 +14,6 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-
 from simcluster import SimCluster
 from simcluster.gpu import FakeGpus, install_gpus, installed_gpu_nodes, uninstall_gpus
 

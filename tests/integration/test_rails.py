@@ -17,7 +17,6 @@ from pathlib import Path
 
 import pytest
 import yaml
-
 from simcluster import SimCluster
 from simcluster.hardware import FakeHardware, FakePort, default_ports, hardware_installed
 

@@ -11,9 +11,9 @@ import json
 from pathlib import Path
 
 import pytest
+from simcluster import NodeBreaker, SimCluster
 
 from pytest_fabric.report.verify import verify_file
-from simcluster import NodeBreaker, SimCluster
 
 PROFILE = Path(__file__).resolve().parents[1] / "data" / "profiles" / "sim.yaml"
 PLUGINS = ["evidence", "compare", "collect", "record_json", "terminal", "html", "junit"]

@@ -18,6 +18,9 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from simcluster import SimCluster
+from simcluster.hardware import FakeHardware, FakePort, default_ports, hardware_installed
+from simcluster.slurm import SlurmSim
 
 from pytest_fabric.hostlist import expand
 from pytest_fabric.transport.base import (
@@ -33,9 +36,6 @@ from pytest_fabric.transport.slurm import (
     SlurmSettings,
     SlurmTransport,
 )
-from simcluster import SimCluster
-from simcluster.hardware import FakeHardware, FakePort, default_ports, hardware_installed
-from simcluster.slurm import SlurmSim
 
 RDMA_PROFILE = Path(__file__).resolve().parents[1] / "data" / "profiles" / "sim-rdma.yaml"
 # Per-port, per-node and pair checks, with servers: enough to compare, short enough for the suite.

@@ -14,6 +14,15 @@ import time
 from collections.abc import Iterator
 
 import pytest
+from simcluster import SimCluster
+from simcluster.hardware import (
+    STANDIN_TOOLS,
+    FakeHardware,
+    FakePort,
+    default_ports,
+    install_hardware,
+    uninstall_hardware,
+)
 
 from pytest_fabric.parsers import (
     ibdev2netdev,
@@ -26,15 +35,6 @@ from pytest_fabric.parsers import (
     rdma_link,
 )
 from pytest_fabric.parsers.base import ToolReportedError
-from simcluster import SimCluster
-from simcluster.hardware import (
-    STANDIN_TOOLS,
-    FakeHardware,
-    FakePort,
-    default_ports,
-    install_hardware,
-    uninstall_hardware,
-)
 
 LINE_GBPS = 200 * 0.98  # default HDR port x default rdma_bw_fraction
 NCCL_EFFICIENCY = FakeHardware().nccl_efficiency

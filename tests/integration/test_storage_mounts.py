@@ -15,7 +15,6 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-
 from simcluster import SimCluster
 from simcluster.mounts import SimMounts
 

@@ -12,7 +12,6 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-
 from simcluster import SimCluster
 from simcluster.gpu import FakeGpus, install_gpus, uninstall_gpus
 from simcluster.hardware import install_hardware, uninstall_hardware

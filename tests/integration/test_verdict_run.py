@@ -18,7 +18,6 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
-
 from simcluster import NodeBreaker, SimCluster
 
 PROFILE = Path(__file__).resolve().parents[1] / "data" / "profiles" / "sim.yaml"

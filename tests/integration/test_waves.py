@@ -17,7 +17,6 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-
 from simcluster import SimCluster
 from simcluster.mounts import SimMounts
 
