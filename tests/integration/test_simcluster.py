@@ -175,6 +175,8 @@ def test_inventory_matches_the_design_format(simcluster: SimCluster, sim_invento
         "defaults": {"user": "root", "port": 22, "identity_file": str(simcluster.client_key),
                      "known_hosts": str(simcluster.known_hosts), "connect_timeout": 3},
         "nodes": [{"name": n.name, "host": n.address} for n in simcluster.nodes],
+        # each node's own /tmp (a tmpfs): the storage checks a profile sets need a listed mount
+        "storage": {"mounts": [{"path": "/tmp", "shared": False}]},
     }
     subset = simcluster.write_inventory(
         sim_inventory.with_name("two.yaml"), nodes=["node02", "node05"], name="pair",

@@ -82,8 +82,10 @@ def test_a_batch_of_one_writes_nothing() -> None:
     assert term.out == "storage/test_sequential.py "
 
 
-def test_plan_header_and_wave_lines_on_a_real_run(pytester: pytest.Pytester) -> None:
+def test_plan_header_and_wave_lines_on_a_real_run(pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch) -> None:
     """Two local nodes: the plan after collection, then one line per wave (no TTY under pytester)."""
+    # pytest shows the installed suite's long path; a narrow terminal would wrap the second dot
+    monkeypatch.setenv("COLUMNS", "400")
     pytester.makefile(".yaml", inv="name: two\nnodes:\n  - name: n1\n    host: localhost\n  - name: n2\n    host: localhost\n")
     pytester.makefile(".yaml", prof="name: tiny\ninter_node:\n  mtu: {min: 1000}\n")
     result = pytester.runpytest_subprocess("--cluster", "inv.yaml", "--profile", "prof.yaml", "-k", "mtu")
