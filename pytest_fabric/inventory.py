@@ -1,6 +1,6 @@
 """The inventory: which nodes, how to reach them, what storage and egress to test.
 
-See DESIGN.md "Files users write".  ``load_inventory(path)`` returns an
+See docs/inventory.md.  ``load_inventory(path)`` returns an
 :class:`Inventory` of resolved :class:`Node` objects (hostlists expanded,
 defaults applied) or raises :class:`~pytest_fabric.yamlsource.SourceError`
 naming the file, the line and the field.

@@ -1,6 +1,6 @@
 """Profiles: the expected values a cluster is judged against.
 
-A profile is YAML with one section per layer (DESIGN.md "Files users write").
+A profile is YAML with one section per layer (docs/profiles.md).
 Bundled profiles live in ``pytest_fabric/profiles``; ``--profile NAME`` picks
 one, ``--profile path.yaml`` reads a file, ``extends:`` inherits (bundled name
 or a path relative to the extending file) and ``--expect a.b.c=VALUE``

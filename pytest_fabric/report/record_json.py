@@ -1,6 +1,6 @@
 """``--conformance-json PATH``: the machine-readable record, rewritten as results arrive.
 
-Shape (DESIGN.md, "The JSON record"; the schema is ``record.schema.json``)::
+Shape (docs/report.md, "The JSON record"; the schema is ``record.schema.json``)::
 
     {"run": {...}, "checks": [{...}, ...], "sha256": "..."}
 

@@ -1,7 +1,7 @@
 """The results table's rows: each check's cells and evidence, written small.  Pure: records in, HTML out.
 
 pytest-html's Test column names the check's layer, check and subject
-(``inter_node/test_pairs.py::test_tcp_throughput[node01<->node03]``); the columns added after it
+(``conformance/inter_node/test_tcp.py::test_tcp_throughput[node01<->node03]``); the columns added after it
 say what the check found: measured, expected, margin and outcome (and the change, with
 ``--compare``).
 

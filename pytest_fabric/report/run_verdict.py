@@ -1,6 +1,6 @@
 """The run's verdict: one pure function, read by the terminal line, the HTML banner, JUnit and the JSON record.
 
-DESIGN.md, "Verdicts": ``accept`` only when every check the profile sets ran on every subject and
+docs/report.md, "The verdict": ``accept`` only when every check the profile sets ran on every subject and
 passed (waived checks count); ``reject`` when any check failed; ``incomplete`` when checks the
 profile sets were deselected, errored, skipped (measured nothing), never reported or never
 collected, and none failed (a skip of a check marked ``optional: true`` is listed, not counted);

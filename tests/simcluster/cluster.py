@@ -465,7 +465,7 @@ class SimCluster:
         name: str | None = None,
         extra: dict[str, Any] | None = None,
     ) -> Path:
-        """Write an inventory YAML in the DESIGN.md format for (a subset of) the nodes.
+        """Write an inventory YAML in the format of docs/inventory.md for (a subset of) the nodes.
 
         `name` defaults to the cluster's name; `extra` is merged at top level (storage, egress).
         """

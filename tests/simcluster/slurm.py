@@ -1,6 +1,6 @@
 """A real Slurm cluster on the simulated nodes: one munged, one slurmctld, one slurmd per node.
 
-Built on a running :class:`~simcluster.cluster.SimCluster` (see ../shared/SLURM-SIM.md for
+Built on a running :class:`~simcluster.cluster.SimCluster` (see docs/simulated-cluster.md for
 what it took on this machine)::
 
     root namespace                                 node namespaces (net, mount, pid, uts)
