@@ -25,6 +25,7 @@ from .. import checks
 from ..batches import BatchProgress
 from ..checks import profile_key_of
 from ..plan import CheckPlan, RunPlan, format_duration, plan_run, planned_subject
+from ..profile import Count
 from ..state import CHECK_KEY, get_state
 
 __all__ = ["PLAN_KEY", "ProgressLine", "describe", "plan_items"]
@@ -181,12 +182,17 @@ def plan_items(items: list[pytest.Item], config: pytest.Config) -> RunPlan | Non
             continue  # a check the profile does not set skips: it is not in the plan
         subjects.append(planned_subject(info.layer, info.check, info.fixture, info.param,
                                         specs[(info.layer, info.check)], shared))
-    ports = state.profile.spec_of(checks.PORTS)
-    rails = int((ports.equal or ports.min).value) if ports is not None and (ports.equal or ports.min) else 1
-    count = state.profile.spec_of(checks.GPU_COUNT)
-    gpus = int((count.equal or count.min).value) if count is not None and (count.equal or count.min) else 1
+    rails, gpus = _count(state.profile.spec_of(checks.PORTS)), _count(state.profile.spec_of(checks.GPU_COUNT))
     return plan_run(subjects, {k: v for k, v in specs.items() if v is not None}, state.batches.fanout,
                     rails=rails, gpus=gpus)
+
+
+def _count(spec: Count | None) -> int:
+    """The count a profile states (``ports: 4``, ``gpu_count: 8``), 1 when it states none."""
+    value = (spec.equal or spec.min) if spec is not None else None
+    return int(value.value) if value is not None else 1
+
+
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:
@@ -220,13 +226,22 @@ def pytest_report_collectionfinish(config: pytest.Config, items: list[pytest.Ite
 def pytest_collection_modifyitems(session: pytest.Session, config: pytest.Config, items: list[pytest.Item]) -> None:
     """``--time-budget``: a plan longer than the budget stops the run before anything is measured."""
     budget = config.getoption("fabric_time_budget", None)
-    if not budget:
+    state = get_state(config)
+    written = state.inventory.slurm.time_limit_min if state is not None and state.inventory.slurm else None
+    if not budget and written is None:
         return
-    seconds = budget_seconds(str(budget))
     plan = plan_items(items, config)
-    why = plan.over_budget(seconds) if plan is not None else None
+    if plan is None:
+        return
+    why = plan.over_budget(budget_seconds(str(budget))) if budget else None
     if why is not None:
         raise pytest.UsageError(why)
+    if written is not None and state is not None and plan.total_s > written * 60:
+        # An allocation that ends before the run does cuts its last checks (error counters run last).
+        raise pytest.UsageError(
+            f"inventory {state.inventory.path}: slurm: time {written} (minutes) is shorter than the run's plan "
+            f"~{format_duration(plan.total_s)}: raise it, or leave it out to have the allocation take the plan "
+            "with a margin (x1.5 + 10 min)")
 
 
 @pytest.hookimpl(trylast=True)

@@ -141,3 +141,22 @@ def test_a_node_that_never_asks_holds_the_others_only_for_the_window() -> None:
     _members(group, {"a": ["x"], "b": ["x"]})
     assert 0.25 <= time.monotonic() - started < 3
     assert launches == [(("a", "b"), "x")]
+
+
+def test_the_allocation_takes_its_time_from_the_plan_with_a_margin() -> None:
+    from pytest_fabric.transport.slurm.settings import allocation_minutes
+
+    # 120 minutes by default was shorter than many plans: now the plan x 1.5 + 10 minutes.
+    assert allocation_minutes(0) == 10
+    assert allocation_minutes(45 * 60) == 78
+    assert allocation_minutes(11 * 3600) == 1000
+
+
+def test_a_slurm_time_shorter_than_the_plan_refuses_to_start(pytester: pytest.Pytester) -> None:
+    pytester.makefile(".yaml", inv="name: s\nslurm: {partition: gpu, nodes: 'n[1-4]', time: 1}\n"
+                                   "storage: {mounts: [/tmp]}\negress: {targets: [localhost]}\n")
+    pytester.makefile(".yaml", prof="name: long\ninter_node:\n  tcp_throughput: {min: 1 Gb/s, duration: 60 s}\n"
+                                    "  pairs: all\n")
+    result = pytester.runpytest_subprocess("--cluster", "inv.yaml", "--profile", "prof.yaml", "--collect-only", "-q")
+    assert result.ret == pytest.ExitCode.USAGE_ERROR, result.stdout.str()[-2000:]
+    assert "slurm: time 1 (minutes) is shorter than the run's plan" in result.stderr.str()

@@ -8,13 +8,14 @@ else this run's steps) when pytest unconfigures, after every transport has close
 
 from __future__ import annotations
 
+import dataclasses
 import threading
 
 import pytest
 
 from ...inventory import Node
 from ...state import get_state
-from .settings import SlurmSettings
+from .settings import SlurmSettings, allocation_minutes
 from .transport import SlurmAllocation, SlurmTransport
 
 __all__ = ["ALLOCATION_KEY", "slurm_transport"]
@@ -39,7 +40,16 @@ def _allocation_for(config: pytest.Config) -> SlurmAllocation:
         state = get_state(config)
         assert state is not None
         nodes = [n.name for n in state.inventory.nodes if n.transport == "slurm"]
-        allocation = SlurmAllocation(nodes, state.inventory.slurm or SlurmSettings())
+        settings = state.inventory.slurm or SlurmSettings()
+        if settings.time_limit_min is None:
+            # Not written: as long as the run's plan, with a margin (the default of 120 minutes was
+            # shorter than many plans, and a run cut at its time limit loses its last checks).
+            from ...report.progress import PLAN_KEY  # the plan is made after collection
+
+            plan = config.stash.get(PLAN_KEY, None)
+            minutes = allocation_minutes(plan.total_s) if plan is not None else 120  # no plan: no terminal
+            settings = dataclasses.replace(settings, time_limit_min=minutes)
+        allocation = SlurmAllocation(nodes, settings)
         config.stash[ALLOCATION_KEY] = allocation
         config.add_cleanup(allocation.release)
     return allocation

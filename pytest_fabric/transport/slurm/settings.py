@@ -17,6 +17,7 @@ code that runs srun and salloc.
 
 from __future__ import annotations
 
+import math
 import os
 import re
 from collections.abc import Mapping
@@ -42,8 +43,8 @@ class SlurmSettings:
     job_id: str | None = None
     partition: str | None = None
     account: str | None = None
-    #: the allocation's time limit, minutes (salloc --time)
-    time_limit_min: int = 120
+    #: the allocation's time limit, minutes (salloc --time); None: the run's plan with a margin
+    time_limit_min: int | None = None
     #: how long to wait for the allocation to be granted (salloc --immediate), seconds
     wait_s: int = 300
     #: extra salloc options (``--gres=gpu:8``, ``--qos=...``)
@@ -69,7 +70,8 @@ class SlurmSection(BaseModel):
     account: str | None = None
     nodes: str | None = None  # a nodeset, as sinfo prints it: gpu[001-128]
     allocation: Literal["current", "new"] = "new"
-    time: int = Field(default=120, ge=1, le=100_000)  # the allocation's time limit, minutes
+    # the allocation's time limit, minutes; unset: the run's plan with a margin (allocation_minutes)
+    time: int | None = Field(default=None, ge=1, le=100_000)
     wait: int = Field(default=300, ge=0, le=86_400)  # seconds to wait for the allocation
     salloc_options: list[str] = Field(default_factory=list)
     srun_options: list[str] = Field(default_factory=list)
@@ -110,6 +112,17 @@ def current_allocation(env: Mapping[str, str] | None = None) -> tuple[str, str]:
             "with slurm: {partition: ..., nodes: ...} to have the run ask for one"
         )
     return job, nodes
+
+
+#: the margin an allocation gets over the run's plan: the plan is an estimate, and a run cut at the
+#: time limit loses its last checks (error counters run last)
+PLAN_MARGIN = 1.5
+PLAN_MARGIN_MIN = 10
+
+
+def allocation_minutes(plan_s: float) -> int:
+    """The allocation a run of this plan asks for: the plan x 1.5 plus 10 minutes, whole minutes."""
+    return max(PLAN_MARGIN_MIN, math.ceil(plan_s * PLAN_MARGIN / 60) + PLAN_MARGIN_MIN)
 
 
 def settings_from(section: SlurmSection, job_id: str | None) -> SlurmSettings:

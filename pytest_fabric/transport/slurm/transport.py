@@ -319,7 +319,7 @@ class SlurmAllocation:
                                        command="sinfo -N", fix="see each node's state in sinfo -N")
             return
         argv = ["salloc", "--no-shell", "--no-kill", "--exclusive", f"--job-name={self.tag}",
-                "-N", str(len(usable)), "-w", fold(usable), f"--time={s.time_limit_min}",
+                "-N", str(len(usable)), "-w", fold(usable), f"--time={s.time_limit_min or 120}",
                 f"--immediate={s.wait_s}"]
         if s.partition:
             argv.append(f"--partition={s.partition}")
