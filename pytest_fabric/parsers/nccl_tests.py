@@ -9,6 +9,16 @@ the middle of the table); a line is a data row only when it has the row's shape.
 Output relayed by ``mpirun --tag-output`` (``[1,0]<stdout>:``) or ``srun -l``
 (`` 0: ``) is read through its rank prefixes.
 
+nccl-tests 2.17 and later open with ``# nccl-tests version 2.17.6 nccl-headers=22602
+nccl-library=22602`` and ``# Collective test starting: all_reduce_perf``, may end a
+row with a timestamp (``-Z``), and print ``# error: ...`` with NCCL's last error;
+rccl-tests (ROCm) prints ``rccl-tests: Version develop:448c4c7`` or ``# rccl-tests
+version ...``, ``RCCL version : 2.22.3-HEAD:7d8d67c`` and ``HIP version`` /
+``ROCm version`` / ``Hostname`` / ``Librccl path`` lines.  Any other line that is
+not a comment is skipped and listed in :attr:`NcclTestsResult.skipped` (a line that
+starts like a row but is not one is how a changed layout shows), never a failure
+of the whole file.
+
 The two layouts' last column of each half means different things, and both are
 kept under their own names: ``#wrong`` (newer) counts wrong elements, ``error``
 (older) is the largest deviation from the expected result (``7e-07``), a
@@ -44,24 +54,40 @@ TOOL = "nccl-tests"
 
 _NUMBER = r"[-+]?(?:\d+\.?\d*|\.\d+)(?:[eE][-+]?\d+)?"
 _WRONG = rf"(?:\d+|N/A|{_NUMBER})"
+_TIMESTAMP = r"(?:\s+(?P<timestamp>\d{4}-\d\d-\d\d \d\d:\d\d:\d\d))?"
 # size count type [redop] [root]  then out-of-place and in-place (time algbw busbw wrong) each.
 _ROW_RE = re.compile(
     r"^\s*(?P<size>\d+)\s+(?P<count>\d+)\s+(?P<type>[A-Za-z_][A-Za-z0-9_]*)"
     r"(?:\s+(?P<redop>[A-Za-z_][A-Za-z0-9_]*))?(?:\s+(?P<root>-?\d+))?"
     rf"\s+(?P<o_time>{_NUMBER})\s+(?P<o_algbw>{_NUMBER})\s+(?P<o_busbw>{_NUMBER})\s+(?P<o_wrong>{_WRONG})"
-    rf"\s+(?P<i_time>{_NUMBER})\s+(?P<i_algbw>{_NUMBER})\s+(?P<i_busbw>{_NUMBER})\s+(?P<i_wrong>{_WRONG})\s*$"
+    rf"\s+(?P<i_time>{_NUMBER})\s+(?P<i_algbw>{_NUMBER})\s+(?P<i_busbw>{_NUMBER})\s+(?P<i_wrong>{_WRONG}){_TIMESTAMP}\s*$"
 )
 _PARAMS_RE = re.compile(r"^#\s*nThread\s+(?P<threads>\d+)\s+nGpus\s+(?P<gpus>\d+)\s+minBytes\s+(?P<min>\d+)\s+maxBytes\s+(?P<max>\d+)")
 _RANK_RE = re.compile(
     r"^#\s*Rank\s+(?P<rank>\d+)(?:\s+Group\s+(?P<group>\d+))?\s+Pid\s+(?P<pid>\d+)\s+on\s+(?P<host>\S+)"
     r"\s+device\s+(?P<device>\d+)\s+\[(?P<bus>[^\]]*)\]\s*(?P<name>.*?)\s*$"
 )
-_VERSION_RE = re.compile(r"NCCL version (?P<version>\d+\.\d+\.\d+\S*)")
+_VERSION_RE = re.compile(r"[NR]CCL version\s*:?\s*(?P<version>\d+\.\d+\.\d+\S*)")
+# 2.17+: "# nccl-tests version 2.17.6 nccl-headers=22602 nccl-library=22602"; rccl-tests prints
+# "# rccl-tests version 2.17.9-<branch>:<sha> rccl-headers=... rccl-library=..." or, older,
+# "rccl-tests: Version develop:448c4c7".
+_TESTS_VERSION_RE = re.compile(
+    r"^#?\s*(?P<suite>[nr]ccl-tests)(?: version |: Version )(?P<version>\S+)"
+    r"(?:\s+[nr]ccl-headers=(?P<headers>\d+)\s+[nr]ccl-library=(?P<library>\d+))?"
+)
+_STARTING_RE = re.compile(r"^#\s*Collective test starting:\s*(?P<name>\S+)")
+_LAST_ERROR_RE = re.compile(r"^#\s*error:\s*(?P<error>.+)$")
+# rccl-tests' banner after the rank lines; read as known, not skipped.
+_ROCM_BANNER_RE = re.compile(r"^(?:HIP version|ROCm version|Hostname|Librccl path)\s*:")
+_ROW_START_RE = re.compile(r"^\s*\d+\s+\d+\s+[A-Za-z_]")
+_SKIPPED_KEPT = 100
 # The first versions printed these two trailer lines without the leading '#'.
 _AVG_RE = re.compile(rf"^#?\s*Avg bus bandwidth\s*:\s*(?P<value>{_NUMBER})")
 _OOB_RE = re.compile(r"^#?\s*Out of bounds values\s*:\s*(?P<count>\d+)\s*(?P<status>\w+)?")
 _CONCLUDED_RE = re.compile(r"^#\s*Collective test concluded:\s*(?P<name>\S+)")
-_FAILURE_RE = re.compile(r"(?:Test (?:NCCL|CUDA) failure|Test failure|NCCL failure)\b.*", re.IGNORECASE)
+_FAILURE_RE = re.compile(
+    r"(?:Test (?:NCCL|CUDA|HIP) failure|Test failure|NCCL failure|Test timeout)\b.*", re.IGNORECASE
+)
 _HEADER_RE = re.compile(r"^#\s*size\s+count\s+type\b")
 _COUNT_CELL_RE = re.compile(r"\d+")
 
@@ -105,6 +131,8 @@ class NcclRow:
     error: float | None = None
     """Old layout's ``error``: the largest deviation from the expected values (``7e-07``), not a count."""
     in_place_error: float | None = None
+    timestamp: str | None = None
+    """``-Z`` (2.17+): the row's wall-clock time, ``YYYY-MM-DD HH:MM:SS`` as printed."""
 
 
 @dataclass(frozen=True)
@@ -117,7 +145,8 @@ class NcclTestsResult:
     """
 
     collective: str | None
-    """``all_reduce_perf`` etc., from the ``# Collective test concluded`` trailer (newer versions only)."""
+    """``all_reduce_perf`` etc., from the ``# Collective test concluded`` trailer or (2.17+) the
+    ``# Collective test starting`` line (newer versions only)."""
     nccl_version: str | None
     threads: int | None
     gpus_per_thread: int | None
@@ -138,6 +167,32 @@ class NcclTestsResult:
     failure common.cu:N``) printed beside the table, each once: the lines skipped to read it.  A failed run still prints what
     it measured (ranks that fail after wrong results, a rank 0 that prints the trailer), so the table
     is returned with them; whether the run can be trusted is the caller's to judge."""
+    tests_version: str | None = None
+    """``2.17.6`` from ``# nccl-tests version`` (2.17+), or rccl-tests' ``develop:448c4c7``."""
+    library_version_code: int | None = None
+    """``nccl-library=22602`` (``rccl-library=``): the NCCL the binary ran with, as NCCL_VERSION_CODE."""
+    last_error: str | None = None
+    """``# error: ...`` (2.17+): NCCL's last error string, printed after the table."""
+    skipped: tuple[str, ...] = ()
+    """Lines that are neither comments nor anything this parser reads (launcher and NCCL_DEBUG noise,
+    and rows of a layout it does not know), each once, the first 100 of them."""
+    skipped_count: int = 0
+    """How many lines were skipped in all (repeats and those beyond the first 100 included)."""
+
+    @property
+    def library_version(self) -> str | None:
+        """``nccl-library=22602`` as ``2.26.2`` (codes of NCCL 2.9 and later: major*10000+minor*100+patch)."""
+        code = self.library_version_code
+        if code is None:
+            return None
+        if code >= 20900:
+            return f"{code // 10000}.{code // 100 % 100}.{code % 100}"
+        return f"{code // 1000}.{code // 100 % 10}.{code % 100}"
+
+    @property
+    def unknown_rows(self) -> tuple[str, ...]:
+        """Skipped lines that start like a result row (size, count, type): a layout this parser does not read."""
+        return tuple(line for line in self.skipped if _ROW_START_RE.match(line))
 
     @property
     def sizes(self) -> tuple[int, ...]:
@@ -224,6 +279,7 @@ def _row(match: re.Match[str], layout: str | None) -> NcclRow:
         in_place_wrong=in_place_wrong,
         error=error,
         in_place_error=in_place_error,
+        timestamp=match.group("timestamp"),
     )
 
 
@@ -246,7 +302,10 @@ def parse(text: str) -> NcclTestsResult:
     ranks: list[NcclRank] = []
     rows: list[NcclRow] = []
     failures: list[str] = []
-    version = collective = None
+    version = collective = starting = tests_version = last_error = None
+    library_code: int | None = None
+    skipped: list[str] = []
+    skipped_count = 0
     params: re.Match[str] | None = None
     avg: float | None = None
     oob: int | None = None
@@ -267,6 +326,11 @@ def parse(text: str) -> NcclTestsResult:
             continue
         if found := _AVG_RE.match(line):
             avg = float(found.group("value"))
+            continue
+        if found := _TESTS_VERSION_RE.match(line):
+            tests_version = tests_version or found.group("version")
+            if found.group("library") is not None and library_code is None:
+                library_code = int(found.group("library"))
             continue
         if line.startswith("#"):
             if _HEADER_RE.match(line):
@@ -289,6 +353,10 @@ def parse(text: str) -> NcclTestsResult:
                 params = params or found
             elif found := _CONCLUDED_RE.match(line):
                 collective = found.group("name")
+            elif found := _STARTING_RE.match(line):
+                starting = starting or found.group("name")
+            elif found := _LAST_ERROR_RE.match(line):
+                last_error = found.group("error").strip()
             continue
         if found := _VERSION_RE.search(line):
             version = version or found.group("version")
@@ -297,6 +365,12 @@ def parse(text: str) -> NcclTestsResult:
             rows.append(_row(row, layout))
             if task is not None:
                 row_tasks.add(task)
+            continue
+        if _ROCM_BANNER_RE.match(line):
+            continue
+        skipped_count += 1
+        if len(skipped) < _SKIPPED_KEPT and line not in skipped:
+            skipped.append(line)
     if failures and not rows:
         raise ToolReportedError(TOOL, "; ".join(dict.fromkeys(failures)))
     if not rows:
@@ -312,7 +386,7 @@ def parse(text: str) -> NcclTestsResult:
             "(nccl-tests built without MPI=1, or srun without --mpi=pmix)",
         )
     return NcclTestsResult(
-        collective=collective,
+        collective=collective or starting,
         nccl_version=version,
         threads=None if params is None else int(params.group("threads")),
         gpus_per_thread=None if params is None else int(params.group("gpus")),
@@ -327,4 +401,9 @@ def parse(text: str) -> NcclTestsResult:
         out_of_bounds_ok=oob_ok,
         concluded=collective is not None,
         failures=tuple(dict.fromkeys(failures)),
+        tests_version=tests_version,
+        library_version_code=library_code,
+        last_error=last_error,
+        skipped=tuple(skipped),
+        skipped_count=skipped_count,
     )

@@ -201,3 +201,68 @@ def test_wrong_results_with_rank_failures_after_the_table_still_read() -> None:
 
 def test_a_clean_run_reports_no_failures() -> None:
     assert parse(_data("all_reduce_perf-2node-wrong-results-constructed.txt")).failures == ()
+
+
+# Recorded outputs of today's versions (issue 20): nccl-tests 2.17 and rccl-tests (tests/data/SOURCES-perf-tools.md).
+RCCL = Path(__file__).resolve().parents[2] / "data" / "rccl-tests"
+
+
+def test_nccl_tests_2_17_header_lines_b200() -> None:
+    result = parse((DATA / "all_reduce_perf-2node-b200-nccl-tests-2.17.6-dstack-lambda.txt").read_text(encoding="utf-8"))
+    assert (result.tests_version, result.library_version_code, result.library_version) == ("2.17.6", 22602, "2.26.2")
+    assert result.collective == "all_reduce_perf" and result.concluded is False  # 'starting' only, no trailer
+    assert len(result.rows) == 29 and result.sizes[0] == 8
+    assert busbw_at(result, 2147483648) == 696.06
+    assert busbw_at(result, 2147483648, in_place=True) == 702.91
+    assert busbw_at(result, 1073741824) == 677.35
+    assert row_at(result, 524288).time_us == 240.71
+    assert result.avg_busbw_gbytes_per_s == 137.179
+    assert (result.out_of_bounds, result.out_of_bounds_ok, result.wrong_total) == (0, True, 0)
+    assert result.nccl_version is None and result.skipped == () and result.skipped_count == 0
+
+
+def test_rccl_tests_2node_mi300x() -> None:
+    result = parse((RCCL / "all_reduce_perf-2node-16x-mi300x-rccl-2.22.3-rocm-6.4.2.txt").read_text(encoding="utf-8"))
+    assert (result.tests_version, result.nccl_version) == ("develop:448c4c7", "2.22.3-HEAD:7d8d67c")
+    assert result.num_ranks == 16 and result.hosts == ("gpu-53", "gpu-56")
+    assert result.ranks[8].pid == 366643 and result.ranks[8].group is None
+    assert result.ranks[15].bus_id == "0000:e5:00.0" and result.ranks[15].name == "AMD Instinct MI300X"
+    assert len(result.rows) == 32 and largest_size_row(result).size_bytes == 17179869184
+    assert busbw_at(result, 17179869184) == 357.46 and busbw_at(result, 17179869184, in_place=True) == 357.41
+    assert row_at(result, 2147483648).time_us == 11574.0
+    assert (result.avg_busbw_gbytes_per_s, result.out_of_bounds_ok) == (92.3318, True)
+    # HIP/ROCm/Hostname/Librccl banner lines are read as known, not skipped
+    assert result.skipped == ()
+
+
+def test_rccl_tests_mi355x_excerpt_without_trailer_or_gpu_names() -> None:
+    result = parse((RCCL / "all_reduce_perf-2node-16x-mi355x-rccl-2.26.6-rocm-7.0.1-no-trailer.txt").read_text(encoding="utf-8"))
+    assert (result.tests_version, result.nccl_version) == ("develop:5272cd1", "2.26.6-HEAD:6ade506")
+    assert result.num_ranks == 16 and result.ranks[0].name == "" and result.ranks[9].host == "mi355-gpu-24"
+    assert len(result.rows) == 31
+    assert busbw_at(result, 8589934592) == 369.04 and busbw_at(result, 8589934592, in_place=True) == 369.08
+    assert row_at(result, 4194304).time_us == 118.6
+    assert (result.avg_busbw_gbytes_per_s, result.out_of_bounds, result.concluded) == (None, None, False)
+
+
+def test_2_17_timestamps_unknown_line_and_timeout_trailer() -> None:
+    name = "all_reduce_perf-2.17-timestamps-unknown-line-timeout-constructed.txt"
+    result = parse((DATA / name).read_text(encoding="utf-8"))
+    assert (result.tests_version, result.library_version) == ("2.17.10", "2.28.3")
+    assert result.sizes == (1048576, 2097152, 4194304)
+    assert busbw_at(result, 4194304) == 38.73 and row_at(result, 4194304).timestamp == "2026-03-05 10:00:02"
+    assert result.skipped == ("node0002: unexpected tool line that no parser knows",) and result.skipped_count == 1
+    assert result.unknown_rows == ()
+    assert result.failures == ("node0001: Test timeout (600s) common.cu:433",)
+    assert result.last_error is not None and result.last_error.startswith("NET/IB : Got completion from peer")
+    assert result.concluded is False and result.out_of_bounds is None
+
+
+def test_unknown_row_layout_is_skipped_and_reported_not_fatal() -> None:
+    text = (DATA / "all_reduce_perf-2node-b200-nccl-tests-2.17.6-dstack-lambda.txt").read_text(encoding="utf-8")
+    odd = "    4194304       1048576     float     sum      -1   118.25   35.47   66.50       0   117.11   35.82   67.15   0   extra"
+    lines = text.splitlines()
+    lines.insert(10, odd)
+    result = parse("\n".join(lines))
+    assert len(result.rows) == 29 and busbw_at(result, 2147483648) == 696.06
+    assert result.skipped == (odd.strip(),) and result.unknown_rows == (odd.strip(),)
