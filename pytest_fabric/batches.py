@@ -107,6 +107,9 @@ class Member(Generic[S]):
     id: str
     subject: S
     share: Share | None = None
+    #: nodes the member keeps busy: 2 for a pair. ``--fabric-fanout`` counts nodes everywhere, so a
+    #: round runs fanout // 2 pairs at once, as many nodes as a wave
+    nodes: int = 1
 
 
 Outcome = Measurement | BaseException
@@ -135,9 +138,11 @@ class BatchProgress:
         return self.elapsed_s / self.done * (self.total - self.done)
 
 
-def describe_concurrency(size: int, share: Share | None, fanout: int, sharing: int | None = None) -> str:
+def describe_concurrency(size: int, share: Share | None, fanout: int, sharing: int | None = None,
+                         nodes: int = 1) -> str:
     """How a member of a batch of ``size`` was measured, as the record and report say it.
 
+    ``fanout``: the --fabric-fanout cap, in nodes; ``nodes``: the nodes a member keeps busy (2 a pair).
     ``sharing``: how many members of the batch use the member's shared resource (all by default).
     """
     if size <= 1:
@@ -148,8 +153,10 @@ def describe_concurrency(size: int, share: Share | None, fanout: int, sharing: i
         if sharing == size:
             return f"{at_once} of {size} ({share.resource} is shared)"
         return f"{at_once} of the {sharing} sharing {share.resource}, in a batch of {size}"
-    if fanout < size:
-        return f"{fanout} at a time of {size} (--fabric-fanout {fanout})"
+    members_at_once = max(1, fanout // max(1, nodes))
+    if members_at_once < size:
+        per = f" nodes, {nodes} a member" if nodes > 1 else ""
+        return f"{members_at_once} at a time of {size} (--fabric-fanout {fanout}{per})"
     return f"all {size} at once"
 
 
@@ -237,6 +244,7 @@ class BatchCache:
             if m.share is not None:
                 sharing[m.share.resource] = sharing.get(m.share.resource, 0) + 1
         size = len(members)
+        at_once = max(1, self.fanout // max(m.nodes for m in members))  # the cap counts nodes
 
         def one(member: Member[S]) -> Outcome:
             gate = limits.get(member.share.resource) if member.share else None
@@ -251,7 +259,7 @@ class BatchCache:
             except BaseException as exc:  # noqa: BLE001 - pytest's skip/fail outcomes too: each test re-raises its own
                 return exc
             users = sharing.get(member.share.resource) if member.share else None
-            how = describe_concurrency(size, member.share, self.fanout, users)
+            how = describe_concurrency(size, member.share, self.fanout, users, max(m.nodes for m in members))
             return replace(measured, extra={**measured.extra, "measured_as": how})
 
         report()
@@ -262,7 +270,7 @@ class BatchCache:
         # Members that wait on a shared resource hold a worker while they wait; order them so
         # the pool starts one member of every resource before a second of any.
         ordered = _interleave_by_resource(members)
-        with _workers(min(self.fanout, size), "fabric-batch", self.on_interrupt) as pool:
+        with _workers(min(at_once, size), "fabric-batch", self.on_interrupt) as pool:
             futures = {pool.submit(one, m): m for m in ordered}
             for future in as_completed(futures):
                 ended[futures[future].id] = future.result()

@@ -204,7 +204,8 @@ def plan_run(subjects: Iterable[PlannedSubject], specs: Mapping[tuple[str, str],
             for m in members:
                 per_round[m.round] += 1
             rounds = len(per_round)
-            slots = sum(math.ceil(n / fanout) for n in per_round.values())
+            # --fabric-fanout counts nodes: a round runs fanout // 2 pairs at once
+            slots = sum(math.ceil(n / max(1, fanout // 2)) for n in per_round.values())
         elif kind == "wave":
             rounds, slots = 1, _wave_slots(members, fanout)
         else:

@@ -140,7 +140,8 @@ def measure_batched(
 
     def member(p: Any) -> Member[Any]:
         handle = handle_for(cluster, subject, p)
-        return Member(subject_id(subject, p), handle, shares(state, handle) if shares else None)
+        return Member(subject_id(subject, p), handle, shares(state, handle) if shares else None,
+                      nodes=len(subject_nodes(subject, p)) or 1)
 
     members = [member(p) for p in params]
     mine = next(m for m in members if m.id == own)

@@ -137,3 +137,30 @@ def test_a_member_may_need_another_batch() -> None:
     runner.join(10)
     assert not runner.is_alive(), "nested batches deadlocked"
     assert got[0].detail == "p1 after p1"
+
+
+def test_the_fanout_counts_nodes_a_round_of_pairs_runs_half_as_many_at_once() -> None:
+    # --fabric-fanout counted pairs in rounds but nodes in waves: 64 meant 128 nodes busy in a round.
+    import threading as _threading
+    import time as _time
+
+    from pytest_fabric.batches import BatchCache, Member
+    from pytest_fabric.verdict import Measurement as _Measurement
+
+    busy, peak, lock = 0, 0, _threading.Lock()
+
+    def measure(_: object) -> _Measurement:
+        nonlocal busy, peak
+        with lock:
+            busy += 1
+            peak = max(peak, busy)
+        _time.sleep(0.05)
+        with lock:
+            busy -= 1
+        return _Measurement(value=1)
+
+    cache = BatchCache(fanout=4)
+    pairs = [Member(f"p{i}", i, nodes=2) for i in range(8)]
+    result = cache.measure("tcp_throughput", ("round", 0), pairs[0], pairs, measure)
+    assert peak == 2
+    assert result.extra["measured_as"] == "2 at a time of 8 (--fabric-fanout 4 nodes, 2 a member)"

@@ -61,14 +61,15 @@ def test_rounds_and_waves_of_an_all_pairs_sweep() -> None:
 
 
 def test_the_fanout_cap_and_shared_resources_make_slots() -> None:
-    # 16 pairs in a round with 4 at once: 4 slots; 8 GPUs of one node one at a time: 8 slots
+    # 16 pairs in a round with a fan-out of 4 nodes: 2 pairs at once, 8 slots (the cap counts nodes,
+    # in rounds as in waves); 8 GPUs of one node one at a time: 8 slots
     subjects = [PlannedSubject("inter_node", "tcp_throughput", "pair", 0) for _ in range(16)]
     subjects += [PlannedSubject("storage", "sequential_read", "wave", resource="shared mount /nfs") for _ in range(8)]
     # 3 nodes x 8 GPUs: one reading per node, 3 nodes at a time with fanout 4
     subjects += [PlannedSubject("intra_node", "gpu_model", "wave", once_per=f"n{i // 8}") for i in range(24)]
     plan = plan_run(subjects, {}, fanout=4)
     by_check = {c.check: c for c in plan.checks}
-    assert by_check["tcp_throughput"].slots == 4
+    assert by_check["tcp_throughput"].slots == 8
     assert by_check["sequential_read"].slots == 8
     assert by_check["gpu_model"].slots == 1
 
