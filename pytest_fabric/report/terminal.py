@@ -200,9 +200,10 @@ def pytest_terminal_summary(terminalreporter: Any, exitstatus: int, config: pyte
     cluster_wide = [c for c in checks if c.get("outcome") == "failed" and not c.get("nodes")]
     if cluster_wide:
         tr.write_line("cluster-wide findings (they explain the failures below):", red=True, bold=True)
-        for c in cluster_wide:
-            said = str(c.get("message") or "").splitlines()
-            tr.write_line(f"  FAILED {c.get('check')}: {said[0]}" if said else "  " + problem_line(c), red=True)
+        for finding in cluster_wide:
+            said = str(finding.get("message") or "").splitlines()
+            tr.write_line(f"  FAILED {finding.get('check')}: {said[0]}" if said else "  " + problem_line(finding),
+                          red=True)
     for layer, rows in worst_per_layer([c for c in checks if not any(c is w for w in cluster_wide)],
                                        len(checks)).items():
         failed = [c for c in rows if c.get("outcome") == "failed"]
