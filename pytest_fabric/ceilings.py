@@ -62,10 +62,7 @@ def impossible(document: Any) -> list[tuple[tuple[str, ...], str]]:
     inter, intra = document.inter_node, document.intra_node
     rate = inter.port_rate.min if inter.port_rate is not None else None
     ports = inter.ports
-    count = None
-    if ports is not None:
-        value = ports.equal or ports.min
-        count = int(value.value) if value is not None else (len(ports.names) or None)
+    count = ports.stated if ports is not None else None
 
     def above(loc: tuple[str, ...], floor: Quantity, ceiling: Decimal, unit: str, how: str) -> None:
         if floor.to(unit) > ceiling:

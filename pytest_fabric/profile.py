@@ -303,6 +303,12 @@ class Count(CheckSpec):
     equal: QuantityField | None = None
     min: QuantityField | None = None
 
+    @property
+    def stated(self) -> int | None:
+        """The count the profile states, exact or as a floor (None: it states none)."""
+        value = self.equal or self.min
+        return int(value.value) if value is not None else None
+
 
 class Mtu(Count):
     pass
@@ -319,6 +325,11 @@ class Ports(Count):
 
     SCALAR_FIELD = "min"
     names: list[str] = Field(default_factory=list)
+
+    @property
+    def stated(self) -> int | None:
+        """The ports the profile states: the count, else as many as it names."""
+        return super().stated or len(self.names) or None
 
     @field_validator("names")
     @classmethod

@@ -47,12 +47,7 @@ def _link_layer(state: FabricState) -> str | None:
 
 def _expected_ports(state: FabricState) -> int | None:
     spec = state.profile.spec_of(checks.PORTS)
-    if spec is None:
-        return None
-    value = spec.equal or spec.min
-    if value is None:
-        return len(spec.names) or None
-    return int(value.value)
+    return spec.stated if spec is not None else None
 
 
 def _port_names(state: FabricState) -> tuple[str, ...]:
@@ -81,8 +76,7 @@ def nccl_launch(state: FabricState, nodes: list[NodeHandle]) -> nccl.Launch:
 
 def _gpus_per_node(state: FabricState) -> int:
     spec = state.profile.spec_of(checks.GPU_COUNT)
-    value = (spec.equal or spec.min) if spec is not None else None
-    return int(value.value) if value is not None else 1
+    return (spec.stated if spec is not None else None) or 1
 
 
 def _set(spec: S | None, check: checks.Check[S]) -> S:

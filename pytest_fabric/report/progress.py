@@ -189,8 +189,7 @@ def plan_items(items: list[pytest.Item], config: pytest.Config) -> RunPlan | Non
 
 def _count(spec: Count | None) -> int:
     """The count a profile states (``ports: 4``, ``gpu_count: 8``), 1 when it states none."""
-    value = (spec.equal or spec.min) if spec is not None else None
-    return int(value.value) if value is not None else 1
+    return (spec.stated if spec is not None else None) or 1
 
 
 
