@@ -9,10 +9,19 @@ subclass whose message says what the tool said.
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, TypeVar
 
-__all__ = ["ParseError", "ToolReportedError", "UnrecognizedOutput", "Parser", "register", "registry", "get_parser"]
+__all__ = [
+    "ParseError",
+    "ToolReportedError",
+    "UnrecognizedOutput",
+    "SkippedLines",
+    "Parser",
+    "register",
+    "registry",
+    "get_parser",
+]
 
 
 class ParseError(ValueError):
@@ -31,6 +40,46 @@ class UnrecognizedOutput(ParseError):
 
 class ToolReportedError(ParseError):
     """The tool ran and reported a failure in its own output (``Couldn't connect``, ``"error": ...``)."""
+
+
+SKIPPED_KEPT = 100
+"""How many distinct skipped lines a result keeps (a 512-rank run can print thousands of the same warning)."""
+
+
+@dataclass
+class SkippedLines:
+    """The lines a parser read past without understanding them: each once, the first :data:`SKIPPED_KEPT`.
+
+    A tool's output changes with its version (a new warning, a new column, a
+    launcher's banner between rows); a parser that meets a line it does not know
+    keeps what it could read and says what it skipped, instead of failing the
+    whole file.  Results carry the two figures as ``skipped`` (the lines) and
+    ``skipped_count`` (all of them, repeats included)::
+
+        skipped = SkippedLines()
+        for line in lines:
+            if not understood(line):
+                skipped.add(line)
+        return Result(..., skipped=skipped.lines, skipped_count=skipped.count)
+    """
+
+    keep: int = SKIPPED_KEPT
+    count: int = 0
+    _lines: list[str] = field(default_factory=list)
+    _seen: set[str] = field(default_factory=set)
+
+    def add(self, line: str) -> None:
+        line = line.strip()
+        if not line:
+            return
+        self.count += 1
+        if line not in self._seen and len(self._lines) < self.keep:
+            self._seen.add(line)
+            self._lines.append(line)
+
+    @property
+    def lines(self) -> tuple[str, ...]:
+        return tuple(self._lines)
 
 
 @dataclass(frozen=True)

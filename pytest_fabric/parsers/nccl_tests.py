@@ -37,7 +37,13 @@ import re
 from dataclasses import dataclass
 
 from pytest_fabric.parsers._textscan import launcher_lines
-from pytest_fabric.parsers.base import ParseError, ToolReportedError, UnrecognizedOutput, register
+from pytest_fabric.parsers.base import (
+    ParseError,
+    SkippedLines,
+    ToolReportedError,
+    UnrecognizedOutput,
+    register,
+)
 
 __all__ = [
     "NcclRank",
@@ -62,7 +68,9 @@ _ROW_RE = re.compile(
     rf"\s+(?P<o_time>{_NUMBER})\s+(?P<o_algbw>{_NUMBER})\s+(?P<o_busbw>{_NUMBER})\s+(?P<o_wrong>{_WRONG})"
     rf"\s+(?P<i_time>{_NUMBER})\s+(?P<i_algbw>{_NUMBER})\s+(?P<i_busbw>{_NUMBER})\s+(?P<i_wrong>{_WRONG}){_TIMESTAMP}\s*$"
 )
-_PARAMS_RE = re.compile(r"^#\s*nThread\s+(?P<threads>\d+)\s+nGpus\s+(?P<gpus>\d+)\s+minBytes\s+(?P<min>\d+)\s+maxBytes\s+(?P<max>\d+)")
+_PARAMS_RE = re.compile(
+    r"^#\s*nThread\s+(?P<threads>\d+)\s+nGpus\s+(?P<gpus>\d+)\s+minBytes\s+(?P<min>\d+)\s+maxBytes\s+(?P<max>\d+)"
+)
 _RANK_RE = re.compile(
     r"^#\s*Rank\s+(?P<rank>\d+)(?:\s+Group\s+(?P<group>\d+))?\s+Pid\s+(?P<pid>\d+)\s+on\s+(?P<host>\S+)"
     r"\s+device\s+(?P<device>\d+)\s+\[(?P<bus>[^\]]*)\]\s*(?P<name>.*?)\s*$"
@@ -80,7 +88,6 @@ _LAST_ERROR_RE = re.compile(r"^#\s*error:\s*(?P<error>.+)$")
 # rccl-tests' banner after the rank lines; read as known, not skipped.
 _ROCM_BANNER_RE = re.compile(r"^(?:HIP version|ROCm version|Hostname|Librccl path)\s*:")
 _ROW_START_RE = re.compile(r"^\s*\d+\s+\d+\s+[A-Za-z_]")
-_SKIPPED_KEPT = 100
 # The first versions printed these two trailer lines without the leading '#'.
 _AVG_RE = re.compile(rf"^#?\s*Avg bus bandwidth\s*:\s*(?P<value>{_NUMBER})")
 _OOB_RE = re.compile(r"^#?\s*Out of bounds values\s*:\s*(?P<count>\d+)\s*(?P<status>\w+)?")
@@ -304,8 +311,7 @@ def parse(text: str) -> NcclTestsResult:
     failures: list[str] = []
     version = collective = starting = tests_version = last_error = None
     library_code: int | None = None
-    skipped: list[str] = []
-    skipped_count = 0
+    skipped = SkippedLines()
     params: re.Match[str] | None = None
     avg: float | None = None
     oob: int | None = None
@@ -322,7 +328,9 @@ def parse(text: str) -> NcclTestsResult:
             continue
         if found := _OOB_RE.match(line):
             oob = int(found.group("count"))
-            oob_ok = None if found.group("status") is None else found.group("status").upper() == "OK"
+            oob_ok = (
+                None if found.group("status") is None else found.group("status").upper() == "OK"
+            )
             continue
         if found := _AVG_RE.match(line):
             avg = float(found.group("value"))
@@ -336,7 +344,9 @@ def parse(text: str) -> NcclTestsResult:
             if _HEADER_RE.match(line):
                 header_seen = True
                 columns = line.split()
-                layout = "wrong" if "#wrong" in columns else "error" if "error" in columns else layout
+                layout = (
+                    "wrong" if "#wrong" in columns else "error" if "error" in columns else layout
+                )
             elif rank := _RANK_RE.match(line):
                 ranks.append(
                     NcclRank(
@@ -368,15 +378,17 @@ def parse(text: str) -> NcclTestsResult:
             continue
         if _ROCM_BANNER_RE.match(line):
             continue
-        skipped_count += 1
-        if len(skipped) < _SKIPPED_KEPT and line not in skipped:
-            skipped.append(line)
+        skipped.add(line)
     if failures and not rows:
         raise ToolReportedError(TOOL, "; ".join(dict.fromkeys(failures)))
     if not rows:
         if header_seen or params:
-            raise UnrecognizedOutput(TOOL, "nccl-tests header found but no result rows (run cut short?)")
-        raise UnrecognizedOutput(TOOL, "no nccl-tests result table ('# size count type ...' and rows) found")
+            raise UnrecognizedOutput(
+                TOOL, "nccl-tests header found but no result rows (run cut short?)"
+            )
+        raise UnrecognizedOutput(
+            TOOL, "no nccl-tests result table ('# size count type ...' and rows) found"
+        )
     if len(row_tasks) > 1:
         # Only rank 0 of one job prints the table; rows from several tasks are several jobs.
         tasks = ", ".join(str(t) for t in sorted(row_tasks))
@@ -404,6 +416,6 @@ def parse(text: str) -> NcclTestsResult:
         tests_version=tests_version,
         library_version_code=library_code,
         last_error=last_error,
-        skipped=tuple(skipped),
-        skipped_count=skipped_count,
+        skipped=skipped.lines,
+        skipped_count=skipped.count,
     )
