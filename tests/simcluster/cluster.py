@@ -4,8 +4,12 @@ Layout (all names carry a per-instance prefix such as ``fs3fa91c``, so two clust
 never touch each other's objects)::
 
     root namespace                      node namespaces
-    fs3fa91cbr 10.231.X.1/24 --+-- fs3fa91ch01 <-veth-> eth0 10.231.X.11   (netns fs3fa91c-node01)
-                               +-- fs3fa91ch02 <-veth-> eth0 10.231.X.12   (netns fs3fa91c-node02)
+    fs3fa91cbr 10.X.0.1/16 ----+-- fs3fa91ch01 <-veth-> eth0 10.X.0.11   (netns fs3fa91c-node01)
+                               +-- fs3fa91ch02 <-veth-> eth0 10.X.0.12   (netns fs3fa91c-node02)
+                               +-- ...          node245 is 10.X.1.1, node512 10.X.2.14
+
+One /16 per cluster (X chosen under a machine-wide lock, skipping /16s in use), so a cluster
+holds up to MAX_NODES (a Linux bridge takes 1,024 ports).
 
 The bridge address lets pytest, running in the root namespace, reach every node directly; nodes
 have no default route, and nothing is NATed, so no packet can leave the machine.
@@ -24,6 +28,7 @@ from __future__ import annotations
 import atexit
 import contextlib
 import fcntl
+import json
 import os
 import shutil
 import signal
@@ -32,28 +37,54 @@ import subprocess
 import time
 import uuid
 import zlib
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 import yaml
 
-__all__ = ["SimCluster", "SimClusterError", "SimNode", "missing_prerequisites"]
+__all__ = ["MAX_NODES", "SimCluster", "SimClusterError", "SimNode", "missing_prerequisites", "node_address"]
 
 SSHD = "/usr/sbin/sshd"
 # Tools the cluster itself needs on the host; iperf3 and fio are what the nodes measure with.
 REQUIRED_TOOLS = ("ip", "tc", "unshare", "nsenter", "ssh-keygen", "iperf3", "fio")
 # PATH for commands run with exec(): the stand-in dir first, as over SSH.
 NODE_PATH = "/usr/local/bin:/usr/local/sbin:/usr/sbin:/usr/bin:/sbin:/bin"
-FIRST_HOST = 11  # node01 is .11, node02 .12, ...
-SUBNET_BASE = "10.231"
+FIRST_HOST = 11  # node01 is 10.X.0.11, node02 .0.12, ...
+# Second octets a cluster's 10.X.0.0/16 is chosen from (10.200-10.254: clear of the 10.0-10.199
+# that container and VPN networks favour).
+SECOND_OCTETS = range(200, 255)
+# Host numbers per third octet: .1 to .254 (.0 and .255 are left alone, as on a /24).
+HOSTS_PER_OCTET = 254
+# A Linux bridge takes at most 1,024 ports (BR_MAX_PORTS); a few are left for other uses.
+MAX_NODES = 1000
+# The kernel's neighbour (ARP) table is one for all namespaces: every node's entries count against
+# gc_thresh1/2/3 of the root namespace (128/512/1024 by default). Past gc_thresh3 a new neighbour
+# is refused and connect() says "No route to host": 250 nodes of pairs were past it. Raised (never
+# lowered) to this many entries per node, before the namespaces are made.
+NEIGHBOURS_PER_NODE = (4, 16, 32)
+GC_THRESH = "/proc/sys/net/ipv4/neigh/default/gc_thresh{}"
+# Bring-up work per node (keys, addresses) runs in this many threads: 512 nodes in seconds.
+BUILD_THREADS = 16
 # Serializes subnet choice across processes; /run/lock is tmpfs, so it never outlives a boot.
 LOCK_FILE = "/run/lock/pytest-fabric-simcluster.lock"
 
 # Several clusters can live in one process (a session cluster plus a test's own); the counter keeps
 # their subnet guesses apart, the probe of existing addresses keeps them apart from other processes.
 _instances = 0
+
+
+def node_address(second_octet: int, index: int) -> str:
+    """The address of node ``index`` (0-based) on 10.<second_octet>.0.0/16.
+
+    node01 is .0.11 as on the /24 it replaced; after .0.254 come .1.1 to .1.254, and so on.
+    """
+    if not 0 <= index < MAX_NODES:
+        raise ValueError(f"node index must be 0..{MAX_NODES - 1}, got {index}")
+    host = FIRST_HOST - 1 + index  # counted from .0.1
+    return f"10.{second_octet}.{host // HOSTS_PER_OCTET}.{host % HOSTS_PER_OCTET + 1}"
 
 
 class SimClusterError(RuntimeError):
@@ -106,11 +137,15 @@ class SimCluster:
     with atexit, so an interrupted test session does not leave namespaces behind.
     """
 
-    def __init__(self, n_nodes: int, workdir: Path, *, name: str = "sim") -> None:
+    def __init__(self, n_nodes: int, workdir: Path, *, name: str = "sim", cpu_free: bool = False) -> None:
         global _instances
-        if not 1 <= n_nodes <= 200:
-            raise ValueError(f"n_nodes must be 1..200 (one /24 per cluster), got {n_nodes}")
+        if not 1 <= n_nodes <= MAX_NODES:
+            raise ValueError(f"n_nodes must be 1..{MAX_NODES} (one bridge per cluster), got {n_nodes}")
         self.n_nodes = n_nodes
+        #: iperf3 is a stand-in that sleeps for -t and prints figures derived from the node's link
+        #: (tests/simcluster/standins/fabric_standin.py), so a run of hundreds of nodes measures
+        #: the controller, not this machine's CPUs running hundreds of real iperf3s
+        self.cpu_free = cpu_free
         self.workdir = Path(workdir).absolute()
         self.name = name
         self.prefix = "fs" + uuid.uuid4().hex[:6]  # 8 chars: leaves room for 'h123' in 15
@@ -141,7 +176,7 @@ class SimCluster:
     @property
     def bridge_address(self) -> str:
         """The root namespace's address on the cluster bridge (where pytest talks from)."""
-        return f"{SUBNET_BASE}.{self._octet()}.1"
+        return f"10.{self._octet()}.0.1"
 
     def start(self) -> None:
         """Create keys, bridge, namespaces and sshds; return once every sshd sends its banner.
@@ -157,12 +192,15 @@ class SimCluster:
         atexit.register(self.stop)
         self._atexit_registered = True
         try:
-            # Held from choosing the /24 until the bridge has its address, so two clusters
+            # Held from choosing the /16 until the bridge has its address, so two clusters
             # starting at once (xdist workers, other sessions) cannot pick the same subnet.
             with _subnet_lock():
                 self.subnet_octet = self._pick_subnet()
                 self._make_files()
+                _raise_neighbour_limits(self.n_nodes)
                 self._make_network()
+            if self.cpu_free:
+                self._install_cpu_free_tools()
             for node in self.nodes:
                 self._launch_sshd(node)
             for node in self.nodes:
@@ -177,11 +215,13 @@ class SimCluster:
         for node in self.nodes:
             self._kill_node_processes(node)
         # Host veth ends first: deleting one deletes its peer at once, whereas netns deletion
-        # frees the namespace's devices asynchronously.
-        for link in reversed(self._links):
-            _run(["ip", "link", "del", link], check=False)
-        for ns in self._netns:
-            _run(["ip", "netns", "del", ns], check=False)
+        # frees the namespace's devices asynchronously. One `ip -force -batch` for all (it goes
+        # on past a line that fails: a link already gone), not a process per object.
+        commands = [f"link del {link}" for link in reversed(self._links)]
+        commands += [f"netns del {ns}" for ns in self._netns]
+        if commands:
+            _run(["ip", "-force", "-batch", "-"], check=False, input="\n".join(commands) + "\n",
+                 timeout=60 + len(commands) // 10)
         self._links.clear()
         self._netns.clear()
         for path in reversed(self._paths):
@@ -334,6 +374,7 @@ class SimCluster:
         _run(["tc", "qdisc", "replace", "dev", node.host_veth, *qdisc])
         _run(["tc", "-n", node.netns, "qdisc", "replace", "dev", "eth0", *qdisc])
         node.rate_mbit = rate_mbit
+        self._write_link(node)
 
     def unshape(self, node: SimNode | str) -> None:
         """Remove shaping from both ends of the node's link (no error if it was not shaped)."""
@@ -341,6 +382,7 @@ class SimCluster:
         _run(["tc", "qdisc", "del", "dev", node.host_veth, "root"], check=False)
         _run(["tc", "-n", node.netns, "qdisc", "del", "dev", "eth0", "root"], check=False)
         node.rate_mbit = None
+        self._write_link(node)
 
     @contextlib.contextmanager
     def shaped(self, node: SimNode | str, rate_mbit: int) -> Iterator[SimNode]:
@@ -513,15 +555,15 @@ class SimCluster:
         return self.subnet_octet
 
     def _pick_subnet(self) -> int:
-        """Third octet of 10.231.X.0/24: hashed from PID and instance, skipping ones in use."""
+        """Second octet of 10.X.0.0/16: hashed from PID and instance, skipping ones in use."""
         used = _run(["ip", "-4", "-o", "addr", "show"]).stdout
         used += _run(["ip", "-4", "route", "show", "table", "all"]).stdout
-        start = zlib.crc32(f"{os.getpid()}:{self._instance}".encode()) % 254
-        for i in range(254):
-            octet = (start + i) % 254 + 1
-            if f"{SUBNET_BASE}.{octet}." not in used:
-                return octet
-        raise SimClusterError(f"every {SUBNET_BASE}.X.0/24 is in use on this machine")
+        octet = free_second_octet(used, zlib.crc32(f"{os.getpid()}:{self._instance}".encode()))
+        if octet is None:
+            raise SimClusterError(
+                f"every 10.X.0.0/16 for X in {SECOND_OCTETS.start}..{SECOND_OCTETS.stop - 1} is in use on "
+                "this machine (other simulated clusters, or networks of the host): stop some first")
+        return octet
 
     def _track(self, path: Path) -> Path:
         if not self._created_workdir and not path.exists():
@@ -538,7 +580,6 @@ class SimCluster:
         _keygen(self.client_key, f"pytest-fabric {self.prefix} client")
         client_pub = self.client_key.with_suffix(".pub").read_text()
         octet = self._octet()
-        known: list[str] = []
         for i in range(self.n_nodes):
             name = f"node{i + 1:02d}"
             ndir = self._track(self.workdir / name)
@@ -548,23 +589,26 @@ class SimCluster:
             (home / ".ssh").mkdir(parents=True, mode=0o700)
             bindir.mkdir()
             (home / ".ssh" / "authorized_keys").write_text(client_pub)
-            node = SimNode(name=name, address=f"{SUBNET_BASE}.{octet}.{FIRST_HOST + i}",
-                           netns=f"{self.prefix}-{name}", host_veth=f"{self.prefix}h{i + 1:02d}",
-                           dir=ndir, home=home, bindir=bindir)
-            _keygen(ndir / "ssh_host_ed25519_key", f"{name} host key")
-            node.host_key_pub = (ndir / "ssh_host_ed25519_key.pub").read_text().strip()
-            known.append(f"{node.address} {' '.join(node.host_key_pub.split()[:2])}")
-            (ndir / "sshd_config").write_text(_sshd_config(node.address))
-            self.nodes.append(node)
+            self.nodes.append(SimNode(name=name, address=node_address(octet, i),
+                                      netns=f"{self.prefix}-{name}", host_veth=f"{self.prefix}h{i + 1:02d}",
+                                      dir=ndir, home=home, bindir=bindir))
+
+        def host_key(node: SimNode) -> None:
+            _keygen(node.dir / "ssh_host_ed25519_key", f"{node.name} host key")
+            node.host_key_pub = (node.dir / "ssh_host_ed25519_key.pub").read_text().strip()
+            (node.dir / "sshd_config").write_text(_sshd_config(node.address))
+
+        _each(host_key, self.nodes)
+        known = [f"{n.address} {' '.join(n.host_key_pub.split()[:2])}" for n in self.nodes]
         self.known_hosts.write_text("\n".join(known) + "\n")
 
     def _make_network(self) -> None:
-        octet = self._octet()
+        self._octet()  # started: the subnet is chosen
         # Recorded before the commands run, so a failure halfway still deletes what was made.
         self._links.append(self.bridge)
         root_cmds = [
             f"link add {self.bridge} type bridge",
-            f"addr add {SUBNET_BASE}.{octet}.1/24 dev {self.bridge}",
+            f"addr add {self.bridge_address}/16 dev {self.bridge}",
             f"link set {self.bridge} up",
         ]
         for node in self.nodes:
@@ -575,14 +619,36 @@ class SimCluster:
                 f"link add {node.host_veth} type veth peer name eth0 netns {node.netns}",
                 f"link set {node.host_veth} master {self.bridge} up",
             ]
-        _run(["ip", "-batch", "-"], input="\n".join(root_cmds) + "\n")
-        for node in self.nodes:
+        _run(["ip", "-batch", "-"], input="\n".join(root_cmds) + "\n", timeout=60 + len(root_cmds) // 10)
+
+        def configure(node: SimNode) -> None:
             ns_cmds = [
                 "link set lo up",
-                f"addr add {node.address}/24 dev eth0",
+                f"addr add {node.address}/16 dev eth0",
                 "link set eth0 up",
             ]
             _run(["ip", "-n", node.netns, "-batch", "-"], input="\n".join(ns_cmds) + "\n")
+
+        _each(configure, self.nodes)
+
+    def _install_cpu_free_tools(self) -> None:
+        """iperf3 on every node's PATH is the stand-in (see ``cpu_free``), with the node's link."""
+        from simcluster.hardware import cpu_free_standin_script  # hardware imports this module
+
+        script = cpu_free_standin_script()
+        for node in self.nodes:
+            self._write_link(node)
+            self.install_tool(node, "iperf3", script)
+
+    def _write_link(self, node: SimNode) -> None:
+        """What the cpu-free stand-ins read of the node's link: its tbf rate (None: unshaped)."""
+        if not self.cpu_free:
+            return
+        from simcluster.hardware import LINK_FILE, link_document
+
+        tmp = node.bindir / f".{LINK_FILE}.tmp"
+        tmp.write_text(json.dumps(link_document(node.name, node.rate_mbit)))
+        tmp.replace(node.bindir / LINK_FILE)
 
     def _launch_sshd(self, node: SimNode) -> None:
         # Order matters: bind the node's dirs and copy sshd's files before /tmp is covered by a
@@ -711,6 +777,50 @@ def _subnet_lock() -> Iterator[None]:
             fcntl.flock(handle, fcntl.LOCK_UN)
 
 
+def free_second_octet(used: str, seed: int) -> int | None:
+    """A second octet X of SECOND_OCTETS with no 10.X.* in ``used`` (ip addr/route output), tried
+    from ``seed`` on, so clusters of different processes start from different guesses."""
+    for i in range(len(SECOND_OCTETS)):
+        octet = SECOND_OCTETS[(seed + i) % len(SECOND_OCTETS)]
+        if f"10.{octet}." not in used:
+            return octet
+    return None
+
+
+def neighbour_limits(n_nodes: int, current: Sequence[int]) -> list[int]:
+    """gc_thresh1/2/3 for a cluster of ``n_nodes``: what NEIGHBOURS_PER_NODE asks, never below ``current``."""
+    return [max(now, n_nodes * each) for now, each in zip(current, NEIGHBOURS_PER_NODE, strict=True)]
+
+
+def _raise_neighbour_limits(n_nodes: int) -> None:
+    """Raise the root namespace's neighbour-table limits for the cluster (see NEIGHBOURS_PER_NODE).
+
+    Only ever raised, and left raised: another cluster may be using them. Where /proc/sys is
+    read-only (a container), a large cluster may see "No route to host"; that is said in the error.
+    """
+    paths = [Path(GC_THRESH.format(i)) for i in (1, 2, 3)]
+    try:
+        current = [int(p.read_text()) for p in paths]
+    except OSError:
+        return
+    # gc_thresh3 first: the kernel wants 1 <= 2 <= 3 only loosely, but raising from the top keeps it so.
+    for path, now, wanted in reversed(list(zip(paths, current, neighbour_limits(n_nodes, current), strict=True))):
+        if wanted > now:
+            with contextlib.suppress(OSError):
+                path.write_text(str(wanted))
+
+
+def _each(work: Callable[[SimNode], None], nodes: Sequence[SimNode]) -> None:
+    """Run ``work`` on every node, BUILD_THREADS at a time (the work is mostly waiting on processes)."""
+    if len(nodes) <= 4:
+        for node in nodes:
+            work(node)
+        return
+    with ThreadPoolExecutor(max_workers=BUILD_THREADS) as pool:
+        for _ in pool.map(work, nodes):
+            pass  # re-raises the first failure
+
+
 def _first_child(pid: int) -> int | None:
     """The first child of a process of ours (unshare has exactly one: the node's init)."""
     try:
@@ -724,9 +834,9 @@ def _keygen(path: Path, comment: str) -> None:
     _run(["ssh-keygen", "-q", "-t", "ed25519", "-N", "", "-C", comment, "-f", str(path)])
 
 
-def _run(argv: list[str], *, check: bool = True, input: str | None = None
+def _run(argv: list[str], *, check: bool = True, input: str | None = None, timeout: float = 30
          ) -> subprocess.CompletedProcess[str]:
-    proc = subprocess.run(argv, capture_output=True, text=True, input=input, timeout=30)
+    proc = subprocess.run(argv, capture_output=True, text=True, input=input, timeout=timeout)
     if check and proc.returncode != 0:
         raise SimClusterError(
             f"command failed ({proc.returncode}): {' '.join(argv)}\n{proc.stderr.strip()}"

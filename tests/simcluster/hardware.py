@@ -43,6 +43,7 @@ from simcluster.gpu import nccl_nvlink_busbw
 
 __all__ = [
     "HARDWARE_FILE",
+    "LINK_FILE",
     "STANDIN_TOOLS",
     "FakeHardware",
     "FakePort",
@@ -200,6 +201,23 @@ def _standin_script() -> str:
     source = STANDIN_SOURCE.read_text()
     body = source.split("\n", 1)[1] if source.startswith("#!") else source
     return f"#!{_python_for_nodes()}\n{body}"
+
+
+# The cpu-free stand-ins' view of a node's link (SimCluster(cpu_free=True)), beside them in the
+# node's /usr/local/bin: its tbf rate, and the option table of the tool imitated.
+LINK_FILE = "fabric-link.json"
+CPU_FREE_TABLES = {"iperf3": "iperf3-3.12.txt"}
+
+
+def link_document(node: str, rate_mbit: int | None) -> dict[str, Any]:
+    """What a cpu-free stand-in reads of its node: name, tbf rate (None: unshaped, the veth's speed)."""
+    return {"node": node, "rate_mbit": rate_mbit,
+            "option_tables": {tool: (OPTION_TABLES_DIR / name).read_text() for tool, name in CPU_FREE_TABLES.items()}}
+
+
+def cpu_free_standin_script() -> str:
+    """The stand-in program, installed as iperf3 on a cpu-free cluster's nodes."""
+    return _standin_script()
 
 
 def spine_dir(cluster: SimCluster) -> Path:
