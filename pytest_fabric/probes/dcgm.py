@@ -1,5 +1,9 @@
 """GPU health: ``dcgmi diag -r LEVEL`` on a node, each failed test named per GPU.
 
+The probe reads the table, not ``-j``: DCGM 4.0-4.6's JSON writes a warning as ``Fail``
+(``Diag::HelperJsonAddResult`` in NVIDIA/DCGM ``dcgmi/Diag.cpp``), so a node whose only
+finding is, say, persistence mode off would fail; the table prints the test's own ``Warn``.
+
 Level 1 runs the deployment checks (about a minute), 2 adds short PCIe, memory and stress
 tests (a few minutes), 3 and 4 run long stress tests (tens of minutes, over an hour): the
 timeouts follow. dcgmi exits non-zero when a test fails, so the table, not the exit status,
@@ -9,6 +13,8 @@ connection to the specified host engine``: nv-hostengine is not running).
 
 from __future__ import annotations
 
+import re
+
 from ..cluster import NodeHandle
 from ..evidence import CommandResult
 from ..parsers import dcgmi_diag
@@ -17,21 +23,40 @@ from ..transport.outcome import judge as judge_result
 from ..verdict import Measurement
 from .base import MeasurementError
 
-__all__ = ["TIMEOUT_S", "failures", "gpu_health"]
+__all__ = ["TIMEOUT_S", "failures", "gpu_health", "warnings"]
 
 TIMEOUT_S = {1: 300.0, 2: 1200.0, 3: 3600.0, 4: 3 * 3600.0}
+
+
+def _about(test: dcgmi_diag.DcgmTest, gpu: int | None) -> str:
+    """DCGM's words on ``gpu`` (its own messages, and those naming no GPU), in brackets."""
+    own = [m for m in test.messages if gpu is not None and f": GPU{gpu}: " in m]
+    shared = [m for m in test.messages if not re.search(r": GPU\d+: ", m)]
+    words = own + shared if gpu is not None else test.messages
+    return f" ({'; '.join(words)})" if words else ""
 
 
 def failures(result: dcgmi_diag.DcgmDiagResult) -> list[str]:
     """One line per GPU and failed test: ``GPU3: PCIe (Warning: GPU 3 GPU to Host bandwidth too low. ...)``."""
     out = []
     for test in result.failed_tests:
-        why = f" ({'; '.join(test.messages)})" if test.messages else ""
         gpus = sorted(g for g, r in test.gpu_results.items() if r == "Fail")
         if gpus:
-            out += [f"GPU{g}: {test.name}{why}" for g in gpus]
+            out += [f"GPU{g}: {test.name}{_about(test, g)}" for g in gpus]
         else:
-            out.append(f"{test.category} {test.name} failed (no GPU named){why}")
+            out.append(f"{test.category} {test.name} failed (no GPU named){_about(test, None)}")
+    return out
+
+
+def warnings(result: dcgmi_diag.DcgmDiagResult) -> list[str]:
+    """One line per GPU and warned test (a warning does not fail the node; it is shown)."""
+    out = []
+    for test in result.tests:
+        gpus = sorted(g for g, r in test.gpu_results.items() if r == "Warn")
+        if gpus:
+            out += [f"GPU{g}: {test.name} warned{_about(test, g)}" for g in gpus]
+        elif test.result == "Warn":
+            out.append(f"{test.name} warned{_about(test, None)}")
     return out
 
 
@@ -44,17 +69,42 @@ def gpu_health(node: NodeHandle, level: int) -> Measurement:
     try:
         parsed = dcgmi_diag.parse_dcgmi_diag(result.stdout)
     except ToolReportedError as exc:
-        raise MeasurementError(node.name, f"dcgmi reported: {exc}", command=command,
-                               fix="start the DCGM host engine (systemctl start nvidia-dcgm, or nv-hostengine)") from exc
+        raise MeasurementError(
+            node.name,
+            f"dcgmi reported: {exc}",
+            command=command,
+            fix="start the DCGM host engine (systemctl start nvidia-dcgm, or nv-hostengine)",
+        ) from exc
     except ParseError as exc:
         tail = (result.stderr or result.stdout).strip()[-300:]
-        raise MeasurementError(node.name, f"no diagnostic table (exit {result.exit_code}): {tail or exc}",
-                               command=command, fix="run the command by hand on the node") from exc
+        raise MeasurementError(
+            node.name,
+            f"no diagnostic table (exit {result.exit_code}): {tail or exc}",
+            command=command,
+            fix="run the command by hand on the node",
+        ) from exc
     failed = failures(parsed)
+    if not parsed.complete and not failed:
+        # A failure already read stands; a table cut short cannot pass the node.
+        tail = (result.stderr or "").strip()[-300:]
+        raise MeasurementError(
+            node.name,
+            f"the diagnostic table stops after {len(parsed.tests)} test(s), before its closing border "
+            f"(exit {result.exit_code}){': ' + tail if tail else ''}",
+            command=command,
+            fix="run the command by hand on the node; dcgmi stopped before it finished",
+        )
     versions = {"dcgm": parsed.dcgm_version} if parsed.dcgm_version else {}
     extra = {"tool_versions": versions, "dcgm": {t.name: t.result for t in parsed.tests}}
     if failed:
-        return Measurement(value="fail", detail=f"{command}: " + "; ".join(failed), evidence=(result,), extra=extra)
+        return Measurement(
+            value="fail", detail=f"{command}: " + "; ".join(failed), evidence=(result,), extra=extra
+        )
     skipped = [t.name for t in parsed.tests if t.result == "Skip"]
-    detail = f"{command}: {len(parsed.tests)} test(s) passed" + (f", skipped: {', '.join(skipped)}" if skipped else "")
+    warned = warnings(parsed)
+    detail = (
+        f"{command}: {len(parsed.tests)} test(s) passed"
+        + (f", skipped: {', '.join(skipped)}" if skipped else "")
+        + (f"; warnings: {'; '.join(warned)}" if warned else "")
+    )
     return Measurement(value="pass", detail=detail, evidence=(result,), extra=extra)
