@@ -29,8 +29,14 @@ ECN_ROLES = ("roce_np", "roce_rp")
 
 def _ecn(node: NodeHandle, netdev: str, priorities: list[int]) -> tuple[str, CommandResult]:
     """``on`` when every ECN switch of every priority reads 1, else ``off (...which are 0)``."""
-    paths = [f"/sys/class/net/{netdev}/ecn/{role}/enable/{prio}" for prio in priorities for role in ECN_ROLES]
-    result = node.run("grep -H . " + " ".join(shlex.quote(p) for p in paths), timeout=15, check=False)
+    paths = [
+        f"/sys/class/net/{netdev}/ecn/{role}/enable/{prio}"
+        for prio in priorities
+        for role in ECN_ROLES
+    ]
+    result = node.run(
+        "grep -H . " + " ".join(shlex.quote(p) for p in paths), timeout=15, check=False
+    )
     values: dict[str, str] = {}
     for line in result.stdout.splitlines():
         path, sep, value = line.rpartition(":")
@@ -40,7 +46,8 @@ def _ecn(node: NodeHandle, netdev: str, priorities: list[int]) -> tuple[str, Com
     if missing:
         raise MeasurementError(
             node.name,
-            f"cannot read ECN of {netdev}: {missing[0]} " + ((result.stderr or "").strip()[-200:] or "is missing"),
+            f"cannot read ECN of {netdev}: {missing[0]} "
+            + ((result.stderr or "").strip()[-200:] or "is missing"),
             command=result.command,
             fix="these are MLNX_OFED's per-priority ECN switches; check that the driver exposes them "
             "(ls /sys/class/net/IFACE/ecn) or drop `ecn` from the profile's roce check",
@@ -54,11 +61,17 @@ def _combine(per_netdev: dict[str, str]) -> str:
     distinct = set(per_netdev.values())
     if len(distinct) == 1:
         return distinct.pop()
-    return "; ".join(f"{netdev}: {value}" for netdev, value in per_netdev.items()) + " (ports differ)"
+    return (
+        "; ".join(f"{netdev}: {value}" for netdev, value in per_netdev.items()) + " (ports differ)"
+    )
 
 
-def roce_settings(node: NodeHandle, *, ecn_priorities: list[int],
-                  roce_ports: Iterable[tuple[str, int]] | None = None) -> Measurement:
+def roce_settings(
+    node: NodeHandle,
+    *,
+    ecn_priorities: list[int],
+    roce_ports: Iterable[tuple[str, int]] | None = None,
+) -> Measurement:
     """Trust mode, PFC priorities and (when asked) ECN of every RoCE netdev of the node.
 
     ``roce_ports``: the (device, port) pairs whose link layer is Ethernet; None reads every
@@ -71,24 +84,35 @@ def roce_settings(node: NodeHandle, *, ecn_priorities: list[int],
         netdevs = [e.netdev for e in entries if (e.device, e.port) in wanted]
         unmapped = sorted(f"{d}/{p}" for d, p in wanted - {(e.device, e.port) for e in entries})
         if unmapped:
-            raise MeasurementError(node.name, f"ibdev2netdev names no netdev for RoCE port(s) {', '.join(unmapped)}",
-                                   command=mapping_result.command, fix="check the RoCE ports' drivers (ip link)")
+            raise MeasurementError(
+                node.name,
+                f"ibdev2netdev names no netdev for RoCE port(s) {', '.join(unmapped)}",
+                command=mapping_result.command,
+                fix="check the RoCE ports' drivers (ip link)",
+            )
     else:
         netdevs = [e.netdev for e in entries if not e.netdev.startswith("ib")]
     netdevs = list(dict.fromkeys(netdevs))  # a netdev shared by two ports (bonding) is read once
     if not netdevs:
-        raise MeasurementError(node.name, "no RoCE netdev to read (ibdev2netdev lists none on an Ethernet port)",
-                               command=mapping_result.command, fix="check that the node's RDMA ports run RoCE (ibstat 'Link layer')")
+        raise MeasurementError(
+            node.name,
+            "no RoCE netdev to read (ibdev2netdev lists none on an Ethernet port)",
+            command=mapping_result.command,
+            fix="check that the node's RDMA ports run RoCE (ibstat 'Link layer')",
+        )
     evidence: list[CommandResult] = [mapping_result]
     trust: dict[str, str] = {}
     pfc: dict[str, str] = {}
     ecn: dict[str, str] = {}
+    warned: list[str] = []
     for netdev in netdevs:
         result = node.run(f"mlnx_qos -i {shlex.quote(netdev)}", timeout=30)
         evidence.append(result)
         qos = parse_or_raise(mlnx_qos.parse_mlnx_qos, result)
         trust[netdev] = (qos.trust or "unknown").lower()
         pfc[netdev] = ",".join(str(p) for p in sorted(qos.pfc_priorities)) or "none"
+        # lldpad running may rewrite these settings after they were read: say so beside them.
+        warned += [f"mlnx_qos on {netdev} warned: {w}" for w in qos.warnings]
         if ecn_priorities:
             ecn[netdev], ecn_result = _ecn(node, netdev, ecn_priorities)
             evidence.append(ecn_result)
@@ -96,7 +120,11 @@ def roce_settings(node: NodeHandle, *, ecn_priorities: list[int],
     if ecn:
         bounds["ecn"] = _combine(ecn)
     per_dev = "; ".join(
-        f"{d}: trust {trust[d]}, PFC [{pfc[d]}]" + (f", ECN {ecn[d]}" if d in ecn else "") for d in netdevs
+        [
+            f"{d}: trust {trust[d]}, PFC [{pfc[d]}]" + (f", ECN {ecn[d]}" if d in ecn else "")
+            for d in netdevs
+        ]
+        + list(dict.fromkeys(warned))
     )
     summary = ", ".join(f"{key} {value}" for key, value in bounds.items())
     return Measurement(
@@ -104,5 +132,9 @@ def roce_settings(node: NodeHandle, *, ecn_priorities: list[int],
         detail=per_dev,
         evidence=tuple(evidence),
         bounds=dict(bounds),
-        extra={"netdevs": {d: {"trust": trust[d], "pfc_priorities": pfc[d], "ecn": ecn.get(d)} for d in netdevs}},
+        extra={
+            "netdevs": {
+                d: {"trust": trust[d], "pfc_priorities": pfc[d], "ecn": ecn.get(d)} for d in netdevs
+            }
+        },
     )
