@@ -66,6 +66,12 @@ class PortBlock:
             raise ValueError(f"port {index} of a block of {self.size} starting at {self.base}: the block is too small")
         return self.base + index
 
+    def lanes(self, slot: int, count: int = 0) -> tuple[int, ...]:
+        """The ports of slot ``slot`` when each slot holds ``count`` (default :data:`LANES_PER_SLOT`):
+        a pair's rails or GPUs measured at once, one port each, apart from every other slot's."""
+        count = count or LANES_PER_SLOT
+        return tuple(self.port(slot * count + i) for i in range(count))
+
     def overlaps(self, other: PortBlock) -> bool:
         return self.base < other.end and other.base < self.end
 
@@ -86,8 +92,9 @@ class Check(Generic[S]):
     tools_by_link_layer: Mapping[str, tuple[str, ...]] = field(default_factory=dict)
     typical_s: float | None = None  # one measurement, when the profile's settings do not say
     ports: PortBlock | None = None
-    #: what one measurement of a subject goes through one after the other: a pair's "rails" (today
-    #: perftest runs rail by rail) or a node's "gpus" (GPUDirect, GPU by GPU); None: all at once
+    #: what one measurement of a subject goes through one after the other: a pair's "rails" (latency
+    #: runs rail by rail, aggregate measures each rail alone) or a node's "gpus"; None: all at once
+    #: (rdma_bandwidth's rails, gpudirect_bandwidth's GPUs). The plan multiplies by their count.
     one_at_a_time: Literal["rails", "gpus"] | None = None
     #: a check of batching "reads": the check whose results it judges; it is set only when both
     #: its own key and that check are (the outlier rule with no rdma_bandwidth judges nothing)
@@ -113,6 +120,9 @@ class Check(Generic[S]):
             return self.tools_by_link_layer.get((link_layer or "infiniband").lower(), ())
         return self.tools
 
+
+#: ports a slot of a block holds where a pair's rails or GPUs run at once (more run in groups)
+LANES_PER_SLOT = 8
 
 _PHASE_SOFTWARE = -30  # preflight first: it tells later checks which nodes lack their tools
 _PHASE_READS_ROUNDS = 20  # after the pair rounds whose results they read
@@ -177,21 +187,26 @@ ERROR_COUNTERS = declare(Check("error_counters", "inter_node", p.ErrorCounters, 
 SWITCH_LINKS = declare(Check("switch_links", "inter_node", p.SwitchLinks, "cluster", "cluster"))
 
 # inter-node: pairs, a round of disjoint pairs at once. Port blocks leave room for 256 slots
-# (512 nodes), the retests' offset, and a pair's rails or streams.
+# (512 nodes), the retests' offset (100 slots), and a pair's rails or streams: checks that run a
+# pair's rails or GPUs at once take LANES_PER_SLOT ports a slot (356 x 8 = 2,848), below the
+# kernel's ephemeral range (32768 and up), where a listener could meet a client's own port.
 TCP_THROUGHPUT = declare(Check("tcp_throughput", "inter_node", p.TcpThroughput, "node_pair", "round",
                                tools=("iperf3",), ports=PortBlock(5201, 1400)))
 RDMA_BANDWIDTH = declare(Check("rdma_bandwidth", "inter_node", p.RdmaBandwidth, "node_pair", "round",
-                               tools=("ibstat", "ib_write_bw"), ports=PortBlock(18515, 400), one_at_a_time="rails"))
+                               tools=("ibstat", "ib_write_bw"), ports=PortBlock(18515, 2900)))  # rails at once
 RDMA_LATENCY = declare(Check("rdma_latency", "inter_node", p.LatencyCeiling, "node_pair", "round",
-                             tools=("ibstat", "ib_write_lat"), typical_s=5.0,  # 10,000 iterations a rail
-                             ports=PortBlock(18915, 400), one_at_a_time="rails"))
+                             tools=("ibstat", "ib_write_lat"), typical_s=2.0,  # 10,000 iterations a rail
+                             ports=PortBlock(21415, 400), one_at_a_time="rails"))
 GPUDIRECT_BANDWIDTH = declare(Check("gpudirect_bandwidth", "inter_node", p.RdmaBandwidth, "node_pair", "round",
-                                    tools=("ibstat", "ib_write_bw", "nvidia-smi"), ports=PortBlock(19315, 400),
-                                    one_at_a_time="gpus"))
+                                    tools=("ibstat", "ib_write_bw", "nvidia-smi"),
+                                    ports=PortBlock(26315, 2900)))  # GPUs at once
 NCCL_ALLREDUCE = declare(Check("nccl_allreduce", "inter_node", p.NcclBandwidth, "node_pair", "round",
                                tools=("mpirun", "all_reduce_perf"), typical_s=60.0))  # sweep up to 8-16 GiB
+# reads rdma_bandwidth's rails (measured at once) and measures each rail alone, once, one after the
+# other: typical_s is one such run at rdma_bandwidth's usual 5 s, its set-up and server start
 AGGREGATE_RDMA_BANDWIDTH = declare(Check("aggregate_rdma_bandwidth", "inter_node", p.Share, "node_pair", "round",
-                                         phase=21, typical_s=20.0, ports=PortBlock(19715, 2400)))  # slot x rails
+                                         phase=21, typical_s=7.0, ports=PortBlock(29215, 400),
+                                         one_at_a_time="rails"))
 RDMA_BANDWIDTH_OUTLIER = declare(Check("rdma_bandwidth_outlier", "inter_node", p.Outlier, "node_pair", "reads",
                                        key="outlier", phase=_PHASE_READS_ROUNDS, reads_from="rdma_bandwidth"))
 TCP_THROUGHPUT_OUTLIER = declare(Check("tcp_throughput_outlier", "inter_node", p.Outlier, "node_pair", "reads",

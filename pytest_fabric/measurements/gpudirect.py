@@ -33,6 +33,7 @@ def gpudirect_bandwidth(request: pytest.FixtureRequest, node_pair: NodePair, spe
     state = _state(request)
     run = rdma.RdmaSettings(size_bytes=int(settings.size.to("B")), qps=settings.qps, repeat=settings.repeat,
                             duration_s=int(settings.duration.to("s")), port=GPUDIRECT_BANDWIDTH_PORTS.port(node_pair.slot),
+                            ports=GPUDIRECT_BANDWIDTH_PORTS.lanes(node_pair.slot),  # every GPU at once, a port each
                             traffic=rdma_traffic(state))  # the RoCE class and GID every RDMA tool uses
     ports_a, _ = node_ports(request, node_pair.a)
     ports_b, _ = node_ports(request, node_pair.b)

@@ -2,14 +2,14 @@
 
 For every GPU of the client node, the NIC ``nvidia-smi topo -m`` puts nearest to it (its rail)
 sends from that GPU's memory to the same GPU index on the server node, through that node's
-nearest NIC for it: the path NCCL's GPUDirect RDMA takes. A GPU whose memory cannot be
+nearest NIC for it: the path NCCL's GPUDirect RDMA takes. Every GPU sends at once (GPUs that
+share a NIC take turns), each on its own TCP port and judged on its own figure. A GPU whose memory cannot be
 registered (no nvidia_peermem: perftest's ``Couldn't allocate MR``) is an error naming the GPU;
 the verdict value is the GPU furthest below its NIC's line rate.
 """
 
 from __future__ import annotations
 
-import dataclasses
 from collections.abc import Sequence
 
 from ..cluster import NodePair
@@ -18,7 +18,7 @@ from ..transport.base import TransportError
 from ..verdict import Measurement
 from .affinity import GpuRail
 from .base import MeasurementError
-from .rdma import RdmaPort, RdmaSettings, rail_bandwidth
+from .rdma import Lane, RdmaPort, RdmaSettings, lane_groups, lanes_at_once
 
 __all__ = ["pair_gpudirect"]
 
@@ -43,10 +43,14 @@ def _port(ports: Sequence[RdmaPort], device: str) -> RdmaPort | None:
 
 def pair_gpudirect(pair: NodePair, settings: RdmaSettings, *, rails_a: Sequence[GpuRail], rails_b: Sequence[GpuRail],
                    ports_a: Sequence[RdmaPort], ports_b: Sequence[RdmaPort]) -> Measurement:
-    """Each GPU of ``pair.a`` to the same GPU of ``pair.b``, one at a time, through their nearest NICs."""
+    """Each GPU of ``pair.a`` to the same GPU of ``pair.b`` through their nearest NICs, every GPU at once.
+
+    At once as a job's GPUs send, each judged on its own figure against its NIC's line rate; two
+    GPUs behind one NIC take turns (:func:`~pytest_fabric.probes.rdma.lane_groups`), so neither is
+    judged on half a NIC.
+    """
     by_gpu = {r.gpu: r for r in rails_b}
-    results = []
-    evidence: list[CommandResult] = []
+    lanes: list[Lane] = []
     problems = []
     for rail in rails_a:
         peer = by_gpu.get(rail.gpu)
@@ -56,27 +60,32 @@ def pair_gpudirect(pair: NodePair, settings: RdmaSettings, *, rails_a: Sequence[
             side, device = (pair.a.name, rail.nic_text) if a_port is None else (pair.b.name, peer.nic_text if peer else "no NIC")
             problems.append(f"{rail.gpu}: no Active port of its nearest NIC {device} on {side}")
             continue
-        index = rail.gpu.removeprefix("GPU")
-        run = dataclasses.replace(settings, extra_args=(*settings.extra_args, f"--use_cuda={index}"))
-        try:
-            median, samples, ev, _ = rail_bandwidth(pair, a_port, b_port, run, settings.port)
-        except TransportError as exc:
-            result = getattr(exc, "result", None)  # a CommandFailed keeps the whole output, not its tail
-            output = f"{result.stdout}\n{result.stderr}" if result is not None else str(exc)
-            fix = NO_CUDA_FIX if built_without_cuda(output) else FIX
-            what = "ib_write_bw has no --use_cuda (perftest built without CUDA)" if fix is NO_CUDA_FIX else exc.detail
-            raise MeasurementError(exc.node, f"{rail.gpu} via {a_port.device} -> {b_port.device}: {what}",
-                                   command=exc.command, fix=fix) from exc
-        evidence += ev
-        line = min(a_port.rate, b_port.rate)
-        results.append((median.value / line.value, median, line, rail.gpu, a_port.device, b_port.device))
+        lanes.append(Lane(rail.gpu, a_port, b_port, (f"--use_cuda={rail.gpu.removeprefix('GPU')}",)))
+
+    def failed(lane: Lane, exc: TransportError) -> MeasurementError:
+        result = getattr(exc, "result", None)  # a CommandFailed keeps the whole output, not its tail
+        output = f"{result.stdout}\n{result.stderr}" if result is not None else str(exc)
+        fix = NO_CUDA_FIX if built_without_cuda(output) else FIX
+        what = "ib_write_bw has no --use_cuda (perftest built without CUDA)" if fix is NO_CUDA_FIX else exc.detail
+        return MeasurementError(exc.node, f"{lane.name} via {lane.a_port.device} -> {lane.b_port.device}: {what}",
+                                command=exc.command, fix=fix)
+
+    done = lanes_at_once(pair, lanes, settings, failed)
+    evidence: list[CommandResult] = [e for r in done for e in r.evidence]
+    results = []
+    for r in done:
+        line = min(r.lane.a_port.rate, r.lane.b_port.rate)
+        results.append((r.median.value / line.value, r.median, line, r.lane.name, r.lane.a_port.device, r.lane.b_port.device))
     shown = ", ".join(f"{gpu} {a}->{b} {m.display('Gb/s')}" for _, m, _, gpu, a, b in results)
-    extra = {"gpus": [{"gpu": gpu, "a": a, "b": b, "gbps": float(m.to("Gb/s"))} for _, m, _, gpu, a, b in results]}
+    together = max((len(g) for g in lane_groups(lanes, len(settings.lane_ports))), default=0)
+    extra = {"gpus": [{"gpu": gpu, "a": a, "b": b, "gbps": float(m.to("Gb/s"))} for _, m, _, gpu, a, b in results],
+             "gpus_at_once": together}
     if problems or not results:
         reason = "; ".join(problems) or f"nvidia-smi topo -m on {pair.a.name} shows no GPU"
         return Measurement(value="absent", missing=reason + (f"; measured: {shown}" if shown else ""),
                            evidence=tuple(evidence), extra=extra)
     _, value, line, gpu, a, b = min(results, key=lambda r: (r[0], r[1].value))
+    at_once = f"{together} GPUs at once, " if together > 1 else ""
     how = f"ib_write_bw --use_cuda {settings.size_bytes // 2**20} MiB x {settings.qps} QP for {settings.duration_s} s"
     return Measurement(value=value, line_rate=line, evidence=tuple(evidence), extra=extra,
-                       detail=f"{how}, median of {settings.repeat}; worst {gpu} via {a} -> {b}; GPUs: {shown}")
+                       detail=f"{how}, {at_once}median of {settings.repeat}; worst {gpu} via {a} -> {b}; GPUs: {shown}")

@@ -3,10 +3,12 @@
 Ports are listed in a stable order (device name, port number), optionally kept
 to one link layer, so "port 2 of node07" means the same device in every
 process and every run.  Pair measurements run the perftest server on ``b`` and
-the client on ``a`` against ``b``'s data address, rail by rail, and take the
-median of ``repeat`` runs per rail; bandwidth runs for a duration (``-D``), so a
-slow rail ends with its number, latency for a count (``-n``), which is what
-perftest prints percentiles for.
+the client on ``a`` against ``b``'s data address and take the median of
+``repeat`` runs per rail.  Bandwidth runs every rail of the pair at once (each
+rail on its own TCP port, each judged on its own figure), as a training job
+loads them, for a duration (``-D``), so a slow rail ends with its number.
+Latency runs rail by rail for a count (``-n``), which is what perftest prints
+percentiles for (see :func:`pair_latency` for why not at once).
 
 A rail is a port *by identity*: the i-th port the inventory (``rdma_ports``) or
 the profile (``ports.names``) names on each side, else the same device name on
@@ -18,10 +20,11 @@ a rail-optimised fabric's spine.  Each side runs bound to its HCA's NUMA node
 
 from __future__ import annotations
 
+import dataclasses
 import shlex
 import statistics
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from decimal import Decimal
@@ -31,7 +34,7 @@ from ..cluster import NodeHandle, NodePair
 from ..evidence import CommandResult
 from ..parsers import ibstat, ibv_devinfo, perfquery, perftest
 from ..parsers.base import ParseError
-from ..transport.base import BackgroundProcess, CommandFailed
+from ..transport.base import BackgroundProcess, CommandFailed, TransportError
 from ..units import Quantity, bandwidth, parse_quantity
 from ..verdict import Measurement
 from .base import MeasurementError, parse_or_raise
@@ -41,12 +44,17 @@ __all__ = [
     "list_ports",
     "RdmaSettings",
     "Rail",
+    "Lane",
+    "LaneResult",
+    "lanes_at_once",
     "plan_rails",
     "pair_rails",
     "NumaNote",
     "numa_prefix",
     "rail_bandwidth",
     "rails_at_once",
+    "rails_one_by_one",
+    "lane_groups",
     "pair_bandwidth",
     "pair_latency",
     "read_counters",
@@ -121,6 +129,9 @@ class RdmaSettings:
     qps: int = 1
     repeat: int = 3
     port: int = 18515
+    #: the TCP ports of the perftests run at once (rail i on ``ports[i]``); empty: ``port`` alone,
+    #: so one perftest at a time. A measurement with more lanes than ports runs them in groups.
+    ports: tuple[int, ...] = ()
     tool: str = "ib_write_bw"
     #: perftest -D: a run lasts this long whatever the rail does (bandwidth)
     duration_s: int = 5
@@ -129,6 +140,11 @@ class RdmaSettings:
     #: --tclass=N or --sl=N: the RoCE traffic class the profile's ``roce`` check requires
     traffic: tuple[str, ...] = ()
     extra_args: tuple[str, ...] = field(default_factory=tuple)
+
+    @property
+    def lane_ports(self) -> tuple[int, ...]:
+        """The ports perftests run at once on: ``ports``, else ``port`` alone."""
+        return self.ports or (self.port,)
 
     @property
     def run_args(self) -> str:
@@ -342,29 +358,124 @@ def _run_pair(
     return client, evidence
 
 
+@dataclass(frozen=True)
+class Lane:
+    """One perftest of a measurement, run at the same time as the others: a rail, or a GPU through its NICs."""
+
+    name: str
+    a_port: RdmaPort
+    b_port: RdmaPort
+    #: options this lane adds to the settings' (``--use_cuda=N``: the GPU whose memory it sends)
+    extra_args: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
+class LaneResult:
+    """One lane's median over the repeats, its samples, what it ran and how each side was bound."""
+
+    lane: Lane
+    median: Quantity
+    samples: tuple[Quantity, ...]
+    evidence: tuple[CommandResult, ...]
+    notes: tuple[NumaNote, ...]
+
+
+def _bandwidth_sample(
+    pair: NodePair, lane: Lane, settings: RdmaSettings, port: int, binding: _Binding
+) -> tuple[Quantity, list[CommandResult]]:
+    run = dataclasses.replace(settings, extra_args=(*settings.extra_args, *lane.extra_args))
+    args = f"-s {settings.size_bytes} -q {settings.qps} --report_gbits {settings.run_args}"
+    client, server_evidence = _run_pair(pair, lane.a_port, lane.b_port, run, port, args, binding)
+    if client.exit_code != 0 and not _has_bandwidth_table(client.stdout):
+        # No table at all: perftest's own words (Couldn't allocate MR, a refused option on stderr
+        # while its usage goes to stdout, ...) say more than the parser.
+        raise CommandFailed(client)
+    parsed = parse_or_raise(perftest.parse_bandwidth, client)
+    row = parsed.row_at(settings.size_bytes) if any(r.size_bytes == settings.size_bytes for r in parsed.rows) else parsed.largest_row
+    return bandwidth(row.bw_average_gbps, "Gb/s"), [client, *server_evidence]
+
+
+def lane_groups(lanes: Sequence[Lane], width: int) -> list[list[int]]:
+    """Which lanes run together: at most ``width`` (the ports there are), never two through one port.
+
+    Two GPUs behind one NIC would each see half of it: they go in different groups, so each
+    lane is still judged on what its own path carries.
+    """
+    groups: list[list[int]] = []
+    for index, lane in enumerate(lanes):
+        for group in groups:
+            if len(group) < width and all(
+                lanes[j].a_port.name != lane.a_port.name and lanes[j].b_port.name != lane.b_port.name for j in group
+            ):
+                group.append(index)
+                break
+        else:
+            groups.append([index])
+    return groups
+
+
+def lanes_at_once(
+    pair: NodePair,
+    lanes: Sequence[Lane],
+    settings: RdmaSettings,
+    failed: Callable[[Lane, TransportError], BaseException] | None = None,
+) -> list[LaneResult]:
+    """ib_write_bw on every lane at the same time, ``repeat`` runs each; one result per lane, in order.
+
+    Lane ``k`` of a group listens on ``settings.lane_ports[k]``. Every repeat starts all lanes of
+    a group together and waits for all of them, so each sample is taken with the other lanes
+    loaded (runs of ``-D`` seconds end together). ``failed`` turns a lane's transport error into
+    the error to raise (naming the GPU, say); without it the error is raised as it is.
+    """
+    if not lanes:
+        return []
+    ports = settings.lane_ports
+    groups = lane_groups(lanes, len(ports))
+
+    def sample(lane: Lane, port: int, binding: _Binding) -> tuple[Quantity, list[CommandResult]]:
+        try:
+            return _bandwidth_sample(pair, lane, settings, port, binding)
+        except TransportError as exc:
+            if failed is None:
+                raise
+            raise failed(lane, exc) from exc
+
+    # One pair's lanes at once: together they are one measurement of one subject, not subjects of
+    # a batch, so this is not under --fabric-fanout (batches.fan_out); their count is the pair's
+    # rails or GPUs (at most a node's HCAs), a thread each while they wait on their commands.
+    with ThreadPoolExecutor(max_workers=max(len(g) for g in groups)) as pool:
+        bindings = list(pool.map(lambda lane: _bind(pair, lane.a_port, lane.b_port), lanes))
+        samples: list[list[Quantity]] = [[] for _ in lanes]
+        evidence: list[list[CommandResult]] = [list(b.evidence) for b in bindings]
+        for group in groups:
+            for _ in range(settings.repeat):
+                done = list(pool.map(sample, [lanes[i] for i in group], ports, [bindings[i] for i in group]))
+                for k, (value, ran) in enumerate(done):
+                    samples[group[k]].append(value)
+                    evidence[group[k]] += ran
+    return [
+        LaneResult(
+            lane,
+            bandwidth(statistics.median(float(s.to("Gb/s")) for s in samples[i]), "Gb/s"),
+            tuple(samples[i]),
+            tuple(evidence[i]),
+            tuple(bindings[i].notes),
+        )
+        for i, lane in enumerate(lanes)
+    ]
+
+
 def rail_bandwidth(
     pair: NodePair, a_port: RdmaPort, b_port: RdmaPort, settings: RdmaSettings, port: int
 ) -> tuple[Quantity, list[Quantity], list[CommandResult], list[NumaNote]]:
-    """Median ib_write_bw bandwidth over ``repeat`` runs of ``duration_s`` between one port of ``a`` and one of ``b``.
+    """Median ib_write_bw bandwidth over ``repeat`` runs of ``duration_s`` between one port of ``a`` and one of ``b``,
+    with nothing else of the pair running.
 
     Returns the median, the samples, the evidence and notes on NUMA binding.
     """
-    binding = _bind(pair, a_port, b_port)
-    samples: list[Quantity] = []
-    evidence: list[CommandResult] = list(binding.evidence)
-    args = f"-s {settings.size_bytes} -q {settings.qps} --report_gbits {settings.run_args}"
-    for _ in range(settings.repeat):
-        client, server_evidence = _run_pair(pair, a_port, b_port, settings, port, args, binding)
-        evidence += [client, *server_evidence]
-        if client.exit_code != 0 and not _has_bandwidth_table(client.stdout):
-            # No table at all: perftest's own words (Couldn't allocate MR, a refused option on stderr
-            # while its usage goes to stdout, ...) say more than the parser.
-            raise CommandFailed(client)
-        parsed = parse_or_raise(perftest.parse_bandwidth, client)
-        row = parsed.row_at(settings.size_bytes) if any(r.size_bytes == settings.size_bytes for r in parsed.rows) else parsed.largest_row
-        samples.append(bandwidth(row.bw_average_gbps, "Gb/s"))
-    median = bandwidth(statistics.median(float(s.to("Gb/s")) for s in samples), "Gb/s")
-    return median, samples, evidence, binding.notes
+    lane = Lane(a_port.name, a_port, b_port)
+    (result,) = lanes_at_once(pair, [lane], dataclasses.replace(settings, ports=(port,)))
+    return result.median, list(result.samples), list(result.evidence), list(result.notes)
 
 
 def _has_bandwidth_table(stdout: str) -> bool:
@@ -375,24 +486,35 @@ def _has_bandwidth_table(stdout: str) -> bool:
     return True
 
 
+def _lanes(rails: Sequence[Rail]) -> list[Lane]:
+    return [
+        Lane(r.name, r.a_port, r.b_port)
+        for r in rails
+        if r.problem is None and r.a_port is not None and r.b_port is not None
+    ]
+
+
 def rails_at_once(
     pair: NodePair, rails: Sequence[Rail], settings: RdmaSettings, base_port: int
 ) -> tuple[list[Quantity], list[CommandResult]]:
-    """Every rail of the pair at the same time (one perftest per rail, ports ``base_port + i``)."""
-    usable = [r for r in rails if r.problem is None and r.a_port is not None and r.b_port is not None]
+    """Every usable rail of the pair at the same time (one perftest per rail, ports ``base_port + i``)."""
+    lanes = _lanes(rails)
+    ports = tuple(base_port + i for i in range(len(lanes)))
+    done = lanes_at_once(pair, lanes, dataclasses.replace(settings, ports=ports))
+    return [r.median for r in done], [e for r in done for e in r.evidence]
 
-    def one(index: int) -> tuple[Quantity, list[CommandResult]]:
-        rail = usable[index]
-        assert rail.a_port is not None and rail.b_port is not None
-        median, _, evidence, _ = rail_bandwidth(pair, rail.a_port, rail.b_port, settings, base_port + index)
-        return median, evidence
 
-    # One pair's rails, all at once: together they are one measurement of one subject (what the
-    # pair carries with every rail loaded), not subjects of a batch, so this is not under
-    # --fabric-fanout (batches.fan_out); their count is the pair's rails (at most a node's HCAs).
-    with ThreadPoolExecutor(max_workers=max(1, len(usable))) as pool:
-        done = list(pool.map(one, range(len(usable))))
-    return [q for q, _ in done], [e for _, ev in done for e in ev]
+def rails_one_by_one(
+    pair: NodePair, rails: Sequence[Rail], settings: RdmaSettings, port: int
+) -> tuple[list[Quantity], list[CommandResult]]:
+    """Every usable rail of the pair alone, one after the other, all on ``port``: what each carries unloaded."""
+    rates: list[Quantity] = []
+    evidence: list[CommandResult] = []
+    for lane in _lanes(rails):
+        median, _, ran, _ = rail_bandwidth(pair, lane.a_port, lane.b_port, settings, port)
+        rates.append(median)
+        evidence += ran
+    return rates, evidence
 
 
 def _numa_summary(notes: Sequence[NumaNote]) -> str:
@@ -428,29 +550,37 @@ def pair_bandwidth(
     names: Sequence[str] = (),
     expected: int | None = None,
 ) -> Measurement:
-    """ib_write_bw rail by rail; the verdict value is the rail furthest below its line rate.
+    """ib_write_bw on every rail of the pair at once, each rail judged on its own figure; the verdict
+    value is the rail furthest below its line rate, and every rail is listed.
 
-    A rail that cannot run (a port Down or missing on one side) fails the pair by name;
+    All at once because that is how a job loads a node: a PCIe switch or host path that two HCAs
+    share shows in each rail's figure, which one rail at a time never sees (and it takes one
+    rail's time, not the rails' sum). A rail that cannot run (a port Down or missing on one side) fails the pair by name;
     every other rail is still measured and reported.
     """
     rails, evidence = pair_rails(pair, link_layer, names, expected)
+    lanes = _lanes(rails)
+    done = lanes_at_once(pair, lanes, settings)
+    by_name = {r.name: r for r in rails}
     results = []
     notes: list[NumaNote] = []
-    for rail in rails:
-        if rail.problem is not None or rail.a_port is None or rail.b_port is None:
-            continue
-        median, samples, ev, rail_notes = rail_bandwidth(pair, rail.a_port, rail.b_port, settings, settings.port)
-        evidence += ev
-        notes += rail_notes
-        line = min(rail.a_port.rate, rail.b_port.rate)
+    for lane_result in done:
+        rail = by_name[lane_result.lane.name]
+        evidence += lane_result.evidence
+        notes += lane_result.notes
+        line = min(lane_result.lane.a_port.rate, lane_result.lane.b_port.rate)
+        median, samples = lane_result.median, list(lane_result.samples)
         results.append((median.value / line.value, median, samples, line, rail))
     rails_text = ", ".join(f"{r.name} {m.display('Gb/s')}" for _, m, _, _, r in results)
+    together = max((len(g) for g in lane_groups(lanes, len(settings.lane_ports))), default=0)
     extra: dict[str, object] = {
         "rails": [{"a": r.a_name, "b": r.b_name, "gbps": float(m.to("Gb/s"))} for _, m, _, _, r in results],
+        "rails_at_once": together,
     }
+    at_once = f"{together} rails at once, " if together > 1 else ""
     how = (
         f"ib_write_bw {settings.size_bytes // 2**20} MiB x {settings.qps} QP for {settings.duration_s} s"
-        f"{' ' + ' '.join(settings.traffic) if settings.traffic else ''}, median of {settings.repeat}"
+        f"{' ' + ' '.join(settings.traffic) if settings.traffic else ''}, {at_once}median of {settings.repeat}"
     )
     if any(r.problem for r in rails):
         return _unmeasurable(rails, rails_text, evidence, extra)
@@ -489,6 +619,11 @@ def pair_latency(
     ``max`` is judged on the worst rail's typical latency, ``p99`` on the worst rail's
     99% percentile; a profile that sets ``p99`` on a run that printed none is an error,
     never a p99 read from the typical figure.
+
+    Rail by rail, not at once like bandwidth: the SLA figure is a rail's unloaded latency, and
+    the p99 of a 1-2 us ping-pong moves with whatever else the node does (seven more busy-polling
+    ib_write_lat processes on the same cores, caches and PCIe root), so a rail would be judged on
+    its neighbours' noise. A rail's run is a second or two, so going one after another costs little.
     """
     rails, evidence = pair_rails(pair, link_layer, names, expected)
     size = settings.size_bytes

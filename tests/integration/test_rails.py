@@ -11,6 +11,7 @@ and only leaves (0,1), (2,3) were paired).
 from __future__ import annotations
 
 import json
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -91,6 +92,29 @@ def test_a_down_port_fails_its_rail_by_name_and_the_other_rails_pair_like_with_l
     # the three other rails ran same to same, none shifted onto its neighbour
     assert "mlx5_0/1 19" in message and "mlx5_2/1 19" in message and "mlx5_3/1 19" in message
     assert "->" not in message.split(": ", 1)[1]
+
+
+def test_a_pairs_rails_run_at_once_so_a_host_path_they_share_shows_in_each_rails_figure(
+    simcluster: SimCluster, tmp_path: Path
+) -> None:
+    """node02's four 200G rails share a 300 Gb/s host path (a PCIe switch), modelled in the stand-in by
+    sharing it among the ib_write_bw clients that run at the same moment. Rail by rail (before the
+    rails ran at once) each had the path alone and passed at ~196 Gb/s; at once each gets a share."""
+    nodes = simcluster.nodes[:2]
+    inventory = simcluster.write_inventory(tmp_path / "inventory.yaml", nodes=nodes)
+    hardware = {"node01": FakeHardware(), "node02": FakeHardware(host_bw_cap_gbps=300)}
+    profile = PROFILE.replace("repeat: 1, duration: 2 s", "repeat: 2, duration: 2 s")
+    with hardware_installed(simcluster, hardware):
+        record = run(tmp_path, inventory, profile, "-k", "test_rdma_bandwidth")
+    (bandwidth,) = checks(record, "rdma_bandwidth").values()
+    message = bandwidth["message"]
+    assert "4 rails at once" in message, message
+    figures = {m.group(1): float(m.group(2)) for m in re.finditer(r"(mlx5_\d/1) ([\d.]+) Gb/s", message.split("rails: ", 1)[1])}
+    assert set(figures) == {f"mlx5_{i}/1" for i in range(4)}, message
+    # each rail measured while at least one other loaded the shared path; together no more than the path
+    assert all(value <= 151 for value in figures.values()), figures
+    assert sum(figures.values()) <= 300 * 1.02, figures
+    assert bandwidth["outcome"] == "failed"  # each rail judged on its own figure: under 90% of 200G
 
 
 def test_a_storage_hca_on_one_node_neither_fails_ports_nor_becomes_a_rail(record: dict) -> None:

@@ -4,6 +4,8 @@ which, how perftest is run (duration, NUMA binding, RoCE class), and what latenc
 from __future__ import annotations
 
 import re
+import threading
+from decimal import Decimal
 from pathlib import Path
 
 import pytest
@@ -105,8 +107,10 @@ def node(
 
 
 def devices_used(handle: NodeHandle, *, server: bool) -> list[str]:
+    """The devices perftest ran on, in device order (a pair's bandwidth rails start at once, in any order)."""
     commands = [p.command for p in handle.transport.started] if server else handle.transport.calls  # type: ignore[attr-defined]
-    return [m.group(1) for c in commands if (m := re.search(r"ib_write_\w+ -d (\S+)", c)) and (server or "10.0.0." in c)]
+    found = [m.group(1) for c in commands if (m := re.search(r"ib_write_\w+ -d (\S+)", c)) and (server or "10.0.0." in c)]
+    return sorted(found)
 
 
 FOUR = ("mlx5_0", "mlx5_1", "mlx5_2", "mlx5_3")
@@ -200,6 +204,86 @@ def test_a_traffic_class_outside_the_pfc_priorities_is_a_profile_error(tmp_path:
     profile.write_text("name: bad\ninter_node:\n  roce: {pfc_priorities: [3], trust: dscp, traffic_class: 0}\n")
     with pytest.raises(SourceError, match="traffic_class: 0 is DSCP 0, priority 0"):
         load_profile(str(profile))
+
+
+class MeetingClients(MockTransport):
+    """A node whose ib_write_bw clients each end only once ``count`` of them run at the same time.
+
+    Rails measured one after another never meet: the first client's wait runs out, and it fails.
+    """
+
+    def __init__(self, node: str, answers: dict[str, str | CannedCommand], count: int) -> None:
+        super().__init__(node, answers)
+        self.meeting = threading.Barrier(count, timeout=5)
+        self.ports: list[str] = []
+
+    def _answer(self, command: str) -> CannedCommand:
+        if re.search(r"ib_write_bw .* 10\.0\.0\.\d$", command):
+            self.calls.append(command)
+            self.ports.append(re.search(r" -p (\d+) ", command).group(1))  # type: ignore[union-attr]
+            try:
+                self.meeting.wait()
+            except threading.BrokenBarrierError:
+                return CannedCommand(exit_code=1, stderr="the other rails never ran at the same time")
+            return CannedCommand(stdout=bw_output(196.21))
+        return super()._answer(command)
+
+
+def meeting_node(name: str, address: str, ports: str, count: int) -> NodeHandle:
+    answers: dict[str, str | CannedCommand] = {
+        r"^ibstat$": ports,
+        r"^ibv_devinfo$": CannedCommand(exit_code=1),
+        r"^n=\$\(cat /sys/class/infiniband/": "-1 numactl",
+        r"^ss -Hltn": "LISTEN 0 128 0.0.0.0:18515 0.0.0.0:*\n",
+        r"ib_write_(bw|lat) ": "",  # the server
+    }
+    transport = MeetingClients(name, answers, count)
+    return NodeHandle(Node(name=name, host=address), ConnectionPool(lambda _: transport))
+
+
+def test_a_pairs_bandwidth_rails_run_at_once_each_on_its_own_port_and_judged_on_its_own() -> None:
+    a = meeting_node("gpu01", "10.0.0.1", ibstat(*FOUR), count=4)
+    b = node("gpu02", "10.0.0.2", ibstat(*FOUR))
+    settings = rdma.RdmaSettings(repeat=2, port=18515, ports=(18515, 18516, 18517, 18518))
+    measured = rdma.pair_bandwidth(NodePair(a, b), settings, link_layer="InfiniBand", expected=4)
+    assert measured.missing is None, measured.missing
+    # both repeats of all four rails met: eight clients, two per port, every rail on a port of its own
+    assert sorted(a.transport.ports) == ["18515", "18515", "18516", "18516", "18517", "18517", "18518", "18518"]  # type: ignore[attr-defined]
+    assert [r["a"] for r in measured.extra["rails"]] == [f"{d}/1" for d in FOUR]
+    assert measured.extra["rails_at_once"] == 4 and "4 rails at once, median of 2" in measured.detail
+    assert "worst rail" in measured.detail and "rails: mlx5_0/1 196.2 Gb/s" in measured.detail
+
+
+def test_rails_beyond_the_ports_there_are_run_in_groups() -> None:
+    a = meeting_node("gpu01", "10.0.0.1", ibstat(*FOUR), count=2)
+    b = node("gpu02", "10.0.0.2", ibstat(*FOUR))
+    settings = rdma.RdmaSettings(repeat=1, ports=(18515, 18516))
+    measured = rdma.pair_bandwidth(NodePair(a, b), settings, link_layer="InfiniBand", expected=4)
+    assert measured.missing is None and len(measured.extra["rails"]) == 4  # type: ignore[arg-type]
+    assert sorted(a.transport.ports) == ["18515", "18515", "18516", "18516"]  # type: ignore[attr-defined]
+
+
+def test_gpus_behind_one_nic_take_turns_and_the_others_run_at_once() -> None:
+    from pytest_fabric.probes.affinity import GpuRail
+    from pytest_fabric.probes.gpudirect import pair_gpudirect
+
+    def port(node_name: str, device: str) -> rdma.RdmaPort:
+        return rdma.RdmaPort(node_name, device, 1, "Active", "LinkUp", Decimal(200), "InfiniBand")
+
+    # GPU0 and GPU1 share mlx5_0; GPU2 has mlx5_1: two at once (GPU0 with GPU2), then GPU1
+    rails = [GpuRail("GPU0", ("mlx5_0",), "PIX"), GpuRail("GPU1", ("mlx5_0",), "PIX"), GpuRail("GPU2", ("mlx5_1",), "PIX")]
+    lanes = [rdma.Lane(r.gpu, port("n1", r.nics[0]), port("n2", r.nics[0])) for r in rails]
+    assert rdma.lane_groups(lanes, 8) == [[0, 2], [1]]
+    a = meeting_node("gpu01", "10.0.0.1", ibstat("mlx5_0", "mlx5_1"), count=2)
+    b = node("gpu02", "10.0.0.2", ibstat("mlx5_0", "mlx5_1"))
+    settings = rdma.RdmaSettings(repeat=1, ports=(19315, 19316))
+    two = [r for r in rails if r.gpu != "GPU1"]  # the two that run at once must meet
+    measured = pair_gpudirect(NodePair(a, b), settings, rails_a=two, rails_b=two,
+                              ports_a=[port("gpu01", "mlx5_0"), port("gpu01", "mlx5_1")],
+                              ports_b=[port("gpu02", "mlx5_0"), port("gpu02", "mlx5_1")])
+    assert measured.missing is None and measured.extra["gpus_at_once"] == 2
+    assert "2 GPUs at once" in measured.detail
+    assert sorted(c.split("--use_cuda=")[1].split()[0] for c in a.transport.calls if "--use_cuda" in c) == ["0", "2"]  # type: ignore[attr-defined]
 
 
 LAT_SETTINGS = rdma.RdmaSettings(tool="ib_write_lat", size_bytes=2, repeat=1, iterations=10_000)
