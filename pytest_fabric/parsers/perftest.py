@@ -9,12 +9,23 @@ print, not only what a clean run prints:
 - CUDA initialisation chatter before the header (``--use_cuda``);
 - warnings anywhere, even inside the table (``Conflicting CPU frequency values
   detected``, ``Requested mtu is higher than active mtu``);
-- duration mode (``-D``), where the peak is not measured and printed as 0.00.
+- duration mode (``-D``), where the peak is not measured and printed as 0.00;
+- perftest 24.07 and later (24.x, 25.x): the unit renamed ``MiB/sec`` (the same
+  2^20 bytes/s), banner lines such as ``Using Enhanced Reorder``, ``CQE Poll
+  Batch``, ``Lock-free``, ``Disabling dynamic polling``, the per-port columns of
+  ``--report-per-port`` and the ``#sl`` column of a QoS run.
 
 Bandwidth is reported in Gb/s (10^9 bit/s) whatever the run printed: perftest's
-``MB/sec`` is 2^20 bytes/s and its ``Gb/sec`` (``--report_gbits``) is 10^9 bit/s.
-Both come from perftest's own ``print_report_bw`` (src/perftest_resources.c):
+``MB/sec`` (``MiB/sec`` from 24.07) is 2^20 bytes/s and its ``Gb/sec``
+(``--report_gbits``) is 10^9 bit/s.  Both come from perftest's own ``print_report_bw``
+(src/perftest_parameters.c since 24.x, src/perftest_resources.c before):
 ``format_factor = (report_fmt == MBS) ? 0x100000 : 125000000`` bytes per second.
+
+A line the parser does not know (a new warning, a launcher's banner) is kept in
+``skipped`` and the rest is read; so is a row with fewer values than the table has
+columns (a line cut short).  A failure perftest reports (``Couldn't connect``,
+``Completion with error``) still raises :class:`ToolReportedError`: a run that
+failed measured nothing to judge.
 """
 
 from __future__ import annotations
@@ -22,7 +33,13 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-from pytest_fabric.parsers.base import ParseError, ToolReportedError, UnrecognizedOutput, register
+from pytest_fabric.parsers.base import (
+    ParseError,
+    SkippedLines,
+    ToolReportedError,
+    UnrecognizedOutput,
+    register,
+)
 
 __all__ = [
     "PerftestBandwidth",
@@ -42,20 +59,27 @@ _MIB_PER_S_IN_GBPS = 1048576 * 8 / 1e9
 
 _TITLE_RE = re.compile(r"^\s*(?P<title>\S.*?\b(?:BW|Latency|Lat)\s+Test)\s*$", re.IGNORECASE)
 _DASHES_RE = re.compile(r"^\s*-{10,}\s*$")
-# One header pair: a key of letters and a few punctuation marks (never digits, so
-# CUDA chatter such as "CUDA device 0: PCIe address is E1:00" is not taken for one).
-_PAIR = r"[A-Za-z][A-Za-z ._*/()-]*?\s*:\s*\S+"
+# One header pair: a key of letters and a few punctuation marks, a digit only straight
+# after a letter ("GID index2"), so CUDA chatter such as "CUDA device 0: PCIe address
+# is E1:00" is not taken for one.
+_KEY = r"[A-Za-z][A-Za-z ._*/()-]*?(?:(?<=[A-Za-z])\d)?"
+_PAIR = rf"{_KEY}\s*:\s*\S+"
 _HEADER_LINE_RE = re.compile(rf"^\s*{_PAIR}(?:\s+{_PAIR})?\s*$")
-_PAIR_RE = re.compile(r"(?P<key>[A-Za-z][A-Za-z ._*/()-]*?)\s*:\s*(?P<value>\S+)")
+_PAIR_RE = re.compile(rf"(?P<key>{_KEY})\s*:\s*(?P<value>\S+)")
 
 # Table columns perftest prints, in any version we know; matched left to right on
 # the line that starts with "#bytes".
 _COLUMN_PATTERNS: tuple[tuple[str, str], ...] = (
     ("bytes", r"\#bytes"),
+    ("sl", r"\#sl"),
     ("iterations", r"\#iterations"),
     ("bw_peak", r"BW\s+peak\[(?P<peak_unit>[^\]]+)\]"),
     ("bw_average", r"BW\s+average\[(?P<avg_unit>[^\]]+)\]"),
     ("msg_rate", r"MsgRate\[Mpps\]"),
+    ("bw_port1", r"BW\s+Port1\[[^\]]+\]"),
+    ("msg_rate_port1", r"MsgRate\s+Port1\[Mpps\]"),
+    ("bw_port2", r"BW\s+Port2\[[^\]]+\]"),
+    ("msg_rate_port2", r"MsgRate\s+Port2\[Mpps\]"),
     ("t_min", r"t_min\[usec\]"),
     ("t_max", r"t_max\[usec\]"),
     ("t_typical", r"t_typical\[usec\]"),
@@ -75,10 +99,24 @@ _WARNING_RE = re.compile(
     re.IGNORECASE,
 )
 # What perftest prints when it gives up: the client cannot reach the server, the
-# device or QP cannot be set up, or a work completion comes back with an error.
+# device or QP cannot be set up, or a work completion comes back with an error (with
+# the send/completion counts after it, src/perftest_resources.h NOTIFY_COMP_ERROR_*).
 _ERROR_RE = re.compile(
-    r"^\s*(?:couldn't|could not|unable to|failed to|completion with error|failed status|"
-    r"no ib devices found|ibv_\w+ failed|error[: ]|\S+: error)",
+    r"^\s*(?:couldn't|could not|can't|unable to|failed to|failed:|completion with error|"
+    r"failed status|a completion with error|poll (?:send|recv) cq|no ib devices found|"
+    r"did not detect devices|ib device \S+ not found|did not get message|[rs]cnt=\d|"
+    r"ibv_\w+ failed|error[: ]|\S+: error)",
+    re.IGNORECASE,
+)
+# Lines every run prints around its table that carry nothing to read: the address
+# exchange, the server's wait, GPU buffer set-up and tear-down, 24.x's polling note,
+# the timing lines some builds add.
+_KNOWN_CHATTER_RE = re.compile(
+    r"^(?:\*|local address:|remote address:|gid:|mgid:|waiting for client|please run the same command|"
+    r"disabling dynamic polling|picking (?:device|gpu)|deallocating gpu buffer|destroying current cuda|"
+    r"using sampled cpu speed|connected:|completed:|total run time|test with events|multicast runs|"
+    r"post list requested|listing all|\[pid = |creating |making it |allocated gpu buffer|"
+    r"(?:using|use) (?:cuda|rocm)|cuda|rocm)",
     re.IGNORECASE,
 )
 _CUDA_RE = re.compile(r"initializing CUDA|cuMemAlloc|CUDA Ctx|using CUDA|use_cuda", re.IGNORECASE)
@@ -106,6 +144,10 @@ class _PerftestRun:
     header: dict[str, str]
     """Every header pair as printed (first occurrence wins when a header repeats)."""
     warnings: tuple[str, ...]
+    skipped: tuple[str, ...]
+    """Lines the parser did not know, each once (the first 100): a newer version's additions."""
+    skipped_count: int
+    """How many lines were skipped in all, repeats included."""
 
 
 @dataclass(frozen=True)
@@ -118,6 +160,15 @@ class PerftestBandwidthRow:
     """``None`` when perftest did not measure the peak (duration mode prints 0.00)."""
     bw_average_gbps: float
     msg_rate_mpps: float | None
+    sl: int | None = None
+    """The service level of a QoS run's row (``#sl`` column); ``None`` elsewhere."""
+    bw_port1_gbps: float | None = None
+    """``--report-per-port`` on a dual-port run: port 1's share of the average (port 2 likewise)."""
+    bw_port2_gbps: float | None = None
+    msg_rate_port1_mpps: float | None = None
+    msg_rate_port2_mpps: float | None = None
+    cpu_util_percent: float | None = None
+    """``--cpu_util``: the CPU use perftest measured."""
 
 
 @dataclass(frozen=True)
@@ -126,7 +177,7 @@ class PerftestBandwidth(_PerftestRun):
 
     rows: tuple[PerftestBandwidthRow, ...]
     reported_unit: str
-    """The unit the run printed: ``MB/sec`` (2^20 B/s) or ``Gb/sec`` (``--report_gbits``)."""
+    """The unit the run printed: ``MB/sec`` or ``MiB/sec`` (both 2^20 B/s) or ``Gb/sec`` (``--report_gbits``)."""
     duration_mode: bool
     """``-D``: iterations count what fitted in the time, the peak is not measured."""
 
@@ -135,7 +186,9 @@ class PerftestBandwidth(_PerftestRun):
         for row in self.rows:
             if row.size_bytes == size_bytes:
                 return row
-        raise ParseError(BW_TOOL, f"no row for {size_bytes} bytes; sizes present: {_sizes(self.rows)}")
+        raise ParseError(
+            BW_TOOL, f"no row for {size_bytes} bytes; sizes present: {_sizes(self.rows)}"
+        )
 
     @property
     def largest_row(self) -> PerftestBandwidthRow:
@@ -158,6 +211,7 @@ class PerftestLatencyRow:
     latency_p99_9_us: float | None
     tps_average: float | None
     """Transactions per second, printed in duration mode (``-D``) only."""
+    cpu_util_percent: float | None = None
 
 
 @dataclass(frozen=True)
@@ -171,7 +225,9 @@ class PerftestLatency(_PerftestRun):
         for row in self.rows:
             if row.size_bytes == size_bytes:
                 return row
-        raise ParseError(LAT_TOOL, f"no row for {size_bytes} bytes; sizes present: {_sizes(self.rows)}")
+        raise ParseError(
+            LAT_TOOL, f"no row for {size_bytes} bytes; sizes present: {_sizes(self.rows)}"
+        )
 
     @property
     def smallest_row(self) -> PerftestLatencyRow:
@@ -197,12 +253,13 @@ class _Scan:
     errors: list[str]
     uses_cuda: bool
     cuda_device_name: str | None
+    skipped: SkippedLines
 
 
 def _scan(tool: str, text: str) -> _Scan:
     if not isinstance(text, str):
         raise UnrecognizedOutput(tool, f"expected text, got {type(text).__name__}")
-    scan = _Scan(None, {}, [], None, None, [], [], [], False, None)
+    scan = _Scan(None, {}, [], None, None, [], [], [], False, None, SkippedLines())
     seen_rows: set[tuple[str, ...]] = set()
     for number, raw in enumerate(text.splitlines(), start=1):
         line = raw.strip()
@@ -214,38 +271,45 @@ def _scan(tool: str, text: str) -> _Scan:
         if gpu and scan.cuda_device_name is None:
             scan.cuda_device_name = gpu.group("name").strip()
         if line.startswith("#bytes"):
-            columns = [m.lastgroup for m in _COLUMNS_RE.finditer(line) if m.lastgroup]
             # A repeated table header (server and client interleaved) must agree with the first.
             if not scan.columns:
-                scan.columns = [c for c in columns if c is not None]
                 for m in _COLUMNS_RE.finditer(line):
+                    if m.lastgroup:
+                        scan.columns.append(m.lastgroup)
                     scan.peak_unit = scan.peak_unit or m.group("peak_unit")
                     scan.avg_unit = scan.avg_unit or m.group("avg_unit")
             continue
         if scan.columns and _ROW_RE.match(line):
             tokens = line.split()
+            if len(tokens) < len(scan.columns):
+                # Fewer values than columns: a row cut short (the run stopped mid-line), or a
+                # layout this parser does not read.  The other rows still stand.
+                scan.skipped.add(line)
+                continue
             key = tuple(tokens)
             if key not in seen_rows:  # the same row printed by server and client
                 seen_rows.add(key)
                 scan.rows.append((number, tokens))
             continue
-        if scan.title is None or not scan.columns:
-            title = _TITLE_RE.match(line)
-            if title and ":" not in line:
-                scan.title = scan.title or " ".join(title.group("title").split())
-                continue
+        title = _TITLE_RE.match(line)
+        if title and ":" not in line:
+            scan.title = scan.title or " ".join(title.group("title").split())
+            continue
         if _ERROR_RE.match(line):
             scan.errors.append(line)
             continue
         if _WARNING_RE.search(line):
             scan.warnings.append(line)
             continue
-        if scan.title is not None and not scan.columns and _HEADER_LINE_RE.match(line):
-            lowered = line.lower()
-            if lowered.startswith(("local address", "remote address", "gid:")):
-                continue
-            for pair in _PAIR_RE.finditer(line):
-                scan.header.setdefault(" ".join(pair.group("key").split()), pair.group("value"))
+        if _KNOWN_CHATTER_RE.match(line) or _CUDA_RE.search(line):
+            continue
+        if scan.title is not None and _HEADER_LINE_RE.match(line):
+            # Header pairs; a second header (server and client interleaved) adds nothing new.
+            if not scan.columns:
+                for pair in _PAIR_RE.finditer(line):
+                    scan.header.setdefault(" ".join(pair.group("key").split()), pair.group("value"))
+            continue
+        scan.skipped.add(line)
     return scan
 
 
@@ -254,14 +318,22 @@ def _check(tool: str, scan: _Scan, kind: str) -> None:
         # The run aborted (or never started): whatever rows exist are not a measurement.
         raise ToolReportedError(tool, "; ".join(scan.errors))
     if scan.title is None and not scan.columns:
-        raise UnrecognizedOutput(tool, f"no perftest {kind} test title or '#bytes' table header found")
+        raise UnrecognizedOutput(
+            tool, f"no perftest {kind} test title or '#bytes' table header found"
+        )
     if not scan.columns:
-        raise UnrecognizedOutput(tool, f"'{scan.title}': no '#bytes' results table (output truncated?)")
+        raise UnrecognizedOutput(
+            tool, f"'{scan.title}': no '#bytes' results table (output truncated?)"
+        )
     missing = [name for name in ("bytes", "iterations") if name not in scan.columns]
     if missing:
-        raise UnrecognizedOutput(tool, f"results table header lacks {', '.join('#' + m for m in missing)}")
+        raise UnrecognizedOutput(
+            tool, f"results table header lacks {', '.join('#' + m for m in missing)}"
+        )
     if not scan.rows:
-        raise UnrecognizedOutput(tool, f"'{scan.title or kind}': results table has no rows (output truncated?)")
+        raise UnrecognizedOutput(
+            tool, f"'{scan.title or kind}': results table has no rows (output truncated?)"
+        )
 
 
 def _int(tool: str, value: str | None, what: str, line: int | None = None) -> int | None:
@@ -297,20 +369,19 @@ def _run_fields(tool: str, scan: _Scan) -> dict[str, object]:
         "cuda_device_name": scan.cuda_device_name,
         "header": dict(header),
         "warnings": tuple(scan.warnings),
+        "skipped": scan.skipped.lines,
+        "skipped_count": scan.skipped.count,
     }
 
 
-def _cells(tool: str, scan: _Scan, tokens: list[str], line: int) -> dict[str, str]:
-    if len(tokens) < len(scan.columns):
-        raise ParseError(
-            tool, f"row has {len(tokens)} values for {len(scan.columns)} columns: {' '.join(tokens)}", line=line
-        )
+def _cells(scan: _Scan, tokens: list[str]) -> dict[str, str]:
+    # _scan kept only rows with a value for every column.
     return dict(zip(scan.columns, tokens))
 
 
 def _to_gbps(tool: str, value: float, unit: str | None, line: int) -> float:
     normalized = (unit or "").replace(" ", "").lower()
-    if normalized in ("mb/sec", "mb/s"):
+    if normalized in ("mb/sec", "mb/s", "mib/sec", "mib/s"):
         return value * _MIB_PER_S_IN_GBPS
     if normalized in ("gb/sec", "gb/s", "gbit/s"):
         return value
@@ -332,26 +403,46 @@ def parse_bandwidth(text: str) -> PerftestBandwidth:
     scan = _scan(BW_TOOL, text)
     _check(BW_TOOL, scan, "bandwidth")
     if "bw_average" not in scan.columns:
-        raise UnrecognizedOutput(BW_TOOL, "the results table has no 'BW average' column (a latency run?)")
+        raise UnrecognizedOutput(
+            BW_TOOL, "the results table has no 'BW average' column (a latency run?)"
+        )
     peak_not_measured = any("peak won't be measured" in w.lower() for w in scan.warnings)
     rows: list[PerftestBandwidthRow] = []
     for line, tokens in scan.rows:
-        cells = _cells(BW_TOOL, scan, tokens, line)
-        average = _to_gbps(BW_TOOL, _float(BW_TOOL, cells["bw_average"], "BW average", line), scan.avg_unit, line)
+        cells = _cells(scan, tokens)
+        average = _to_gbps(
+            BW_TOOL, _float(BW_TOOL, cells["bw_average"], "BW average", line), scan.avg_unit, line
+        )
         peak: float | None = None
         if "bw_peak" in cells:
-            peak = _to_gbps(BW_TOOL, _float(BW_TOOL, cells["bw_peak"], "BW peak", line), scan.peak_unit, line)
+            peak = _to_gbps(
+                BW_TOOL, _float(BW_TOOL, cells["bw_peak"], "BW peak", line), scan.peak_unit, line
+            )
             # -D prints 0.00 for the peak it did not measure; 0 is not a peak bandwidth.
             if peak == 0.0 and (peak_not_measured or average > 0):
                 peak = None
-        rate = cells.get("msg_rate")
+
+        def number(column: str) -> float | None:
+            cell = cells.get(column)  # noqa: B023 - called within this iteration
+            return None if cell is None else _float(BW_TOOL, cell, column, line)  # noqa: B023
+
+        def rate(column: str) -> float | None:
+            value = number(column)
+            return None if value is None else _to_gbps(BW_TOOL, value, scan.avg_unit, line)  # noqa: B023
+
         rows.append(
             PerftestBandwidthRow(
                 size_bytes=_int(BW_TOOL, cells["bytes"], "#bytes", line) or 0,
                 iterations=_int(BW_TOOL, cells["iterations"], "#iterations", line) or 0,
                 bw_peak_gbps=peak,
                 bw_average_gbps=average,
-                msg_rate_mpps=None if rate is None else _float(BW_TOOL, rate, "MsgRate", line),
+                msg_rate_mpps=number("msg_rate"),
+                sl=_int(BW_TOOL, cells.get("sl"), "#sl", line),
+                bw_port1_gbps=rate("bw_port1"),
+                bw_port2_gbps=rate("bw_port2"),
+                msg_rate_port1_mpps=number("msg_rate_port1"),
+                msg_rate_port2_mpps=number("msg_rate_port2"),
+                cpu_util_percent=number("cpu_util"),
             )
         )
     duration = peak_not_measured or (bool(rows) and all(row.bw_peak_gbps is None for row in rows))
@@ -378,10 +469,12 @@ def parse_latency(text: str) -> PerftestLatency:
     scan = _scan(LAT_TOOL, text)
     _check(LAT_TOOL, scan, "latency")
     if not any(c.startswith("t_") for c in scan.columns):
-        raise UnrecognizedOutput(LAT_TOOL, "the results table has no t_*[usec] columns (a bandwidth run?)")
+        raise UnrecognizedOutput(
+            LAT_TOOL, "the results table has no t_*[usec] columns (a bandwidth run?)"
+        )
     rows: list[PerftestLatencyRow] = []
     for line, tokens in scan.rows:
-        cells = _cells(LAT_TOOL, scan, tokens, line)
+        cells = _cells(scan, tokens)
 
         def value(column: str) -> float | None:
             cell = cells.get(column)  # noqa: B023 - called within this iteration
@@ -399,6 +492,7 @@ def parse_latency(text: str) -> PerftestLatency:
                 latency_p99_us=value("p99"),
                 latency_p99_9_us=value("p99_9"),
                 tps_average=value("tps"),
+                cpu_util_percent=value("cpu_util"),
             )
         )
     return PerftestLatency(**_run_fields(LAT_TOOL, scan), rows=tuple(rows))  # type: ignore[arg-type]
