@@ -1,7 +1,16 @@
-"""``ip -o addr show``: which interface holds which address.
+"""``ip -o addr show`` and ``ip -br addr show``: which interface holds which address.
 
-One line per address:
+``-o``, one line per address:
 ``2: eth0    inet 10.0.0.5/24 brd 10.0.0.255 scope global eth0\\       valid_lft forever ...``
+
+``-br`` (brief, iproute2 6.x), one line per interface, every address after the state,
+none on an interface without one::
+
+    lo               UNKNOWN        127.0.0.1/8 ::1/128
+    eth0@if12        UP             10.0.0.5/24 fe80::fc:ff:fe00:1/64
+    ifb0             DOWN
+
+Lines of neither shape are skipped and listed in the result's ``skipped``.
 """
 
 from __future__ import annotations
@@ -10,40 +19,93 @@ import ipaddress
 import re
 from dataclasses import dataclass
 
-from .base import UnrecognizedOutput, register
+from .base import SkippedLines, UnrecognizedOutput, register
 
-__all__ = ["InterfaceAddress", "parse_ip_addr", "interface_with_address"]
+__all__ = ["InterfaceAddress", "InterfaceAddresses", "parse_ip_addr", "interface_with_address"]
 
-_LINE = re.compile(r"^\s*(?P<index>\d+):\s+(?P<name>[^\s:@]+)(?:@\S+)?\s+(?P<family>inet6?)\s+(?P<cidr>\S+)")
+_LINE = re.compile(
+    r"^\s*(?P<index>\d+):\s+(?P<name>[^\s:@]+)(?:@\S+)?\s+(?P<family>inet6?)\s+(?P<cidr>\S+)"
+)
+
+
+_BRIEF = re.compile(
+    r"^(?P<name>[^\s@]+)(?:@\S+)?\s+(?P<state>UP|DOWN|UNKNOWN|LOWERLAYERDOWN|DORMANT|NOTPRESENT|TESTING)"
+    r"(?P<addresses>(?:\s+\S+)*)\s*$"
+)
 
 
 @dataclass(frozen=True)
 class InterfaceAddress:
-    index: int
+    index: int | None  # None in the brief form, which prints no index
     interface: str
     family: str  # inet | inet6
     address: str
     prefix_length: int
+    state: str | None = None  # operstate, shown by the brief form only
 
 
-@register("ip-addr", "ip -o addr show: interface, family and address per line", corpus=())
-def parse_ip_addr(text: str) -> list[InterfaceAddress]:
-    """Every address line of ``ip -o addr show``; lines of other shapes are ignored."""
-    out = []
+class InterfaceAddresses(list[InterfaceAddress]):
+    """The addresses in order, the brief form's interfaces without one, and the lines read past."""
+
+    def __init__(
+        self,
+        addresses: list[InterfaceAddress],
+        skipped: SkippedLines,
+        without_address: tuple[str, ...] = (),
+    ) -> None:
+        super().__init__(addresses)
+        self.without_address = without_address
+        self.skipped: tuple[str, ...] = skipped.lines
+        self.skipped_count: int = skipped.count
+
+
+def _address(cidr: str, family: str | None) -> tuple[str, str, int] | None:
+    """(family, address, prefix length) of ``ADDR[/LEN]``, or None when it is not an address."""
+    address, _, prefix = cidr.partition("/")
+    try:
+        parsed = ipaddress.ip_address(address.split("%")[0])
+        family = family or ("inet6" if parsed.version == 6 else "inet")
+        length = int(prefix) if prefix else (32 if family == "inet" else 128)
+    except ValueError:
+        return None
+    return family, address, length
+
+
+@register("ip-addr", "ip -o|-br addr show: interface, family and address per address", corpus=())
+def parse_ip_addr(text: str) -> InterfaceAddresses:
+    """Every address of ``ip -o addr show`` or ``ip -br addr show``; other lines are skipped."""
+    out: list[InterfaceAddress] = []
+    without: list[str] = []
+    skipped = SkippedLines()
     for line in text.splitlines():
-        match = _LINE.match(line)
-        if not match:
-            continue
-        address, _, prefix = match.group("cidr").partition("/")
-        try:
-            ipaddress.ip_address(address.split("%")[0])
-            length = int(prefix) if prefix else (32 if match.group("family") == "inet" else 128)
-        except ValueError:
-            continue
-        out.append(InterfaceAddress(int(match.group("index")), match.group("name"), match.group("family"), address, length))
+        if match := _LINE.match(line):
+            found = _address(match.group("cidr"), match.group("family"))
+            if found is None:
+                skipped.add(line)
+                continue
+            out.append(InterfaceAddress(int(match.group("index")), match.group("name"), *found))
+        elif brief := _BRIEF.match(line.strip()):
+            cidrs = brief.group("addresses").split()
+            read = [_address(cidr, None) for cidr in cidrs]
+            if not cidrs:
+                without.append(brief.group("name"))
+            elif None in read:
+                skipped.add(line)
+                continue
+            for family, address, length in (r for r in read if r is not None):
+                out.append(
+                    InterfaceAddress(
+                        None, brief.group("name"), family, address, length, brief.group("state")
+                    )
+                )
+        else:
+            skipped.add(line)
     if not out:
-        raise UnrecognizedOutput("ip-addr", "no address lines (expected `N: IFNAME inet ADDR/LEN ...`)")
-    return out
+        raise UnrecognizedOutput(
+            "ip-addr",
+            "no address lines (expected `N: IFNAME inet ADDR/LEN ...` or `IFNAME STATE ADDR/LEN ...`)",
+        )
+    return InterfaceAddresses(out, skipped, tuple(without))
 
 
 def interface_with_address(addresses: list[InterfaceAddress], address: str) -> str | None:

@@ -6,6 +6,14 @@ Multi-line form::
         link/ether 08:00:27:05:ae:4d brd ff:ff:ff:ff:ff:ff
 
 ``-o`` puts each interface on one line, with ``\\`` where the line breaks were.
+``-br`` (brief, iproute2 ``print_linkinfo_brief``) prints name (``@peer``), operstate,
+link address when the device has one, and flags, and no MTU::
+
+    lo               UNKNOWN        00:00:00:00:00:00 <LOOPBACK,UP,LOWER_UP>
+    eth0@if12        UP             82:aa:8b:cc:2a:9e <BROADCAST,MULTICAST,UP,LOWER_UP>
+
+Lines before the first interface (an ssh banner, a warning) and brief lines of
+another shape are skipped and listed in the result's ``skipped``.
 """
 
 from __future__ import annotations
@@ -14,22 +22,40 @@ import re
 from dataclasses import dataclass
 
 from ._textscan import json_list, split_lines, to_int
-from .base import ParseError, UnrecognizedOutput, register
+from .base import ParseError, SkippedLines, UnrecognizedOutput, register
 
-__all__ = ["IpLinkInterface", "parse_ip_link"]
+__all__ = ["IpLinkInterface", "IpLinkInterfaces", "parse_ip_link"]
 
 TOOL = "ip-link"
 
-_HEAD_RE = re.compile(r"^(?P<index>[0-9]+):\s+(?P<name>[^:\s]+(?::[^:\s]+)*?):\s+<(?P<flags>[^>]*)>\s*(?P<rest>.*)$")
+_HEAD_RE = re.compile(
+    r"^(?P<index>[0-9]+):\s+(?P<name>[^:\s]+(?::[^:\s]+)*?):\s+<(?P<flags>[^>]*)>\s*(?P<rest>.*)$"
+)
+_OPERSTATES = "UP|DOWN|UNKNOWN|LOWERLAYERDOWN|DORMANT|NOTPRESENT|TESTING"
+_BRIEF_RE = re.compile(
+    rf"^(?P<name>[^\s@]+)(?:@(?P<peer>\S+))?\s+(?P<state>{_OPERSTATES})\s+"
+    r"(?:(?P<mac>[0-9A-Fa-f]{2}(?:[:.-][0-9A-Fa-f]{2})+)\s+)?<(?P<flags>[^>]*)>\s*$"
+)
 _LINK_RE = re.compile(r"^link/(?P<type>\S+)(?:\s+(?P<mac>\S+))?(?:\s+(?:brd|peer)\s+(?P<brd>\S+))?")
-_VALUE_KEYS = ("mtu", "qdisc", "state", "mode", "group", "qlen", "master", "link-netnsid", "numtxqueues", "numrxqueues")
+_VALUE_KEYS = (
+    "mtu",
+    "qdisc",
+    "state",
+    "mode",
+    "group",
+    "qlen",
+    "master",
+    "link-netnsid",
+    "numtxqueues",
+    "numrxqueues",
+)
 
 
 @dataclass(frozen=True)
 class IpLinkInterface:
     """One interface."""
 
-    index: int
+    index: int | None  # None in the brief form, which prints no index
     name: str
     parent: str | None  # the part after '@' (veth peer, VLAN parent), if any
     flags: tuple[str, ...]  # BROADCAST, MULTICAST, UP, LOWER_UP, ...
@@ -51,6 +77,17 @@ class IpLinkInterface:
         return "UP" in self.flags and "LOWER_UP" in self.flags
 
 
+class IpLinkInterfaces(list[IpLinkInterface]):
+    """The interfaces in order, and the lines read past (``skipped``, ``skipped_count``)."""
+
+    def __init__(
+        self, interfaces: list[IpLinkInterface], skipped: SkippedLines | None = None
+    ) -> None:
+        super().__init__(interfaces)
+        self.skipped: tuple[str, ...] = skipped.lines if skipped else ()
+        self.skipped_count: int = skipped.count if skipped else 0
+
+
 def _head_values(rest: str) -> dict[str, str]:
     words = rest.split()
     values: dict[str, str] = {}
@@ -64,7 +101,11 @@ def _parse_json(text: str) -> list[IpLinkInterface]:
     data = json_list(TOOL, text, "interfaces")
     interfaces = []
     for item in data:
-        if not isinstance(item, dict) or not isinstance(item.get("ifname"), str) or not isinstance(item.get("ifindex"), int):
+        if (
+            not isinstance(item, dict)
+            or not isinstance(item.get("ifname"), str)
+            or not isinstance(item.get("ifindex"), int)
+        ):
             raise ParseError(TOOL, f"JSON interface without ifindex/ifname: {str(item)[:80]!r}")
 
         def text_of(key: str) -> str | None:
@@ -91,18 +132,31 @@ def _parse_json(text: str) -> list[IpLinkInterface]:
                 link_type=text_of("link_type"),
                 mac=text_of("address"),
                 broadcast=text_of("broadcast"),
-                altnames=tuple(a for a in altnames if isinstance(a, str)) if isinstance(altnames, list) else (),
+                altnames=tuple(a for a in altnames if isinstance(a, str))
+                if isinstance(altnames, list)
+                else (),
             )
         )
     return interfaces
 
 
-@register(TOOL, "ip [-o|-j] link show: interfaces with name, MTU (bytes), state, flags, MAC", corpus=("ip-link",))
-def parse_ip_link(text: str) -> list[IpLinkInterface]:
-    """Parse ``ip link show`` in its multi-line, one-line (``-o``) or JSON (``-j``) form."""
+@register(
+    TOOL,
+    "ip [-o|-j|-br] link show: interfaces with name, MTU (bytes), state, flags, MAC",
+    corpus=("ip-link",),
+)
+def parse_ip_link(text: str) -> IpLinkInterfaces:
+    """Parse ``ip link show`` in its multi-line, one-line (``-o``), brief (``-br``) or JSON (``-j``) form."""
     lines = split_lines(TOOL, text)
     if text.lstrip().startswith("["):
-        return _parse_json(text)
+        return IpLinkInterfaces(_parse_json(text))
+    skipped = SkippedLines()
+    first = next(
+        (line for line in lines if _HEAD_RE.match(line.strip()) or _BRIEF_RE.match(line.strip())),
+        None,
+    )
+    if first is not None and not _HEAD_RE.match(first.strip()):
+        return _parse_brief(lines, skipped)
     # -o joins an interface's lines with "\"; splitting there gives the multi-line form back.
     physical: list[tuple[int, str]] = []
     for number, line in enumerate(lines, start=1):
@@ -118,11 +172,35 @@ def parse_ip_link(text: str) -> list[IpLinkInterface]:
             blocks.append((number, head, []))
             continue
         if not blocks:
-            raise UnrecognizedOutput(TOOL, f"expected 'N: name: <FLAGS> mtu ...', found {stripped[:80]!r}", line=number)
+            skipped.add(stripped)
+            continue
         blocks[-1][2].append((number, stripped))
     if not blocks:
         raise UnrecognizedOutput(TOOL, "no 'N: name: <FLAGS>' line; is this ip link output?")
-    return [_build(number, head, extra) for number, head, extra in blocks]
+    return IpLinkInterfaces(
+        [_build(number, head, extra) for number, head, extra in blocks], skipped
+    )
+
+
+def _parse_brief(lines: list[str], skipped: SkippedLines) -> IpLinkInterfaces:
+    interfaces = []
+    for line in lines:
+        found = _BRIEF_RE.match(line.strip())
+        if not found:
+            skipped.add(line)
+            continue
+        interfaces.append(
+            IpLinkInterface(
+                index=None,
+                name=found.group("name"),
+                parent=found.group("peer"),
+                flags=tuple(flag for flag in found.group("flags").split(",") if flag),
+                mtu_bytes=None,
+                state=found.group("state"),
+                mac=found.group("mac"),
+            )
+        )
+    return IpLinkInterfaces(interfaces, skipped)
 
 
 def _build(number: int, head: re.Match[str], extra: list[tuple[int, str]]) -> IpLinkInterface:

@@ -49,6 +49,7 @@ def data_interface(node: NodeHandle) -> tuple[str, CommandResult]:
 def mtu(node: NodeHandle) -> Measurement:
     """The MTU of the interface carrying the node's data traffic."""
     interface, addr_result = data_interface(node)
+    # -o, not -br: the brief form prints no MTU (iproute2 print_linkinfo_brief).
     result = node.run(f"ip -o link show dev {shlex.quote(interface)}", timeout=15)
     links = parse_or_raise(ip_link.parse_ip_link, result)
     if not links or links[0].mtu_bytes is None:
