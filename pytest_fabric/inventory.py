@@ -37,7 +37,16 @@ from .transport.slurm.settings import (
 from .units import Dimension, QuantityError, parse_quantity
 from .yamlsource import SourceError
 
-__all__ = ["Inventory", "Mount", "Node", "load_inventory", "with_data_addresses", "LOCAL_HOSTS", "SHARED_FSTYPES"]
+__all__ = [
+    "DEFAULT_EGRESS_CONCURRENCY",
+    "Inventory",
+    "Mount",
+    "Node",
+    "load_inventory",
+    "with_data_addresses",
+    "LOCAL_HOSTS",
+    "SHARED_FSTYPES",
+]
 
 LOCAL_HOSTS = frozenset({"localhost", "127.0.0.1", "::1"})
 
@@ -253,9 +262,19 @@ def _target_entry(value: Any) -> Any:
 _TargetItem = Annotated[_TargetEntry, BeforeValidator(_target_entry)]
 
 
+#: downloads or uploads to one egress server at once when the inventory does not say: a handful,
+#: as one well-behaved client opens (a download manager's parallel connections; pip and apt open
+#: a few), since the whole site reaches a mirror from a few NAT addresses and a mirror that sees
+#: 512 transfers at once from them throttles or bans the site, which would fail the run for the
+#: mirror's policy, not the egress
+DEFAULT_EGRESS_CONCURRENCY = 8
+
+
 class _Egress(BaseModel):
     model_config = ConfigDict(extra="forbid")
     targets: list[_TargetItem] = Field(default_factory=list)
+    #: at most this many nodes transfer to one target's server (host:port) at once
+    concurrency: int = Field(default=DEFAULT_EGRESS_CONCURRENCY, ge=1, le=4096)
 
 
 class _InventoryFile(BaseModel):
@@ -329,6 +348,8 @@ class Inventory:
     mount_specs: tuple[Mount, ...] = ()
     #: how to get and use the Slurm allocation, when the inventory has a ``slurm:`` section
     slurm: SlurmSettings | None = None
+    #: ``egress.concurrency``: downloads or uploads to one egress server at once, whatever the fan-out
+    egress_concurrency: int = DEFAULT_EGRESS_CONCURRENCY
 
     def mount(self, path: str) -> Mount:
         """What the inventory states about the mount at ``path`` (nothing, for one it does not list)."""
@@ -454,6 +475,7 @@ def load_inventory(path: Path | str) -> Inventory:
             Mount(m.path, m.fstype, tuple(m.options), m.shared) for m in parsed.storage.mounts
         ),
         slurm=settings_from(slurm, job_id) if slurm is not None else None,
+        egress_concurrency=parsed.egress.concurrency,
     )
 
 

@@ -147,8 +147,9 @@ class RdmaBandwidth(BandwidthFloor):
 
 
 class EgressTransfer(BandwidthFloor):
-    #: nodes transferring at once: they share the site's uplink, so one at a time by default
-    concurrency: int = Field(default=1, ge=1, le=4096)
+    #: nodes transferring to one target's server at once; unset: the inventory's egress.concurrency
+    #: (a cap for the server's sake, which this can lower, never raise)
+    concurrency: int | None = Field(default=None, ge=1, le=4096)
 
 
 class NcclBandwidth(BandwidthFloor):
@@ -215,6 +216,18 @@ def _resolve_engine(spec: Any, default_depth: int) -> None:
         )
 
 
+#: how a per-node storage figure on a shared mount is taken (see StorageBandwidth.measured)
+Measured = Literal["alone", "together"]
+
+
+def _alone_only_concurrency(spec: Any) -> None:
+    if spec.measured == "together" and "concurrency" in spec.model_fields_set:
+        raise ValueError(
+            f"concurrency: {spec.concurrency} is how many nodes take turns measuring alone; measured: together "
+            "runs every node of the wave at once (up to --fabric-fanout): drop concurrency, or say measured: alone"
+        )
+
+
 class StorageBandwidth(BandwidthFloor):
     """fio on a mount: ``size`` per job, ``jobs`` at once, ``iodepth`` requests in flight each.
 
@@ -232,13 +245,18 @@ class StorageBandwidth(BandwidthFloor):
     direct: bool = True
     ioengine: IoEngine | None = None
     iodepth: int | None = Field(default=None, ge=1, le=4096)
-    #: nodes measuring a shared mount at once (all at once would measure the aggregate,
-    #: which is aggregate_write's job); node-local mounts always run on every node at once
+    #: what a node's figure on a shared mount is (a node-local mount runs on every node at once
+    #: either way): "alone", its client on an idle mount, the nodes taking turns; "together",
+    #: every node of the wave at once, the figure being the node's share of what the mount gave all
+    measured: Measured = "alone"
+    #: measured: alone: nodes on a shared mount at once (more is faster, each figure then a share
+    #: among that many); all at once would be measured: together
     concurrency: int = Field(default=1, ge=1, le=4096)
 
     @model_validator(mode="after")
     def _engine(self) -> Any:
         _resolve_engine(self, DEFAULT_IODEPTH)
+        _alone_only_concurrency(self)
         return self
 
 
@@ -249,6 +267,7 @@ class AggregateWrite(StorageBandwidth):
     frees bandwidth for the others, so the sum says more than the filesystem did)."""
 
     runtime: QuantityField = Field(default_factory=lambda: parse_quantity("30 s"))
+    measured: Measured = "together"  # what the aggregate is; alone would be sequential_write
 
     @field_validator("runtime")
     @classmethod
@@ -256,6 +275,16 @@ class AggregateWrite(StorageBandwidth):
         seconds = float(parse_quantity(value, dimension=Dimension.TIME).to("s"))
         if seconds < 1 or seconds != int(seconds):
             raise ValueError(f"{value}: fio's --runtime is given here in whole seconds, at least 1 (e.g. '30 s')")
+        return value
+
+    @field_validator("measured")
+    @classmethod
+    def _together(cls, value: str) -> str:
+        if value != "together":
+            raise ValueError(
+                f"measured: {value}: aggregate_write is every node writing at once, always together; a node's "
+                "figure alone is sequential_write's (measured: alone)"
+            )
         return value
 
 
@@ -284,6 +313,7 @@ class Iops(CheckSpec):
     size: QuantityField = Field(default_factory=lambda: parse_quantity("1 GiB"))
     runtime: QuantityField = Field(default_factory=lambda: parse_quantity("10 s"))
     direct: bool = True  # as StorageBandwidth: O_DIRECT unless the check says otherwise
+    measured: Measured = "alone"  # as StorageBandwidth, on shared mounts
     concurrency: int = Field(default=1, ge=1, le=4096)  # as StorageBandwidth, on shared mounts
 
     @model_validator(mode="after")
@@ -292,6 +322,7 @@ class Iops(CheckSpec):
             self.ioengine = "libaio" if self.iodepth > 1 else "psync"  # what it has always run
         elif self.ioengine in SYNC_IOENGINES and self.iodepth > 1:
             raise ValueError(f"ioengine: {self.ioengine} issues one request at a time; give iodepth: 1, or libaio")
+        _alone_only_concurrency(self)
         return self
 
 

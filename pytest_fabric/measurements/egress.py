@@ -1,16 +1,19 @@
 """Egress measurements, for each target from each node: name resolution, TCP connect time, download and upload.
 
-Each check runs in a wave over every node and target at once; transfers share the site's
-uplink, so downloads and uploads run one at a time (the profile's ``concurrency:`` raises it).
+Each check runs in a wave over every node and target, under ``--fabric-fanout``. A target's server
+is someone else's: downloads and uploads to one server (host:port) run at most the inventory's
+``egress.concurrency`` at a time (default 8; the check's ``concurrency:`` may lower it), whatever the
+fan-out (pytest_fabric/sharing.py, which the plan reads too). The detail says the cap.
 """
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Callable
 
 import pytest
 
-from .. import checks
+from .. import checks, sharing
 from ..batches import Share
 from ..fixtures import EgressTarget, SpecLookup
 from ..probes import egress
@@ -19,12 +22,31 @@ from ..verdict import Measurement
 from ..waves import wave
 
 
-def _uplink(check: str) -> Callable[[FabricState, EgressTarget], Share]:
-    def share(state: FabricState, target: EgressTarget) -> Share:
-        spec = state.profile.spec("egress", check)
-        return Share("the egress uplink", getattr(spec, "concurrency", None) or 1)
+def _server(check: str) -> Callable[[FabricState, EgressTarget], Share | None]:
+    """What a node's transfer to a target shares: the target's server, ``egress.concurrency`` at once."""
+
+    def share(state: FabricState, target: EgressTarget) -> Share | None:
+        return sharing.egress_share(state.inventory, state.profile, check, target.target)
 
     return share
+
+
+def _capped(request: pytest.FixtureRequest, check: str, target: EgressTarget, measured: Measurement) -> Measurement:
+    """``measured`` saying how many transfers to its server ran at once at most, and what capped them."""
+    state = get_state(request.config)
+    share = None if state is None else sharing.egress_share(state.inventory, state.profile, check, target.target)
+    if state is None or share is None:
+        return measured
+    server = sharing.egress_server(target.target)
+    fanout = state.batches.fanout
+    stated = state.inventory.egress_concurrency
+    by = f"egress.concurrency {stated} in the inventory"
+    if share.limit < stated:
+        by = f"egress.{check}.concurrency {share.limit} in the profile, under {by}"
+    note = f"at most {min(share.limit, fanout)} {check}s to {server} at once ({by}; --fabric-fanout {fanout})"
+    detail = f"{measured.detail}; {note}" if measured.detail else note
+    extra = {**measured.extra, "egress_cap": {"server": server, "concurrency": share.limit, "fanout": fanout}}
+    return dataclasses.replace(measured, detail=detail, extra=extra)
 
 
 @pytest.fixture
@@ -43,7 +65,7 @@ def connect_latency(egress_target: EgressTarget, spec: SpecLookup) -> Measuremen
 
 
 @pytest.fixture
-@wave("egress_target", shares=_uplink("download"))
+@wave("egress_target", shares=_server("download"))
 def download(request: pytest.FixtureRequest, egress_target: EgressTarget, spec: SpecLookup) -> Measurement:
     """curl the target URL on the node; the average download rate.  Not for upload targets."""
     spec(checks.DOWNLOAD)
@@ -53,11 +75,11 @@ def download(request: pytest.FixtureRequest, egress_target: EgressTarget, spec: 
     if state is not None and egress_target.target in state.inventory.upload_targets:
         # A drop URL takes PUTs; a GET of it answers 404 and would err every node.
         pytest.skip(f"{egress_target.target} is an upload target (upload: true): it is uploaded to, not downloaded")
-    return egress.download(egress_target.node, egress_target.target)
+    return _capped(request, "download", egress_target, egress.download(egress_target.node, egress_target.target))
 
 
 @pytest.fixture
-@wave("egress_target", shares=_uplink("upload"))
+@wave("egress_target", shares=_server("upload"))
 def upload(request: pytest.FixtureRequest, egress_target: EgressTarget, spec: SpecLookup) -> Measurement:
     """HTTP PUT to the target from the node, only for targets the inventory marks ``upload: true``."""
     spec(checks.UPLOAD)
@@ -68,4 +90,4 @@ def upload(request: pytest.FixtureRequest, egress_target: EgressTarget, spec: Sp
         pytest.skip("no target accepts uploads (mark one `upload: true` in the inventory's egress.targets)")
     if egress_target.target not in accepting:
         pytest.skip(f"{egress_target.target} does not accept uploads (the inventory does not mark it `upload: true`)")
-    return egress.upload(egress_target.node, egress_target.target)
+    return _capped(request, "upload", egress_target, egress.upload(egress_target.node, egress_target.target))

@@ -1,11 +1,11 @@
 """Storage measurements: the mount as stated (findmnt), fio on each mount (sequential, random read,
 checkpoint), and every node writing to each shared mount at once.
 
-Each per-mount check runs in a wave. On a node-local mount (or the temp dir) every node measures
-at once. A shared mount is one resource: its nodes take turns (``concurrency:`` in the check
-raises it), since all at once would measure the aggregate, which is aggregate_write's job. A
-mount whose type the inventory does not state counts as shared: measuring it one node at a time
-is slower but never wrong.
+Each per-mount check runs in a wave, under ``--fabric-fanout``. On a node-local mount (or the temp
+dir) every node measures at once. On a shared mount the check's ``measured:`` says what a node's
+figure is (pytest_fabric/sharing.py): ``alone``, its nodes take turns (``concurrency:`` raises it),
+or ``together``, every node at once, each figure its share of the mount. A mount whose type the
+inventory does not state counts as shared. The detail and ``extra["measured"]`` say which.
 """
 
 from __future__ import annotations
@@ -16,7 +16,7 @@ from typing import Any
 
 import pytest
 
-from .. import checks
+from .. import checks, sharing
 from ..batches import Share
 from ..cluster import Cluster, NodeHandle
 from ..fixtures import MountHandle, SpecLookup
@@ -36,18 +36,43 @@ def _spec_of(request: pytest.FixtureRequest, mount: MountHandle) -> Mount | None
 
 
 def _takes_turns(check: str) -> Callable[[FabricState, MountHandle], Share | None]:
-    """Nodes on one shared mount share it: ``concurrency`` of them at once (the check's, default 1)."""
+    """What a node measuring ``check`` on its mount shares (sharing.py: the plan reads the same rule)."""
 
     def share(state: FabricState, mount: MountHandle) -> Share | None:
-        if mount.path is None:
-            return None  # each node's own temp dir
-        stated = state.inventory.mount(mount.path)
-        if stated.shared is False or (stated.fstype is not None and not stated.is_shared()):
-            return None
-        spec = state.profile.spec("storage", check)
-        return Share(f"shared mount {mount.path}", getattr(spec, "concurrency", None) or 1)
+        return sharing.mount_share(state.inventory, state.profile, check, mount.path)
 
     return share
+
+
+def _as_measured(request: pytest.FixtureRequest, check: str, mount: MountHandle, measured: Measurement) -> Measurement:
+    """``measured`` saying what its figure is: a node-local disk's, a client alone on a shared mount, or its share."""
+    state = get_state(request.config)
+    if state is None:
+        return measured
+    path = mount.path
+    if path is None or not sharing.mount_is_shared(state.inventory, path):
+        note = "node-local: every node measures its own disk at the same time"
+        how: dict[str, Any] = {"mode": "node-local"}
+    else:
+        on_mount = [p for p in (state.selected(check, "mount") or {}).values() if p[1] == path]
+        nodes = max(1, len(on_mount))
+        share = sharing.mount_share(state.inventory, state.profile, check, path)
+        fanout = state.batches.fanout
+        if share is None:
+            at_once = sharing.at_once(None, nodes, fanout)
+            how = {"mode": "together", "nodes": nodes, "at_once": at_once}
+            cap = "" if at_once >= nodes else f", {at_once} at a time under --fabric-fanout {fanout}"
+            note = (f"measured together (storage.{check}.measured: together): {nodes} node(s) on the shared mount "
+                    f"{path} at once{cap}, so the figure is this node's share of what the mount gave them, and is "
+                    "judged as that share")
+        else:
+            at_once = sharing.at_once(share, nodes, fanout)
+            how = {"mode": "alone", "nodes": nodes, "at_once": at_once}
+            taking = "one node at a time" if at_once == 1 else f"{at_once} of the {nodes} nodes at a time, each figure a share among {at_once}"
+            note = (f"measured alone (storage.{check}.measured: alone): {taking} on the shared mount {path}, "
+                    "so the figure is this node's client on a mount no other node was using")
+    detail = f"{measured.detail}; {note}" if measured.detail else note
+    return dataclasses.replace(measured, detail=detail, extra={**measured.extra, "measured": how})
 
 
 def _peers(cluster: Cluster, node: NodeHandle) -> list[NodeHandle]:
@@ -111,14 +136,15 @@ def mount_expected(request: pytest.FixtureRequest, mount: MountHandle, mount_sta
 def sequential_read(request: pytest.FixtureRequest, mount: MountHandle, cluster: Cluster, spec: SpecLookup) -> Measurement:
     """Reads files ``mount.node`` did not write: laid out by another node on a shared mount, else caches dropped."""
     settings = _settings(spec(checks.SEQUENTIAL_READ), "read", "storage.sequential_read")
-    return storage.sequential(mount.node, _spec_of(request, mount), settings, _peers(cluster, mount.node))
+    measured = storage.sequential(mount.node, _spec_of(request, mount), settings, _peers(cluster, mount.node))
+    return _as_measured(request, "sequential_read", mount, measured)
 
 
 @pytest.fixture
 @wave("mount", shares=_takes_turns("sequential_write"))
 def sequential_write(request: pytest.FixtureRequest, mount: MountHandle, spec: SpecLookup) -> Measurement:
     settings = _settings(spec(checks.SEQUENTIAL_WRITE), "write", "storage.sequential_write")
-    return storage.sequential(mount.node, _spec_of(request, mount), settings)
+    return _as_measured(request, "sequential_write", mount, storage.sequential(mount.node, _spec_of(request, mount), settings))
 
 
 @pytest.fixture
@@ -136,7 +162,8 @@ def random_read_iops(request: pytest.FixtureRequest, mount: MountHandle, cluster
         direct=settings.direct,
         check="storage.random_read_iops",
     )
-    return storage.random_read(mount.node, _spec_of(request, mount), fio_settings, _peers(cluster, mount.node))
+    measured = storage.random_read(mount.node, _spec_of(request, mount), fio_settings, _peers(cluster, mount.node))
+    return _as_measured(request, "random_read_iops", mount, measured)
 
 
 @pytest.fixture
@@ -158,7 +185,8 @@ def checkpoint_write(request: pytest.FixtureRequest, mount: MountHandle, spec: S
         fsync_on_close=True,
         check="storage.checkpoint_write",
     )
-    return storage.checkpoint_write(mount.node, _spec_of(request, mount), fio_settings)
+    measured = storage.checkpoint_write(mount.node, _spec_of(request, mount), fio_settings)
+    return _as_measured(request, "checkpoint_write", mount, measured)
 
 
 @pytest.fixture

@@ -9,8 +9,12 @@ unmounted there.
 
 from __future__ import annotations
 
+import json
+import shutil
 import socket
 import threading
+import time
+import uuid
 from collections.abc import Iterator
 from http.server import SimpleHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
@@ -176,3 +180,132 @@ def test_mount_missing_on_one_node_fails_that_node_only(
     result.stdout.fnmatch_lines([f"*{lacking.name}:{path}: {path} is not a mount point on {lacking.name}: it is a directory on /*"])
     errors = [line for line in result.outlines if line.startswith("ERROR") and "test_" in line]
     assert len(errors) == 2 and all("test_checkpoint_write[" + lacking.name in e or "test_aggregate_write" in e for e in errors)
+
+
+class _CountingServer(_TargetServer):
+    """A target that counts the GETs it is serving at one moment, as a mirror's connection limit would.
+
+    Each GET waits ``hold_s`` before it answers, so transfers that run together overlap for certain
+    on a loaded machine: the peak is the server's own count, not a reading of anyone's clock.
+    """
+
+    hold_s = 0.4
+
+    def __init__(self, *args: Any) -> None:
+        super().__init__(*args)
+        self.lock = threading.Lock()
+        self.in_flight = self.peak = self.served = 0
+
+
+class _CountingHandler(_Handler):
+    server: _CountingServer
+
+    def do_GET(self) -> None:
+        with self.server.lock:
+            self.server.in_flight += 1
+            self.server.peak = max(self.server.peak, self.server.in_flight)
+        try:
+            time.sleep(self.server.hold_s)
+            super().do_GET()
+        finally:
+            with self.server.lock:
+                self.server.in_flight -= 1
+                self.server.served += 1
+
+
+@pytest.fixture
+def counting_target(simcluster: SimCluster, tmp_path: Path) -> Iterator[tuple[str, _CountingServer]]:
+    (tmp_path / "1MB.bin").write_bytes(b"\0" * 10**6)
+    server = _CountingServer((simcluster.bridge_address, 0), lambda *a: _CountingHandler(*a, directory=str(tmp_path)))
+    thread = threading.Thread(target=server.serve_forever, name="counting-target", daemon=True)
+    thread.start()
+    try:
+        yield f"http://{simcluster.bridge_address}:{server.server_address[1]}/1MB.bin", server
+    finally:
+        server.shutdown()
+        server.server_close()
+        thread.join(10)
+
+
+def test_downloads_from_six_nodes_never_exceed_egress_concurrency(
+    pytester: pytest.Pytester, simcluster: SimCluster, counting_target: tuple[str, _CountingServer]
+) -> None:
+    url, server = counting_target
+    nodes = simcluster.nodes[:6]
+    inventory = simcluster.write_inventory(
+        pytester.path / "inventory.yaml", nodes=nodes, extra={"egress": {"targets": [url], "concurrency": 2}}
+    )
+    record = pytester.path / "record.json"
+    # --fabric-fanout far above the cap: the cap is the server's, not the controller's.
+    result = run_fabric(pytester, inventory, "-k", "download", "--fabric-fanout", "64",
+                        "--expect", "egress.download.min=1 Mb/s", f"--conformance-json={record}")
+    result.assert_outcomes(passed=len(nodes))
+    assert server.served == len(nodes)
+    assert server.peak == 2, f"{server.peak} downloads at once"  # capped, and in parallel up to the cap
+    where = url.removeprefix("http://").split("/")[0]
+    checks = json.loads(record.read_text())["checks"]
+    assert {c["extra"]["egress_cap"]["concurrency"] for c in checks} == {2}
+    said = f"at most 2 downloads to {where} at once (egress.concurrency 2 in the inventory; --fabric-fanout 64)"
+    assert all(said in c["message"] for c in checks), checks[0]["message"]
+
+
+def _fio_logger(log: Path) -> str:
+    """fio on the node, its start and end written to a log every node sees (/var/tmp is the host's)."""
+    return (
+        f'echo "start $(hostname) $(date +%s.%N)" >> {log}\n'
+        "sleep 0.5\n"  # so that runs which are together overlap whatever the machine's load
+        '/usr/bin/fio "$@"; rc=$?\n'
+        f'echo "end $(hostname) $(date +%s.%N)" >> {log}\n'
+        "exit $rc\n"
+    )
+
+
+def _most_at_once(log: Path) -> int:
+    """The most fio runs going on at one moment, by the nodes' own log."""
+    events = sorted((float(stamp), 1 if kind == "start" else -1)
+                    for kind, _node, stamp in (line.split() for line in log.read_text().splitlines()))
+    running = peak = 0
+    for _, step in events:
+        running += step
+        peak = max(peak, running)
+    return peak
+
+
+@pytest.mark.parametrize(("measured", "at_once"), [("together", 4), ("alone", 1)])
+def test_a_shared_mount_measured_together_is_one_wave_and_alone_one_node_at_a_time(
+    pytester: pytest.Pytester, simcluster: SimCluster, mounts: SimMounts, measured: str, at_once: int
+) -> None:
+    nodes = simcluster.nodes[:4]
+    path = mounts.shared(nodes)
+    logdir = Path("/var/tmp") / f"pytest-fabric-fio-{uuid.uuid4().hex[:8]}"
+    logdir.mkdir()
+    log = logdir / "fio.log"
+    profile = pytester.path / "together.yaml"
+    profile.write_text(
+        "name: sim-shared-write\nstorage:\n"
+        f"  sequential_write: {{min: 1 MB/s, size: 4 MiB, direct: false, measured: {measured}}}\n"
+    )
+    inventory = simcluster.write_inventory(pytester.path / "inventory.yaml", nodes=nodes,
+                                           extra={"storage": {"mounts": [{"path": path, "shared": True}]}})
+    for node in nodes:
+        simcluster.install_tool(node, "fio", _fio_logger(log))
+    try:
+        record = pytester.path / "record.json"
+        result = pytester.runpytest_subprocess(
+            "--cluster", str(inventory), "--profile", str(profile), "-p", "no:cacheprovider", "-rA",
+            "-k", "sequential_write", f"--conformance-json={record}", timeout=180,
+        )
+        most = _most_at_once(log)
+    finally:
+        for node in nodes:
+            simcluster.remove_tool(node, "fio")
+        shutil.rmtree(logdir, ignore_errors=True)
+    result.assert_outcomes(passed=len(nodes))
+    assert most == at_once
+    checks = json.loads(record.read_text())["checks"]
+    assert {c["extra"]["measured"]["mode"] for c in checks} == {measured}
+    said = {"together": f"measured together (storage.sequential_write.measured: together): 4 node(s) on the shared "
+                        f"mount {path} at once, so the figure is this node's share",
+            "alone": f"measured alone (storage.sequential_write.measured: alone): one node at a time on the shared "
+                     f"mount {path}"}[measured]
+    assert all(said in c["message"] for c in checks), checks[0]["message"]

@@ -572,3 +572,28 @@ def test_yaml_tab_error_says_to_use_spaces(tmp_path: Path) -> None:
     assert str(excinfo.value) == (
         f"{path}:2: not valid YAML: a tab where YAML needs spaces; indent with spaces, not tabs"
     )
+
+
+def test_egress_concurrency_defaults_small_and_a_bad_value_names_its_line(tmp_path: Path) -> None:
+    from pytest_fabric.inventory import DEFAULT_EGRESS_CONCURRENCY
+
+    plain = _load(tmp_path, """
+        nodes: [{name: n1, host: 10.0.0.1}]
+        egress: {targets: [https://mirror.example.com/1GB.bin]}
+        """)
+    assert plain.egress_concurrency == DEFAULT_EGRESS_CONCURRENCY == 8
+    capped = _load(tmp_path, """
+        nodes: [{name: n1, host: 10.0.0.1}]
+        egress:
+          targets: [https://mirror.example.com/1GB.bin]
+          concurrency: 2
+        """)
+    assert capped.egress_concurrency == 2
+    message = _error(tmp_path, """
+        nodes: [{name: n1, host: 10.0.0.1}]
+        egress:
+          targets: [https://mirror.example.com/1GB.bin]
+          concurrency: 0
+        """)
+    assert message.startswith(":4: egress.concurrency: "), message
+    assert "greater than or equal to 1" in message

@@ -395,3 +395,35 @@ def test_waiver_and_source_reach_the_expectation(tmp_path: Path) -> None:
         assert expectation.source == "ClusterKit docs"
         assert expectation.waiver == "switch firmware upgrade scheduled (TICKET-42)"
         assert isinstance(expectation.value, Quantity) and expectation.value.dimension is Dimension.TIME
+
+
+def test_storage_measured_alone_or_together_and_a_bad_value_names_file_line_and_field(tmp_path: Path) -> None:
+    good = _write(tmp_path / "good.yaml", """
+        name: shares
+        storage:
+          sequential_write: {min: 1 GB/s}
+          sequential_read: {min: 200 MB/s, measured: together}
+        """)
+    storage = load_profile(str(good)).document.storage
+    assert storage.sequential_write is not None and storage.sequential_write.measured == "alone"  # the default
+    assert storage.sequential_read is not None and storage.sequential_read.measured == "together"
+    bad = _write(tmp_path / "bad.yaml", """
+        name: shares
+        storage:
+          sequential_write:
+            min: 1 GB/s
+            measured: sometimes
+        """)
+    assert f"{bad}:5: storage.sequential_write.measured: Input should be 'alone' or 'together'" in _error(bad)
+
+
+def test_concurrency_is_for_measured_alone_and_aggregate_write_is_always_together(tmp_path: Path) -> None:
+    path = _write(tmp_path / "p.yaml", """
+        name: shares
+        storage:
+          random_read_iops: {min: 1000, measured: together, concurrency: 4}
+          aggregate_write: {min: 1 GB/s, measured: alone}
+        """)
+    message = _error(path)
+    assert f"{path}:3: storage.random_read_iops: concurrency: 4 is how many nodes take turns measuring alone" in message
+    assert f"{path}:4: storage.aggregate_write.measured: measured: alone: aggregate_write is every node" in message
