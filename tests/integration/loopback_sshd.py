@@ -63,9 +63,16 @@ class LoopbackSshd:
     """``sshd -D`` on 127.0.0.1:``port`` accepting ``client_key`` for the current user."""
 
     def __init__(
-        self, workdir: Path, *, port: int | None = None, host_key: Path | None = None
+        self,
+        workdir: Path,
+        *,
+        port: int | None = None,
+        host_key: Path | None = None,
+        max_startups: str = "10:30:100",
     ) -> None:
         self.workdir = workdir
+        #: sshd's MaxStartups (start:rate:full); OpenSSH's default unless a test lowers it
+        self.max_startups = max_startups
         workdir.mkdir(parents=True, exist_ok=True)
         self.port = port or free_port()
         self.host_key = host_key or make_key(workdir / "ssh_host_ed25519_key")
@@ -106,7 +113,7 @@ class LoopbackSshd:
                     "AllowTcpForwarding yes",
                     # OpenSSH's defaults, as a real node has them: the transport must work within them.
                     "MaxSessions 10",
-                    "MaxStartups 10:30:100",
+                    f"MaxStartups {self.max_startups}",
                     "LogLevel ERROR",
                     "",
                 ]

@@ -12,7 +12,6 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-
 from simcluster import SimCluster, missing_prerequisites
 from simcluster.standins.fabric_standin import tcp_goodput_share
 
@@ -29,8 +28,12 @@ def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[SimCluster]:
 
 
 def _server(cluster: SimCluster, node: str, port: int) -> subprocess.Popen[str]:
-    server = cluster.popen(node, ["iperf3", "-s", "-1", "-p", str(port)],
-                           stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    server = cluster.popen(
+        node,
+        ["iperf3", "-s", "-1", "-p", str(port)],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+    )
     deadline = time.monotonic() + 10
     while f":{port} " not in cluster.exec(node, ["ss", "-Hltn"]).stdout:
         assert time.monotonic() < deadline, "stand-in server never listened"
@@ -39,8 +42,22 @@ def _server(cluster: SimCluster, node: str, port: int) -> subprocess.Popen[str]:
 
 
 def _client(cluster: SimCluster, src: str, dst: str, port: int, seconds: int = 1) -> float:
-    done = cluster.exec(src, ["iperf3", "-c", cluster.node(dst).address, "-p", str(port), "-t", str(seconds),
-                              "-P", "2", "-J"], timeout=30)
+    done = cluster.exec(
+        src,
+        [
+            "iperf3",
+            "-c",
+            cluster.node(dst).address,
+            "-p",
+            str(port),
+            "-t",
+            str(seconds),
+            "-P",
+            "2",
+            "-J",
+        ],
+        timeout=30,
+    )
     assert done.returncode == 0, done.stdout + done.stderr
     return float(json.loads(done.stdout)["end"]["sum_received"]["bits_per_second"])
 
@@ -52,13 +69,17 @@ def test_the_ordinary_cluster_keeps_the_real_iperf3(tmp_path: Path) -> None:
 def test_unknown_option_is_refused_as_iperf3_does(cluster: SimCluster) -> None:
     done = cluster.exec("node01", ["iperf3", "-c", "10.0.0.1", "--paralel", "4"])
     assert done.returncode == 1
-    assert done.stderr.startswith("iperf3: unrecognized option '--paralel'\nUsage: iperf3 [-s|-c host]")
+    assert done.stderr.startswith(
+        "iperf3: unrecognized option '--paralel'\nUsage: iperf3 [-s|-c host]"
+    )
 
 
 def test_out_of_range_value_is_a_parameter_error(cluster: SimCluster) -> None:
     done = cluster.exec("node01", ["iperf3", "-c", "10.0.0.1", "-t", "90000"])
     assert done.returncode == 1
-    assert "iperf3: parameter error - test duration too long (maximum = 86400 seconds)" in done.stderr
+    assert (
+        "iperf3: parameter error - test duration too long (maximum = 86400 seconds)" in done.stderr
+    )
     both = cluster.exec("node01", ["iperf3", "-s", "-c", "10.0.0.1"])
     assert "cannot be both server and client" in both.stderr
 
@@ -70,7 +91,9 @@ def test_valid_option_it_does_not_model_is_said_not_ignored(cluster: SimCluster)
 
 
 def test_refused_port_is_iperf3s_json_error(cluster: SimCluster) -> None:
-    done = cluster.exec("node01", ["iperf3", "-c", cluster.node("node02").address, "-p", "5999", "-J"])
+    done = cluster.exec(
+        "node01", ["iperf3", "-c", cluster.node("node02").address, "-p", "5999", "-J"]
+    )
     assert done.returncode == 1
     assert json.loads(done.stdout)["error"] == "unable to connect to server: Connection refused"
 
@@ -97,7 +120,9 @@ def test_figure_follows_the_link_rate(cluster: SimCluster) -> None:
     server = _server(cluster, "node02", 5303)
     unshaped = _client(cluster, "node01", "node02", 5303)
     server.communicate(timeout=10)
-    speed = int(cluster.exec("node02", ["cat", "/sys/class/net/eth0/speed"]).stdout.strip() or 10000)
+    speed = int(
+        cluster.exec("node02", ["cat", "/sys/class/net/eth0/speed"]).stdout.strip() or 10000
+    )
     assert unshaped == pytest.approx(speed * 1e6 * tcp_goodput_share(1500), rel=0.001)
 
 
@@ -105,7 +130,9 @@ def test_two_flows_out_of_one_node_share_its_link(cluster: SimCluster) -> None:
     with cluster.shaped("node01", 300):
         servers = [_server(cluster, "node02", 5304), _server(cluster, "node03", 5305)]
         figures: dict[str, float] = {}
-        first = threading.Thread(target=lambda: figures.update(a=_client(cluster, "node01", "node02", 5304, 3)))
+        first = threading.Thread(
+            target=lambda: figures.update(a=_client(cluster, "node01", "node02", 5304, 3))
+        )
         first.start()
         time.sleep(0.5)  # the second flow starts while the first runs, and sees it
         figures["b"] = _client(cluster, "node01", "node03", 5305, 1)

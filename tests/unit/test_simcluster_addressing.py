@@ -6,7 +6,6 @@ from __future__ import annotations
 import ipaddress
 
 import pytest
-
 from simcluster.cluster import (
     FIRST_HOST,
     MAX_NODES,

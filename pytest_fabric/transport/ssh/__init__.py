@@ -6,6 +6,7 @@
 - :mod:`.errors`: paramiko's and the socket layer's failures as the transport's typed errors;
 - :mod:`.hostkeys`: host keys checked against known_hosts, as OpenSSH's StrictHostKeyChecking;
 - :mod:`.jumphosts`: one connection per bastion, shared by every node behind it;
+- :mod:`.pacing`: how many handshakes run at once, per sshd (MaxStartups) and in all;
 - :mod:`.config`: the ssh_config's HostName of a host, for the traffic between nodes.
 
 paramiko's records go to the ``pytest_fabric.transport.ssh.paramiko`` logger.

@@ -49,6 +49,7 @@ from .hostkeys import (
     note_refused,
 )
 from .jumphosts import JumpHosts
+from .pacing import PACER, raise_open_files_limit
 
 __all__ = ["SSHSettings", "SSHTransport"]
 
@@ -293,18 +294,25 @@ class SSHTransport:
             connect_timeout=s.connect_timeout,
             via=jump.split(",")[-1] if jump else None,
         )
-        started = time.monotonic()
-        try:
-            kwargs["sock"] = self._socket(conn, jump)
-            conn.connect_kwargs = kwargs
-            conn.open()
-        except Exception as exc:
-            if isinstance(exc, paramiko.BadHostKeyException):
-                note_refused(s.host_key_log, self.node, exc, s.host_key_policy, known_hosts, conn.host, conn.port)
-            conn.close()
-            if dropped_before_banner(exc, time.monotonic() - started, s.connect_timeout):
-                raise _DroppedEarly(dropped_error(self._endpoint)) from exc
-            raise connect_error(self._endpoint, exc) from exc
+        raise_open_files_limit()
+        endpoint = (str(conn.host), int(conn.port))
+        # Paced (see .pacing): the slot is taken before the TCP connect, as sshd counts a startup
+        # from its accept, and released once authenticated or failed.
+        with PACER.slot(endpoint, count_in_all=not jump):
+            started = time.monotonic()
+            try:
+                kwargs["sock"] = self._socket(conn, jump)
+                conn.connect_kwargs = kwargs
+                conn.open()
+            except Exception as exc:
+                if isinstance(exc, paramiko.BadHostKeyException):
+                    note_refused(s.host_key_log, self.node, exc, s.host_key_policy, known_hosts, conn.host, conn.port)
+                conn.close()
+                if dropped_before_banner(exc, time.monotonic() - started, s.connect_timeout):
+                    PACER.dropped(endpoint)
+                    raise _DroppedEarly(dropped_error(self._endpoint)) from exc
+                raise connect_error(self._endpoint, exc) from exc
+            PACER.succeeded(endpoint)
         note_connected(s.host_key_log, self.node, conn.client, s.host_key_policy, known_hosts, conn.host, conn.port, also)
         return conn
 
