@@ -3,6 +3,14 @@
 The log is an indented tree of ``Key : value`` lines and bare section titles.
 We rebuild that tree from the indentation, then read the fields we need by
 path, so fields added by newer drivers (there are many) never disturb parsing.
+
+Read from drivers 450-590: ``ECC Errors`` (``Volatile``/``Aggregate``; SRAM
+``Uncorrectable Parity``/``SEC-DED`` since 535, one ``SRAM Uncorrectable`` before,
+``Single Bit``/``Double Bit`` before the SRAM/DRAM split), ``Retired Pages``,
+``Remapped Rows`` (``Pending``, ``Remapping Failure Occurred``) and ``Fabric``
+(``State``/``Status``, ``CliqueId``, ``ClusterUUID`` and ``Health`` on NVSwitch
+systems).  A line before the log that is neither a field nor the banner (a
+``WARNING: infoROM is corrupted`` line) is skipped and listed.
 """
 
 from __future__ import annotations
@@ -10,16 +18,31 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field
 
-from ._nvidia_smi_gpu import GpuInfo, NvidiaSmiReport, clean, to_int, width_to_int
-from .base import ToolReportedError, UnrecognizedOutput, register
+from ._nvidia_smi_gpu import (
+    EccCounts,
+    GpuInfo,
+    NvidiaSmiReport,
+    clean,
+    ecc_counts,
+    to_bool,
+    to_int,
+    width_to_int,
+)
+from .base import SkippedLines, ToolReportedError, UnrecognizedOutput, register
 
 __all__ = ["GpuInfo", "NvidiaSmiReport", "parse_nvidia_smi_q"]
 
 TOOL = "nvidia-smi-q"
 
-_GPU_HEADER = re.compile(r"^GPU\s+([0-9A-Fa-f]{4,8}:[0-9A-Fa-f]{2}:[0-9A-Fa-f]{2}\.[0-9A-Fa-f])\s*$")
+_GPU_HEADER = re.compile(
+    r"^GPU\s+([0-9A-Fa-f]{4,8}:[0-9A-Fa-f]{2}:[0-9A-Fa-f]{2}\.[0-9A-Fa-f])\s*$"
+)
 _KEY_VALUE = re.compile(r"^(?P<key>[^:]*?\S)\s+:\s?(?P<value>.*)$")
-_TOOL_ERRORS = ("NVIDIA-SMI has failed", "No devices were found", "Unable to determine the device handle")
+_TOOL_ERRORS = (
+    "NVIDIA-SMI has failed",
+    "No devices were found",
+    "Unable to determine the device handle",
+)
 
 
 @dataclass
@@ -62,7 +85,11 @@ def _tree(lines: list[str]) -> _Node:
     return root
 
 
-@register(TOOL, "nvidia-smi -q: per-GPU name, bus id, PCIe generation/width, MIG mode, driver/CUDA versions", corpus=("nvidia-smi-q",))
+@register(
+    TOOL,
+    "nvidia-smi -q: per-GPU name, bus id, PCIe generation/width, MIG mode, driver/CUDA versions",
+    corpus=("nvidia-smi-q",),
+)
 def parse_nvidia_smi_q(text: str) -> NvidiaSmiReport:
     """Parse ``nvidia-smi -q`` text into a :class:`NvidiaSmiReport` (one :class:`GpuInfo` per ``GPU <bus id>`` block)."""
     lines = [line.replace("\t", "    ").rstrip("\r") for line in text.splitlines()]
@@ -81,10 +108,17 @@ def parse_nvidia_smi_q(text: str) -> NvidiaSmiReport:
             blocks[-1][1].append(line)
         else:
             header.append(line)
+    skipped = SkippedLines()
+    for line in header:
+        stripped = line.strip()
+        if stripped and not _KEY_VALUE.match(stripped) and "NVSMI LOG" not in stripped:
+            skipped.add(stripped)
     top = _tree(header)
     if not blocks:
         if "NVSMI LOG" in text or top.find("Driver Version") is not None:
-            raise UnrecognizedOutput(TOOL, "an nvidia-smi log with no 'GPU <bus id>' section (no GPU shown)")
+            raise UnrecognizedOutput(
+                TOOL, "an nvidia-smi log with no 'GPU <bus id>' section (no GPU shown)"
+            )
         raise UnrecognizedOutput(TOOL, "no '==NVSMI LOG==' header or 'GPU <bus id>' section found")
 
     gpus = tuple(_gpu(index, bus_id, _tree(body)) for index, (bus_id, body) in enumerate(blocks))
@@ -94,6 +128,8 @@ def parse_nvidia_smi_q(text: str) -> NvidiaSmiReport:
         attached_gpus=to_int(top.get("Attached GPUs")),
         timestamp=clean(top.get("Timestamp")),
         gpus=gpus,
+        skipped=skipped.lines,
+        skipped_count=skipped.count,
     )
 
 
@@ -109,7 +145,9 @@ def _gpu(index: int, bus_id: str, node: _Node) -> GpuInfo:
         return width_to_int(width.get(key)) if width else None
 
     mig_devices = node.find("MIG Devices")
-    mig_count = sum(1 for child in mig_devices.children if child.key == "MIG Device") if mig_devices else 0
+    mig_count = (
+        sum(1 for child in mig_devices.children if child.key == "MIG Device") if mig_devices else 0
+    )
     return GpuInfo(
         index=index,
         bus_id=clean(node.get("PCI", "Bus Id")) or bus_id,
@@ -130,4 +168,51 @@ def _gpu(index: int, bus_id: str, node: _Node) -> GpuInfo:
         mig_mode_current=clean(node.get("MIG Mode", "Current")),
         mig_mode_pending=clean(node.get("MIG Mode", "Pending")),
         mig_device_count=mig_count,
+        ecc_mode_current=clean(node.get("ECC Mode", "Current")),
+        ecc_volatile=_ecc(node.find("ECC Errors", "Volatile")),
+        ecc_aggregate=_ecc(node.find("ECC Errors", "Aggregate")),
+        retired_pages_single_bit=to_int(node.get("Retired Pages", "Single Bit ECC")),
+        retired_pages_double_bit=to_int(node.get("Retired Pages", "Double Bit ECC")),
+        retired_pages_pending=to_bool(
+            node.get("Retired Pages", "Pending Page Blacklist")
+            or node.get("Retired Pages", "Pending Page Retirement")
+            or node.get("Retired Pages", "Pending")
+        ),
+        remapped_rows_correctable=to_int(node.get("Remapped Rows", "Correctable Error")),
+        remapped_rows_uncorrectable=to_int(node.get("Remapped Rows", "Uncorrectable Error")),
+        remapped_rows_pending=to_bool(node.get("Remapped Rows", "Pending")),
+        remapped_rows_failure=to_bool(node.get("Remapped Rows", "Remapping Failure Occurred")),
+        fabric_state=clean(node.get("Fabric", "State")),
+        fabric_status=clean(node.get("Fabric", "Status")),
+        fabric_clique_id=to_int(node.get("Fabric", "CliqueId")),
+        fabric_cluster_uuid=clean(node.get("Fabric", "ClusterUUID")),
+        fabric_health_summary=clean(node.get("Fabric", "Health", "Summary")),
+        fabric_health=_fabric_health(node.find("Fabric", "Health")),
     )
+
+
+def _ecc(counts: _Node | None) -> EccCounts | None:
+    if counts is None:
+        return None
+    if counts.find("Double Bit") is not None or counts.find("Single Bit") is not None:
+        # Drivers before the SRAM/DRAM split: single-bit errors are corrected, double-bit are not.
+        return ecc_counts(
+            None, [], counts.get("Single Bit", "Total"), counts.get("Double Bit", "Total")
+        )
+    return ecc_counts(
+        counts.get("SRAM Correctable"),
+        [
+            counts.get("SRAM Uncorrectable"),
+            counts.get("SRAM Uncorrectable Parity"),
+            counts.get("SRAM Uncorrectable SEC-DED"),
+        ],
+        counts.get("DRAM Correctable"),
+        counts.get("DRAM Uncorrectable"),
+    )
+
+
+def _fabric_health(health: _Node | None) -> dict[str, str]:
+    if health is None:
+        return {}
+    shown = {child.key: clean(child.value) for child in health.children if child.key != "Summary"}
+    return {key: value for key, value in shown.items() if value is not None}

@@ -11,7 +11,16 @@ from __future__ import annotations
 import re
 import xml.etree.ElementTree as ElementTree
 
-from ._nvidia_smi_gpu import GpuInfo, NvidiaSmiReport, clean, to_int, width_to_int
+from ._nvidia_smi_gpu import (
+    EccCounts,
+    GpuInfo,
+    NvidiaSmiReport,
+    clean,
+    ecc_counts,
+    to_bool,
+    to_int,
+    width_to_int,
+)
 from .base import ParseError, ToolReportedError, UnrecognizedOutput, register
 
 __all__ = ["GpuInfo", "NvidiaSmiReport", "parse_nvidia_smi_xml"]
@@ -28,11 +37,18 @@ def _text(element: ElementTree.Element | None, path: str) -> str | None:
     return None if found is None or found.text is None else found.text.strip()
 
 
-@register(TOOL, "nvidia-smi -q -x: per-GPU name, bus id, PCIe generation/width, MIG mode, driver/CUDA versions", corpus=("nvidia-smi-xml",))
+@register(
+    TOOL,
+    "nvidia-smi -q -x: per-GPU name, bus id, PCIe generation/width, MIG mode, driver/CUDA versions",
+    corpus=("nvidia-smi-xml",),
+)
 def parse_nvidia_smi_xml(text: str) -> NvidiaSmiReport:
     """Parse ``nvidia-smi -q -x`` XML into a :class:`NvidiaSmiReport` (same facts as ``-q``)."""
     if "<!ENTITY" in text.upper() or _DOCTYPE_SUBSET.search(text):
-        raise ParseError(TOOL, "refusing XML that declares entities or an internal DTD subset (not nvidia-smi output)")
+        raise ParseError(
+            TOOL,
+            "refusing XML that declares entities or an internal DTD subset (not nvidia-smi output)",
+        )
     start = text.find("<")
     if start < 0:
         first = text.strip().splitlines()[0] if text.strip() else ""
@@ -80,4 +96,54 @@ def _gpu(index: int, gpu: ElementTree.Element) -> GpuInfo:
         mig_mode_current=clean(_text(gpu, "mig_mode/current_mig")),
         mig_mode_pending=clean(_text(gpu, "mig_mode/pending_mig")),
         mig_device_count=len(gpu.findall("mig_devices/mig_device")),
+        ecc_mode_current=clean(_text(gpu, "ecc_mode/current_ecc")),
+        ecc_volatile=_ecc(gpu.find("ecc_errors/volatile")),
+        ecc_aggregate=_ecc(gpu.find("ecc_errors/aggregate")),
+        retired_pages_single_bit=to_int(
+            _text(gpu, "retired_pages/multiple_single_bit_retirement/retired_count")
+        ),
+        retired_pages_double_bit=to_int(
+            _text(gpu, "retired_pages/double_bit_retirement/retired_count")
+        ),
+        retired_pages_pending=to_bool(
+            _text(gpu, "retired_pages/pending_blacklist")
+            or _text(gpu, "retired_pages/pending_retirement")
+        ),
+        remapped_rows_correctable=to_int(_text(gpu, "remapped_rows/remapped_row_corr")),
+        remapped_rows_uncorrectable=to_int(_text(gpu, "remapped_rows/remapped_row_unc")),
+        remapped_rows_pending=to_bool(_text(gpu, "remapped_rows/remapped_row_pending")),
+        remapped_rows_failure=to_bool(_text(gpu, "remapped_rows/remapped_row_failure")),
+        fabric_state=clean(_text(gpu, "fabric/state")),
+        fabric_status=clean(_text(gpu, "fabric/status")),
+        fabric_clique_id=to_int(_text(gpu, "fabric/cliqueId")),
+        fabric_cluster_uuid=clean(_text(gpu, "fabric/clusterUuid")),
+        fabric_health_summary=clean(_text(gpu, "fabric/health/summary")),
+        fabric_health=_fabric_health(gpu.find("fabric/health")),
     )
+
+
+def _ecc(counts: ElementTree.Element | None) -> EccCounts | None:
+    if counts is None:
+        return None
+    if counts.find("single_bit") is not None or counts.find("double_bit") is not None:
+        # Drivers before the SRAM/DRAM split: single-bit errors are corrected, double-bit are not.
+        return ecc_counts(
+            None, [], _text(counts, "single_bit/total"), _text(counts, "double_bit/total")
+        )
+    return ecc_counts(
+        _text(counts, "sram_correctable"),
+        [
+            _text(counts, "sram_uncorrectable"),
+            _text(counts, "sram_uncorrectable_parity"),
+            _text(counts, "sram_uncorrectable_secded"),
+        ],
+        _text(counts, "dram_correctable"),
+        _text(counts, "dram_uncorrectable"),
+    )
+
+
+def _fabric_health(health: ElementTree.Element | None) -> dict[str, str]:
+    if health is None:
+        return {}
+    shown = {child.tag: clean(child.text) for child in health if child.tag != "summary"}
+    return {key: value for key, value in shown.items() if value is not None}
