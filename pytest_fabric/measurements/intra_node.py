@@ -6,8 +6,9 @@ Per GPU (``node01:gpu3``, as many as the profile's ``gpu_count``): ``gpu_model``
 ``gpu_pcie``; a GPU the node does not show fails as missing.
 
 The GPU inventory (``nvidia-smi -q -x``) is read once per node and run and
-shared by the count, model and PCIe checks: it is one command, and every GPU
-subject of a node must be judged on the same reading.  So are the PCIe links
+shared by the count, model and PCIe checks, and by ``gpu_interconnect`` where the
+profile expects NVLink (the GPUs' NVLink fabric state): it is one command, and every
+GPU subject of a node must be judged on the same reading.  So are the PCIe links
 sampled under load for ``gpu_pcie`` (one copy to every GPU at once per node).
 
 Every check runs in a wave: on all nodes at once. The GPUs of one node take turns
@@ -17,6 +18,8 @@ find its reading.
 
 from __future__ import annotations
 
+import dataclasses
+
 import pytest
 
 from .. import checks
@@ -24,6 +27,7 @@ from ..batches import Share
 from ..cluster import NodeHandle
 from ..fixtures import GpuHandle, SpecLookup
 from ..probes import gpu as gpu_probe
+from ..probes.base import MeasurementError
 from ..state import FabricState, get_state
 from ..verdict import Measurement
 from ..waves import wave
@@ -89,9 +93,18 @@ def gpu_pcie(request: pytest.FixtureRequest, gpu: GpuHandle, spec: SpecLookup) -
 
 @pytest.fixture
 @wave("node")
-def gpu_interconnect(node: NodeHandle, spec: SpecLookup) -> Measurement:
-    spec(checks.GPU_INTERCONNECT)
-    return gpu_probe.gpu_interconnect(node)
+def gpu_interconnect(request: pytest.FixtureRequest, node: NodeHandle, spec: SpecLookup) -> Measurement:
+    expected = spec(checks.GPU_INTERCONNECT)
+    measured = gpu_probe.gpu_interconnect(node)
+    if "nvlink" not in expected.value.lower():
+        return measured
+    # NVLink expected: a GPU the NVSwitch fabric has not registered fails it by name.
+    try:
+        inv = node_gpus(request, node)
+    except MeasurementError as exc:
+        # The inventory's own checks report why; the topology alone still judges the links.
+        return dataclasses.replace(measured, detail=f"{measured.detail}; NVLink fabric state not read: {exc}")
+    return gpu_probe.with_fabric_state(measured, inv)
 
 
 @pytest.fixture

@@ -64,6 +64,7 @@ __all__ = [
     "nic_pcie",
     "node_allreduce",
     "nvlink_bandwidth",
+    "with_fabric_state",
 ]
 
 D2D_TESTCASE = "device_to_device_memcpy_read_ce"
@@ -378,6 +379,31 @@ def gpu_interconnect(node: NodeHandle) -> Measurement:
     else:
         value, detail = "mixed", f"{len(without)} of {total} GPU pairs PCIe-only: {pairs_text}"
     return Measurement(value=value, detail=detail, evidence=(result,), extra={"pcie_only_pairs": [f"{a}<->{b}" for a, b in without]})
+
+
+def with_fabric_state(measured: Measurement, inv: GpuInventory) -> Measurement:
+    """``gpu_interconnect``'s reading failed by name where a GPU is not registered with the NVLink fabric.
+
+    On NVSwitch systems (HGX H100/H200/B200, GB200) a GPU joins the NVLink fabric
+    through the fabric manager; until its state is ``Completed`` with status
+    ``Success``, CUDA on it fails (``system not yet initialized``) although ``topo -m``
+    already shows its NV# links.  Where nvidia-smi shows no fabric state (``N/A``:
+    no NVSwitch, or a driver before 525) there is nothing to judge.
+    """
+    problems = [f"GPU{gpu.index} ({gpu.bus_id}): {gpu.fabric_problem}" for gpu in inv.gpus if gpu.fabric_problem]
+    read = [gpu for gpu in inv.gpus if gpu.fabric_state is not None]
+    if not read:
+        return measured
+    evidence = measured.evidence + inv.evidence
+    if not problems:
+        detail = f"{measured.detail}; NVLink fabric Completed/Success on all {len(read)} GPUs ({inv.command})"
+        return Measurement(value=measured.value, detail=detail, evidence=evidence, extra=measured.extra)
+    reason = (
+        f"{inv.node}: {len(problems)} of {len(inv.gpus)} GPU(s) not registered with the NVLink fabric "
+        f"({inv.command}): {'; '.join(problems)}; check nvidia-fabricmanager (and NVLSM on NVLink 5) on the node"
+    )
+    return Measurement(value=measured.value, detail=measured.detail, evidence=evidence, extra=measured.extra,
+                       missing=reason)
 
 
 def nvlink_status(node: NodeHandle) -> tuple[nvidia_smi_nvlink.NvlinkStatus, CommandResult]:

@@ -116,6 +116,8 @@ class FakeGpus:
     nic_pcie: dict[int, tuple[int, int]] = field(default_factory=dict)  # NIC -> (generation, width)
     nic_of: dict[int, int] = field(default_factory=dict)  # GPU -> the NIC under its PCIe switch (default: same index)
     nic_path: dict[int, str] = field(default_factory=dict)  # GPU -> the path topo -m shows to every NIC ("SYS")
+    # GPU -> (state, status) the NVSwitch fabric manager left it in (a fault); the others Completed/Success
+    fabric: dict[int, tuple[str, str]] = field(default_factory=dict)
     acs_on: bool = False  # ACS redirection on at the PCIe switch ports above each GPU and NIC (lspci -vvv)
 
     @property
@@ -144,6 +146,7 @@ class FakeGpus:
         data["slow_pairs"] = [[a, b, v] for (a, b), v in self.slow_pairs.items()]
         data["pcie"] = {str(k): list(v) for k, v in self.pcie.items()}
         data["nic_pcie"] = {str(k): list(v) for k, v in self.nic_pcie.items()}
+        data["fabric"] = {str(k): list(v) for k, v in self.fabric.items()}
         data["pcie_only_pairs"] = [list(p) for p in self.pcie_only_pairs]
         return json.dumps(data, sort_keys=True)
 

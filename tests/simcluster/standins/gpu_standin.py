@@ -78,6 +78,11 @@ def pstate(i):
 # ----------------------------------------------------------------- nvidia-smi
 
 
+def fabric(i):
+    """(state, status) of GPU i's NVLink fabric registration (an HGX's NVSwitch fabric manager)."""
+    return tuple(MODEL.get("fabric", {}).get(str(i), ("Completed", "Success")))
+
+
 def smi_xml():
     out = [
         '<?xml version="1.0" ?>',
@@ -125,6 +130,10 @@ def smi_xml():
             "\t\t\t<replay_rollover_counter>0</replay_rollover_counter>",
             "\t\t</pci>",
             f"\t\t<performance_state>{pstate(i)}</performance_state>",
+            "\t\t<fabric>",
+            f"\t\t\t<state>{fabric(i)[0]}</state>",
+            f"\t\t\t<status>{fabric(i)[1]}</status>",
+            "\t\t</fabric>",
             "\t</gpu>",
         ]
     out.append("</nvidia_smi_log>")
@@ -181,6 +190,9 @@ def smi_q():
             kv(8, "Replay Number Rollovers", 0),
             kv(4, "Fan Speed", "N/A"),
             kv(4, "Performance State", pstate(i)),
+            "    Fabric",
+            kv(8, "State", fabric(i)[0]),
+            kv(8, "Status", fabric(i)[1]),
         ]
     return "\n".join(out) + "\n"
 
