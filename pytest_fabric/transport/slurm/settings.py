@@ -53,8 +53,18 @@ class SlurmSettings:
     srun_options: tuple[str, ...] = ()
     #: where steps start (srun --chdir); every node has it
     chdir: str = "/tmp"
-    #: how long the first call of a wave waits for the others to share its step
+    #: how long the first call of a wave waits for the others to share its step (``per-command`` only)
     gather_window_s: float = DEFAULT_WINDOW_S
+    #: ``agent``: one long-lived step per node runs every command (see .agent); ``per-command``:
+    #: every command (a wave's: every command of the wave) is a step of its own, for nodes without python3
+    steps: Literal["agent", "per-command"] = "agent"
+    #: how the allocation asks for GPUs (see .gpus): auto, gpus-per-node, gres or none
+    gpu_request: Literal["auto", "gpus-per-node", "gres", "none"] = "auto"
+    #: GPUs per node the allocation asks for: the profile's gpu_count (None: none)
+    gpus_per_node: int | None = None
+    #: srun's MPI plugin for launches across nodes (srun --mpi=...): auto (pmix where srun lists it),
+    #: a plugin name, or none (mpirun inside the allocation)
+    mpi: str = "auto"
 
 
 class NoAllocationError(ValueError):
@@ -76,6 +86,12 @@ class SlurmSection(BaseModel):
     salloc_options: list[str] = Field(default_factory=list)
     srun_options: list[str] = Field(default_factory=list)
     chdir: str = "/tmp"
+    # agent: one step per node for the whole run; per-command: a step per command (nodes without python3)
+    steps: Literal["agent", "per-command"] = "agent"
+    # how the allocation asks for the profile's GPUs: auto (from sinfo and SelectType), gpus-per-node, gres, none
+    gpus: Literal["auto", "gpus-per-node", "gres", "none"] = "auto"
+    # srun --mpi for NCCL across nodes: auto (pmix where srun --mpi=list has it), pmix_v4 ..., none (mpirun)
+    mpi: str = "auto"
 
     @field_validator("partition", "account")
     @classmethod
@@ -90,6 +106,13 @@ class SlurmSection(BaseModel):
         for option in value:
             if not _OPTION_RE.match(option):
                 raise ValueError(f"{option!r}: write one option per item, e.g. [--gres=gpu:8, --qos=high]")
+        return value
+
+    @field_validator("mpi")
+    @classmethod
+    def _mpi(cls, value: str) -> str:
+        if not re.match(r"^[a-z][a-z0-9_]{0,31}$", value):
+            raise ValueError(f"{value!r}: auto, none, or an MPI plugin srun --mpi=list names (pmix, pmix_v4)")
         return value
 
     @field_validator("chdir")
@@ -136,4 +159,7 @@ def settings_from(section: SlurmSection, job_id: str | None) -> SlurmSettings:
         salloc_options=tuple(section.salloc_options),
         srun_options=tuple(section.srun_options),
         chdir=section.chdir,
+        steps=section.steps,
+        gpu_request=section.gpus,
+        mpi=section.mpi,
     )

@@ -1,27 +1,34 @@
-"""Reach nodes through Slurm: every command is a job step (``srun``) inside one allocation.
+"""Reach nodes through Slurm: every node's commands run in ONE job step per node, inside one allocation.
 
 One :class:`SlurmAllocation` per run holds the job: the one the run is inside (``--cluster
 slurm``: ``SLURM_JOB_ID``/``SLURM_JOB_NODELIST``), or one it asks for itself (``salloc
 --no-shell`` with the inventory's partition and account) and cancels at the end.  Each node's
-:class:`SlurmTransport` runs its commands as steps of that job:
+:class:`SlurmTransport` runs its commands in that job:
 
-* ``run``: ``srun --jobid=J -w NODE -N1 -n1 --overlap -l -Q --time=M sh -c CMD``; the command
-  runs under timeout(1) on the node as over SSH, the step has a time limit of its own (whole
-  minutes, Slurm's unit) as a backstop, and a step still running at the client's deadline is
-  cancelled (``scancel J.S``).
-* a gathering (a wave, see :mod:`pytest_fabric.transport.gather`): the same command of K nodes is ONE step,
+* ``steps: agent`` (the default): the first use of a node starts its agent
+  (:mod:`.agent`, :mod:`.agent_step`), ``srun --jobid=J -w NODE -N1 -n1 --overlap python3 -u -c
+  SOURCE``, a step that lives as long as the run.  ``run`` and ``start`` are requests to it: the
+  command runs in a process group of its own, killed at its timeout, on ``stop`` and on Ctrl-C.
+  A run makes one step per node, whatever it runs: Slurm's MaxStepCount (40,000 a job by
+  default) and slurmctld's RPCs grow with the nodes, not with the commands (readiness polls of
+  servers included).  A wave's commands go to each node's agent at once; nothing waits.
+* ``steps: per-command`` (nodes without python3): ``run`` is ``srun --jobid=J -w NODE -N1 -n1
+  --overlap -l -Q --time=M sh -c CMD``; the command runs under timeout(1) on the node as over
+  SSH, the step has a time limit of its own (whole minutes, Slurm's unit) as a backstop, and a
+  step still running at the client's deadline is cancelled (``scancel J.S``).  A gathering (a
+  wave, see :mod:`pytest_fabric.transport.gather`): the same command of K nodes is ONE step,
   ``srun -N K -n K --ntasks-per-node=1 -w NODESET -l --kill-on-bad-exit=0``; each task prints its
   exit status and node name after the command, and the ``-l`` labels split the output per node.
-  A node whose task never reported errors alone; the others keep their results.
-* ``start`` (a pair test's server): a background step with ``--overlap`` (steps of one job
-  share its nodes, so a server and the client's step coexist), cancelled by ``stop``.
+  ``start`` (a pair test's server): a background step with ``--overlap``, cancelled by ``stop``.
 
-Every step is named ``pf-<run>-<n>``, so ``interrupt`` and ``close`` cancel exactly this run's
-steps, and nothing of the run is left in ``squeue`` afterwards.  Slurm's refusals become the
-typed errors SSH has: a node down or drained (:class:`NodeNotAvailable`), no allocation
-(:class:`NoAllocation`), munge refusing us (:class:`~pytest_fabric.transport.base.AuthenticationFailed`),
-a step killed at its time limit (:class:`~pytest_fabric.transport.base.CommandTimeout`).  The
-transport knows nothing of the tools it runs.  Its settings are in :mod:`.settings`.
+Every step is named ``pf-<run>-<n>`` (an agent's ``pf-<run>-agent-<node>``), so ``interrupt``
+and ``release`` cancel exactly this run's steps, and nothing of the run is left in ``squeue``
+afterwards.  Slurm's refusals become the typed errors SSH has: a node down or drained
+(:class:`NodeNotAvailable`), no allocation (:class:`NoAllocation`), munge refusing us
+(:class:`~pytest_fabric.transport.base.AuthenticationFailed`), a step killed at its time limit
+(:class:`~pytest_fabric.transport.base.CommandTimeout`), an agent whose step ended (an error of
+its node, naming the step and what srun said).  The transport knows nothing of the tools it
+runs.  Its settings are in :mod:`.settings`.
 """
 
 from __future__ import annotations
@@ -37,24 +44,29 @@ import threading
 import time
 import uuid
 from collections.abc import Iterable, Iterator, Mapping, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from contextlib import AbstractContextManager, contextmanager
 from dataclasses import dataclass, field
 
 from ...hostlist import expand, fold
 from ..base import (
     AuthenticationFailed,
+    BackgroundProcess,
     CommandResult,
     CommandTimeout,
     NodeUnreachable,
+    ToolMissing,
     TransportError,
 )
 from ..gather import Gathering, StepOutcome
 from ..outcome import is_wrapper_timeout, judge
 from ..packages import missing_tool
 from ..shellwrap import KILL_AFTER_S, with_timeout
+from .agent_step import AGENT_SOURCE, AgentStep, Request, restated
 from .settings import SlurmSettings  # plain settings: the inventory makes them
 
 __all__ = [
+    "AgentProcess",
     "NoAllocation",
     "NodeNotAvailable",
     "SlurmAllocation",
@@ -82,6 +94,8 @@ _HELD_STATES = frozenset({"PENDING", "RUNNING", "COMPLETING", "CONFIGURING", "SU
 # Slurm's grace past a step's time limit is the controller's, not ours: the client waits this long
 # beyond the node-side timeout before it cancels the step itself.
 _CLIENT_GRACE_S = 15.0
+# From srun's start to the agent's hello: a step launch and a Python start, on a loaded node.
+_AGENT_START_S = 60.0
 
 
 class NodeNotAvailable(NodeUnreachable):
@@ -244,6 +258,8 @@ class SlurmAllocation:
         self._seq = 0
         self._running: dict[str, subprocess.Popen[bytes]] = {}  # step name -> its srun
         self._gatherings: list[Gathering] = []
+        self._agents: dict[str, AgentStep] = {}  # node -> its agent's step (steps: agent)
+        self._agent_locks: dict[str, threading.Lock] = {}  # node -> held while its agent starts
 
     # ----------------------------------------------------------------- the job
 
@@ -426,8 +442,11 @@ class SlurmAllocation:
         """Run ``command`` on every node of ``nodes`` as ONE step; each node's result or error.
 
         A step Slurm refuses as a whole because a node left the job (it went down) is run again
-        over the nodes still held, so only the node that left errors.
+        over the nodes still held, so only the node that left errors.  With agents (``steps:
+        agent``) no step is made: each node's agent runs the command, all at once.
         """
+        if self.uses_agents:
+            return self._run_on_agents(nodes, command, timeout, check)
         outcomes = self._run_step(nodes, command, timeout, check)
         failed = [n for n, o in outcomes.items() if isinstance(o, (NodeNotAvailable, NodeUnreachable))
                   and not isinstance(o, CommandTimeout)]
@@ -490,8 +509,11 @@ class SlurmAllocation:
                 outcomes[node] = exc
         return outcomes
 
-    def start(self, node: str, command: str, timeout: float) -> SlurmStep:
-        """Start ``command`` on ``node`` as a background step that overlaps the others."""
+    def start(self, node: str, command: str, timeout: float) -> BackgroundProcess:
+        """Start ``command`` on ``node``: a request to its agent, or a background step that overlaps the others."""
+        if self.uses_agents:
+            agent = self.agent(node)
+            return AgentProcess(agent, agent.submit(command, timeout))
         error = self.node_error(node)
         if error is not None:
             raise error
@@ -541,6 +563,10 @@ class SlurmAllocation:
             except ProcessLookupError:
                 pass
         with self._lock:
+            agents = list(self._agents.values())
+        for agent in agents:
+            agent.kill_all()
+        with self._lock:
             running = dict(self._running)
         if not running:
             return
@@ -560,6 +586,7 @@ class SlurmAllocation:
     def release(self) -> None:
         """Cancel what is left of the run: the job if we asked for it, else this run's steps.  Idempotent."""
         self.interrupt()
+        self._close_agents()
         if self.job_id is None:
             if self._asked:  # salloc ended before it told us the job: nothing of ours stays queued or held
                 try:
@@ -585,11 +612,124 @@ class SlurmAllocation:
         except (OSError, subprocess.SubprocessError):
             logger.debug("releasing job %s failed", self.job_id, exc_info=True)
 
+    # ----------------------------------------------------------------- agents
+
+    @property
+    def uses_agents(self) -> bool:
+        """One long-lived step per node runs every command (``steps: agent``)."""
+        return self.settings.steps == "agent"
+
+    def _agent_argv(self, node: str, name: str) -> list[str]:
+        return [
+            "srun", f"--jobid={self.job_id}", f"--job-name={name}", "--overlap", "-N", "1", "-n", "1", "-w", node,
+            "--quiet", "--unbuffered", "--kill-on-bad-exit=0", f"--chdir={self.settings.chdir}",
+            *self.settings.srun_options, "python3", "-u", "-c", AGENT_SOURCE,
+        ]
+
+    def agent(self, node: str) -> AgentStep:
+        """``node``'s agent, its step started on first use; raise the node's error when it has none."""
+        error = self.node_error(node)
+        if error is not None:
+            raise error
+        with self._lock:
+            lock = self._agent_locks.setdefault(node, threading.Lock())
+        with lock:  # one start per node; the others' starts go on in their own threads
+            agent = self._agents.get(node)
+            if agent is None:
+                name = f"{self.tag}-agent-{node}"
+
+                def died(messages: Sequence[str], code: int | None) -> TransportError:
+                    return self._agent_died(node, name, messages, code)
+
+                agent = AgentStep(node, name, self._agent_argv(node, name), self.env, died)
+                with self._lock:
+                    self._agents[node] = agent  # before it starts: release() reaches a step still starting
+                agent.open(_AGENT_START_S)  # raises the node's error
+                return agent
+        if agent.error is not None:
+            raise agent.error.again()
+        return agent
+
+    def _agent_died(self, node: str, name: str, messages: Sequence[str], code: int | None) -> TransportError:
+        """The error of ``node`` whose agent step ``name`` ended (or never started), from what srun said."""
+        command = f"srun --jobid={self.job_id} -w {node} --overlap python3 -u -c <pytest-fabric agent> (step {name})"
+        if self.job_id is not None and self._leavers([node]):
+            return restated(self._node_errors[node], command=command)
+        text = "\n".join(messages)
+        if re.search(r"execve\(\): python3|python3: (?:command )?not found", text):
+            missing = ToolMissing(node, "python3", command=command, package="python3")
+            missing.fix = f"{missing.fix}, or set slurm: {{steps: per-command}} in the inventory"
+            Exception.__init__(missing, missing._render())
+            return missing
+        if not messages:
+            how = "still running" if code is None else f"killed by signal {-code}" if code < 0 else f"exit {code}"
+            messages = [f"srun ended ({how}) without a word"]
+        error = classify_srun_failure(node, messages, command, 0, self.job_id)
+        error.detail = f"this node's agent (step {name}) ended: {error.detail}"
+        Exception.__init__(error, error._render())
+        return error
+
+    def _agents_for(self, nodes: Sequence[str]) -> dict[str, AgentStep | TransportError]:
+        """Each node's agent, those not yet started started at once (a step launch each, in parallel)."""
+        with self._lock:
+            fresh = [n for n in nodes if n not in self._agents]
+
+        def one(node: str) -> AgentStep | TransportError:
+            try:
+                return self.agent(node)
+            except TransportError as exc:
+                return exc
+
+        if len(fresh) > 1:
+            with ThreadPoolExecutor(max_workers=min(len(fresh), 32), thread_name_prefix="pf-agent-start") as pool:
+                started = dict(zip(fresh, pool.map(one, fresh)))
+        else:
+            started = {}
+        return {n: started[n] if n in started else one(n) for n in nodes}
+
+    def _run_on_agents(self, nodes: Sequence[str], command: str, timeout: float,
+                       check: bool) -> dict[str, StepOutcome]:
+        outcomes: dict[str, StepOutcome] = {}
+        requests: list[tuple[AgentStep, Request]] = []
+        for node, agent in self._agents_for(list(dict.fromkeys(nodes))).items():
+            if isinstance(agent, TransportError):
+                outcomes[node] = agent
+            else:
+                requests.append((agent, agent.submit(command, timeout)))
+        # The agent kills the command at its timeout and answers; past this it is not answering.
+        deadline = time.monotonic() + timeout + KILL_AFTER_S + _CLIENT_GRACE_S
+        try:
+            for agent, request in requests:
+                outcomes[agent.node] = _agent_outcome(agent, request, deadline, check)
+        except BaseException:  # Ctrl-C while waiting: none of these may go on running on its node
+            for agent, request in requests:
+                agent.kill(request)
+            raise
+        return outcomes
+
+    def _close_agents(self) -> None:
+        """End every agent: each ends its commands and exits; a step that does not is cancelled."""
+        with self._lock:
+            agents, self._agents = list(self._agents.values()), {}
+        for agent in agents:
+            agent.ask_to_close()
+        deadline = time.monotonic() + KILL_AFTER_S + 5
+        for agent in agents:
+            if not agent.wait_closed(deadline - time.monotonic()):
+                self._cancel(agent.name, agent.process)
+
     # ----------------------------------------------------------------- waves
 
     @contextmanager
     def gathering(self, nodes: Iterable[str]) -> Iterator[Gathering]:
-        """Within the block, identical commands of ``nodes`` run as one step per round."""
+        """Within the block, identical commands of ``nodes`` run as one step per round.
+
+        With agents there is nothing to share: every node's command goes to its agent as it
+        comes, and a gathering over no nodes makes nobody wait.
+        """
+        if self.uses_agents:
+            yield Gathering((), self.run_many)
+            return
         group = Gathering(nodes, self.run_many, window_s=self.settings.gather_window_s)
         with self._lock:
             self._gatherings.append(group)
@@ -615,7 +755,7 @@ class SlurmTransport:
         self.allocation = allocation
         self.launcher: object = allocation  # nodes of one allocation share wave steps
         self._lock = threading.Lock()
-        self._background: list[SlurmStep] = []
+        self._background: list[BackgroundProcess] = []
 
     def __repr__(self) -> str:
         return f"SlurmTransport({self.node!r}, job={self.allocation.job_id})"
@@ -625,6 +765,8 @@ class SlurmTransport:
         error = self.allocation.node_error(self.node)
         if error is not None:
             raise error
+        if self.allocation.uses_agents:
+            self.allocation.agent(self.node)
 
     def run(self, command: str, *, timeout: float, check: bool = True) -> CommandResult:
         """Run ``command`` as a step on this node (or as part of its wave's step)."""
@@ -637,8 +779,8 @@ class SlurmTransport:
             raise outcome
         return outcome
 
-    def start(self, command: str, *, timeout: float) -> SlurmStep:
-        """Start ``command`` as a background step; it ends at ``timeout`` at the latest."""
+    def start(self, command: str, *, timeout: float) -> BackgroundProcess:
+        """Start ``command`` in the background (its agent's, or a step); it ends at ``timeout`` at the latest."""
         step = self.allocation.start(self.node, command, timeout)
         with self._lock:
             self._background.append(step)
@@ -649,7 +791,7 @@ class SlurmTransport:
         return self.allocation.gathering(nodes)
 
     def interrupt(self) -> None:
-        """Cancel this run's running steps (they may span nodes: a wave's step)."""
+        """Kill this run's running commands, on every node (a wave's step spans nodes)."""
         self.allocation.interrupt()
 
     def close(self) -> None:
@@ -716,3 +858,72 @@ class SlurmStep:
         if self._proc.poll() is None:
             self._allocation._cancel(self.name, self._proc)
         return self._finish()
+
+
+def _agent_outcome(agent: AgentStep, request: Request, deadline: float, check: bool) -> StepOutcome:
+    """How ``request`` ended: its result, or the typed error (the agent's timeout is a CommandTimeout)."""
+    node, command = agent.node, request.command
+    if not agent.finish(request, max(0.0, deadline - time.monotonic())):
+        agent.kill(request)  # the agent did not answer at the command's timeout: kill it and stop waiting
+        agent.finish(request, agent.grace_s + 2)
+        if not request.done.is_set():
+            return CommandTimeout(node, command, request.timeout)
+    if request.error is not None:
+        return request.error
+    answer = request.answer or {}
+    stdout, stderr = str(answer.get("stdout", "")), str(answer.get("stderr", ""))
+    if answer.get("timed_out"):
+        return CommandTimeout(node, command, request.timeout, stdout)
+    result = CommandResult(node, command, int(answer.get("rc", -1)), stdout, stderr, request.elapsed_s)
+    try:
+        return judge(result, check=check)
+    except TransportError as exc:
+        return exc
+
+
+class AgentProcess:
+    """A command in the background on a node's agent (a server); see :class:`~.base.BackgroundProcess`."""
+
+    def __init__(self, agent: AgentStep, request: Request) -> None:
+        self.node = agent.node
+        self.command = request.command
+        self.timeout_s = request.timeout
+        self._agent = agent
+        self._request = request
+
+    def is_running(self) -> bool:
+        return not self._request.done.is_set()
+
+    def _result(self) -> CommandResult:
+        request = self._request
+        if request.answer is None:  # the agent is gone, or never answered
+            why = str(request.error) if request.error is not None else "the node's agent did not answer"
+            return CommandResult(self.node, self.command, -1, "", f"{why}\n", request.elapsed_s)
+        answer = request.answer
+        return CommandResult(self.node, self.command, int(answer.get("rc", -1)), str(answer.get("stdout", "")),
+                             str(answer.get("stderr", "")), request.elapsed_s)
+
+    def _checked(self, result: CommandResult) -> CommandResult:
+        # A server that was never there is an error, not an output (as over SSH).
+        if result.exit_code != 0 and missing_tool(result.exit_code, result.stderr, result.command):
+            judge(result, check=True)
+        return result
+
+    def wait(self, timeout: float) -> CommandResult:
+        """Wait for the command to end by itself; on timeout kill it and raise CommandTimeout."""
+        if not self._agent.finish(self._request, timeout):
+            partial = self.stop()
+            raise CommandTimeout(self.node, self.command, timeout, partial.stdout)
+        if self._request.error is not None:
+            raise restated(self._request.error)
+        result = self._result()
+        if self._request.answer is not None and self._request.answer.get("timed_out"):
+            raise CommandTimeout(self.node, self.command, self.timeout_s, result.stdout)
+        return self._checked(result)
+
+    def stop(self) -> CommandResult:
+        """TERM the command's process group on the node, KILL it after the grace; what it printed.  Idempotent."""
+        if not self._request.done.is_set():
+            self._agent.kill(self._request)
+            self._agent.finish(self._request, self._agent.grace_s + 5)
+        return self._checked(self._result())

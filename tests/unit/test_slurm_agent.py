@@ -1,0 +1,178 @@
+"""The Slurm node agent and its controller side, run here as a local process (no Slurm needed).
+
+:class:`AgentStep` starts whatever argv it is given; on a node that is ``srun ... python3 -u -c
+SOURCE``, here it is this Python with the same source, so the protocol, the timeouts, the process
+groups and the end of the agent are tested for real.  tests/integration/test_slurm.py runs it
+under a real srun.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import sys
+import time
+import uuid
+from collections.abc import Iterator, Sequence
+from pathlib import Path
+
+import pytest
+
+from pytest_fabric.transport.base import NodeUnreachable, TransportError
+from pytest_fabric.transport.slurm.agent_step import AGENT_SOURCE, AgentStep, Request
+
+GRACE_S = 0.5
+
+
+class Deaths:
+    """What the controller was told when the agent ended: srun's messages and exit code."""
+
+    def __init__(self) -> None:
+        self.calls: list[tuple[list[str], int | None]] = []
+
+    def __call__(self, messages: Sequence[str], code: int | None) -> TransportError:
+        self.calls.append((list(messages), code))
+        return NodeUnreachable("node01", f"agent gone (exit {code})", fix="look at the node")
+
+
+@pytest.fixture
+def deaths() -> Deaths:
+    return Deaths()
+
+
+@pytest.fixture
+def agent(deaths: Deaths) -> Iterator[AgentStep]:
+    step = AgentStep("node01", "pf-test-agent-node01", [sys.executable, "-u", "-c", AGENT_SOURCE], None, deaths,
+                     grace_s=GRACE_S)
+    step.open(30)
+    try:
+        yield step
+    finally:
+        step.ask_to_close()
+        if not step.wait_closed(10):
+            proc = step.process
+            assert proc is not None
+            proc.kill()
+            proc.wait()
+
+
+def token() -> str:
+    """A sleep argument no other process has, to find a command's processes by."""
+    return f"600.{uuid.uuid4().int % 10**6:06d}"
+
+
+def running(word: str) -> list[int]:
+    pids = []
+    for entry in Path("/proc").iterdir():
+        if entry.name.isdigit():
+            try:
+                cmdline = (entry / "cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace")
+            except OSError:
+                continue
+            if word in cmdline and "pgrep" not in cmdline:
+                pids.append(int(entry.name))
+    return pids
+
+
+def gone(word: str, within_s: float = 5) -> bool:
+    deadline = time.monotonic() + within_s
+    while running(word) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    return not running(word)
+
+
+def answered(agent: AgentStep, request: Request, within_s: float = 10) -> dict[str, object]:
+    assert agent.finish(request, within_s), f"no answer to {request.command!r} within {within_s} s"
+    assert request.error is None, request.error
+    assert request.answer is not None
+    return request.answer
+
+
+def test_a_command_gives_its_exit_code_and_both_streams(agent: AgentStep) -> None:
+    answer = answered(agent, agent.submit("echo out; echo err >&2; exit 3", 10))
+    assert (answer["rc"], answer["stdout"], answer["stderr"], answer["timed_out"]) == (3, "out\n", "err\n", False)
+
+
+def test_a_command_reads_nothing_of_the_protocol(agent: AgentStep) -> None:
+    # stdin is /dev/null: a command that reads it ends at once, and the requests after it still arrive.
+    assert answered(agent, agent.submit("cat; echo read-$?", 10))["stdout"] == "read-0\n"
+    assert answered(agent, agent.submit("echo next", 10))["stdout"] == "next\n"
+
+
+def test_a_timeout_kills_the_whole_process_group(agent: AgentStep) -> None:
+    word = token()
+    started = time.monotonic()
+    answer = answered(agent, agent.submit(f"sleep {word} & sleep {word}; echo never", 1))
+    assert answer["timed_out"] is True and answer["stdout"] == ""
+    assert time.monotonic() - started < 1 + GRACE_S + 2
+    assert gone(word)  # the child in the background died with the command
+
+
+def test_a_command_that_ignores_term_is_killed_after_the_grace(agent: AgentStep) -> None:
+    word = token()
+    started = time.monotonic()
+    answer = answered(agent, agent.submit(f"trap '' TERM; sleep {word}", 0.5))
+    assert answer["timed_out"] is True and answer["rc"] == -signal.SIGKILL
+    assert 0.5 + GRACE_S * 0.9 <= time.monotonic() - started < 0.5 + GRACE_S + 3
+    assert gone(word)
+
+
+def test_kill_stops_a_server_and_keeps_what_it_printed(agent: AgentStep) -> None:
+    word = token()
+    server = agent.submit(f"echo listening; sleep {word}", 60)
+    deadline = time.monotonic() + 5
+    while not running(word) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert server.pid is not None and not server.done.is_set()
+    agent.kill(server)
+    answer = answered(agent, server, 5)
+    assert (answer["stdout"], answer["rc"], answer["timed_out"]) == ("listening\n", -signal.SIGTERM, False)
+    assert gone(word)
+
+
+def test_commands_of_one_node_run_at_once(agent: AgentStep) -> None:
+    started = time.monotonic()
+    requests = [agent.submit(f"sleep 1; echo {i}", 10) for i in range(12)]
+    assert [answered(agent, r)["stdout"] for r in requests] == [f"{i}\n" for i in range(12)]
+    assert time.monotonic() - started < 6  # one after another: 12 s
+
+
+def test_an_agent_that_dies_fails_its_requests_with_the_nodes_error(agent: AgentStep, deaths: Deaths) -> None:
+    word = token()
+    waiting = agent.submit(f"sleep {word}", 60)
+    deadline = time.monotonic() + 5
+    while not running(word) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    proc = agent.process
+    assert proc is not None
+    os.kill(proc.pid, signal.SIGTERM)  # as slurmstepd does when the step is cancelled
+    assert agent.finish(waiting, 10)
+    assert isinstance(waiting.error, NodeUnreachable) and waiting.error.command == f"sleep {word}"
+    assert "agent gone (exit 143)" in str(waiting.error)
+    assert len(deaths.calls) == 1 and deaths.calls[0][1] == 128 + signal.SIGTERM
+    assert gone(word)  # the agent ended its command before it went
+    later = agent.submit("echo too late", 10)
+    assert later.done.is_set() and isinstance(later.error, NodeUnreachable) and later.error.command == "echo too late"
+    assert not agent.alive
+
+
+def test_closing_the_agent_ends_its_commands(agent: AgentStep, deaths: Deaths) -> None:
+    word = token()
+    waiting = agent.submit(f"sleep {word}", 60)
+    deadline = time.monotonic() + 5
+    while not running(word) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    agent.ask_to_close()
+    assert agent.wait_closed(GRACE_S + 8)
+    assert gone(word)
+    assert agent.finish(waiting, 5) and waiting.error is not None and "was closed" in str(waiting.error)
+    assert deaths.calls == []  # asked to end: not a death of the node
+
+
+def test_an_agent_that_never_starts_raises_the_nodes_error(deaths: Deaths) -> None:
+    step = AgentStep("node01", "pf-test-agent-node01",
+                     [sys.executable, "-c", "import sys; sys.stderr.write('srun: error: no python\\n'); sys.exit(2)"],
+                     None, deaths)
+    with pytest.raises(NodeUnreachable, match="agent gone"):
+        step.open(10)
+    assert deaths.calls == [(["srun: error: no python"], 2)]
