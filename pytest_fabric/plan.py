@@ -1,19 +1,27 @@
 """What a run will do and about how long it takes, from its items and the profile's settings.
 
 Pure: the plugin hands :func:`plan_run` one :class:`PlannedSubject` per selected test
-(after ``-k``/``-m``) and prints :meth:`RunPlan.summary` before the first measurement::
+(after ``-k``/``-m``) of a check the profile sets and prints :meth:`RunPlan.summary` before
+the first measurement::
 
     fabric: plan: 41,409 tests: 9 rounds x ~2.0 min + 31 waves ~8 min ~ 26 min (64 nodes at once)
 
-A pair check is measured a round of disjoint pairs at a time, every pair check of a round
-one after the other; a per-node check (node, GPU, port, mount, egress target) is one wave.
-Either runs at most ``fanout`` subjects at once, and subjects that share a resource (one
-node's GPUs, a shared mount, the egress uplink) at most that resource's limit at once.
-The time of one measurement comes from the check's settings where the profile gives them
-(``duration`` x ``repeat``, fio ``runtime``, ``size`` over the floor) and otherwise from
-the check's declared typical time (:mod:`pytest_fabric.checks`); checks that only read
-other checks' results (outliers, attribution) take none. It is an estimate: re-measurements of suspect pairs, slow nodes
-and connection setup are not in it.
+It is built from the same declarations the run uses (:mod:`pytest_fabric.checks`): a pair check
+is measured a round of disjoint pairs at a time, ``fanout // 2`` pairs at once (``--fabric-fanout``
+counts nodes), every pair check of a round one after the other; a per-node check (node, GPU,
+port, mount, egress target) is one wave of at most ``fanout`` nodes at once, and subjects that
+share a resource (one node's GPUs, a shared mount, the egress uplink) at most that resource's
+limit at once. One measurement takes the check's settings' time where the profile gives them
+(``duration`` x ``repeat``, fio ``runtime``, ``size`` over the floor) plus what starting its
+tools costs, else the check's declared typical time; a check declared ``one_at_a_time`` goes
+through a pair's rails (or a node's GPUs) one after the other, the others at once. Checks that
+only read other checks' results (outliers, attribution) measure nothing themselves, but the
+pairs they find suspect are re-measured alone: an expected share of the pairs, in retest rounds
+of disjoint pairs like any round, each :data:`RETEST_REPEATS` samples. Opening the connections
+and every batch's start are in it too.
+
+The plan is kept per phase (:func:`phase_of`: a layer's per-node checks, its pair rounds, its
+cluster-wide checks) so the report can set each beside what it took (:meth:`RunPlan.to_json`).
 """
 
 from __future__ import annotations
@@ -27,6 +35,11 @@ from typing import Any
 from .checks import check_of
 
 __all__ = [
+    "BATCH_S",
+    "CONNECT_S",
+    "PER_TEST_S",
+    "RETEST_REPEATS",
+    "RETEST_SHARE",
     "PlannedSubject",
     "CheckPlan",
     "RunPlan",
@@ -34,13 +47,44 @@ __all__ = [
     "plan_run",
     "planned_subject",
     "format_duration",
+    "phase_of",
 ]
 
 #: seconds every measurement adds to its tool's own time: SSH channel, tool start, servers on the peer
-OVERHEAD_S = 2.0
+OVERHEAD_S = 0.7
 
 #: a reading (ibstat, nvidia-smi, findmnt, sysfs): about a second
-READING_S = 1.0
+READING_S = 0.3
+
+#: opening one node's connection (SSH handshake and authentication), ``fanout`` nodes at a time
+CONNECT_S = 1.0
+
+#: each wave or round: starting its members, gathering their results
+BATCH_S = 0.1
+
+#: each collected test, skipped ones too: pytest's own run of it, its record, the JSON rewrite
+#: (2-3 ms a test on an idle controller, measured with benchmarks/bench_plan_accuracy.py)
+PER_TEST_S = 0.004
+
+#: the share of a check's pairs an outlier check or attribution is expected to find suspect and
+#: re-measure alone; a healthy cluster has none, a sick one a few per cent
+RETEST_SHARE = 0.02
+
+#: samples of a pair re-measured alone (measurements/inter_node.py RETEST_REPEATS, OUTLIER_REPEATS)
+RETEST_REPEATS = 3
+
+_LAYER_WORDS = {"intra_node": "intra-node", "inter_node": "inter-node"}
+_KIND_WORDS = {"pair": " pairs", "cluster": " cluster checks", "wave": ""}
+
+
+def phase_of(layer: str, check: str, kind: str | None = None) -> str:
+    """The phase ``check`` runs in, as the plan and the report name it: ``inter-node pairs``,
+    ``storage``, ``inter-node cluster checks``. From the check's declaration (its subject: pairs
+    go in rounds, the cluster in one measurement, the rest in waves), else from ``kind``."""
+    declared = check_of(check)
+    if declared is not None:
+        kind = "pair" if declared.subject == "node_pair" else "cluster" if declared.subject == "cluster" else "wave"
+    return _LAYER_WORDS.get(layer, layer) + _KIND_WORDS.get(kind or "wave", "")
 
 
 @dataclass(frozen=True)
@@ -67,10 +111,18 @@ class CheckPlan:
     rounds: int  # pair checks: rounds of disjoint pairs; waves: 1; cluster checks: 1
     seconds: float  # one measurement
     slots: int  # measurements one after the other, summed over the check's rounds or its wave
+    retest_s: float = 0.0  # the expected re-measurements alone of the pairs it finds suspect
+    phase: str = ""  # phase_of(layer, check, kind)
+    order: int = 0  # the declared phase: when it runs relative to the others
+
+    @property
+    def batches(self) -> int:
+        """Waves or rounds this check starts (each costs :data:`BATCH_S`); none for a check that measures nothing."""
+        return self.rounds if self.seconds > 0 else 0
 
     @property
     def total_s(self) -> float:
-        return self.seconds * self.slots
+        return self.seconds * self.slots + self.batches * BATCH_S + self.retest_s
 
 
 @dataclass(frozen=True)
@@ -80,6 +132,13 @@ class RunPlan:
     tests: int
     checks: list[CheckPlan] = field(default_factory=list)
     fanout: int = 64
+    connect_s: float = 0.0  # opening every node's connection before the first check
+    bookkeeping_s: float = 0.0  # every collected test's own cost, skipped ones too (PER_TEST_S)
+
+    @property
+    def outside_s(self) -> float:
+        """What no planned check's measurement holds: the connections and every test's bookkeeping."""
+        return self.connect_s + self.bookkeeping_s
 
     @property
     def rounds(self) -> int:
@@ -104,7 +163,7 @@ class RunPlan:
 
     @property
     def total_s(self) -> float:
-        return self.rounds_s + self.waves_s + self.cluster_s
+        return self.rounds_s + self.waves_s + self.cluster_s + self.outside_s
 
     def summary(self) -> str:
         """``41,409 tests: 9 rounds x ~2.0 min + 31 waves ~8 min + 3 cluster checks ~6 min ~ 26 min``."""
@@ -118,8 +177,32 @@ class RunPlan:
             parts.append(f"{cluster} cluster check{'s' if cluster > 1 else ''} ~{format_duration(self.cluster_s)}")
         what = " + ".join(parts) if parts else "nothing to measure"
         tail = f" ~ {format_duration(self.total_s)}" if parts else ""
-        return f"{self.tests:,} tests: {what}{tail} (at most {self.fanout} subjects at once)"
+        return f"{self.tests:,} tests: {what}{tail} (at most {self.fanout} nodes at once)"
 
+    def phases(self) -> list[tuple[str, float]]:
+        """Each phase and its planned seconds, in the order the run reaches them."""
+        first: dict[str, int] = {}
+        seconds: dict[str, float] = defaultdict(float)
+        for c in self.checks:
+            first[c.phase] = min(first.get(c.phase, c.order), c.order)
+            seconds[c.phase] += c.total_s
+        return [(name, seconds[name]) for name in sorted(first, key=lambda n: (first[n], n))]
+
+    def to_json(self) -> dict[str, Any]:
+        """The plan as the JSON record keeps it (``run.plan``); the report adds what each phase took."""
+        return {
+            "summary": self.summary(),
+            "planned_s": round(self.total_s, 1),
+            "connect_s": round(self.connect_s, 1),
+            "outside_s": round(self.outside_s, 1),
+            "fanout": self.fanout,
+            "tests": self.tests,
+            "phases": [
+                {"phase": name, "planned_s": round(planned, 1),
+                 "checks": sorted({c.check for c in self.checks if c.phase == name})}
+                for name, planned in self.phases()
+            ],
+        }
 
     def dominant(self, count: int = 3) -> list[CheckPlan]:
         """The checks that take the most of the plan, longest first."""
@@ -130,9 +213,11 @@ class RunPlan:
         if self.total_s <= budget_s:
             return None
         parts = ", ".join(f"{c.layer}.{c.check} ~{format_duration(c.total_s)}" for c in self.dominant())
+        phases = ", ".join(f"{name} ~{format_duration(s)}" for name, s in
+                           sorted(self.phases(), key=lambda p: -p[1])[:2] if s > 0)
         return (f"the plan takes ~{format_duration(self.total_s)}, more than --time-budget "
-                f"{format_duration(budget_s)}; most of it: {parts}. Select fewer checks (-k, -m), sample "
-                "pairs (pairs: random:K), or give a larger budget")
+                f"{format_duration(budget_s)}; most of it: {parts} (phases: {phases}). Select fewer checks "
+                "(-k, -m), sample pairs (pairs: random:K), or give a larger budget")
 
 
 def format_duration(seconds: float) -> str:
@@ -182,36 +267,84 @@ def measurement_seconds(check: str, spec: Any) -> float:
 
 
 def plan_run(subjects: Iterable[PlannedSubject], specs: Mapping[tuple[str, str], Any], fanout: int,
-             *, rails: int = 1, gpus: int = 1) -> RunPlan:
-    """The plan of a run of ``subjects``; ``specs`` maps (layer, check) to the profile's settings.
+             *, rails: int = 1, gpus: int = 1, nodes: int = 0, items: int = 0) -> RunPlan:
+    """The plan of a run of ``subjects``; ``specs`` maps (layer, check) to the profile's settings
+    (the checks it sets: a reads check retests only when the check it reads is there).
 
     ``rails`` and ``gpus``: what a check declared ``one_at_a_time`` goes through in one measurement
-    (a pair's rails measured one after the other, a node's GPUs for GPUDirect).
+    (latency a pair's rails one after the other, aggregate each rail alone). ``nodes``: the
+    inventory's, whose connections open ``fanout`` at a time before the first check. ``items``:
+    every collected test, the skipped ones of checks the profile does not set too.
     """
     by_check: dict[tuple[str, str, str], list[PlannedSubject]] = defaultdict(list)
     tests = 0
     for subject in subjects:
         tests += 1
         by_check[(subject.layer, subject.check, subject.kind)].append(subject)
+    per_round = max(1, fanout // 2)  # --fabric-fanout counts nodes: a round runs fanout // 2 pairs at once
     checks = []
     for (layer, check, kind), members in by_check.items():
-        seconds = measurement_seconds(check, specs.get((layer, check)))
+        seconds = _one_measurement(layer, check, specs, rails, gpus)
         declared = check_of(check)
-        if declared is not None and declared.one_at_a_time is not None:
-            seconds *= max(1, rails if declared.one_at_a_time == "rails" else gpus)
         if kind == "pair":
-            per_round: dict[int | None, int] = defaultdict(int)
+            in_round: dict[int | None, int] = defaultdict(int)
             for m in members:
-                per_round[m.round] += 1
-            rounds = len(per_round)
-            # --fabric-fanout counts nodes: a round runs fanout // 2 pairs at once
-            slots = sum(math.ceil(n / max(1, fanout // 2)) for n in per_round.values())
+                in_round[m.round] += 1
+            rounds = len(in_round)
+            slots = sum(math.ceil(n / per_round) for n in in_round.values())
         elif kind == "wave":
             rounds, slots = 1, _wave_slots(members, fanout)
         else:
             rounds, slots = 1, len(members)
-        checks.append(CheckPlan(layer, check, kind, len(members), rounds, seconds, slots))
-    return RunPlan(tests, checks, fanout)
+        retest_s = 0.0
+        source = declared.reads_from if declared is not None else None
+        if source is not None and (layer, source) in specs and _retests(check, specs.get((layer, check))):
+            retest_s = _retest_seconds(len(members), per_round, _one_measurement(layer, source, specs, rails, gpus))
+        checks.append(CheckPlan(layer, check, kind, len(members), rounds, seconds, slots, retest_s,
+                                phase_of(layer, check, kind), declared.phase if declared is not None else 0))
+    checks += _attribution_retests(checks, specs, per_round, rails, gpus)
+    connect_s = CONNECT_S * math.ceil(nodes / max(1, fanout)) if tests else 0.0
+    return RunPlan(tests, checks, fanout, connect_s, PER_TEST_S * max(items, tests))
+
+
+def _one_measurement(layer: str, check: str, specs: Mapping[tuple[str, str], Any], rails: int, gpus: int) -> float:
+    seconds = measurement_seconds(check, specs.get((layer, check)))
+    declared = check_of(check)
+    if declared is not None and declared.one_at_a_time is not None:
+        seconds *= max(1, rails if declared.one_at_a_time == "rails" else gpus)
+    return seconds
+
+
+def _retests(check: str, spec: Any) -> bool:
+    """Whether a reads check re-measures the pairs it finds suspect (attribution: unless ``retest: false``)."""
+    return bool(getattr(spec, "retest", True))
+
+
+def _retest_seconds(pairs: int, per_round: int, seconds: float) -> float:
+    """The expected time of re-measuring :data:`RETEST_SHARE` of ``pairs`` alone: retest rounds of
+    disjoint pairs (a round of ``per_round`` pairs at once), each pair :data:`RETEST_REPEATS` samples.
+    Below one expected pair, the chance of one round."""
+    expected = RETEST_SHARE * pairs
+    rounds = math.ceil(expected / per_round) if expected >= 1 else expected
+    return rounds * (RETEST_REPEATS * seconds + BATCH_S)
+
+
+def _attribution_retests(checks: list[CheckPlan], specs: Mapping[tuple[str, str], Any], per_round: int,
+                         rails: int, gpus: int) -> list[CheckPlan]:
+    """Attribution re-measures suspects of the pair check it reads (its ``check``, else rdma_bandwidth
+    where set, else tcp_throughput) against known-good helpers: its own phase's share of the plan."""
+    spec = specs.get(("inter_node", "attribution"))
+    if spec is None or not _retests("attribution", spec):
+        return []
+    named = getattr(spec, "check", None)
+    source = named or ("rdma_bandwidth" if ("inter_node", "rdma_bandwidth") in specs else "tcp_throughput")
+    pairs = next((c.tests for c in checks if c.check == source and c.kind == "pair"), 0)
+    if not pairs:
+        return []
+    seconds = _retest_seconds(pairs, per_round, _one_measurement("inter_node", source, specs, rails, gpus))
+    declared = check_of("attribution")
+    return [CheckPlan("inter_node", "attribution retests", "wave", 0, 0, 0.0, 0, seconds,
+                      phase_of("inter_node", "attribution"), declared.phase if declared is not None else 0)]
 
 
 def planned_subject(

@@ -42,6 +42,7 @@ from .causes import cause_key
 from .collect import CHECKS_KEY, final_verdict, get_checks, is_controller, record_of
 from .compare import summary_line
 from .errors import MessageRepr
+from .record_json import timed_plan
 
 __all__ = ["FabricHtml"]
 
@@ -158,7 +159,8 @@ class FabricHtml:
             page.STYLE,
             page.verdict_banner(verdict, _took(info.started, finished)),
             page.not_run_table(verdict, checks, info.nodes),
-            page.run_table(info, checks, finished, summary_line(self.config, checks)),
+            page.run_table(info, checks, finished, summary_line(self.config, checks),
+                           timed_plan(self.config, checks, finished)),
             host_keys_html(info.host_key_policy, host_key_decisions(self.config)),
             page.expectations_table(checks),
         ])

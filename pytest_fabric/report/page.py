@@ -28,6 +28,7 @@ from .summary import (
     nodeset,
     outcome_counts,
     outlier_text,
+    plan_lines,
     send_back,
     sort_problems_first,
     tool_versions,
@@ -196,8 +197,10 @@ def expectations_table(checks: Sequence[Check]) -> str:
             "<th>Source</th><th>Subjects</th></tr>" + "".join(body) + "</table></details>")
 
 
-def run_table(info: RunInfo, checks: Sequence[Check], finished: str | None, compare_line: str | None) -> str:
-    """Cluster, profile (name, sha256, extends), nodes, times and the versions of everything that ran."""
+def run_table(info: RunInfo, checks: Sequence[Check], finished: str | None, compare_line: str | None,
+              plan: Mapping[str, Any] | None = None) -> str:
+    """Cluster, profile (name, sha256, extends), nodes, times, the versions of everything that ran,
+    and the plan beside what the run took, overall and per phase (``plan``: the record's ``run.plan``)."""
     tools = tool_versions(checks)
     tool_text = ", ".join(
         f"{_e(t)} {' / '.join(_e(v) for v in vs)}" + (" (differs between nodes)" if len(vs) > 1 else "")
@@ -215,6 +218,11 @@ def run_table(info: RunInfo, checks: Sequence[Check], finished: str | None, comp
         ("pytest-fabric", _e(info.pytest_fabric_version)),
         ("Tools on the nodes", tool_text),
     ]
+    timing = plan_lines(plan)
+    if timing:
+        head, *phases = timing
+        items = "".join(f"<li>{_e(line.strip())}</li>" for line in phases)
+        rows.append(("Plan", f"{_e(head.removeprefix('plan vs actual: '))}<ul>{items}</ul>"))
     if compare_line:
         rows.append(("Comparison", _e(compare_line)))
     body = "".join(f"<tr><th>{k}</th><td>{v}</td></tr>" for k, v in rows)

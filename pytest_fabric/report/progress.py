@@ -184,7 +184,7 @@ def plan_items(items: list[pytest.Item], config: pytest.Config) -> RunPlan | Non
                                         specs[(info.layer, info.check)], shared))
     rails, gpus = _count(state.profile.spec_of(checks.PORTS)), _count(state.profile.spec_of(checks.GPU_COUNT))
     return plan_run(subjects, {k: v for k, v in specs.items() if v is not None}, state.batches.fanout,
-                    rails=rails, gpus=gpus)
+                    rails=rails, gpus=gpus, nodes=len(state.inventory.nodes), items=len(items))
 
 
 def _count(spec: Count | None) -> int:

@@ -37,10 +37,19 @@ from ..runinfo import RunInfo, get_run_info, utc_now
 from .collect import CHECKS_KEY, final_verdict, get_checks, is_controller, record_of
 from .compare import PREVIOUS_KEY
 from .run_verdict import RunVerdict
-from .summary import OUTCOMES, cannot_tell, nodeset, outcome_counts, send_back, tool_versions
+from .summary import (
+    OUTCOMES,
+    cannot_tell,
+    nodeset,
+    outcome_counts,
+    plan_vs_actual,
+    seconds_between,
+    send_back,
+    tool_versions,
+)
 from .verify import canonical_json
 
-__all__ = ["SCHEMA_VERSION", "WRITER_KEY", "RecordWriter", "build_run"]
+__all__ = ["SCHEMA_VERSION", "WRITER_KEY", "RecordWriter", "build_run", "timed_plan"]
 
 SCHEMA_VERSION = 1
 MIN_INTERVAL_S = 0.2
@@ -62,6 +71,7 @@ def build_run(
     compared_with: str | None = None, evidence_dir: str | None = None, finished: str | None = None,
     counts: dict[str, int] | None = None, tools: dict[str, list[str]] | None = None,
     comparison_warnings: Sequence[str] = (), host_keys: Sequence[dict[str, Any]] = (),
+    plan: dict[str, Any] | None = None, plan_checks: Sequence[dict[str, Any]] | None = None,
 ) -> dict[str, Any]:
     """The ``run`` object: what was tested against what, when, with which versions, and the verdict.
 
@@ -70,8 +80,12 @@ def build_run(
     ``outcome_counts(checks)`` and ``tool_versions(checks)`` (the writer keeps them as running tallies).
     ``comparison_warnings`` say how the ``--compare`` record asked another question (profile, nodes);
     ``host_keys`` what the connections did with each node's host key (verified, accepted new, ...).
+    ``plan``: what collection planned (:meth:`pytest_fabric.plan.RunPlan.to_json`); the record keeps
+    it with what the run took, overall and per phase (:func:`.summary.plan_vs_actual`), from
+    ``plan_checks`` (default ``checks``): the records so far.
     """
     counts = counts if counts is not None else outcome_counts(checks)
+    checks_for_plan = checks if plan_checks is None else plan_checks
     judged = verdict.to_json() if verdict is not None else {"verdict": None, "status": "running", "not_run": {}}
     return {
         "schema_version": SCHEMA_VERSION,
@@ -102,6 +116,7 @@ def build_run(
         "host_key_policy": info.host_key_policy,
         "host_keys": list(host_keys),
         "evidence_dir": evidence_dir,
+        "plan": plan_vs_actual(plan, checks_for_plan, seconds_between(info.started, finished or utc_now())),
     }
 
 
@@ -117,12 +132,15 @@ class RecordWriter:
     def __init__(self, path: Path, info: RunInfo, *, compared_with: str | None = None,
                  evidence_dir: str | None = None, min_interval_s: float = MIN_INTERVAL_S,
                  comparison_warnings: Sequence[str] = (),
-                 host_keys: Callable[[], Sequence[dict[str, Any]]] | None = None) -> None:
+                 host_keys: Callable[[], Sequence[dict[str, Any]]] | None = None,
+                 plan: Callable[[], dict[str, Any] | None] | None = None) -> None:
         self.path = path
         self.info = info
         self.compared_with = compared_with
         self.comparison_warnings = list(comparison_warnings)
         self.host_keys = host_keys
+        self.plan = plan
+        self._timings: dict[str, dict[str, Any]] = {}  # nodeid -> what plan_vs_actual reads of the check
         self.evidence_dir = evidence_dir
         self.min_interval_s = min_interval_s
         self._pieces: dict[str, bytes] = {}  # nodeid -> canonical JSON of the check
@@ -141,6 +159,7 @@ class RecordWriter:
             self._counts[self._outcomes.pop(nodeid)] -= 1
         self._pieces[nodeid] = piece
         self._outcomes[nodeid] = outcome = str(check.get("outcome"))
+        self._timings[nodeid] = {k: check.get(k) for k in ("layer", "check", "duration_s")}
         self._counts[outcome] += 1
         for tool, versions in tool_versions([check]).items():
             self._tools.setdefault(tool, set()).update(versions)
@@ -162,6 +181,7 @@ class RecordWriter:
             self.info, checks, verdict=verdict, compared_with=self.compared_with, evidence_dir=self.evidence_dir,
             finished=finished, counts=dict(self._counts), tools={t: sorted(v) for t, v in sorted(self._tools.items())},
             comparison_warnings=self.comparison_warnings, host_keys=self.host_keys() if self.host_keys else (),
+            plan=self.plan() if self.plan else None, plan_checks=list(self._timings.values()),
         )).encode("ascii")
         # The hash is over canonical_json({"checks": [...], "run": {...}}) byte for byte (keys sorted,
         # compact), so verify.record_sha256 of the loaded file reproduces it.
@@ -195,6 +215,22 @@ class _JsonPlugin:
 WRITER_KEY = pytest.StashKey[RecordWriter]()
 
 
+def _planned(config: pytest.Config) -> dict[str, Any] | None:
+    """The plan collection stated (None before collection ends, or without --cluster)."""
+    from .progress import PLAN_KEY  # a plugin of its own, registered beside this one
+
+    plan = config.stash.get(PLAN_KEY, None)
+    return plan.to_json() if plan is not None else None
+
+
+def timed_plan(config: pytest.Config, checks: Sequence[dict[str, Any]], finished: str | None = None) -> dict[str, Any] | None:
+    """The plan with what the run took, as the record keeps it (``run.plan``), for the terminal and the HTML report."""
+    info = get_run_info(config)
+    if info is None:
+        return None
+    return plan_vs_actual(_planned(config), checks, seconds_between(info.started, finished or info.finished or utc_now()))
+
+
 @pytest.hookimpl(trylast=True)
 def pytest_sessionstart(session: pytest.Session) -> None:
     # .trust is a plugin of its own, registered after this one: imported when called
@@ -211,7 +247,7 @@ def pytest_sessionstart(session: pytest.Session) -> None:
     previous = config.stash.get(PREVIOUS_KEY, None)  # loaded before this hook (tryfirst there)
     writer = RecordWriter(target, info, compared_with=str(cmp) if cmp else None, evidence_dir=str(ev) if ev else None,
                           comparison_warnings=previous.warnings if previous is not None else (),
-                          host_keys=partial(host_key_decisions, config))
+                          host_keys=partial(host_key_decisions, config), plan=partial(_planned, config))
     config.stash[WRITER_KEY] = writer
     config.pluginmanager.register(_JsonPlugin(config, writer), "fabric-report-json")
     writer.write()  # a record exists from the start, even if the first check never ends

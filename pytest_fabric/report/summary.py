@@ -9,11 +9,14 @@ from __future__ import annotations
 
 import math
 import re
+from collections import defaultdict
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
+from datetime import datetime
 from typing import Any
 
 from ..hostlist import HostlistError, fold
+from ..plan import format_duration, phase_of
 
 __all__ = [
     "LAYERS",
@@ -30,6 +33,9 @@ __all__ = [
     "numeric_value",
     "outlier_text",
     "outcome_counts",
+    "plan_lines",
+    "plan_vs_actual",
+    "seconds_between",
     "send_back",
     "cannot_tell",
     "culprit",
@@ -314,3 +320,62 @@ def format_margin(margin: float | None) -> str:
     if margin is None or not isinstance(margin, (int, float)) or not math.isfinite(margin):
         return ""
     return f"{margin * 100:+.1f}%"
+
+
+#: the row of plan_vs_actual for what no check's tests hold: collection, connections, the reports
+OUTSIDE_CHECKS = "outside the planned checks (connections, collection, skipped tests, reports)"
+
+
+def seconds_between(started: str | None, finished: str | None) -> float | None:
+    """Seconds from one ISO time to another (the run's ``started`` and ``finished``); None if either is unknown."""
+    try:
+        return (datetime.fromisoformat(str(finished)) - datetime.fromisoformat(str(started))).total_seconds()
+    except ValueError:
+        return None
+
+
+def plan_vs_actual(plan: Mapping[str, Any] | None, checks: Iterable[Check], took_s: float | None) -> dict[str, Any] | None:
+    """The plan (:meth:`pytest_fabric.plan.RunPlan.to_json`) with what the run took beside it.
+
+    ``took_s``: the run's wall time. Each phase took what its tests took (setup, call and
+    teardown: a wave or a round is measured in its first test's setup); the connections, and
+    whatever else no planned check's tests hold, are the row :data:`OUTSIDE_CHECKS`: the wall time
+    less the phases, so the rows add up to the run. Times are the controller's: under pytest-xdist
+    the workers' tests overlap and a phase can show more than the wall time it spanned.
+    """
+    if not plan:
+        return None
+    spent: dict[str, float] = defaultdict(float)
+    for c in checks:
+        spent[phase_of(str(c.get("layer")), str(c.get("check")))] += float(c.get("duration_s") or 0.0)
+    phases = []
+    for phase in plan.get("phases", []):
+        phases.append({**phase, "took_s": round(spent.pop(phase["phase"], 0.0), 1)})
+    # what is left in ``spent``: phases the plan holds nothing of (the skipped tests of checks the
+    # profile does not set): outside the planned checks, with the connections and collection
+    in_checks = sum(p["took_s"] for p in phases)
+    outside = max(took_s - in_checks, 0.0) if took_s is not None else None
+    planned_outside = float(plan.get("outside_s", plan.get("connect_s")) or 0.0)
+    phases.append({"phase": OUTSIDE_CHECKS, "planned_s": planned_outside, "checks": [],
+                   "took_s": round(outside, 1) if outside is not None else None})
+    return {**plan, "took_s": round(took_s, 1) if took_s is not None else None, "phases": phases}
+
+
+def plan_lines(timed: Mapping[str, Any] | None) -> list[str]:
+    """``plan: 4.0 min, took 3.6 min (0.90 of the plan)`` and a line per phase
+    (``inter-node pairs: planned 4.0 min, took 3.6 min``), for the terminal and the HTML report."""
+    if not timed:
+        return []
+
+    def took(seconds: Any) -> str:
+        return f"took {format_duration(float(seconds))}" if seconds is not None else "still running"
+
+    planned, actual = float(timed.get("planned_s") or 0.0), timed.get("took_s")
+    ratio = f" ({float(actual) / planned:.2f} of the plan)" if actual is not None and planned > 0 else ""
+    lines = [f"plan vs actual: planned {format_duration(planned)}, {took(actual)}{ratio}"]
+    for phase in timed.get("phases", []):
+        if not phase.get("planned_s") and not phase.get("took_s"):
+            continue
+        lines.append(f"  {phase['phase']}: planned {format_duration(float(phase.get('planned_s') or 0.0))}, "
+                     f"{took(phase.get('took_s'))}")
+    return lines

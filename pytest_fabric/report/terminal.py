@@ -28,6 +28,7 @@ from ..runinfo import get_run_info
 from .causes import Cause, group_by_cause, one_cause
 from .collect import final_verdict, get_checks, is_controller
 from .compare import summary_line
+from .record_json import timed_plan
 from .run_verdict import NOT_RUN_REASONS, RunVerdict
 from .summary import (
     cannot_tell,
@@ -36,6 +37,7 @@ from .summary import (
     format_quantity,
     nodeset,
     outlier_text,
+    plan_lines,
     send_back,
     worst_per_layer,
 )
@@ -225,6 +227,8 @@ def pytest_terminal_summary(terminalreporter: Any, exitstatus: int, config: pyte
     line = summary_line(config, checks)
     if line:
         tr.write_line(line)
+    for text in plan_lines(timed_plan(config, checks)):
+        tr.write_line(text)
     json_path = config.getoption("conformance_json", None)
     if json_path:
         tr.write_line(f"conformance record: {json_path}")

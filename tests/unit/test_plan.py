@@ -1,4 +1,6 @@
-"""The run's plan: rounds, waves, tests and an estimate from the profile's settings."""
+"""The run's plan: rounds, waves, tests and an estimate from the profile's settings, built from the
+checks' declarations (rails at once or one after the other, retests as an expected share), kept
+per phase beside what the run took."""
 
 from __future__ import annotations
 
@@ -8,10 +10,17 @@ import pytest
 
 from pytest_fabric.pairs import make_pairs
 from pytest_fabric.plan import (
+    BATCH_S,
+    CONNECT_S,
     OVERHEAD_S,
+    PER_TEST_S,
+    READING_S,
+    RETEST_REPEATS,
+    RETEST_SHARE,
     PlannedSubject,
     format_duration,
     measurement_seconds,
+    phase_of,
     plan_run,
     planned_subject,
 )
@@ -40,7 +49,7 @@ def test_measurement_seconds_follow_the_profile() -> None:
         4 * 2**30 / 1e9 + OVERHEAD_S
     )
     assert measurement_seconds("rdma_bandwidth_outlier", None) == 0
-    assert measurement_seconds("gpu_count", specs[("intra_node", "gpu_count")]) == 1.0
+    assert measurement_seconds("gpu_count", specs[("intra_node", "gpu_count")]) == READING_S
 
 
 def test_rounds_and_waves_of_an_all_pairs_sweep() -> None:
@@ -54,10 +63,20 @@ def test_rounds_and_waves_of_an_all_pairs_sweep() -> None:
     assert plan.tests == 2 * 2016 + 128
     assert plan.rounds == 63
     assert plan.waves == 2
-    # 63 rounds of 32 pairs, each one slot of tcp (12 s); iops once on every node; download one node at a time
-    assert plan.rounds_s == 63 * 12
-    assert plan.waves_s == 12 + 64 * 10  # download: TYPICAL_SECONDS
-    assert plan.summary() == "4,160 tests: 63 rounds x ~12 s + 2 waves ~11 min ~ 23 min (at most 64 subjects at once)"
+    # 63 rounds of 32 pairs, each one slot of tcp (10 s and its tools' start) and a batch's start;
+    # iops once on every node; download one node at a time
+    tcp = 10 + OVERHEAD_S
+    by_check = {c.check: c for c in plan.checks}
+    assert by_check["tcp_throughput"].total_s == pytest.approx(63 * (tcp + BATCH_S))
+    # the outlier check measures nothing itself, but re-measures the suspect share of the 2,016
+    # pairs alone: 40 pairs, 32 at once, so 2 retest rounds of RETEST_REPEATS samples each
+    assert RETEST_SHARE * 2016 > 32
+    assert by_check["tcp_throughput_outlier"].total_s == pytest.approx(2 * (RETEST_REPEATS * tcp + BATCH_S))
+    assert plan.rounds_s == by_check["tcp_throughput"].total_s + by_check["tcp_throughput_outlier"].total_s
+    iops = 10 + OVERHEAD_S  # runtime: 10 s
+    assert plan.waves_s == pytest.approx((iops + BATCH_S) + (64 * 10 + BATCH_S))  # download: its declared typical time
+    assert plan.outside_s == PER_TEST_S * plan.tests  # no inventory given: no connections to open
+    assert plan.summary() == "4,160 tests: 63 rounds x ~12 s + 2 waves ~11 min ~ 24 min (at most 64 nodes at once)"
 
 
 def test_the_fanout_cap_and_shared_resources_make_slots() -> None:
@@ -91,7 +110,7 @@ def test_planned_subject_follows_the_measurement_fixtures_shares() -> None:
 
 
 def test_nothing_selected() -> None:
-    assert plan_run([], {}, fanout=64).summary() == "0 tests: nothing to measure (at most 64 subjects at once)"
+    assert plan_run([], {}, fanout=64, nodes=8).summary() == "0 tests: nothing to measure (at most 64 nodes at once)"
 
 
 @pytest.mark.parametrize(
@@ -101,14 +120,84 @@ def test_format_duration(seconds: float, text: str) -> None:
     assert format_duration(seconds) == text
 
 
-def test_a_pair_measures_its_rails_one_after_the_other_and_the_plan_counts_them() -> None:
-    # hdr200 has 4 rails a pair: rdma_bandwidth runs 3 x 5 s perftest on each, one rail after the other.
+def test_a_pairs_bandwidth_rails_run_at_once_and_latency_and_aggregate_go_rail_by_rail() -> None:
+    # hdr200 has 4 rails a pair. rdma_bandwidth and gpudirect_bandwidth run them (its GPUs) at once:
+    # 3 x 5 s whatever the rails; rdma_latency goes rail by rail, and aggregate_rdma_bandwidth
+    # measures each rail alone once, one after the other: the plan multiplies those by 4.
     from pytest_fabric.pairs import make_pairs as pairs_of
 
-    subjects = [PlannedSubject("inter_node", "rdma_bandwidth", "pair", p.round) for p in pairs_of(["a", "b"], "all")]
-    one = plan_run(subjects, _specs("hdr200"), fanout=64)
-    four = plan_run(subjects, _specs("hdr200"), fanout=64, rails=4)
-    assert four.total_s == 4 * one.total_s == 4 * 3 * (5 + OVERHEAD_S)
+    specs = _specs("hdr200")
+    pairs = pairs_of(["a", "b"], "all")
+
+    def planned(check: str, rails: int) -> float:
+        subjects = [PlannedSubject("inter_node", check, "pair", p.round) for p in pairs]
+        return {c.check: c for c in plan_run(subjects, specs, fanout=64, rails=rails, gpus=rails).checks}[check].total_s
+
+    assert planned("rdma_bandwidth", 4) == planned("rdma_bandwidth", 1) == 3 * (5 + OVERHEAD_S) + BATCH_S
+    assert planned("gpudirect_bandwidth", 8) == planned("gpudirect_bandwidth", 1)
+    assert planned("rdma_latency", 4) - BATCH_S == 4 * (planned("rdma_latency", 1) - BATCH_S)
+    assert planned("aggregate_rdma_bandwidth", 4) - BATCH_S == 4 * (planned("aggregate_rdma_bandwidth", 1) - BATCH_S)
+
+
+def test_the_plan_is_kept_per_phase_in_the_order_the_run_reaches_them() -> None:
+    nodes = [f"n{i}" for i in range(8)]
+    subjects = [PlannedSubject("inter_node", "mtu", "wave") for _ in nodes]
+    subjects += [PlannedSubject("inter_node", "tcp_throughput", "pair", p.round) for p in make_pairs(nodes, "all")]
+    subjects += [PlannedSubject("storage", "sequential_write", "wave") for _ in nodes]
+    plan = plan_run(subjects, _specs("hdr200"), fanout=64, nodes=8)
+    assert [name for name, _ in plan.phases()] == ["inter-node", "inter-node pairs", "storage"]
+    assert plan.connect_s == CONNECT_S  # 8 nodes connect at once
+    assert plan.total_s == pytest.approx(sum(s for _, s in plan.phases()) + CONNECT_S + PER_TEST_S * plan.tests)
+    record = plan.to_json()
+    assert record["planned_s"] == round(plan.total_s, 1) and record["summary"] == plan.summary()
+    assert [p["phase"] for p in record["phases"]] == ["inter-node", "inter-node pairs", "storage"]
+    assert record["phases"][1]["checks"] == ["tcp_throughput"]
+    assert phase_of("inter_node", "rdma_bandwidth_outlier") == "inter-node pairs"
+    assert phase_of("inter_node", "oversubscription") == "inter-node cluster checks"
+
+
+def test_attribution_retests_are_an_expected_share_in_retest_rounds_unless_it_does_not_retest(tmp_path: Any) -> None:
+    from pytest_fabric.pairs import make_pairs as pairs_of
+
+    nodes = [f"n{i:03d}" for i in range(512)]
+    pairs = pairs_of(nodes, "random:4")
+    subjects = [PlannedSubject("inter_node", "rdma_bandwidth", "pair", p.round) for p in pairs]
+    subjects += [PlannedSubject("inter_node", "attribution", "wave") for _ in nodes]
+    specs = _specs("ndr400-large")
+    plan = plan_run(subjects, specs, fanout=512, rails=8, nodes=512)
+    retests = {c.check: c for c in plan.checks}["attribution retests"]
+    one = 3 * (5 + OVERHEAD_S)  # rdma_bandwidth: 3 x 5 s, its 8 rails at once
+    # 2% of 1,024 pairs is 20; 256 pairs run at once: one retest round of 3 samples
+    assert len(pairs) == 1024 and retests.total_s == RETEST_REPEATS * one + BATCH_S
+    assert retests.phase == phase_of("inter_node", "attribution")
+    profile = tmp_path / "no-retest.yaml"
+    profile.write_text("name: no-retest\nextends: ndr400-large\ninter_node:\n  attribution: {retest: false}\n")
+    quiet = load_profile(str(profile), [])
+    specs[("inter_node", "attribution")] = quiet.spec("inter_node", "attribution")
+    assert "attribution retests" not in {c.check for c in plan_run(subjects, specs, fanout=512, rails=8).checks}
+
+
+def test_plan_vs_actual_sets_each_phase_beside_what_its_tests_took() -> None:
+    from pytest_fabric.report.summary import OUTSIDE_CHECKS, plan_lines, plan_vs_actual
+
+    nodes = ["n1", "n2", "n3", "n4"]
+    subjects = [PlannedSubject("inter_node", "mtu", "wave") for _ in nodes]
+    subjects += [PlannedSubject("inter_node", "tcp_throughput", "pair", p.round) for p in make_pairs(nodes, "all")]
+    plan = plan_run(subjects, _specs("hdr200"), fanout=64, nodes=4).to_json()
+    records = [
+        {"layer": "inter_node", "check": "mtu", "duration_s": 1.2},
+        *({"layer": "inter_node", "check": "tcp_throughput", "duration_s": 6.0} for _ in range(6)),
+        {"layer": "storage", "check": "sequential_read", "duration_s": 0.001},  # skipped: not set
+    ]
+    timed = plan_vs_actual(plan, records, took_s=40.0)
+    assert timed is not None and timed["took_s"] == 40.0 and timed["planned_s"] == plan["planned_s"]
+    took = {p["phase"]: p["took_s"] for p in timed["phases"]}
+    assert took == {"inter-node": 1.2, "inter-node pairs": 36.0, OUTSIDE_CHECKS: 2.8}
+    lines = plan_lines(timed)
+    assert lines[0] == f"plan vs actual: planned {format_duration(plan['planned_s'])}, took 40 s" \
+        f" ({40.0 / plan['planned_s']:.2f} of the plan)"
+    assert f"  inter-node pairs: planned {format_duration(plan['phases'][1]['planned_s'])}, took 36 s" in lines
+    assert plan_vs_actual(None, records, 40.0) is None
 
 
 def test_the_plan_holds_only_the_checks_the_profile_sets(pytester: pytest.Pytester) -> None:
@@ -129,3 +218,32 @@ def test_a_time_budget_the_plan_exceeds_is_a_usage_error_naming_what_dominates(p
     assert fits.ret == pytest.ExitCode.OK
     wrong = pytester.runpytest_subprocess("--cluster", "local", "--profile", "localhost", "--time-budget", "soon")
     assert wrong.ret == pytest.ExitCode.USAGE_ERROR and "give a duration such as 30m" in wrong.stderr.str()
+
+
+def test_the_record_keeps_plan_and_actual_per_phase_and_the_terminal_shows_both(pytester: pytest.Pytester) -> None:
+    import json
+
+    result = pytester.runpytest_subprocess("--cluster", "local", "--profile", "localhost", "-p", "no:cacheprovider",
+                                           "--conformance-json", "record.json", "-k", "mtu or tcp_throughput")
+    run = json.loads((pytester.path / "record.json").read_text())["run"]
+    plan = run["plan"]
+    assert plan["summary"] and plan["planned_s"] > 0 and plan["took_s"] > 0
+    phases = {p["phase"]: p for p in plan["phases"]}
+    assert phases["inter-node"]["checks"] == ["mtu"] and phases["inter-node pairs"]["checks"] == ["tcp_throughput"]
+    assert all(p["took_s"] is not None for p in plan["phases"])
+    assert sum(p["took_s"] for p in plan["phases"]) == pytest.approx(plan["took_s"], abs=0.5)
+    result.stdout.fnmatch_lines(["plan vs actual: planned *, took *", "  inter-node pairs: planned *, took *"])
+
+
+def test_the_html_run_table_shows_the_plan_beside_what_each_phase_took() -> None:
+    from pytest_fabric.report import page
+    from pytest_fabric.report.summary import plan_vs_actual
+    from pytest_fabric.report.testing import sample_run_info
+
+    nodes = ["n1", "n2"]
+    subjects = [PlannedSubject("inter_node", "tcp_throughput", "pair", p.round) for p in make_pairs(nodes, "all")]
+    plan = plan_run(subjects, _specs("hdr200"), fanout=64, nodes=2).to_json()
+    timed = plan_vs_actual(plan, [{"layer": "inter_node", "check": "tcp_throughput", "duration_s": 9.0}], 12.0)
+    html = page.run_table(sample_run_info(nodes), [], None, None, timed)
+    assert "<th>Plan</th>" in html and "<li>inter-node pairs: planned 11 s, took 9 s</li>" in html
+    assert "Plan" not in page.run_table(sample_run_info(nodes), [], None, None, None)
