@@ -621,32 +621,27 @@ def parse_text(text: str) -> Iperf3Result:
         line = raw.strip()
         if not line:
             continue
-        if error := _ERROR_RE.match(line):
-            errors.append(error.group(0))
-            continue
-        if _WARNING_RE.match(line):
-            warnings.append(line)
-            continue
-        if "Jitter" in line and "Lost/Total" in line:
-            udp = True
-        if connecting := _CONNECTING_RE.match(line):
-            remote = remote or connecting.group("host")
-            side = side or "client"
-            continue
-        if accepted := _ACCEPTED_RE.match(line):
-            remote = remote or accepted.group("host")
-            side = side or "server"
-            continue
-        if _REVERSE_RE.match(line):
-            reverse = True
-            continue
-        if connection := _CONNECTED_RE.match(line):
-            connected.append(int(connection.group("id")))
-            continue
-        match = _LINE_RE.match(line)
-        if not match:
-            if not _KNOWN_RE.match(line):
+        # Most lines are report lines ("[  5] ..."): try them first, the rest only when not one.
+        match = _LINE_RE.match(line) if line[0] == "[" else None
+        if match is None:
+            if error := _ERROR_RE.match(line):
+                errors.append(error.group(0))
+            elif _WARNING_RE.match(line):
+                warnings.append(line)
+            elif connection := _CONNECTED_RE.match(line):
+                connected.append(int(connection.group("id")))
+            elif connecting := _CONNECTING_RE.match(line):
+                remote = remote or connecting.group("host")
+                side = side or "client"
+            elif accepted := _ACCEPTED_RE.match(line):
+                remote = remote or accepted.group("host")
+                side = side or "server"
+            elif _REVERSE_RE.match(line):
+                reverse = True
+            elif not _KNOWN_RE.match(line):
                 skipped.add(line)
+            elif "Jitter" in line and "Lost/Total" in line:
+                udp = True
             continue
         summary = _summary(match)
         tag = match.group("tag")
@@ -744,9 +739,14 @@ def parse(text: str) -> Iperf3Result:
 
 def _looks_like_json(text: str) -> bool:
     # "^C{" and similar: a JSON report may follow a little terminal noise on its first line,
-    # or stderr's "warning: ..." lines when the two were captured together.
-    for raw in text.splitlines():
-        line = raw.strip()
+    # or stderr's "warning: ..." lines when the two were captured together.  Only the first
+    # lines are looked at: splitting a whole report into lines would cost more than reading it.
+    position = 0
+    while position < len(text):
+        end = text.find("\n", position)
+        end = len(text) if end < 0 else end
+        line = text[position:end].strip()
+        position = end + 1
         if not line or _WARNING_RE.match(line) or _ERROR_RE.match(line):
             continue
         return line.startswith("{") or ("{" in line and len(line.split("{", 1)[0]) <= 4)

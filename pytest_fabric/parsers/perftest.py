@@ -291,8 +291,8 @@ def _scan(tool: str, text: str) -> _Scan:
                 seen_rows.add(key)
                 scan.rows.append((number, tokens))
             continue
-        title = _TITLE_RE.match(line)
-        if title and ":" not in line:
+        title = _TITLE_RE.match(line) if "Test" in line and ":" not in line else None
+        if title:
             scan.title = scan.title or " ".join(title.group("title").split())
             continue
         if _ERROR_RE.match(line):
