@@ -68,6 +68,33 @@ def _decision(
                            expected.fingerprint if expected is not None else None)
 
 
+# Parsed known_hosts files by path, as of their (mtime, size): a controller of 512 nodes read its
+# 512-line file once per connection, 262,144 entries parsed under logging's lock (paramiko gets a
+# logger per line), which held 480 connection threads at once for minutes.
+_PARSED: dict[Path, tuple[tuple[int, int], HostKeys]] = {}
+_PARSED_LOCK = threading.Lock()
+
+
+def _parsed(path: Path) -> HostKeys | None:
+    """The keys of ``path`` (parsed once per change of the file), None when it cannot be read."""
+    try:
+        stat = path.stat()
+    except OSError:
+        return None
+    version = (stat.st_mtime_ns, stat.st_size)
+    with _PARSED_LOCK:
+        cached = _PARSED.get(path)
+        if cached is not None and cached[0] == version:
+            return cached[1]
+        keys = HostKeys()
+        try:
+            keys.load(str(path))
+        except OSError:
+            return None
+        _PARSED[path] = (version, keys)
+        return keys
+
+
 def known_hosts_name(host: str, port: int) -> str:
     """The name a host's key is filed under: ``host`` on port 22, ``[host]:port`` otherwise."""
     return host if port == 22 else f"[{host}]:{port}"
@@ -198,9 +225,13 @@ def configure_client(
     files.append(path)
     # Under ignore the keys are read apart from the client's, which would refuse a changed one.
     keys = HostKeys() if policy == "ignore" else client.get_host_keys()
+    name = known_hosts_name(host, port)
     for file in files:
-        if file.is_file():
-            keys.load(str(file))
+        # Only this host's entries: paramiko looks the server up under this name, and nothing else.
+        parsed = _parsed(file)
+        found = parsed.lookup(name) if parsed is not None else None
+        for key_type, key in (found or {}).items():
+            keys.add(name, key_type, key)
     if policy == "ignore":
         client.set_missing_host_key_policy(_AcceptAny(node, path, keys, log))
     elif policy == "strict":
