@@ -231,9 +231,10 @@ AGGREGATE_WRITE = declare(Check("aggregate_write", "storage", p.AggregateWrite, 
                                 tools=("fio",)))
 
 # egress: per target of the inventory, from each node
+# a lookup or a TCP handshake takes milliseconds: one is a command's round trip, like a reading
 DNS_RESOLVE = declare(Check("dns_resolve", "egress", p.TimeCeiling, "egress_target", "wave", tools=("getent",),
-                            typical_s=1.0))
-CONNECT_LATENCY = declare(Check("connect_latency", "egress", p.TimeCeiling, "egress_target", "wave", typical_s=1.0))
+                            typical_s=0.3))
+CONNECT_LATENCY = declare(Check("connect_latency", "egress", p.TimeCeiling, "egress_target", "wave", typical_s=0.3))
 DOWNLOAD = declare(Check("download", "egress", p.EgressTransfer, "egress_target", "wave", tools=("curl",),
                          typical_s=10.0))
 UPLOAD = declare(Check("upload", "egress", p.EgressTransfer, "egress_target", "wave", tools=("curl",),
