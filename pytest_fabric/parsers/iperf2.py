@@ -15,7 +15,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-from pytest_fabric.parsers.base import ToolReportedError, UnrecognizedOutput, register
+from pytest_fabric.parsers.base import SkippedLines, ToolReportedError, UnrecognizedOutput, register
 
 __all__ = ["Iperf2Interval", "Iperf2Result", "parse"]
 
@@ -26,10 +26,18 @@ _LINE_RE = re.compile(
     r"(?P<amount>\d+(?:\.\d+)?)\s+(?P<amount_unit>[KMGT]?)Bytes\s+"
     r"(?P<rate>\d+(?:\.\d+)?)\s+(?P<rate_unit>[KMGT]?)bits/sec\b"
 )
-_CLIENT_RE = re.compile(r"^Client connecting to (?P<host>[^,\s]+), (?P<protocol>TCP|UDP) port (?P<port>\d+)")
+_CLIENT_RE = re.compile(
+    r"^Client connecting to (?P<host>[^,\s]+), (?P<protocol>TCP|UDP) port (?P<port>\d+)"
+)
 _CONNECTED_RE = re.compile(r"^\[\s*(?P<id>\d+)\] local \S+ port \d+ connected with ")
 _ERROR_RE = re.compile(
     r"^(?:connect failed|write failed|read failed|error|iperf: error|.*\bConnection refused\b).*",
+    re.IGNORECASE,
+)
+# What a client prints besides its figures; read past without being listed as skipped.
+_KNOWN_RE = re.compile(
+    r"^(?:-{10,}|\[ ID\]|TCP window size|UDP buffer size|Write buffer size|Read buffer size|"
+    r"Sending \d+ byte datagrams|Server listening|\[\s*(?:\d+|SUM)\] (?:Sent \d+ datagrams|Server Report:))",
     re.IGNORECASE,
 )
 _BYTES = {"": 1, "K": 2**10, "M": 2**20, "G": 2**30, "T": 2**40}
@@ -62,6 +70,10 @@ class Iperf2Result:
     """Each stream's whole-test line, ordered by stream id."""
     intervals: tuple[Iperf2Interval, ...]
     """Every report line in the order printed (per-stream and ``[SUM]``), summaries included."""
+    skipped: tuple[str, ...] = ()
+    """Lines the parser did not know, each once (the first 100): read past, not fatal."""
+    skipped_count: int = 0
+    """How many lines were skipped in all, repeats included."""
 
 
 def _interval(match: re.Match[str]) -> Iperf2Interval:
@@ -83,7 +95,11 @@ def _whole_test(lines: list[Iperf2Interval]) -> Iperf2Interval | None:
     return [line for line in from_zero if line.end_s == latest][-1]
 
 
-@register(TOOL, "iperf 2 client text output (-P N with [SUM], -i intervals): total bit/s", corpus=("iperf2",))
+@register(
+    TOOL,
+    "iperf 2 client text output (-P N with [SUM], -i intervals): total bit/s",
+    corpus=("iperf2",),
+)
 def parse(text: str) -> Iperf2Result:
     """Parse ``iperf -c HOST [-P N] [-i S]`` (iperf 2) client output.
 
@@ -97,12 +113,17 @@ def parse(text: str) -> Iperf2Result:
     connected: set[int] = set()
     intervals: list[Iperf2Interval] = []
     errors: list[str] = []
+    skipped = SkippedLines()
     for raw in text.splitlines():
         line = raw.strip()
         if not line:
             continue
         if client := _CLIENT_RE.match(line):
-            host, protocol, port = client.group("host"), client.group("protocol"), int(client.group("port"))
+            host, protocol, port = (
+                client.group("host"),
+                client.group("protocol"),
+                int(client.group("port")),
+            )
             continue
         if connection := _CONNECTED_RE.match(line):
             connected.add(int(connection.group("id")))
@@ -112,6 +133,8 @@ def parse(text: str) -> Iperf2Result:
             continue
         if _ERROR_RE.match(line):
             errors.append(line)
+        elif not _KNOWN_RE.match(line):
+            skipped.add(line)
     if errors and not intervals:
         raise ToolReportedError(TOOL, "; ".join(errors))
     if not intervals:
@@ -140,7 +163,9 @@ def parse(text: str) -> Iperf2Result:
                 sum(s.bps for s in streams),
             )
         else:
-            raise UnrecognizedOutput(TOOL, "no report line covering the whole test (interval from 0)")
+            raise UnrecognizedOutput(
+                TOOL, "no report line covering the whole test (interval from 0)"
+            )
     return Iperf2Result(
         remote_host=host,
         port=port,
@@ -151,4 +176,6 @@ def parse(text: str) -> Iperf2Result:
         duration_s=total.end_s - total.start_s,
         streams=tuple(streams),
         intervals=tuple(intervals),
+        skipped=skipped.lines,
+        skipped_count=skipped.count,
     )

@@ -53,3 +53,18 @@ def test_newer_iperf2_and_errors() -> None:
         parse("connect failed: Connection refused\n")
     with pytest.raises(UnrecognizedOutput, match="iperf2"):
         parse("------\nClient connecting to x, TCP port 5001\n")
+
+
+def test_recorded_outputs_have_no_unknown_lines(corpus: Path) -> None:
+    for name in EXPECTED:
+        result = parse((corpus / "iperf2" / name).read_text(encoding="utf-8"))
+        assert (result.skipped, result.skipped_count) == ((), 0), name
+
+
+def test_unknown_lines_are_listed_not_fatal(corpus: Path) -> None:
+    text = (corpus / "iperf2" / "text-client-i1-single-stream.txt").read_text(encoding="utf-8")
+    lines = text.splitlines()
+    noisy = "\n".join([*lines[:4], "srun: Job 42 step creation temporarily disabled", *lines[4:], "srun: Job 42 step creation temporarily disabled"])
+    result = parse(noisy)
+    assert (result.total_bps, result.num_streams) == (222e6, 1)
+    assert (result.skipped, result.skipped_count) == (("srun: Job 42 step creation temporarily disabled",), 2)
