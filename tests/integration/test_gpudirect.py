@@ -1,8 +1,10 @@
-"""GPUDirect RDMA bandwidth on the simulated cluster: a slow rail fails its GPU by name, no peermem errors."""
+"""GPUDirect RDMA bandwidth on the simulated cluster, every GPU of a pair at once: a slow rail fails its GPU by
+name, no peermem errors."""
 
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -49,6 +51,11 @@ def test_gpudirect_bandwidth_per_gpu(pytester: pytest.Pytester, faulty: SimClust
     assert any("node05" in s for s in outcomes) and any("node03" in s for s in outcomes), outcomes
     slow = next(c["message"] for s, c in checks.items() if "node05" in s)
     assert "worst GPU2 via mlx5_2 -> mlx5_2" in slow and "GPU0 mlx5_0->mlx5_0" in slow, slow
+    # every GPU at once (each has a NIC of its own), each judged on its own figure: the slow rail
+    # fails its GPU, the three others keep theirs
+    assert "4 GPUs at once" in slow, slow
+    figures = dict(re.findall(r"(GPU\d) mlx5_\d->mlx5_\d ([\d.]+) Gb/s", slow))
+    assert float(figures["GPU2"]) < 100 < min(float(v) for g, v in figures.items() if g != "GPU2"), figures
     broken = next(c["message"] for s, c in checks.items() if "node03" in s)
     assert "GPU0 via mlx5_0 -> mlx5_0" in broken and "Couldn't allocate MR" in broken, broken
     assert "modprobe nvidia_peermem" in broken
