@@ -18,12 +18,13 @@ import re
 from ..cluster import NodeHandle
 from ..evidence import CommandResult
 from ..parsers import dcgmi_diag
+from ..parsers._nvidia_smi_gpu import GpuInfo
 from ..parsers.base import ParseError, ToolReportedError
 from ..transport.outcome import judge as judge_result
 from ..verdict import Measurement
 from .base import MeasurementError
 
-__all__ = ["TIMEOUT_S", "failures", "gpu_health", "warnings"]
+__all__ = ["TIMEOUT_S", "failures", "gpu_health", "warnings", "with_memory_faults"]
 
 TIMEOUT_S = {1: 300.0, 2: 1200.0, 3: 3600.0, 4: 3 * 3600.0}
 
@@ -108,3 +109,31 @@ def gpu_health(node: NodeHandle, level: int) -> Measurement:
         + (f"; warnings: {'; '.join(warned)}" if warned else "")
     )
     return Measurement(value="pass", detail=detail, evidence=(result,), extra=extra)
+
+
+def with_memory_faults(
+    measured: Measurement,
+    gpus: tuple[GpuInfo, ...],
+    command: str,
+    evidence: tuple[CommandResult, ...],
+) -> Measurement:
+    """The diagnostic's measurement failed by name where nvidia-smi shows a GPU's memory unfit.
+
+    An uncorrectable ECC error since the driver loaded, a row remap or page retirement
+    waiting for a reset, or a failed remap (:attr:`GpuInfo.memory_faults`): DCGM's
+    level-1 tests look at retirement and remap counters, not at volatile uncorrectable
+    errors, and a node must not pass with any of these whatever the diagnostic said.
+    """
+    faults = [
+        f"GPU{gpu.index} ({gpu.bus_id}): {'; '.join(gpu.memory_faults)}"
+        for gpu in gpus
+        if gpu.memory_faults
+    ]
+    if not faults:
+        return measured
+    extra = dict(measured.extra)
+    extra["memory_faults"] = faults
+    detail = f"{command}: {'; '.join(faults)}; {measured.detail}"
+    return Measurement(
+        value="fail", detail=detail, evidence=measured.evidence + evidence, extra=extra
+    )

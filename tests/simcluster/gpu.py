@@ -118,6 +118,8 @@ class FakeGpus:
     nic_path: dict[int, str] = field(default_factory=dict)  # GPU -> the path topo -m shows to every NIC ("SYS")
     # GPU -> (state, status) the NVSwitch fabric manager left it in (a fault); the others Completed/Success
     fabric: dict[int, tuple[str, str]] = field(default_factory=dict)
+    # GPU -> (uncorrectable volatile DRAM ECC errors, row remap pending) nvidia-smi shows (a fault)
+    memory: dict[int, tuple[int, bool]] = field(default_factory=dict)
     acs_on: bool = False  # ACS redirection on at the PCIe switch ports above each GPU and NIC (lspci -vvv)
 
     @property
@@ -147,6 +149,7 @@ class FakeGpus:
         data["pcie"] = {str(k): list(v) for k, v in self.pcie.items()}
         data["nic_pcie"] = {str(k): list(v) for k, v in self.nic_pcie.items()}
         data["fabric"] = {str(k): list(v) for k, v in self.fabric.items()}
+        data["memory"] = {str(k): list(v) for k, v in self.memory.items()}
         data["pcie_only_pairs"] = [list(p) for p in self.pcie_only_pairs]
         return json.dumps(data, sort_keys=True)
 

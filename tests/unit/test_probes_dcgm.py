@@ -52,3 +52,28 @@ def test_a_table_cut_short_is_an_error_naming_the_node() -> None:
     text = (DATA / "dcgm4.2.3-4gpu-26b9-pod-banner-issue253-excerpt.txt").read_text()
     with pytest.raises(MeasurementError, match="gpu07.*stops after 1 test"):
         dcgm.gpu_health(node(text, exit_code=137), 2)
+
+
+def test_a_memory_fault_nvidia_smi_shows_fails_a_node_the_diagnostic_passed() -> None:
+    from pytest_fabric.parsers.nvidia_smi_q import parse_nvidia_smi_q
+
+    text = (DATA / "dcgm4-r2-4gpu-warn-gpu0-pcie-fail-gpu1-wrapped-constructed.txt").read_text()
+    healthy = text.replace(
+        "| pcie                      | Fail ", "| pcie                      | Pass "
+    ).replace("GPU1: Fail", "GPU1: Pass")
+    passed = dcgm.gpu_health(node(healthy), 2)
+    smi = (
+        DATA.parent
+        / "nvidia-smi-q"
+        / "h200-2of8gpu-570-remap-pending-ecc-fabric-in-progress-constructed.txt"
+    )
+    gpus = parse_nvidia_smi_q(smi.read_text()).gpus
+    measured = dcgm.with_memory_faults(passed, gpus, "nvidia-smi -q", ())
+    assert (passed.value, measured.value) == ("pass", "fail")
+    assert measured.detail.startswith(
+        "nvidia-smi -q: GPU1 (00000000:1B:00.0): 3 uncorrectable volatile ECC error(s) (SRAM 1, DRAM 2); "
+        "row remapping pending (reset the GPU); dcgmi diag -r 2: 5 test(s) passed"
+    )
+    assert "GPU0 (" not in measured.detail
+    # No fault: the diagnostic's measurement as it was.
+    assert dcgm.with_memory_faults(passed, gpus[:1], "nvidia-smi -q", ()) is passed

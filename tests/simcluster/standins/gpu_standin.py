@@ -83,6 +83,12 @@ def fabric(i):
     return tuple(MODEL.get("fabric", {}).get(str(i), ("Completed", "Success")))
 
 
+def memory(i):
+    """(uncorrectable volatile DRAM ECC errors, row remap pending) of GPU i."""
+    errors, pending = MODEL.get("memory", {}).get(str(i), (0, False))
+    return errors, pending
+
+
 def smi_xml():
     out = [
         '<?xml version="1.0" ?>',
@@ -130,6 +136,20 @@ def smi_xml():
             "\t\t\t<replay_rollover_counter>0</replay_rollover_counter>",
             "\t\t</pci>",
             f"\t\t<performance_state>{pstate(i)}</performance_state>",
+            "\t\t<ecc_mode>\n\t\t\t<current_ecc>Enabled</current_ecc>\n\t\t\t<pending_ecc>Enabled</pending_ecc>\n\t\t</ecc_mode>",
+            "\t\t<ecc_errors>\n\t\t\t<volatile>",
+            "\t\t\t\t<sram_correctable>0</sram_correctable>",
+            "\t\t\t\t<sram_uncorrectable_parity>0</sram_uncorrectable_parity>",
+            "\t\t\t\t<sram_uncorrectable_secded>0</sram_uncorrectable_secded>",
+            "\t\t\t\t<dram_correctable>0</dram_correctable>",
+            f"\t\t\t\t<dram_uncorrectable>{memory(i)[0]}</dram_uncorrectable>",
+            "\t\t\t</volatile>\n\t\t</ecc_errors>",
+            "\t\t<remapped_rows>",
+            "\t\t\t<remapped_row_corr>0</remapped_row_corr>",
+            f"\t\t\t<remapped_row_unc>{1 if memory(i)[1] else 0}</remapped_row_unc>",
+            f"\t\t\t<remapped_row_pending>{'Yes' if memory(i)[1] else 'No'}</remapped_row_pending>",
+            "\t\t\t<remapped_row_failure>No</remapped_row_failure>",
+            "\t\t</remapped_rows>",
             "\t\t<fabric>",
             f"\t\t\t<state>{fabric(i)[0]}</state>",
             f"\t\t\t<status>{fabric(i)[1]}</status>",
@@ -190,6 +210,20 @@ def smi_q():
             kv(8, "Replay Number Rollovers", 0),
             kv(4, "Fan Speed", "N/A"),
             kv(4, "Performance State", pstate(i)),
+            "    ECC Mode",
+            kv(8, "Current", "Enabled"),
+            "    ECC Errors",
+            "        Volatile",
+            kv(12, "SRAM Correctable", 0),
+            kv(12, "SRAM Uncorrectable Parity", 0),
+            kv(12, "SRAM Uncorrectable SEC-DED", 0),
+            kv(12, "DRAM Correctable", 0),
+            kv(12, "DRAM Uncorrectable", memory(i)[0]),
+            "    Remapped Rows",
+            kv(8, "Correctable Error", 0),
+            kv(8, "Uncorrectable Error", 1 if memory(i)[1] else 0),
+            kv(8, "Pending", "Yes" if memory(i)[1] else "No"),
+            kv(8, "Remapping Failure Occurred", "No"),
             "    Fabric",
             kv(8, "State", fabric(i)[0]),
             kv(8, "Status", fabric(i)[1]),
