@@ -8,10 +8,10 @@ from __future__ import annotations
 
 import json
 import os
-import re
 import signal
 import subprocess
 import sys
+import threading
 import time
 import uuid
 from collections.abc import Iterator
@@ -21,6 +21,7 @@ from typing import Any
 import pytest
 from simcluster import SimCluster
 from simcluster.hardware import FakeHardware, FakePort, default_ports, hardware_installed
+from simcluster.sdiag import STEPS_CHECKS, step_creations
 from simcluster.slurm import SlurmSim
 
 from pytest_fabric.hostlist import expand
@@ -28,6 +29,7 @@ from pytest_fabric.transport.base import (
     AuthenticationFailed,
     CommandResult,
     CommandTimeout,
+    NodeUnreachable,
     ToolMissing,
 )
 from pytest_fabric.transport.slurm import (
@@ -39,6 +41,8 @@ from pytest_fabric.transport.slurm import (
 )
 
 RDMA_PROFILE = Path(__file__).resolve().parents[1] / "data" / "profiles" / "sim-rdma.yaml"
+# mtu, an all-pairs TCP sweep and a sequential write: the run issue 22 counted steps of
+STEPS_PROFILE = RDMA_PROFILE.with_name("sim-slurm-steps.yaml")
 # Per-port, per-node and pair checks, with servers: enough to compare, short enough for the suite.
 PARITY_CHECKS = "port_rate or port_state or rdma_bandwidth or mtu or tcp_throughput"
 WAVE_PROFILE = "name: sim-slurm-waves\negress:\n  dns_resolve: {max: 30 s}\n"
@@ -144,6 +148,48 @@ def test_a_node_that_goes_down_mid_run_errors_alone(slurm_env: SlurmSim, allocat
         slurm_env.wait_idle(nodes, 60)
 
 
+def test_a_node_whose_agent_dies_errors_alone_naming_its_step(slurm_env: SlurmSim, allocation: SlurmAllocation) -> None:
+    """node06's slurmd and slurmstepds are killed while its agent runs a command: that command, and
+    every later one of node06, is an error of node06 naming its agent's step; the others go on."""
+    nodes = slurm_env.nodes
+    slurm_env.wait_idle(nodes)
+    for node in nodes:
+        SlurmTransport(node, allocation).connect()
+    token = f"120.{uuid.uuid4().int % 10**6:06d}"
+    failed: list[BaseException] = []
+
+    def sleep_on_node06() -> None:
+        try:
+            SlurmTransport("node06", allocation).run(f"sleep {token}", timeout=120)
+        except BaseException as exc:  # noqa: BLE001 - the test reads it
+            failed.append(exc)
+
+    waiting = threading.Thread(target=sleep_on_node06)
+    waiting.start()
+    deadline = time.monotonic() + 20
+    while not _running_on(slurm_env, "node06", token) and time.monotonic() < deadline:
+        time.sleep(0.1)
+    assert _running_on(slurm_env, "node06", token)
+    started = time.monotonic()
+    slurm_env.stop_slurmd("node06")  # as a node that lost its slurmd: the steps' daemons die with it
+    try:
+        waiting.join(100)
+        assert not waiting.is_alive() and time.monotonic() - started < 100  # well before the command's 120 s
+        assert len(failed) == 1 and isinstance(failed[0], NodeUnreachable), failed
+        message = str(failed[0])
+        assert f"node node06: this node's agent (step {allocation.tag}-agent-node06) ended" in message, message
+        assert f"command: sleep {token}" in message
+        assert _running_on(slurm_env, "node06", token) == []  # the agent ended its command when its slurmstepd went
+        outcomes = allocation.run_many(nodes, "hostname", 20, True)
+        assert isinstance(outcomes.pop("node06"), NodeUnreachable)
+        assert {n: o.stdout for n, o in outcomes.items()} == {n: f"{n}\n" for n in outcomes}  # type: ignore[union-attr]
+    finally:
+        allocation.release()
+        slurm_env.ensure_slurmds()
+        slurm_env.resume("node06")
+        slurm_env.wait_idle(nodes, 60)
+
+
 def test_no_allocation_and_munge_refusal_are_typed(slurm_env: SlurmSim, tmp_path: Path) -> None:
     with pytest.raises(NoAllocation, match="job 999999 is not running"):
         SlurmTransport("node01", SlurmAllocation(["node01"], SlurmSettings(job_id="999999"))).connect()
@@ -174,29 +220,8 @@ def test_a_wave_makes_one_step_per_node(slurm_env: SlurmSim, tmp_path: Path) -> 
     assert slurm_env.jobs() == []
 
 
-# mtu (a wave), every pair's TCP throughput (iperf3 servers with their readiness polls) and a
-# sequential write (fio): what issue 22 measured with sdiag.
-STEPS_PROFILE = """\
-name: sim-slurm-steps
-inter_node:
-  mtu: 1500
-  # a floor far below what unshaped veth pairs do (5+ Gb/s idle, 1.3 seen with 8 sweeps on 2 busy
-  # cores): this run counts steps and compares verdicts; sim.yaml's floors judge the links
-  tcp_throughput: {min: 200 Mb/s, streams: 1, duration: 1 s, source: "tests: well below any unshaped veth pair"}
-  pairs: all
-storage:
-  sequential_write: {min: 20 MB/s, size: 16 MiB, direct: false}
-"""
-STEPS_CHECKS = "mtu or (tcp_throughput and not outlier) or sequential_write"
 #: the most job steps a run may create per node: the agent's, with room for a step Slurm retried
 MAX_STEPS_PER_NODE = 3
-
-
-def step_creations(slurm: SlurmSim) -> int:
-    """How many steps slurmctld has been asked to create (sdiag's REQUEST_JOB_STEP_CREATE count)."""
-    out = slurm.run(["sdiag"]).stdout
-    found = re.search(r"REQUEST_JOB_STEP_CREATE\s+\(\s*\d+\)\s+count:\s*(\d+)", out)
-    return int(found.group(1)) if found else 0  # none since the last sdiag -r: sdiag leaves the line out
 
 
 def test_an_eight_node_run_makes_steps_per_node_not_per_command(slurm_env: SlurmSim, tmp_path: Path) -> None:
@@ -204,7 +229,6 @@ def test_an_eight_node_run_makes_steps_per_node_not_per_command(slurm_env: Slurm
     per node (every command its own step made ~90 per pair), every check passes, as over SSH."""
     nodes = slurm_env.nodes
     assert len(nodes) == 8
-    (tmp_path / "steps.yaml").write_text(STEPS_PROFILE)
     records: dict[str, dict[str, Any]] = {}
     for how in ("slurm", "ssh"):
         work = tmp_path / how
@@ -214,7 +238,7 @@ def test_an_eight_node_run_makes_steps_per_node_not_per_command(slurm_env: Slurm
         else:
             inventory = slurm_env.cluster.write_inventory(work / "inventory.yaml")
         before = step_creations(slurm_env)
-        result = _pytest(work, "--cluster", str(inventory), "--profile", str(tmp_path / "steps.yaml"),
+        result = _pytest(work, "--cluster", str(inventory), "--profile", str(STEPS_PROFILE),
                          "-k", STEPS_CHECKS, "--conformance-json", "record.json", timeout=600)
         created = step_creations(slurm_env) - before
         records[how] = json.loads((work / "record.json").read_text())

@@ -176,7 +176,6 @@ class AgentStep:
             code = None
         errors.join(2)
         with self._lock:
-            pending, self._pending = list(self._pending.values()), {}
             messages = list(self._messages)
         if self._closing:
             error: TransportError = TransportError(self.node, f"this node's agent (step {self.name}) was closed",
@@ -184,7 +183,9 @@ class AgentStep:
         else:
             error = self._on_death(messages, code)
             logger.info("agent step %s on %s ended: %s", self.name, self.node, error)
-        self.error = error
+        with self._lock:  # with the error set under the lock, no request is added to those told below
+            self.error = error
+            pending, self._pending = list(self._pending.values()), {}
         self._gone.set()
         for request in pending:
             request._finish(None, restated(error, command=request.command))

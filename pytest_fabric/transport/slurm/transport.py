@@ -61,8 +61,10 @@ from ..base import (
 from ..gather import Gathering, StepOutcome
 from ..outcome import is_wrapper_timeout, judge
 from ..packages import missing_tool
+from ..scheduler import SchedulerJob
 from ..shellwrap import KILL_AFTER_S, with_timeout
 from .agent_step import AGENT_SOURCE, AgentStep, Request, restated
+from .gpus import gpu_request
 from .settings import SlurmSettings  # plain settings: the inventory makes them
 
 __all__ = [
@@ -330,6 +332,17 @@ class SlurmAllocation:
                 self._node_errors[node] = NodeNotAvailable(
                     node, f"Required node not available: Slurm has it {state}{why}", command="sinfo -N",
                     fix=f"scontrol update nodename={node} state=resume once it is fixed, or leave it out")
+        gpu_options, short = gpu_request(s, usable, self._slurm)  # the profile's GPUs, as the site counts them
+        for node, why in short.items():
+            self._node_errors[node] = NodeNotAvailable(
+                node, f"Requested node configuration is not available: {why}", command="sinfo -N -o %N|%G",
+                fix="give the node its GPUs in Slurm (gres.conf, Gres= in slurm.conf), fix gpu_count in the profile, "
+                    "or leave the node out")
+        usable = [node for node in usable if node not in short]
+        if short and not usable:
+            self._error = NoAllocation(fold(self.nodes), f"no node has the GPUs the profile expects: {next(iter(short.values()))}",
+                                       command="sinfo -N -o %N|%G", fix="fix gpu_count in the profile, or the nodes' gres in Slurm")
+            return
         if not usable:
             self._error = NoAllocation(fold(self.nodes), "no node of the inventory is usable in Slurm",
                                        command="sinfo -N", fix="see each node's state in sinfo -N")
@@ -341,6 +354,7 @@ class SlurmAllocation:
             argv.append(f"--partition={s.partition}")
         if s.account:
             argv.append(f"--account={s.account}")
+        argv.extend(gpu_options)
         argv.extend(s.salloc_options)
         proc = self._request(argv, timeout=s.wait_s + 30)
         granted = _GRANTED.search(proc.stderr + proc.stdout)
@@ -654,7 +668,11 @@ class SlurmAllocation:
         """The error of ``node`` whose agent step ``name`` ended (or never started), from what srun said."""
         command = f"srun --jobid={self.job_id} -w {node} --overlap python3 -u -c <pytest-fabric agent> (step {name})"
         if self.job_id is not None and self._leavers([node]):
-            return restated(self._node_errors[node], command=command)
+            error = restated(self._node_errors[node], command=command)
+            said = "\n".join(messages[-6:]) or "nothing"
+            error.detail = f"this node's agent (step {name}) ended: {error.detail}; srun said:\n{said}"
+            Exception.__init__(error, error._render())
+            return error
         text = "\n".join(messages)
         if re.search(r"execve\(\): python3|python3: (?:command )?not found", text):
             missing = ToolMissing(node, "python3", command=command, package="python3")
@@ -759,6 +777,12 @@ class SlurmTransport:
 
     def __repr__(self) -> str:
         return f"SlurmTransport({self.node!r}, job={self.allocation.job_id})"
+
+    def scheduler_job(self) -> SchedulerJob | None:
+        """The job this node's commands run in, for launches across nodes (see :mod:`..scheduler`)."""
+        self.allocation.ensure()
+        job = self.allocation.job_id
+        return SchedulerJob("slurm", job, self.allocation.settings.mpi) if job is not None else None
 
     def connect(self) -> None:
         """Have the allocation; raise the node's typed error when Slurm will not run on it."""
