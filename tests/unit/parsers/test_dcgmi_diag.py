@@ -198,3 +198,27 @@ def test_a_table_cut_before_its_border_says_so() -> None:
     whole = parse_dcgmi_diag((DATA / DCGM4_TABLE).read_text() + "some trailing line\n")
     assert not cut.complete and whole.complete
     assert parse_dcgmi_diag(corpus_text("dcgmi-diag", "dgx1-8x-v100-dcgm-4.1.1-r1.txt")).complete
+
+
+def test_recorded_dcgm4_json_test_with_info_per_gpu() -> None:
+    # NVIDIA/DCGM#215 quotes one test of a DCGM 4 `dcgmi diag -r 4 -j` run (it ends with the comma
+    # after the test): put it in the document it came from.
+    fragment = (
+        (DATA / "dcgm4-r4-j-diagnostic-8gpu-info-issue215-excerpt.json-fragment")
+        .read_text()
+        .rstrip()
+        .rstrip(",")
+    )
+    text = (
+        '{"DCGM Diagnostic": {"test_categories": [{"category": "Hardware", "tests": ['
+        + fragment
+        + "]}]}}"
+    )
+    (test,) = parse_dcgmi_diag(text).tests
+    assert (test.category, test.name, test.result) == ("Hardware", "diagnostic", "Pass")
+    assert test.gpu_results == {g: "Pass" for g in range(8)}
+    assert (
+        test.messages[2]
+        == "Info: GPU0: GPU 0 calculated at approximately 859.08 gigaflops during this test"
+    )
+    assert len(test.messages) == 8 and not test.failed
