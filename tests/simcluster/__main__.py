@@ -31,6 +31,8 @@ def main(argv: list[str] | None = None) -> int:
     up.add_argument("--workdir", type=Path, default=Path("/tmp/fabric-sim"),
                     help="keys, per-node dirs and inventory.yaml go here")
     up.add_argument("--name", default="sim", help="inventory name (default sim)")
+    up.add_argument("--cpu-free", action="store_true",
+                    help="iperf3 is a stand-in that sleeps -t and reports the node's link (for hundreds of nodes)")
     args = parser.parse_args(argv)
 
     missing = missing_prerequisites()
@@ -38,13 +40,14 @@ def main(argv: list[str] | None = None) -> int:
         print("cannot start a simulated cluster: " + "; ".join(missing), file=sys.stderr)
         return 2
     signal.signal(signal.SIGTERM, _raise_interrupt)
-    cluster = SimCluster(args.nodes, args.workdir, name=args.name)
+    cluster = SimCluster(args.nodes, args.workdir, name=args.name, cpu_free=args.cpu_free)
     try:
         cluster.start()
         inventory = cluster.write_inventory(cluster.workdir / "inventory.yaml")
         first = cluster.nodes[0]
         print(f"{len(cluster.nodes)} nodes up in {cluster.started_s:.2f} s "
-              f"(prefix {cluster.prefix}, bridge {cluster.bridge} {cluster.bridge_address}/24)")
+              f"(prefix {cluster.prefix}, bridge {cluster.bridge} {cluster.bridge_address}/16)"
+              + (", cpu-free iperf3" if cluster.cpu_free else ""))
         for node in cluster.nodes:
             print(f"  {node.name}  {node.address}  netns {node.netns}  sshd pid {node.sshd_pid}"
                   f"  stand-ins: {node.bindir}")

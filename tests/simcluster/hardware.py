@@ -196,8 +196,23 @@ def _python_for_nodes() -> str:
     )
 
 
+# Directories a node sees as its own (bound over the host's inside its mount namespace).
+_NODE_PRIVATE = ("/usr/local/bin", "/root", "/tmp", "/run")
+
+
 def _standin_script() -> str:
-    """The stand-in program with a shebang naming an interpreter the nodes can run."""
+    """The stand-in program with a shebang naming an interpreter the nodes can run.
+
+    Where the checkout is visible inside the nodes, a launcher that imports the stand-in from it:
+    python caches an imported module's bytecode, never a script's, and compiling the 2,000-line
+    stand-in took 0.05 s of the 0.09 s of CPU each start cost (4,096 iperf3 starts in a 512-node
+    run of 4 rounds). Otherwise the whole program, as before.
+    """
+    folder = str(STANDIN_SOURCE.resolve().parent)
+    if not any(folder == d or folder.startswith(d + "/") for d in _NODE_PRIVATE):
+        return (f"#!{_python_for_nodes()}\n# {_MARKER} (a launcher: the program is {STANDIN_SOURCE.name})\n"
+                f"import sys\nsys.path.insert(0, {folder!r})\nimport fabric_standin\n"
+                "sys.exit(fabric_standin.main())\n")
     source = STANDIN_SOURCE.read_text()
     body = source.split("\n", 1)[1] if source.startswith("#!") else source
     return f"#!{_python_for_nodes()}\n{body}"

@@ -53,6 +53,15 @@ Port = dict[str, Any]
 
 # --------------------------------------------------------------------------- model access
 
+def _here() -> str:
+    """The directory the tool was started from (the node's /usr/local/bin), where its model lies.
+
+    The program as started, not this module's file: the installed tool may be a launcher that
+    imports this module from the checkout (tests/simcluster/hardware.py), so its bytecode is cached.
+    """
+    return os.path.dirname(os.path.abspath(sys.argv[0]))
+
+
 def die(message: str, code: int = 1) -> NoReturn:
     """Print to stderr and exit, as the real tools do on usage and lookup errors."""
     sys.stderr.write(message.rstrip("\n") + "\n")
@@ -61,7 +70,7 @@ def die(message: str, code: int = 1) -> NoReturn:
 
 def load_cluster() -> Model:
     """The cluster-wide model, from beside this program."""
-    path = os.path.join(os.path.dirname(os.path.abspath(__file__)), HARDWARE_FILE)
+    path = os.path.join(_here(), HARDWARE_FILE)
     try:
         with open(path) as handle:
             doc: Model = json.load(handle)
@@ -559,7 +568,7 @@ def cmd_ethtool(argv: list[str]) -> int:
             print("NIC statistics:")
             print("\n".join(f"     {n}: {counters.get(n, 0)}" for n in names))
             return 0
-    here = os.path.dirname(os.path.abspath(__file__))
+    here = _here()
     for directory in os.environ.get("PATH", "/usr/sbin:/usr/bin:/sbin:/bin").split(":"):
         real = os.path.join(directory, "ethtool")
         if os.path.abspath(directory) != here and os.access(real, os.X_OK):
@@ -585,7 +594,7 @@ def cmd_iblinkinfo(argv: list[str]) -> int:
             die(f"iblinkinfo stand-in: {arg} is not simulated", 1)
     if dr is None and ca is None:
         # The whole fabric, as a test laid it out (tests/simcluster/switches.py writes it beside us).
-        scan = os.path.join(os.path.dirname(os.path.abspath(__file__)), "iblinkinfo-fabric.txt")
+        scan = os.path.join(_here(), "iblinkinfo-fabric.txt")
         if os.path.exists(scan):
             with open(scan) as recorded:
                 sys.stdout.write(recorded.read())
@@ -1675,7 +1684,7 @@ _TCP_FLOWS = Path("/tmp/.fabric-standin-tcp")
 
 
 def _load_link() -> Model:
-    path = Path(__file__).resolve().parent / LINK_FILE
+    path = Path(_here()) / LINK_FILE
     try:
         loaded: Model = json.loads(path.read_text())
     except FileNotFoundError:
