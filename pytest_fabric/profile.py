@@ -15,11 +15,12 @@ import hashlib
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, ClassVar, Literal, TypeVar
+from typing import TYPE_CHECKING, Annotated, Any, ClassVar, Literal, TypeVar
 
 import yaml
 from pydantic import (
     BaseModel,
+    BeforeValidator,
     ConfigDict,
     Field,
     ValidationError,
@@ -220,6 +221,20 @@ def _resolve_engine(spec: Any, default_depth: int) -> None:
 Measured = Literal["alone", "together"]
 
 
+def _measured(value: Any) -> Any:
+    if value not in ("alone", "together"):
+        raise ValueError(
+            f"{value!r} is not how a figure is measured: write alone (each node's client on a mount no other "
+            "node is using, the nodes taking turns) or together (every node at once, each figure its share of "
+            "the mount)"
+        )
+    return value
+
+
+#: ``measured:`` as written, with an error that says what each value means
+MeasuredField = Annotated[Measured, BeforeValidator(_measured)]
+
+
 def _alone_only_concurrency(spec: Any) -> None:
     if spec.measured == "together" and "concurrency" in spec.model_fields_set:
         raise ValueError(
@@ -248,7 +263,7 @@ class StorageBandwidth(BandwidthFloor):
     #: what a node's figure on a shared mount is (a node-local mount runs on every node at once
     #: either way): "alone", its client on an idle mount, the nodes taking turns; "together",
     #: every node of the wave at once, the figure being the node's share of what the mount gave all
-    measured: Measured = "alone"
+    measured: MeasuredField = "alone"
     #: measured: alone: nodes on a shared mount at once (more is faster, each figure then a share
     #: among that many); all at once would be measured: together
     concurrency: int = Field(default=1, ge=1, le=4096)
@@ -267,7 +282,7 @@ class AggregateWrite(StorageBandwidth):
     frees bandwidth for the others, so the sum says more than the filesystem did)."""
 
     runtime: QuantityField = Field(default_factory=lambda: parse_quantity("30 s"))
-    measured: Measured = "together"  # what the aggregate is; alone would be sequential_write
+    measured: MeasuredField = "together"  # what the aggregate is; alone would be sequential_write
 
     @field_validator("runtime")
     @classmethod
@@ -313,7 +328,7 @@ class Iops(CheckSpec):
     size: QuantityField = Field(default_factory=lambda: parse_quantity("1 GiB"))
     runtime: QuantityField = Field(default_factory=lambda: parse_quantity("10 s"))
     direct: bool = True  # as StorageBandwidth: O_DIRECT unless the check says otherwise
-    measured: Measured = "alone"  # as StorageBandwidth, on shared mounts
+    measured: MeasuredField = "alone"  # as StorageBandwidth, on shared mounts
     concurrency: int = Field(default=1, ge=1, le=4096)  # as StorageBandwidth, on shared mounts
 
     @model_validator(mode="after")

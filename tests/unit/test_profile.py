@@ -414,7 +414,7 @@ def test_storage_measured_alone_or_together_and_a_bad_value_names_file_line_and_
             min: 1 GB/s
             measured: sometimes
         """)
-    assert f"{bad}:5: storage.sequential_write.measured: Input should be 'alone' or 'together'" in _error(bad)
+    assert f"{bad}:5: storage.sequential_write.measured: 'sometimes' is not how a figure is measured: write alone" in _error(bad)
 
 
 def test_concurrency_is_for_measured_alone_and_aggregate_write_is_always_together(tmp_path: Path) -> None:
