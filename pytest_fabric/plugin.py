@@ -9,6 +9,7 @@ test's report.
 
 from __future__ import annotations
 
+import dataclasses
 import logging
 from dataclasses import dataclass
 from datetime import datetime, timezone
@@ -553,6 +554,13 @@ def pytest_report_header(config: pytest.Config) -> list[str] | None:
                      f"{len(state.pairs):,} pairs in {rounds:,} rounds of disjoint pairs")
     for key, why in sorted(config.stash.get(CANNOT_EXIST_KEY, {}).items()):
         lines.append(f"fabric: {key} cannot exist on this inventory ({why}): listed as not run, not blocking")
+    if any(n.transport == "slurm" for n in state.inventory.nodes):
+        from .transport.slurm.gpus import describe
+        from .transport.slurm.session import expected_gpus
+        from .transport.slurm.settings import SlurmSettings
+
+        slurm = dataclasses.replace(state.inventory.slurm or SlurmSettings(), gpus_per_node=expected_gpus(p))
+        lines.append(f"fabric: {describe(slurm)}")
     if len(state.inventory.nodes) > state.device_tests_up_to:
         lines.append(f"fabric: GPUs and RDMA ports: one test per node and check above {state.device_tests_up_to:,} "
                      "nodes, naming each GPU or port that fails (--fabric-device-tests-up-to)")

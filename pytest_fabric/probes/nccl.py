@@ -1,4 +1,17 @@
-"""Multi-node NCCL all_reduce with nccl-tests, launched by mpirun from the first node.
+"""Multi-node NCCL all_reduce with nccl-tests, launched from the first node: by mpirun, or the Slurm way.
+
+How the ranks are started depends on what the first node's transport says it runs under
+(:mod:`pytest_fabric.transport.scheduler`), never on how it reaches the node:
+
+- no scheduler (SSH): ``mpirun -H addr:GPUS,...``, its daemons started over ssh;
+- a Slurm job whose srun offers PMIx (``srun --mpi=list``, or ``slurm: mpi: pmix_v4``):
+  ``srun --jobid=J --overlap --mpi=pmix -N K -n K*GPUS --ntasks-per-node=GPUS -w NODES all_reduce_perf``;
+- a Slurm job without PMIx (or ``slurm: mpi: none``): mpirun inside the job, told the job's nodes
+  (``SLURM_JOB_NODELIST`` ... of the K nodes, not the step's own) and ``plm_slurm_args=--overlap``,
+  so it starts its daemons as steps of the job beside the step it runs in.
+
+Under Slurm the ranks nccl-tests lists must be GPUS on each of the K nodes: a launch that started
+each rank as a job of its own (srun without a working PMIx) or on other nodes is an error.
 
 The verdict reads bus bandwidth at the profile's message size from the per-size
 rows, never the "Avg bus bandwidth" line (it averages the whole sweep).  Every
@@ -26,17 +39,20 @@ import ipaddress
 import shlex
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import Literal
 
 from ..cluster import NodeHandle
 from ..evidence import CommandResult
-from ..parsers import nccl_tests
+from ..parsers import nccl_tests, srun_mpi_list
 from ..parsers.base import ParseError
 from ..transport.base import CommandFailed
+from ..transport.scheduler import SchedulerJob, scheduler_job
 from ..units import Quantity, bandwidth, parse_quantity
 from ..verdict import Measurement
 from .base import MeasurementError, parse_or_raise
 
-__all__ = ["ALGORITHM", "BASELINE_PAIRS", "SCALING_SAMPLES", "Launch", "allreduce", "nccl_hcas", "baseline_pairs", "read_run", "scaling", "wrong_results"]
+__all__ = ["ALGORITHM", "BASELINE_PAIRS", "SCALING_SAMPLES", "Launch", "Launcher", "allreduce", "baseline_pairs",
+           "launcher_for", "misplaced", "nccl_hcas", "read_run", "scaling", "wrong_results"]
 
 ALGORITHM = "Ring"
 # Two-node runs the scaling baseline is the median of: pairs spread over the node list, so one
@@ -49,6 +65,49 @@ _FIX_LAUNCH = (
     "run the mpirun command by hand on the first node; check passwordless SSH between the nodes, "
     "that all_reduce_perf is on every node's PATH, and NCCL_DEBUG=WARN for NCCL's reason"
 )
+_FIX_SRUN = (
+    "run the srun command by hand inside the job; check that Open MPI (and nccl-tests, built with MPI=1) "
+    "support PMIx (ompi_info | grep pmix), that all_reduce_perf is on every node's PATH, and NCCL_DEBUG=WARN "
+    "for NCCL's reason; slurm: {mpi: none} in the inventory launches with mpirun inside the job instead"
+)
+_FIX_MPIRUN_SLURM = (
+    "run the mpirun command by hand inside the job; check that Open MPI was built with Slurm support "
+    "(ompi_info | grep plm) and all_reduce_perf is on every node's PATH, and NCCL_DEBUG=WARN for NCCL's reason"
+)
+# A step's own SLURM_* (its one node, its one task) would be taken for the job's by the srun or mpirun
+# it starts ("Only allocated 1 nodes asked for 2"): drop them all but the configuration's path.
+_CLEAR_STEP_ENV = (
+    "for v in $(env | sed -n 's/^\\(SLURM_[A-Za-z0-9_]*\\)=.*/\\1/p'); do "
+    '[ "$v" = SLURM_CONF ] || unset "$v"; done; '
+)
+
+
+@dataclass(frozen=True)
+class Launcher:
+    """How a run across nodes starts its ranks: ``mpirun`` (over ssh), ``srun`` (PMIx) or ``mpirun-slurm``."""
+
+    how: Literal["mpirun", "srun", "mpirun-slurm"] = "mpirun"
+    job: SchedulerJob | None = None
+    mpi: str | None = None  #: the srun --mpi plugin
+
+    @property
+    def fix(self) -> str:
+        return {"srun": _FIX_SRUN, "mpirun-slurm": _FIX_MPIRUN_SLURM}.get(self.how, _FIX_LAUNCH)
+
+
+def launcher_for(node: NodeHandle) -> Launcher:
+    """How a run started from ``node`` launches: from its transport's job and, for ``auto``, srun --mpi=list."""
+    job = scheduler_job(node.transport)
+    if job is None or job.scheduler != "slurm":
+        return Launcher()
+    if job.mpi == "none":
+        return Launcher("mpirun-slurm", job)
+    if job.mpi != "auto":
+        return Launcher("srun", job, job.mpi)
+    listed = node.run("srun --mpi=list", timeout=30, check=False)
+    plugins = srun_mpi_list.parse(listed.stdout + "\n" + listed.stderr)
+    plugin = "pmix" if "pmix" in plugins else next((p for p in plugins if p.startswith("pmix")), None)
+    return Launcher("srun", job, plugin) if plugin else Launcher("mpirun-slurm", job)
 
 
 @dataclass(frozen=True)
@@ -74,9 +133,39 @@ def _ip(address: str) -> bool:
     return True
 
 
+def _nccl_env(algorithm: str, launch: Launch) -> list[str]:
+    env = [f"NCCL_ALGO={algorithm}", "NCCL_DEBUG=VERSION"]
+    if launch.hcas:
+        env.append("NCCL_IB_HCA==" + ",".join(launch.hcas))
+    return env + list(launch.nccl_env)
+
+
+# -c 1: nccl-tests checks every result against the expected values (its default, made explicit).
+def _program(size_bytes: int) -> str:
+    return f"all_reduce_perf -b {size_bytes} -e {size_bytes} -f 2 -g 1 -c 1"
+
+
+def _srun_command(nodes: Sequence[NodeHandle], size_bytes: int, gpus_per_node: int, algorithm: str,
+                  launch: Launch, launcher: Launcher) -> str:
+    assert launcher.job is not None
+    names = ",".join(shlex.quote(n.name) for n in nodes)
+    # srun passes its environment to the ranks: NCCL's settings go before it, not through --export
+    # (whose commas would split NCCL_IB_HCA's list).
+    return (
+        _CLEAR_STEP_ENV + " ".join(shlex.quote(e) for e in _nccl_env(algorithm, launch)) + " "
+        f"srun --jobid={shlex.quote(launcher.job.job_id)} --overlap --mpi={shlex.quote(launcher.mpi or 'pmix')} "
+        f"-N {len(nodes)} -n {len(nodes) * gpus_per_node} --ntasks-per-node={gpus_per_node} -w {names} "
+        "--cpu-bind=none --kill-on-bad-exit=1 --input=none " + _program(size_bytes)
+    )
+
+
 def _command(nodes: Sequence[NodeHandle], size_bytes: int, gpus_per_node: int, algorithm: str,
-             launch: Launch = Launch()) -> str:
-    hosts = ",".join(f"{shlex.quote(n.address)}:{gpus_per_node}" for n in nodes)
+             launch: Launch = Launch(), launcher: Launcher = Launcher()) -> str:
+    if launcher.how == "srun":
+        return _srun_command(nodes, size_bytes, gpus_per_node, algorithm, launch, launcher)
+    inside = launcher.how == "mpirun-slurm"
+    # Inside a Slurm job mpirun's daemons are started by srun, which knows the nodes by their Slurm names.
+    hosts = ",".join(f"{shlex.quote(n.name if inside else n.address)}:{gpus_per_node}" for n in nodes)
     options = [
         # PATH and LD_LIBRARY_PATH of the launching shell reach the remote ranks: all_reduce_perf and
         # libnccl are found where they are on the first node, not only on the default PATH.
@@ -91,16 +180,49 @@ def _command(nodes: Sequence[NodeHandle], size_bytes: int, gpus_per_node: int, a
         # host), not on whichever interface it tries first (docker0, an IPoIB down link).
         cidrs = ",".join(f"{a}/{32 if ipaddress.ip_address(a).version == 4 else 128}" for a in addresses)
         options += [f"--mca oob_tcp_if_include {cidrs}", f"--mca btl_tcp_if_include {cidrs}"]
-    env = [f"NCCL_ALGO={algorithm}", "NCCL_DEBUG=VERSION"]
-    if launch.hcas:
-        env.append("NCCL_IB_HCA==" + ",".join(launch.hcas))
-    env += list(launch.nccl_env)
-    # -c 1: nccl-tests checks every result against the expected values (its default, made explicit).
+    env = _nccl_env(algorithm, launch)
+    prefix = ""
+    if inside:
+        assert launcher.job is not None
+        names = ",".join(n.name for n in nodes)
+        job = shlex.quote(launcher.job.job_id)
+        # mpirun reads the job it runs in from these (its ras/plm slurm components): the K nodes, the
+        # GPUs' worth of slots on each; its daemons' srun steps need --overlap beside the step mpirun is in.
+        prefix = (
+            _CLEAR_STEP_ENV + f"export SLURM_JOB_ID={job} SLURM_JOBID={job} SLURM_JOB_NODELIST={names} "
+            f"SLURM_NODELIST={names} SLURM_NNODES={len(nodes)} SLURM_JOB_NUM_NODES={len(nodes)} "
+            f"SLURM_TASKS_PER_NODE='{gpus_per_node}(x{len(nodes)})' OMPI_MCA_plm_slurm_args=--overlap; "
+        )
     return (
-        f"mpirun --allow-run-as-root -H {hosts} -np {len(nodes) * gpus_per_node} --bind-to none "
+        prefix + f"mpirun --allow-run-as-root -H {hosts} -np {len(nodes) * gpus_per_node} --bind-to none "
         + " ".join(options) + " "
         + " ".join(f"-x {shlex.quote(e)}" for e in env) + " "
-        + f"all_reduce_perf -b {size_bytes} -e {size_bytes} -f 2 -g 1 -c 1"
+        + _program(size_bytes)
+    )
+
+
+def misplaced(parsed: nccl_tests.NcclTestsResult, nodes: Sequence[NodeHandle], gpus_per_node: int) -> str | None:
+    """What is wrong with where the ranks ran (None: GPUS ranks on each of the nodes, or no rank list).
+
+    A launch that did not join the ranks into one job (srun without a working PMIx, nccl-tests
+    built without MPI) prints each rank's own one-rank run; one that placed ranks elsewhere lists
+    other hosts or counts.
+    """
+    if not parsed.ranks:
+        return None
+    expected = len(nodes) * gpus_per_node
+    per_host: dict[str, int] = {}
+    for rank in parsed.ranks:
+        per_host[rank.host] = per_host.get(rank.host, 0) + 1
+    if parsed.num_ranks == expected and len(per_host) == len(nodes) and set(per_host.values()) == {gpus_per_node}:
+        names = {n.name for n in nodes}
+        strangers = [h for h in per_host if h not in names and h.split(".")[0] not in names]
+        if not strangers or len(strangers) == len(per_host):  # all named otherwise: FQDNs, other spellings
+            return None
+    listed = ", ".join(f"{count} on {host}" for host, count in per_host.items())
+    return (
+        f"nccl-tests ran {parsed.num_ranks} ranks ({listed}); expected {expected}: {gpus_per_node} on each of "
+        f"{', '.join(n.name for n in nodes)}"
     )
 
 
@@ -175,11 +297,19 @@ def allreduce(
     judged; returns a measurement that fails the check (``missing`` set) when the
     results were wrong.
     """
-    command = _command(nodes, size_bytes, gpus_per_node, algorithm, launch)
-    launcher = nodes[0]
+    first = nodes[0]
+    how = launcher_for(first)
+    command = _command(nodes, size_bytes, gpus_per_node, algorithm, launch, how)
+    launcher = first
     names = ", ".join(n.name for n in nodes)
     result = launcher.run(command, timeout=timeout, check=False)
-    parsed, corrupted = read_run(result, fix=_FIX_LAUNCH)
+    parsed, corrupted = read_run(result, fix=how.fix)
+    # Checked for the scheduler's launches, where a rank started as a job of its own is the usual fault
+    # (srun without a working PMIx); mpirun over ssh places ranks by its -H list.
+    wrong_place = misplaced(parsed, nodes, gpus_per_node) if how.how != "mpirun" else None
+    if wrong_place is not None:
+        raise MeasurementError(launcher.name, f"the {how.how} launch did not start one job across the nodes: "
+                               f"{wrong_place}", command=command, fix=how.fix)
     try:
         busbw = nccl_tests.busbw_at(parsed, size_bytes)
         row = nccl_tests.row_at(parsed, size_bytes)
@@ -189,7 +319,9 @@ def allreduce(
     unchecked = "" if row.wrong is not None or row.error is not None else "; results not checked by nccl-tests (N/A)"
     detail = (
         f"all_reduce_perf busbw at {size_bytes} B over {len(nodes)} nodes x {gpus_per_node} GPUs ({names}), "
-        f"NCCL_ALGO={algorithm}{version}{unchecked}"
+        f"NCCL_ALGO={algorithm}{version}{unchecked}, launched by "
+        + (f"srun --mpi={how.mpi}" if how.how == "srun" else "mpirun in the Slurm job" if how.how == "mpirun-slurm"
+           else "mpirun")
     )
     value = bandwidth(busbw, "GB/s")
     missing = None

@@ -26,6 +26,7 @@ import pwd
 import shutil
 import signal
 import socket
+import stat
 import subprocess
 import time
 import uuid
@@ -66,8 +67,11 @@ def _free_port(address: str) -> int:
 class SlurmSim:
     """Slurm over every node of ``cluster``; a context manager, like the SimCluster itself."""
 
-    def __init__(self, cluster: SimCluster) -> None:
+    def __init__(self, cluster: SimCluster, *, gpus_per_node: int = 8) -> None:
         self.cluster = cluster
+        # Every node's GPUs as Slurm knows them (Gres=gpu:N, one device file each in gres.conf):
+        # the default FakeHardware's eight, so an allocation can ask for what a profile expects.
+        self.gpus_per_node = gpus_per_node
         self.name = "pf" + uuid.uuid4().hex[:6]
         self.state = STATE_ROOT / self.name
         self.conf = self.state / "slurm.conf"
@@ -139,7 +143,7 @@ class SlurmSim:
         STATE_ROOT.mkdir(mode=0o755, exist_ok=True)
         os.chmod(STATE_ROOT, 0o755)  # munged refuses a socket under a directory others may write
         self.state.mkdir(mode=0o755)
-        for sub in ("ctld", "spool", "log"):
+        for sub in ("ctld", "spool", "log", "dev"):
             (self.state / sub).mkdir()
         munge = self.state / "munge"
         munge.mkdir(mode=0o700)
@@ -180,7 +184,9 @@ class SlurmSim:
             "JobAcctGatherType=jobacct_gather/none",
             "AccountingStorageType=accounting_storage/none",
             "MpiDefault=none",
-            "SelectType=select/linear",
+            # cons_tres, as GPU clusters run: under select/linear every step of a job that holds gres
+            # is refused ("Invalid generic resource (gres) specification"), seen with 22.05.8.
+            "SelectType=select/cons_tres",
             "ReturnToService=2",
             # Short, so a killed slurmd shows as DOWN and cancelled steps end within seconds.
             "SlurmdTimeout=10",
@@ -188,13 +194,34 @@ class SlurmSim:
             "KillWait=2",
             "MinJobAge=2",
             "InactiveLimit=0",
-            f"NodeName={names} NodeAddr={prefix}.[{lo}-{hi}] CPUs=2 RealMemory=1000 State=UNKNOWN",
+            "GresTypes=gpu",
+            # Sixteen CPUs as the configuration says, not the machine's two (config_overrides): a step
+            # of one MPI rank per GPU needs a CPU per rank, as on a real GPU node.
+            "SlurmdParameters=config_overrides",
+            f"NodeName={names} NodeAddr={prefix}.[{lo}-{hi}] CPUs=16 RealMemory=1000 "
+            + (f"Gres=gpu:{self.gpus_per_node} " if self.gpus_per_node else "") + "State=UNKNOWN",
             f"PartitionName={PARTITION} Nodes={names} Default=YES MaxTime=INFINITE State=UP",
             "",
         ]))
+        (self.state / "gres.conf").write_text(self._gres_conf(names))
         (self.state / "cgroup.conf").write_text(
             "CgroupPlugin=cgroup/v1\nCgroupAutomount=no\nConstrainCores=no\nConstrainRAMSpace=no\n"
         )
+
+    def _gres_conf(self, names: str) -> str:
+        """gres.conf: each node's GPUs as device files, character devices with /dev/null's numbers.
+
+        slurmd 22.05 refuses a File= that is not a character or block device ("fix your gres.conf")
+        and sets CUDA_VISIBLE_DEVICES in a step from the files it was given; no NVML here, so no
+        autodetection.
+        """
+        devices = self.state / "dev"
+        for index in range(self.gpus_per_node):
+            os.mknod(devices / f"nvidia{index}", 0o666 | stat.S_IFCHR, os.makedev(1, 3))
+        if not self.gpus_per_node:
+            return "AutoDetect=off\n"
+        files = f"{devices}/nvidia[0-{self.gpus_per_node - 1}]" if self.gpus_per_node > 1 else f"{devices}/nvidia0"
+        return f"AutoDetect=off\nNodeName={names} Name=gpu File={files}\n"
 
     def _start_munged(self) -> None:
         munge = self.state / "munge"

@@ -13,7 +13,9 @@ import threading
 
 import pytest
 
+from ... import checks
 from ...inventory import Node
+from ...profile import Profile
 from ...state import get_state
 from .settings import SlurmSettings, allocation_minutes
 from .transport import SlurmAllocation, SlurmTransport
@@ -41,6 +43,8 @@ def _allocation_for(config: pytest.Config) -> SlurmAllocation:
         assert state is not None
         nodes = [n.name for n in state.inventory.nodes if n.transport == "slurm"]
         settings = state.inventory.slurm or SlurmSettings()
+        # The GPUs the profile expects on each node: the allocation asks for them (see .gpus).
+        settings = dataclasses.replace(settings, gpus_per_node=expected_gpus(state.profile))
         if settings.time_limit_min is None:
             # Not written: as long as the run's plan, with a margin (the default of 120 minutes was
             # shorter than many plans, and a run cut at its time limit loses its last checks).
@@ -53,6 +57,12 @@ def _allocation_for(config: pytest.Config) -> SlurmAllocation:
         config.stash[ALLOCATION_KEY] = allocation
         config.add_cleanup(allocation.release)
     return allocation
+
+
+def expected_gpus(profile: Profile) -> int | None:
+    """The GPUs per node a profile expects (its gpu_count), None when it states none."""
+    spec = profile.spec_of(checks.GPU_COUNT)
+    return spec.stated if spec is not None else None
 
 
 def slurm_transport(node: Node, config: pytest.Config) -> SlurmTransport:
