@@ -71,6 +71,22 @@ def _address(cidr: str, family: str | None) -> tuple[str, str, int] | None:
     return family, address, length
 
 
+def _peers_joined(tokens: list[str]) -> list[str]:
+    """``LOCAL peer PEER/LEN`` (a point-to-point address) as ``LOCAL/LEN``: the peer is not this host's."""
+    out: list[str] = []
+    index = 0
+    while index < len(tokens):
+        if index + 2 < len(tokens) and tokens[index + 1] == "peer":
+            local = tokens[index].split("/")[0]
+            _, _, length = tokens[index + 2].partition("/")
+            out.append(f"{local}/{length}" if length else local)
+            index += 3
+        else:
+            out.append(tokens[index])
+            index += 1
+    return out
+
+
 @register("ip-addr", "ip -o|-br addr show: interface, family and address per address", corpus=())
 def parse_ip_addr(text: str) -> InterfaceAddresses:
     """Every address of ``ip -o addr show`` or ``ip -br addr show``; other lines are skipped."""
@@ -85,7 +101,7 @@ def parse_ip_addr(text: str) -> InterfaceAddresses:
                 continue
             out.append(InterfaceAddress(int(match.group("index")), match.group("name"), *found))
         elif brief := _BRIEF.match(line.strip()):
-            cidrs = brief.group("addresses").split()
+            cidrs = _peers_joined(brief.group("addresses").split())
             read = [_address(cidr, None) for cidr in cidrs]
             if not cidrs:
                 without.append(brief.group("name"))

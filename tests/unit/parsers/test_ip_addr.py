@@ -58,3 +58,11 @@ def test_lines_of_neither_shape_are_skipped_and_listed() -> None:
 def test_no_address_at_all_is_unrecognized(text: str) -> None:
     with pytest.raises(UnrecognizedOutput, match="^ip-addr"):
         parse_ip_addr(text)
+
+
+def test_brief_point_to_point_address_is_the_local_one() -> None:
+    (local, v6) = parse_ip_addr(
+        "wg0              UNKNOWN        10.8.0.1 peer 10.8.0.2/32 fd42::1/64 \n"
+    )
+    assert (local.address, local.prefix_length, local.family) == ("10.8.0.1", 32, "inet")
+    assert (v6.address, v6.family) == ("fd42::1", "inet6")
