@@ -146,7 +146,9 @@ def _spy_top(path: Path, limit: int = 25) -> list[str]:
         stack, _, count = line.rpartition(" ")
         if not count.isdigit():
             continue
-        frames = stack.split(";")
+        frames = [f for f in stack.split(";") if f.strip()]
+        if not frames:
+            continue
         self_time[frames[-1]] += int(count)
         total += int(count)
     return [f"{n / max(total, 1):6.1%}  {frame}" for frame, n in self_time.most_common(limit)]

@@ -1,10 +1,10 @@
 """Controller memory with every simulated node connected: peak RSS of the pytest process.
 
-    sudo python benchmarks/bench_controller_memory.py [--nodes 200]
+    sudo python benchmarks/bench_controller_memory.py [--nodes 512]
 
 Runs the mtu check (a wave over every node: one SSH connection per node, a command on
 each) and prints the pytest process's peak resident memory, in all and per node, against
-the same run on one node. 200 is the most the simulated cluster builds (one /24). Needs
+the same run on one node (the simulated cluster builds up to 1,000 nodes on its /16). Needs
 root (network namespaces) and sshd; the namespaces are torn down at the end.
 """
 
@@ -50,7 +50,7 @@ def _peak_rss_of_run(work: Path, inventory: Path, profile: Path) -> tuple[int, f
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--nodes", type=int, default=200)
+    parser.add_argument("--nodes", type=int, default=512)
     args = parser.parse_args()
     missing = missing_prerequisites()
     if missing:
