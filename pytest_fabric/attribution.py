@@ -22,15 +22,21 @@ The classes, in the order they are decided:
   there is no helper to tell a node from a link.
 
 Only measured pairs count.  The classification here is pure; re-measuring is
-done through the callables of :class:`Remeasure`.
+done through the callables of :class:`Remeasure`, which take every retest one step of the
+rules needs at once (the fabric sample, every bad pair, every suspect with its helpers): the
+driver runs them in rounds of disjoint pairs (:mod:`pytest_fabric.retests`) and gives back
+each pair's figures.  Helpers are spread across the healthy nodes
+(:func:`~pytest_fabric.retests.spread_helpers`), so no helper is in every retest.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 
-__all__ = ["Attribution", "FabricAttribution", "NodeAttribution", "Remeasure", "Retest", "attribute", "merge"]
+from .retests import spread_helpers
+
+__all__ = ["Attribution", "FabricAttribution", "NodeAttribution", "PairCheck", "PairsCheck", "Remeasure", "Retest", "attribute", "merge"]
 
 @dataclass(frozen=True)
 class Retest:
@@ -45,6 +51,8 @@ class Retest:
 #: (sender, receiver) -> the pair re-measured now (a bare bool is a Retest without figures).
 #: Both names in the order measured: the sender runs the client.
 PairCheck = Callable[[str, str], "Retest | bool"]
+#: every (sender, receiver) pair one step of the rules asks for -> each one's retest
+PairsCheck = Callable[[list[tuple[str, str]]], Mapping[tuple[str, str], "Retest | bool"]]
 
 
 def _retest(found: Retest | bool) -> Retest:
@@ -53,12 +61,22 @@ def _retest(found: Retest | bool) -> Retest:
 
 @dataclass
 class Remeasure:
-    """How attribution re-measures before blaming."""
+    """How attribution re-measures before blaming: each callable gets every pair of one step at once."""
 
-    #: the pair alone, nothing else running, in the direction given
-    alone: PairCheck
-    #: the pair inside its whole round again (the load of the sweep); None: not available
-    in_round: PairCheck | None = None
+    #: the pairs alone, none of the sweep running, each in the direction given (the driver may run
+    #: disjoint ones together: they share no node)
+    alone: PairsCheck
+    #: the pairs inside their whole rounds again (the load of the sweep); None: not available
+    in_round: PairsCheck | None = None
+
+    @classmethod
+    def each(cls, alone: PairCheck, in_round: PairCheck | None = None) -> Remeasure:
+        """From callables of one pair (a model fabric): the pairs of a step asked one after another."""
+
+        def every(check: PairCheck) -> PairsCheck:
+            return lambda pairs: {pair: check(*pair) for pair in pairs}
+
+        return cls(every(alone), every(in_round) if in_round is not None else None)
 
 
 @dataclass
@@ -166,9 +184,18 @@ def attribute(
                 retests[end].append(text)
         return result.good
 
-    def alone(pair: tuple[str, str]) -> bool | None:
+    known: dict[tuple[str, tuple[str, str]], bool | None] = {}
+
+    def ask(pairs: Sequence[tuple[str, str]], how: str = "alone") -> dict[tuple[str, str], bool | None]:
+        """Every pair of one step re-measured at once (a pair asked before is not measured again)."""
         assert remeasure is not None
-        return log(pair, remeasure.alone(*pair), "alone")
+        check = remeasure.alone if how == "alone" else remeasure.in_round
+        todo = [p for p in dict.fromkeys(pairs) if (how, p) not in known]
+        if todo and check is not None:
+            found = check(todo)
+            for pair in todo:
+                known[(how, pair)] = log(pair, found[pair], how)
+        return {p: known.get((how, p), False) for p in pairs}
 
     # Nodes without a single measured pair: say why, and count them for no one.
     for n in names:
@@ -194,7 +221,7 @@ def attribute(
     # (Nearly) every pair short: one finding about the fabric or the floor, not N node faults.
     if len(measured_set) >= 3 and len(bad_set) >= fabric_share * len(measured_set):
         sample = [direction_of[p] for p in sorted(bad_set, key=sorted)[:FABRIC_SAMPLE]]
-        alone_ok = [alone(p) for p in sample] if remeasure is not None else []
+        alone_ok = list(ask(sample).values()) if remeasure is not None else []
         share = f"{len(bad_set)} of {len(measured_set)} measured pairs fall short of the {what} expected"
         fabric: FabricAttribution | None = None
         if alone_ok and all(g is True for g in alone_ok):
@@ -236,16 +263,20 @@ def attribute(
     under_load: list[frozenset[str]] = []
     not_reproduced: list[frozenset[str]] = []
     uncertain: list[frozenset[str]] = []  # its retests fall on both sides of the floor
-    for key in sorted(bad_set, key=sorted):
-        pair = direction_of[key]
-        good_alone = alone(pair) if remeasure is not None else False
-        if good_alone is None:
+    suspects = [direction_of[key] for key in sorted(bad_set, key=sorted)]
+    found_alone = ask(suspects) if remeasure is not None else {}
+    good_alone = [p for p in suspects if found_alone.get(p) is True]
+    found_again = ask(good_alone, "in its round again") if remeasure is not None and remeasure.in_round else {}
+    for pair in suspects:
+        key = _key(*pair)
+        alone_now = found_alone.get(pair, False)
+        if alone_now is None:
             uncertain.append(key)
             continue
-        if not good_alone:
+        if not alone_now:
             confirmed.add(key)
             continue
-        again = log(pair, remeasure.in_round(*pair), "in its round again") if remeasure and remeasure.in_round else False
+        again = found_again.get(pair, False)
         if again is None:
             uncertain.append(key)
         elif again:
@@ -263,33 +294,31 @@ def attribute(
     good = [n for n in names if peers[n] and n not in candidates and all(p in candidates for p in bad_peers[n])]
     checked: dict[str, tuple[bool, bool, list[str]]] = {}
 
-    def check_node(n: str) -> tuple[bool, bool, list[str]]:
-        """Re-measure ``n`` alone with up to ``helpers`` known-good nodes, sending and receiving."""
-        if n in checked:
-            return checked[n]
-        pool = [g for g in good if g != n]
-        if not pool:
-            checked[n] = (False, False, [])
-            return checked[n]
-        # Start the helpers at a different good node for each suspect: one helper
-        # that is itself marginal must not condemn (or clear) every suspect.
-        start = names.index(n) % len(pool)
-        chosen = [pool[(start + i) % len(pool)] for i in range(min(helpers, len(pool)))]
-        send = [alone((n, h)) for h in chosen]
-        receive = [alone((h, n)) for h in chosen]
-        # bad only when every retest is bad: one near the floor (None) condemns nobody
-        checked[n] = (all(g is False for g in send), all(g is False for g in receive), chosen)
-        return checked[n]
+    def check_nodes(nodes: Iterable[str]) -> None:
+        """Re-measure each node alone with up to ``helpers`` known-good nodes, sending and receiving,
+        all of them in one step: the helpers spread across the good nodes, so the retests run in
+        rounds of disjoint pairs rather than one after another."""
+        todo = [n for n in dict.fromkeys(nodes) if n not in checked]
+        chosen = spread_helpers(todo, good, helpers, names)
+        found = ask([pair for n in todo for h in chosen[n] for pair in ((n, h), (h, n))])
+        for n in todo:
+            send = [found[(n, h)] for h in chosen[n]]
+            receive = [found[(h, n)] for h in chosen[n]]
+            # bad only when every retest is bad: one near the floor (None) condemns nobody
+            checked[n] = (bool(send) and all(g is False for g in send),
+                          bool(receive) and all(g is False for g in receive), chosen[n])
 
     node_faults: dict[str, str] = {}  # node -> direction ("send" | "receive" | "both" | "")
     unconfirmed: dict[str, str] = {}
     cannot = bool(confirmed) and not good
     if not cannot:
+        if remeasure is not None:
+            check_nodes(candidates)
         for n in candidates:
             if remeasure is None:
                 node_faults[n] = ""
                 continue
-            send_bad, receive_bad, chosen = check_node(n)
+            send_bad, receive_bad, chosen = checked[n]
             if not chosen or send_bad or receive_bad:
                 node_faults[n] = _direction(send_bad, receive_bad)
             else:
@@ -297,16 +326,17 @@ def attribute(
 
     link_faults: set[frozenset[str]] = set()
     if not cannot:
-        for key in sorted(confirmed, key=sorted):
-            a, b = sorted(key)
-            if a in node_faults or b in node_faults:
-                continue
+        suspect_links = [sorted(key) for key in sorted(confirmed, key=sorted) if not set(key) & set(node_faults)]
+        if remeasure is not None:
+            check_nodes(end for ends in suspect_links for end in ends)  # the ends of every suspect link, one step
+        for a, b in suspect_links:
+            key = _key(a, b)
             if remeasure is None:
                 link_faults.add(key)
                 continue
             bad_ends = []
             for end in (a, b):
-                send_bad, receive_bad, chosen = check_node(end)
+                send_bad, receive_bad, chosen = checked[end]
                 if send_bad or receive_bad:
                     node_faults[end] = _direction(send_bad, receive_bad)
                     bad_ends.append(end)

@@ -10,13 +10,14 @@ before any traffic, attribution) is kept in ``state.once``.
 from __future__ import annotations
 
 import dataclasses
+import statistics
 from collections.abc import Callable
 from typing import Any, TypeVar
 
 import pytest
 
 from .. import attribution as attribution_rules
-from .. import checks, consistency
+from .. import checks, consistency, retests
 from ..batches import Share
 from ..cluster import Cluster, NodeHandle, NodePair
 from ..fixtures import HcaHandle, SpecLookup
@@ -182,6 +183,7 @@ def pair_measurement(request: pytest.FixtureRequest, check: str, pair: NodePair)
     if not round_context(state, check, scheduled, whole=whole_round(request.config)).widened:
         return measured
     if _is_bad(state, check, pair.id, measured, {}):
+        _retest_round_failures(state, check, pair.round)
         good, figure = _good_alone(state, check, pair.a.name, pair.b.name, {})
         note = (
             f"re-measured alone as attribution's retest does: {figure}, "
@@ -471,7 +473,7 @@ def nccl_allreduce(request: pytest.FixtureRequest, node_pair: NodePair, spec: Sp
 
 #: how often a pair that looks like an outlier is re-measured alone; it is judged on their median
 OUTLIER_REPEATS = 3
-#: re-measurements run one at a time (or one round at a time): one port range after the rounds' own
+#: re-measurements run in rounds of their own, after the sweep's: one port range after the rounds' own
 RETEST_PORT_OFFSET = 100
 UNREACHABLE = (NodeUnreachable, AuthenticationFailed, HostKeyMismatch)
 
@@ -489,6 +491,13 @@ def measure_alone(state: FabricState, check: str, sender: str, receiver: str, co
     Cached for the run: the outlier check, attribution and ``--lf`` re-measure the
     same pairs, and a pair is not measured alone more often than the most any asks.
     """
+    # one sample at a time, each kept: the n-th sample is measured once, whoever asks first
+    # (retest_alone has usually measured them already, in rounds)
+    return [_alone_sample(state, check, sender, receiver, n) for n in range(count)]
+
+
+def _alone_sample(state: FabricState, check: str, sender: str, receiver: str, n: int) -> Measurement | BaseException:
+    """The ``n``-th sample of ``sender`` -> ``receiver`` with none of the sweep running, measured once per run."""
     assert state.cluster is not None
     cluster = state.cluster
 
@@ -498,8 +507,67 @@ def measure_alone(state: FabricState, check: str, sender: str, receiver: str, co
         except Exception as exc:  # counted as not good; the message says why
             return exc
 
-    # one sample at a time, each kept: the n-th sample is measured once, whoever asks first
-    return [state.once.get("measured alone", (check, sender, receiver, n), sample) for n in range(count)]
+    return state.once.get("measured alone", (check, sender, receiver, n), sample)
+
+
+def _retest_apart(state: FabricState, pairs: list[tuple[str, str]], short: set[frozenset[str]]) -> dict[tuple[str, str], list[str]]:
+    """Retests that must not share a round (:func:`~pytest_fabric.retests.schedule`'s ``apart``).
+
+    Where the inventory gives both ends' leaves, at most one retest a round crosses between the
+    same two leaves (retests must not load an oversubscribed spine for each other, and two pairs
+    that collided on it in the sweep must not collide again: a collision re-measured is not
+    "alone"); a pair inside one leaf crosses no spine. Where it does not, pairs that fell short
+    (``short``) in the same sweep round are kept apart: they may have collided there.
+    """
+    assert state.cluster is not None
+    round_of = {frozenset((p.a, p.b)): p.round for p in state.pairs}
+    leaf = {n.name: n.labels.get("leaf") for n in state.cluster.nodes}
+    apart: dict[tuple[str, str], list[str]] = {}
+    for a, b in pairs:
+        key = frozenset((a, b))
+        if leaf.get(a) and leaf.get(b):
+            if leaf[a] != leaf[b]:
+                apart[(a, b)] = ["spine " + "<->".join(sorted((str(leaf[a]), str(leaf[b]))))]
+        elif key in short and key in round_of:
+            apart[(a, b)] = [f"short in round {round_of[key]}"]
+    return apart
+
+
+def retest_alone(
+    state: FabricState, check: str, pairs: list[tuple[str, str]], samples: int, *, short: set[frozenset[str]] | None = None
+) -> int:
+    """The first ``samples`` samples of every pair measured alone, in rounds of disjoint pairs.
+
+    A round holds at most ``--fabric-fanout // 2`` pairs (the cap counts nodes) and no node twice;
+    sample k of every pair of a round runs together (:func:`~pytest_fabric.retests.run_rounds`).
+    The samples are kept where :func:`measure_alone` reads them. ``short``: the pairs that fell
+    short in the sweep (kept apart by round, :func:`_retest_apart`). Returns the rounds it made.
+    """
+    if not pairs:
+        return 0
+    per_round = max(1, state.batches.fanout // 2)
+    apart = _retest_apart(state, pairs, short or set())
+
+    def measure_round(round_pairs: list[tuple[str, str]], k: int) -> list[Measurement | BaseException]:
+        return state.batches.fan_out(round_pairs, lambda pair: _alone_sample(state, check, pair[0], pair[1], k))
+
+    retests.run_rounds(pairs, samples, per_round, measure_round, apart=apart)
+    return retests.rounds_needed(pairs, per_round, apart)
+
+
+def _retest_round_failures(state: FabricState, check: str, number: int) -> None:
+    """Under ``--lf``: every failing pair of a widened round re-measured alone at once (one retest
+    round: the pairs of a round share no node), before any of their tests reads its own."""
+
+    def retest() -> int:
+        measured = state.batches.results(check, ("round", number))
+        failing = [
+            (p.a, p.b) for p in state.rounds_index().get(number, [])
+            if (m := measured.get(p.id)) is not None and _is_bad(state, check, p.id, m, {})
+        ]
+        return retest_alone(state, check, failing, RETEST_REPEATS, short={frozenset(p) for p in failing})
+
+    state.once.get("round failures retested", (check, number), retest)
 
 
 #: a pair re-measured alone is measured this often and judged on its median, like the round
@@ -591,6 +659,23 @@ def _outlier_limit(state: FabricState, lower_is_better: bool) -> float | None:
     return float(bound.value) if bound is not None else None
 
 
+def _retest_outliers(
+    state: FabricState, check: str, values: consistency.Population, limit: float, lower_is_better: bool
+) -> None:
+    """Every pair of ``check`` that stands out in the sweep, re-measured alone at once, in rounds
+    (:func:`retest_alone`), the first time any outlier test needs its own: not one pair after another."""
+
+    def retest() -> int:
+        standing_out = [
+            (p.a, p.b) for p in state.pairs
+            if p.id in values.values
+            and consistency.outlier(values, p.id, lower_is_better=lower_is_better).beyond_spread > limit
+        ]
+        return retest_alone(state, check, standing_out, OUTLIER_REPEATS, short={frozenset(p) for p in standing_out})
+
+    state.once.get("outliers retested", check, retest)
+
+
 def _outlier(request: pytest.FixtureRequest, check: str, pair: NodePair, *, lower_is_better: bool) -> Measurement:
     """How far the pair sits from the median of all pairs beyond the measurement's own spread.
 
@@ -610,6 +695,7 @@ def _outlier(request: pytest.FixtureRequest, check: str, pair: NodePair, *, lowe
     limit = _outlier_limit(state, lower_is_better)
     finding = consistency.outlier(values, pair.id, lower_is_better=lower_is_better)
     if limit is not None and finding.beyond_spread > limit:
+        _retest_outliers(state, check, values, limit, lower_is_better)
         samples = measure_alone(state, check, pair.a.name, pair.b.name, OUTLIER_REPEATS)[:OUTLIER_REPEATS]
         errors = [s for s in samples if isinstance(s, BaseException)]
         if errors:
@@ -782,12 +868,19 @@ def _attribute(state: FabricState, check: str) -> attribution_rules.Attribution:
         if _is_bad(state, check, key, m, values):
             bad.append((a, b))
 
-    def alone(sender: str, receiver: str) -> attribution_rules.Retest:
-        return attribution_rules.Retest(*_good_alone(state, check, sender, receiver, values))
+    short = {frozenset(p) for p in bad}
 
-    def in_round(sender: str, receiver: str) -> bool:
-        pair_id = f"{sender}<->{receiver}"
-        return not _is_bad(state, check, pair_id, rerun_round(state, check, pair_id), values)
+    def alone(pairs: list[tuple[str, str]]) -> dict[tuple[str, str], attribution_rules.Retest | bool]:
+        # every retest of this step at once, in rounds of disjoint pairs; then each judged on its median
+        retest_alone(state, check, pairs, RETEST_REPEATS, short=short)
+        return {p: attribution_rules.Retest(*_good_alone(state, check, *p, values)) for p in pairs}
+
+    def in_round(pairs: list[tuple[str, str]]) -> dict[tuple[str, str], attribution_rules.Retest | bool]:
+        # each pair's whole round again (one re-run per round, whichever of its pairs asks first)
+        return {
+            (a, b): not _is_bad(state, check, f"{a}<->{b}", rerun_round(state, check, f"{a}<->{b}"), values)
+            for a, b in pairs
+        }
 
     retest = spec is None or spec.retest
     return attribution_rules.attribute(
@@ -862,10 +955,45 @@ def _leaf_rounds(leaves: dict[str, list[NodeHandle]]) -> list[list[NodePair]]:
     return rounds
 
 
+#: crossing pairs measured alone, one after another, in a leaf round where the sweep has no figure of
+#: their own: a median needs three, and the crossing pairs of one leaf round are alike (the same two
+#: leaves, the same rails), so three stand for all of them: 3 x D a leaf round, not one run per pair
+ALONE_SAMPLE = 3
+
+
+def _sweep_figures(state: FabricState, check: str) -> dict[frozenset[str], float]:
+    """Each pair's own figure from the sweep (bit/s), where it measured what oversubscription offers.
+
+    TCP: the pair's iperf3 figure, the same run oversubscription makes. RDMA: the pair's rails
+    summed, only where the sweep ran every one of them at once (``extra["rails_at_once"]``, the
+    rails run together, is the rail count); rails run in turns do not offer what every rail at
+    once does (a host path shared by the rails caps only the latter). Only when the check's own tests are in the run: its rounds are
+    measured for them anyway (read through the once cache), never for this check alone.
+    """
+    if not state.selected(check, "node_pair"):
+        return {}
+    names = {p.id: (p.a, p.b) for p in state.pairs}
+    figures: dict[frozenset[str], float] = {}
+    for key, measured in all_pair_measurements(state, check).items():
+        if not isinstance(measured, Measurement) or not isinstance(measured.value, Quantity) or key not in names:
+            continue
+        if check == "tcp_throughput":
+            figures[frozenset(names[key])] = float(measured.value.value)
+        elif (rails := measured.extra.get("rails")) and int(measured.extra.get("rails_at_once") or 0) >= len(rails):
+            figures[frozenset(names[key])] = sum(float(r["gbps"]) for r in rails) * 1e9
+    return figures
+
+
 @pytest.fixture
 def oversubscription(request: pytest.FixtureRequest, cluster: Cluster, spec: SpecLookup) -> Measurement:
-    """Cross-leaf pairs, each offering its full bandwidth (every rail at once), one at a time
-    and then all at once, for every pair of leaves; the worst round is judged."""
+    """Cross-leaf pairs, each offering its full bandwidth (every rail at once), alone and then all
+    at once, for every pair of leaves; the worst round is judged.
+
+    Alone is each pair's own figure from the sweep where it has one (:func:`_sweep_figures`),
+    else the median of :data:`ALONE_SAMPLE` crossing pairs measured alone one after another. All
+    at once is one batch under ``--fabric-fanout`` (fanout // 2 pairs: the cap counts nodes); a
+    leaf round with more crossing pairs than that loads the spine with fewer, and says so.
+    """
     spec(checks.OVERSUBSCRIPTION)
     state = _state(request)
     leaves: dict[str, list[NodeHandle]] = {}
@@ -898,21 +1026,40 @@ def oversubscription(request: pytest.FixtureRequest, cluster: Cluster, spec: Spe
         rates, more = rdma.rails_at_once(pair, usable, rdma_settings(state, port=base, repeat=1), base)
         return sum(float(q.value) for q in rates), len(usable), evidence + more
 
+    sweep = _sweep_figures(state, check)
+    at_once = max(1, state.batches.fanout // 2)
     results = []
     evidence: list[Any] = []
     for crossing in _leaf_rounds(leaves):
-        alone = [full(pair) for pair in crossing]
-        # every crossing pair at the same moment, whatever --fabric-fanout: the spine is loaded
-        # by all of them together or the ratio means nothing
-        together = state.batches.fan_out(crossing, full, all_at_once=True)
-        alone_values = [v for v, _, _ in alone]
+        batch = crossing[:at_once]
+        own = {id(p): sweep.get(frozenset((p.a.name, p.b.name))) for p in batch}
+        # alone means the spine idle: the sample runs one pair after another
+        sampled = {id(p): full(p) for p in [p for p in batch if own[id(p)] is None][:ALONE_SAMPLE]}
+        stand_in = statistics.median(v for v, _, _ in sampled.values()) if sampled else 0.0
+        alone_values = [
+            own_figure if (own_figure := own[id(p)]) is not None else sampled[id(p)][0] if id(p) in sampled else stand_in
+            for p in batch
+        ]
+        together = state.batches.fan_out(batch, full)
         together_values = [v for v, _, _ in together]
-        evidence += [e for _, _, ev in alone + together for e in ev]
+        evidence += [e for _, _, ev in [*sampled.values(), *together] for e in ev]
         leaf_pairs = sorted({f"{p.a.labels['leaf']}<->{p.b.labels['leaf']}" for p in crossing})
+        from_sweep = sum(f is not None for f in own.values())
+        how = [f"{from_sweep} from the sweep"] if from_sweep else []
+        how += [f"{len(sampled)} measured alone one after another"] if sampled else []
+        standing = len(batch) - from_sweep - len(sampled)
+        how += [f"{standing} taken as their median"] if standing else []
+        partial = (
+            f" ({len(batch)} of {len(crossing)} at once: --fabric-fanout {state.batches.fanout} counts nodes; "
+            f"{2 * len(crossing)} loads the spine with every one of them)"
+            if len(batch) < len(crossing) else ""
+        )
         results.append((
             consistency.concurrency_ratio(alone_values, together_values),
-            f"{', '.join(leaf_pairs)}: {len(crossing)} cross-leaf pairs ({check}, {sum(r for _, r, _ in alone)} rails at once): "
-            f"{sum(together_values) / 1e9:.1f} Gb/s all at once vs {sum(alone_values) / 1e9:.1f} Gb/s summed one at a time",
+            f"{', '.join(leaf_pairs)}: {len(batch)} cross-leaf pairs{partial} ({check}, "
+            f"{sum(r for _, r, _ in together)} rails at once): "
+            f"{sum(together_values) / 1e9:.1f} Gb/s all at once vs {sum(alone_values) / 1e9:.1f} Gb/s summed alone "
+            f"({', '.join(how)})",
         ))
     worst = min(results, key=lambda r: r[0])
     others = [text for ratio, text in results if text != worst[1]]

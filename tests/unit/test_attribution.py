@@ -46,7 +46,7 @@ class Fabric:
             self.calls.append(("round", sender, receiver))
             return self.good_alone(sender, receiver) and frozenset((sender, receiver)) not in self.under_load
 
-        return Remeasure(alone, in_round)
+        return Remeasure.each(alone, in_round)
 
 
 def sweep_pairs(nodes: list[str]) -> list[tuple[str, str]]:
@@ -240,7 +240,7 @@ def test_a_retest_whose_repeats_straddle_the_floor_is_cannot_attribute_not_a_lin
             return Retest(None, "24.1 Gb/s, 25.2 Gb/s, 25.3 Gb/s, median 25.2 Gb/s")
         return Retest(True, "28.7 Gb/s, 28.8 Gb/s, 28.9 Gb/s, median 28.8 Gb/s")
 
-    result = attribute(NODES, ALL, [bad_pair], remeasure=Remeasure(alone))
+    result = attribute(NODES, ALL, [bad_pair], remeasure=Remeasure.each(alone))
     assert result["n5"].verdict == "cannot attribute" and result["n6"].verdict == "cannot attribute"
     assert "link fault" not in {r.verdict for r in result.nodes.values()}
     assert any("n5->n6 cannot tell alone: 24.1 Gb/s, 25.2 Gb/s" in t for t in result["n5"].retests), result["n5"].retests
