@@ -1,4 +1,4 @@
-"""iperf3 client output, JSON (``-J``) or text: text -> :class:`Iperf3Result`.
+"""iperf3 output, JSON (``-J``, ``--json-stream``) or text, client or server: text -> :class:`Iperf3Result`.
 
 JSON is read from iperf3 3.0.11 (no ``sender`` flags in the sums) through 3.9 and
 later; a JSON document with an ``"error"`` key is a failed run even when it also
@@ -725,7 +725,7 @@ def _int_field(summary: _Summary | None) -> int | None:
 
 @register(
     TOOL,
-    "iperf3 client output (JSON from -J, or text): total sent/received bit/s",
+    "iperf3 output (JSON from -J or --json-stream, or text; --bidir, -R, server side): sent/received bit/s by direction",
     corpus=("iperf3",),
 )
 def parse(text: str) -> Iperf3Result:
