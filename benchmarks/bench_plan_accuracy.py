@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import subprocess
 import sys
 import tempfile
@@ -99,6 +100,7 @@ def main() -> int:
     if missing:
         print("cannot run: " + "; ".join(missing), file=sys.stderr)
         return 2
+    load_before = Path("/proc/loadavg").read_text().split()[0]
     with tempfile.TemporaryDirectory() as tmp:
         work = Path(tmp)
         with SimCluster(args.nodes, work / "sim", name="planbench") as cluster:
@@ -115,6 +117,11 @@ def main() -> int:
     )
     print(
         f"{args.nodes} nodes, --fabric-fanout {args.fanout}: {last.strip('= ')}; pytest process {wall:.1f} s"
+    )
+    # the plan assumes an idle controller; on a shared machine the load stretches every phase
+    load_after = Path("/proc/loadavg").read_text().split()[0]
+    print(
+        f"load average (1 min) before / after: {load_before} / {load_after} on {os.cpu_count()} CPUs"
     )
     if failing:
         print("not passing (they still took their time): " + ", ".join(failing))

@@ -74,7 +74,8 @@ RETEST_SHARE = 0.02
 RETEST_REPEATS = 3
 
 _LAYER_WORDS = {"intra_node": "intra-node", "inter_node": "inter-node"}
-_KIND_WORDS = {"pair": " pairs", "cluster": " cluster checks", "wave": ""}
+_KIND_WORDS = {"wave": "", "pair": " pairs", "cluster": " cluster checks"}  # in the order a layer runs them
+_LAYER_ORDER = {layer: i for i, layer in enumerate(("software", "intra_node", "inter_node", "storage", "egress"))}
 
 
 def phase_of(layer: str, check: str, kind: str | None = None) -> str:
@@ -180,11 +181,14 @@ class RunPlan:
         return f"{self.tests:,} tests: {what}{tail} (at most {self.fanout} nodes at once)"
 
     def phases(self) -> list[tuple[str, float]]:
-        """Each phase and its planned seconds, in the order the run reaches them."""
-        first: dict[str, int] = {}
+        """Each phase and its planned seconds, in the order the run reaches them: by declared phase,
+        then layer (software first, egress last), then per-node checks, pair rounds, cluster checks."""
+        first: dict[str, tuple[int, int, int]] = {}
         seconds: dict[str, float] = defaultdict(float)
         for c in self.checks:
-            first[c.phase] = min(first.get(c.phase, c.order), c.order)
+            key = (c.order, _LAYER_ORDER.get(c.layer, len(_LAYER_ORDER)), list(_KIND_WORDS).index(c.kind)
+                   if c.kind in _KIND_WORDS else len(_KIND_WORDS))
+            first[c.phase] = min(first.get(c.phase, key), key)
             seconds[c.phase] += c.total_s
         return [(name, seconds[name]) for name in sorted(first, key=lambda n: (first[n], n))]
 

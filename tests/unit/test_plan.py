@@ -141,16 +141,18 @@ def test_a_pairs_bandwidth_rails_run_at_once_and_latency_and_aggregate_go_rail_b
 
 def test_the_plan_is_kept_per_phase_in_the_order_the_run_reaches_them() -> None:
     nodes = [f"n{i}" for i in range(8)]
-    subjects = [PlannedSubject("inter_node", "mtu", "wave") for _ in nodes]
+    # handed over in no particular order: the phases come in the run's (layer, then waves before rounds)
+    subjects = [PlannedSubject("egress", "dns_resolve", "wave") for _ in nodes]
     subjects += [PlannedSubject("inter_node", "tcp_throughput", "pair", p.round) for p in make_pairs(nodes, "all")]
+    subjects += [PlannedSubject("inter_node", "mtu", "wave") for _ in nodes]
     subjects += [PlannedSubject("storage", "sequential_write", "wave") for _ in nodes]
     plan = plan_run(subjects, _specs("hdr200"), fanout=64, nodes=8)
-    assert [name for name, _ in plan.phases()] == ["inter-node", "inter-node pairs", "storage"]
+    assert [name for name, _ in plan.phases()] == ["inter-node", "inter-node pairs", "storage", "egress"]
     assert plan.connect_s == CONNECT_S  # 8 nodes connect at once
     assert plan.total_s == pytest.approx(sum(s for _, s in plan.phases()) + CONNECT_S + PER_TEST_S * plan.tests)
     record = plan.to_json()
     assert record["planned_s"] == round(plan.total_s, 1) and record["summary"] == plan.summary()
-    assert [p["phase"] for p in record["phases"]] == ["inter-node", "inter-node pairs", "storage"]
+    assert [p["phase"] for p in record["phases"]] == ["inter-node", "inter-node pairs", "storage", "egress"]
     assert record["phases"][1]["checks"] == ["tcp_throughput"]
     assert phase_of("inter_node", "rdma_bandwidth_outlier") == "inter-node pairs"
     assert phase_of("inter_node", "oversubscription") == "inter-node cluster checks"
