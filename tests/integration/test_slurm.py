@@ -204,8 +204,11 @@ def test_no_allocation_and_munge_refusal_are_typed(slurm_env: SlurmSim, tmp_path
 # ----------------------------------------------------------------- whole runs
 
 
-def test_a_wave_makes_one_step_per_node(slurm_env: SlurmSim, tmp_path: Path) -> None:
-    inventory = slurm_env.write_inventory(tmp_path / "inventory.yaml", extra={"egress": {"targets": ["localhost"]}})
+@pytest.mark.parametrize("steps", ["agent", "per-command"])
+def test_a_wave_makes_one_step_per_node_or_one_per_command(slurm_env: SlurmSim, tmp_path: Path, steps: str) -> None:
+    slurm = {"partition": "sim", "wait": 10, "time": 10, "steps": steps}
+    inventory = slurm_env.write_inventory(tmp_path / "inventory.yaml",
+                                          extra={"egress": {"targets": ["localhost"]}, "slurm": slurm})
     (tmp_path / "waves.yaml").write_text(WAVE_PROFILE)
     before = set(slurm_env.launched_steps())
     assert slurm_env.jobs() == [] and set(slurm_env.node_states().values()) == {"idle"}, slurm_env.node_states()
@@ -214,9 +217,13 @@ def test_a_wave_makes_one_step_per_node(slurm_env: SlurmSim, tmp_path: Path) -> 
     assert result.returncode == 0, result.stdout[-3000:]
     n = len(slurm_env.nodes)
     assert f"{n} passed" in result.stdout
-    steps = {s: nodes for s, nodes in slurm_env.launched_steps().items() if s not in before}
-    # Every node's agent step ran all of its commands: one step per node, whatever the check runs.
-    assert sorted(n for nodes in steps.values() for n in nodes) == sorted(slurm_env.nodes), steps
+    steps_run = {s: nodes for s, nodes in slurm_env.launched_steps().items() if s not in before}
+    if steps == "agent":
+        # Every node's agent step ran all of its commands: one step per node, whatever the check runs.
+        assert sorted(n for nodes in steps_run.values() for n in nodes) == sorted(slurm_env.nodes), steps_run
+    else:
+        # Every command of the wave ran once over all nodes: as many steps as the check has commands.
+        assert steps_run and all(nodes == set(slurm_env.nodes) for nodes in steps_run.values()), steps_run
     assert slurm_env.jobs() == []
 
 
