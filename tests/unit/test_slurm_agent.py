@@ -18,8 +18,17 @@ from pathlib import Path
 
 import pytest
 
-from pytest_fabric.transport.base import NodeUnreachable, TransportError
+from pytest_fabric.transport.base import (
+    BackgroundProcess,
+    CommandFailed,
+    CommandResult,
+    CommandTimeout,
+    NodeUnreachable,
+    ToolMissing,
+    TransportError,
+)
 from pytest_fabric.transport.slurm.agent_step import AGENT_SOURCE, AgentStep, Request
+from pytest_fabric.transport.slurm.transport import AgentProcess, _agent_outcome
 
 GRACE_S = 0.5
 
@@ -176,3 +185,35 @@ def test_an_agent_that_never_starts_raises_the_nodes_error(deaths: Deaths) -> No
     with pytest.raises(NodeUnreachable, match="agent gone"):
         step.open(10)
     assert deaths.calls == [(["srun: error: no python"], 2)]
+
+
+# ----------------------------------------------------------------- what the transport makes of the answers
+
+
+def test_answers_become_the_results_and_errors_every_transport_gives(agent: AgentStep) -> None:
+    def outcome(command: str, timeout: float = 10, check: bool = True) -> object:
+        return _agent_outcome(agent, agent.submit(command, timeout), time.monotonic() + timeout + 5, check)
+
+    ok = outcome("echo fine")
+    assert isinstance(ok, CommandResult) and (ok.node, ok.exit_code, ok.stdout) == ("node01", 0, "fine\n")
+    assert isinstance(outcome("exit 4"), CommandFailed)
+    unchecked = outcome("exit 4", check=False)
+    assert isinstance(unchecked, CommandResult) and unchecked.exit_code == 4
+    missing = outcome("no-such-tool-pf --version")
+    assert isinstance(missing, ToolMissing) and missing.tool == "no-such-tool-pf"
+    late = outcome("echo partial; sleep 30", timeout=0.5)
+    assert isinstance(late, CommandTimeout) and late.partial_stdout == "partial\n"
+
+
+def test_a_background_command_stops_waits_and_says_a_missing_server(agent: AgentStep) -> None:
+    server = AgentProcess(agent, agent.submit("echo listening; sleep 60", 120))
+    assert isinstance(server, BackgroundProcess) and server.is_running()
+    time.sleep(0.3)
+    stopped = server.stop()
+    assert (stopped.exit_code, stopped.stdout) == (-signal.SIGTERM, "listening\n") and not server.is_running()
+    assert server.stop().exit_code == -signal.SIGTERM  # idempotent
+    with pytest.raises(CommandTimeout):
+        AgentProcess(agent, agent.submit("sleep 60", 120)).wait(0.3)
+    with pytest.raises(ToolMissing):
+        AgentProcess(agent, agent.submit("no-such-server-pf -s", 120)).wait(10)
+    assert AgentProcess(agent, agent.submit("echo done", 120)).wait(10).stdout == "done\n"
