@@ -217,3 +217,11 @@ def test_a_background_command_stops_waits_and_says_a_missing_server(agent: Agent
     with pytest.raises(ToolMissing):
         AgentProcess(agent, agent.submit("no-such-server-pf -s", 120)).wait(10)
     assert AgentProcess(agent, agent.submit("echo done", 120)).wait(10).stdout == "done\n"
+
+
+def test_no_srun_on_this_host_is_the_nodes_error(deaths: Deaths) -> None:
+    step = AgentStep("node01", "pf-test-agent-node01", ["/nonexistent/srun", "python3"], None, deaths)
+    with pytest.raises(NodeUnreachable, match="agent gone"):
+        step.open(10)
+    assert deaths.calls[0][0][0].startswith("could not start /nonexistent/srun:")
+    assert step.submit("echo hi", 5).error is not None

@@ -103,10 +103,15 @@ class AgentStep:
 
     def open(self, timeout_s: float) -> None:
         """Start the step and wait for the agent's hello; raise the node's error if it never comes."""
-        self._proc = subprocess.Popen(
-            self.argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=self._env,
-            start_new_session=True,  # a Ctrl-C in the terminal is the run's to handle, not srun's
-        )
+        try:
+            self._proc = subprocess.Popen(
+                self.argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=self._env,
+                start_new_session=True,  # a Ctrl-C in the terminal is the run's to handle, not srun's
+            )
+        except OSError as exc:  # no srun on this host
+            self.error = self._on_death([f"could not start {self.argv[0]}: {exc}"], None)
+            self._gone.set()
+            raise self.error from None
         errors = threading.Thread(target=self._read_stderr, name=f"pf-agent-err {self.node}", daemon=True)
         errors.start()
         reader = threading.Thread(target=self._read, args=(errors,), name=f"pf-agent {self.node}", daemon=True)
