@@ -123,11 +123,10 @@ def two_gpu_nodes(mpi: SimCluster) -> Iterator[SimCluster]:
         yield mpi
 
 
-# mpirun inside the job (slurm: {mpi: none}) ran by hand in a step of the simulated cluster (4 ranks on
-# node01 and node02, its daemons started by srun --overlap), but through the run it hung past 400 s:
-# not a case here until that is understood.
 @pytest.mark.parametrize(("setting", "launcher", "command"), [
     ({}, "srun", "--mpi=pmix -N 2 -n 4 --ntasks-per-node=2 -w node01,node02"),
+    # Forced: mpirun inside the job, its daemons started by srun as steps beside the one it runs in.
+    ({"mpi": "none"}, "mpirun", "OMPI_MCA_plm_slurm_args=--overlap; mpirun --allow-run-as-root -H node01:2,node02:2"),
 ])
 def test_nccl_runs_one_job_across_the_nodes(two_gpu_nodes: SimCluster, slurm_env: SlurmSim, tmp_path: Path,
                                             setting: dict[str, Any], launcher: str, command: str) -> None:

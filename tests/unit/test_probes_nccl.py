@@ -178,7 +178,7 @@ def test_the_launch_line_carries_the_environment_the_hcas_and_the_roce_class() -
     nccl.allreduce(pair, size_bytes=SIZE, gpus_per_node=2, launch=launch)
     (line,) = transports[0].calls
     for option in ("-x PATH", "-x LD_LIBRARY_PATH", "--mca coll_hcoll_enable 0",
-                   "--mca oob_tcp_if_include 10.0.0.1/32,10.0.0.2/32", "--mca btl_tcp_if_include 10.0.0.1/32,10.0.0.2/32",
+                   "--mca oob_tcp_if_include 10.0.0.1/32,10.0.0.2/32", "--mca btl_tcp_if_exclude 127.0.0.1/8,sppp,docker0,virbr0",
                    "-x NCCL_IB_HCA==mlx5_0:1,mlx5_3:1", "-x NCCL_IB_TC=106", "-x NCCL_IB_GID_INDEX=3"):
         assert option in line, (option, line)
     assert line.index("-x NCCL_IB_HCA") < line.index("all_reduce_perf")

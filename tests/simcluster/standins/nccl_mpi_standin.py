@@ -19,10 +19,12 @@ Standard library and Debian's python3-mpi4py: it runs under the nodes' system py
 
 from __future__ import annotations
 
+import importlib
 import importlib.machinery
 import importlib.util
 import json
 import os
+import re
 import socket
 import sys
 from typing import Any
@@ -106,7 +108,18 @@ def getopt_long(argv0: str, args: list[str], options: dict[str, tuple[str, bool]
 
 
 def load_fabric() -> Any:
-    """The fabric stand-ins' program, as a module: its hardware model and nccl-tests figures."""
+    """The fabric stand-ins' program, as a module: its hardware model and nccl-tests figures.
+
+    The installed tool is either the whole program (its main() behind ``__name__ == "__main__"``) or
+    a launcher that imports it from the checkout and runs main() at once: import that module, never
+    the launcher (it would run as all_reduce_perf itself).
+    """
+    with open(FABRIC_STANDIN) as handle:
+        text = handle.read()
+    folder = re.search(r"^sys\.path\.insert\(0, (['\"])(.+?)\1\)$", text, re.MULTILINE)
+    if folder is not None and "import fabric_standin" in text:
+        sys.path.insert(0, folder.group(2))
+        return importlib.import_module("fabric_standin")
     loader = importlib.machinery.SourceFileLoader("fabric_standin", FABRIC_STANDIN)
     spec = importlib.util.spec_from_loader("fabric_standin", loader)
     assert spec is not None
@@ -162,7 +175,10 @@ def main() -> int:
                                  "allreduce_ok": total == size * (size + 1) // 2}) + "\n")
     short_argv = [word for key, value in values.items() for word in (f"-{key}", value)]
     env = {k: v for k, v in os.environ.items() if k.startswith("NCCL_")}
-    return int(fabric.nccl_test(doc, tool, short_argv, placed, env))
+    code = int(fabric.nccl_test(doc, tool, short_argv, placed, env))
+    # Before MPI_Finalize (mpi4py's atexit): under mpirun the daemon may close rank 0's stdout then.
+    sys.stdout.flush()
+    return code
 
 
 if __name__ == "__main__":
