@@ -152,3 +152,41 @@ def test_a_launch_that_is_not_one_job_errors_naming_the_ranks(two_gpu_nodes: Sim
     assert "did not start one job across the nodes" in check["message"], check["message"]
     assert "expected 4: 2 on each of node01, node02" in check["message"]
     assert "srun --jobid=" in check["message"] and "slurm: {mpi: none}" in check["message"]
+
+
+# ----------------------------------------------------------------- the stand-in's options
+
+
+@pytest.mark.parametrize(("args", "said"), [
+    (["--bogus"], "unrecognized option '--bogus'"),
+    (["-q"], "invalid option -- 'q'"),
+    (["-b"], "option requires an argument -- 'b'"),
+    (["--help=1"], "option '--help' doesn't allow an argument"),
+    (["--d", "float"], "option '--d' is ambiguous; possibilities: '--datatype' '--device_implementation' "
+                       "'--device_cta_count'"),
+])
+def test_the_mpi_stand_in_refuses_what_nccl_tests_refuses(tmp_path: Path, args: list[str], said: str) -> None:
+    """As nccl-tests 2.17: glibc's line on stderr, "invalid option '?'" and the usage, exit 0, nothing run."""
+    from simcluster.mpi import OPTION_TABLE, STANDIN
+
+    program = tmp_path / "all_reduce_perf"
+    program.write_text(STANDIN.read_text())
+    (tmp_path / "nccl-tests-options.txt").write_text(OPTION_TABLE.read_text())
+    done = subprocess.run(["/usr/bin/python3", str(program), *args], capture_output=True, text=True, timeout=30)
+    assert done.returncode == 0
+    assert done.stderr == f"{program}: {said}\n"
+    assert done.stdout.startswith("invalid option '?'\nUSAGE: all_reduce_perf \n\t[-t,--nthreads <num threads>] \n\t")
+    assert "# nThread" not in done.stdout and not (tmp_path / "nccl-mpi-runs.jsonl").exists()
+
+
+def test_the_mpi_stand_in_takes_what_nccl_tests_takes(tmp_path: Path) -> None:
+    """Prefixes of long names, --name=value, -b8 and -hb: the usage for -h, no refusal."""
+    from simcluster.mpi import OPTION_TABLE, STANDIN
+
+    program = tmp_path / "all_reduce_perf"
+    program.write_text(STANDIN.read_text())
+    (tmp_path / "nccl-tests-options.txt").write_text(OPTION_TABLE.read_text())
+    done = subprocess.run(["/usr/bin/python3", str(program), "--minb=8", "--maxbytes", "16", "-f2", "-hb", "8"],
+                          capture_output=True, text=True, timeout=30)
+    assert (done.returncode, done.stderr) == (0, "")
+    assert done.stdout.startswith("USAGE: all_reduce_perf \n")
