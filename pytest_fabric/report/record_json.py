@@ -72,6 +72,7 @@ def build_run(
     counts: dict[str, int] | None = None, tools: dict[str, list[str]] | None = None,
     comparison_warnings: Sequence[str] = (), host_keys: Sequence[dict[str, Any]] = (),
     plan: dict[str, Any] | None = None, plan_checks: Sequence[dict[str, Any]] | None = None,
+    took_s: float | None = None,
 ) -> dict[str, Any]:
     """The ``run`` object: what was tested against what, when, with which versions, and the verdict.
 
@@ -82,7 +83,8 @@ def build_run(
     ``host_keys`` what the connections did with each node's host key (verified, accepted new, ...).
     ``plan``: what collection planned (:meth:`pytest_fabric.plan.RunPlan.to_json`); the record keeps
     it with what the run took, overall and per phase (:func:`.summary.plan_vs_actual`), from
-    ``plan_checks`` (default ``checks``): the records so far.
+    ``plan_checks`` (default ``checks``): the records so far; ``took_s``: the run's wall time so far
+    (default: from its ISO start to ``finished``, whole seconds).
     """
     counts = counts if counts is not None else outcome_counts(checks)
     checks_for_plan = checks if plan_checks is None else plan_checks
@@ -116,7 +118,8 @@ def build_run(
         "host_key_policy": info.host_key_policy,
         "host_keys": list(host_keys),
         "evidence_dir": evidence_dir,
-        "plan": plan_vs_actual(plan, checks_for_plan, seconds_between(info.started, finished or utc_now())),
+        "plan": plan_vs_actual(plan, checks_for_plan,
+                               took_s if took_s is not None else seconds_between(info.started, finished or utc_now())),
     }
 
 
@@ -133,13 +136,15 @@ class RecordWriter:
                  evidence_dir: str | None = None, min_interval_s: float = MIN_INTERVAL_S,
                  comparison_warnings: Sequence[str] = (),
                  host_keys: Callable[[], Sequence[dict[str, Any]]] | None = None,
-                 plan: Callable[[], dict[str, Any] | None] | None = None) -> None:
+                 plan: Callable[[], dict[str, Any] | None] | None = None,
+                 took: Callable[[], float | None] | None = None) -> None:
         self.path = path
         self.info = info
         self.compared_with = compared_with
         self.comparison_warnings = list(comparison_warnings)
         self.host_keys = host_keys
         self.plan = plan
+        self.took = took
         self._timings: dict[str, dict[str, Any]] = {}  # nodeid -> what plan_vs_actual reads of the check
         self.evidence_dir = evidence_dir
         self.min_interval_s = min_interval_s
@@ -182,6 +187,7 @@ class RecordWriter:
             finished=finished, counts=dict(self._counts), tools={t: sorted(v) for t, v in sorted(self._tools.items())},
             comparison_warnings=self.comparison_warnings, host_keys=self.host_keys() if self.host_keys else (),
             plan=self.plan() if self.plan else None, plan_checks=list(self._timings.values()),
+            took_s=self.took() if self.took else None,
         )).encode("ascii")
         # The hash is over canonical_json({"checks": [...], "run": {...}}) byte for byte (keys sorted,
         # compact), so verify.record_sha256 of the loaded file reproduces it.
@@ -223,12 +229,26 @@ def _planned(config: pytest.Config) -> dict[str, Any] | None:
     return plan.to_json() if plan is not None else None
 
 
+#: time.monotonic() when the session started: the run's wall time to the millisecond (the record's
+#: ISO times are whole seconds, too coarse for a run of seconds)
+SESSION_START_KEY = pytest.StashKey[float]()
+
+
+def session_seconds(config: pytest.Config) -> float | None:
+    """Seconds since the session started (None outside a session)."""
+    started = config.stash.get(SESSION_START_KEY, None)
+    return time.monotonic() - started if started is not None else None
+
+
 def timed_plan(config: pytest.Config, checks: Sequence[dict[str, Any]], finished: str | None = None) -> dict[str, Any] | None:
     """The plan with what the run took, as the record keeps it (``run.plan``), for the terminal and the HTML report."""
     info = get_run_info(config)
     if info is None:
         return None
-    return plan_vs_actual(_planned(config), checks, seconds_between(info.started, finished or info.finished or utc_now()))
+    took = session_seconds(config)
+    if took is None:
+        took = seconds_between(info.started, finished or info.finished or utc_now())
+    return plan_vs_actual(_planned(config), checks, took)
 
 
 @pytest.hookimpl(trylast=True)
@@ -237,6 +257,7 @@ def pytest_sessionstart(session: pytest.Session) -> None:
     from .trust import host_key_decisions
 
     config = session.config
+    config.stash[SESSION_START_KEY] = time.monotonic()
     path = config.getoption("conformance_json", None)
     info = get_run_info(config)
     if not path or info is None or not is_controller(config):
@@ -247,7 +268,8 @@ def pytest_sessionstart(session: pytest.Session) -> None:
     previous = config.stash.get(PREVIOUS_KEY, None)  # loaded before this hook (tryfirst there)
     writer = RecordWriter(target, info, compared_with=str(cmp) if cmp else None, evidence_dir=str(ev) if ev else None,
                           comparison_warnings=previous.warnings if previous is not None else (),
-                          host_keys=partial(host_key_decisions, config), plan=partial(_planned, config))
+                          host_keys=partial(host_key_decisions, config), plan=partial(_planned, config),
+                          took=partial(session_seconds, config))
     config.stash[WRITER_KEY] = writer
     config.pluginmanager.register(_JsonPlugin(config, writer), "fabric-report-json")
     writer.write()  # a record exists from the start, even if the first check never ends
