@@ -243,6 +243,34 @@ def _alone_only_concurrency(spec: Any) -> None:
         )
 
 
+#: how long each node's fio runs when a per-node storage check is measured together and says no runtime
+TOGETHER_RUNTIME = "20 s"
+
+
+def _whole_seconds(value: Quantity | None) -> Quantity | None:
+    """A fio ``--runtime``: whole seconds, at least 1 (fio's own unit; 2.5 s would run as 2)."""
+    if value is None:
+        return None
+    seconds = float(parse_quantity(value, dimension=Dimension.TIME).to("s"))
+    if seconds < 1 or seconds != int(seconds):
+        raise ValueError(f"{value}: fio's --runtime is given here in whole seconds, at least 1 (e.g. '30 s')")
+    return value
+
+
+def _together_runtime(spec: Any) -> None:
+    """Together, each node runs time-based for ``runtime`` (default TOGETHER_RUNTIME), all started at
+    once, so every figure covers the same window; alone, fio moves ``size`` once, as it always has."""
+    if spec.measured == "together":
+        if spec.runtime is None:
+            spec.runtime = parse_quantity(TOGETHER_RUNTIME)
+    elif spec.runtime is not None:
+        raise ValueError(
+            f"runtime: {spec.runtime} is how long each node runs when every node measures at once (measured: "
+            "together, time-based, so each figure is a share over the same window); measured: alone moves size "
+            "once: drop runtime, or say measured: together"
+        )
+
+
 class StorageBandwidth(BandwidthFloor):
     """fio on a mount: ``size`` per job, ``jobs`` at once, ``iodepth`` requests in flight each.
 
@@ -267,11 +295,19 @@ class StorageBandwidth(BandwidthFloor):
     #: measured: alone: nodes on a shared mount at once (more is faster, each figure then a share
     #: among that many); all at once would be measured: together
     concurrency: int = Field(default=1, ge=1, le=4096)
+    #: measured: together: each node's fio runs this long (--time_based, looping over its file of
+    #: ``size``), every node started at once, so each figure is its share over the same window;
+    #: unset there: TOGETHER_RUNTIME. Size-based, a node that finished early would leave the mount
+    #: to the others, whose figures would then claim more than their share. Alone: unset (size-based)
+    runtime: QuantityField | None = None
+
+    _runtime_seconds = field_validator("runtime")(_whole_seconds)
 
     @model_validator(mode="after")
     def _engine(self) -> Any:
         _resolve_engine(self, DEFAULT_IODEPTH)
         _alone_only_concurrency(self)
+        _together_runtime(self)
         return self
 
 
@@ -283,14 +319,6 @@ class AggregateWrite(StorageBandwidth):
 
     runtime: QuantityField = Field(default_factory=lambda: parse_quantity("30 s"))
     measured: MeasuredField = "together"  # what the aggregate is; alone would be sequential_write
-
-    @field_validator("runtime")
-    @classmethod
-    def _whole_seconds(cls, value: Quantity) -> Quantity:
-        seconds = float(parse_quantity(value, dimension=Dimension.TIME).to("s"))
-        if seconds < 1 or seconds != int(seconds):
-            raise ValueError(f"{value}: fio's --runtime is given here in whole seconds, at least 1 (e.g. '30 s')")
-        return value
 
     @field_validator("measured")
     @classmethod
@@ -326,10 +354,13 @@ class Iops(CheckSpec):
     #: unset: libaio (at iodepth 1, psync); a synchronous engine needs iodepth: 1
     ioengine: IoEngine | None = None
     size: QuantityField = Field(default_factory=lambda: parse_quantity("1 GiB"))
+    #: time-based alone and together (together: every node started at once, the same window)
     runtime: QuantityField = Field(default_factory=lambda: parse_quantity("10 s"))
     direct: bool = True  # as StorageBandwidth: O_DIRECT unless the check says otherwise
     measured: MeasuredField = "alone"  # as StorageBandwidth, on shared mounts
     concurrency: int = Field(default=1, ge=1, le=4096)  # as StorageBandwidth, on shared mounts
+
+    _runtime_seconds = field_validator("runtime")(_whole_seconds)
 
     @model_validator(mode="after")
     def _engine(self) -> Any:

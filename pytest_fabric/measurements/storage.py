@@ -83,6 +83,7 @@ def _peers(cluster: Cluster, node: NodeHandle) -> list[NodeHandle]:
 
 
 def _settings(spec: Any, rw: str, check: str) -> storage.FioSettings:
+    runtime = getattr(spec, "runtime", None)  # measured: together (the profile fills it in): time-based
     return storage.FioSettings(
         rw=rw,
         size_bytes=int(spec.size.to("B")),
@@ -91,8 +92,40 @@ def _settings(spec: Any, rw: str, check: str) -> storage.FioSettings:
         direct=spec.direct,
         iodepth=spec.iodepth,
         ioengine=spec.ioengine,
+        runtime_s=float(runtime.to("s")) if runtime is not None else None,
         check=check,
     )
+
+
+def _measure(request: pytest.FixtureRequest, check: str, mount: MountHandle, figure: str,
+             settings: storage.FioSettings, alone: Callable[[], Measurement]) -> Measurement:
+    """``alone()``, or, measured together on a shared mount, this node's figure from one run of all the
+    wave's nodes on the mount started at once (storage.together: time-based, the same window for all).
+
+    The first member of the wave to ask runs it for every node of the wave on that mount; the others
+    read their own figure (or error) from it, so the nodes start together, not as each member's own
+    preparation ends.
+    """
+    state = get_state(request.config)
+    path = mount.path
+    if (state is None or state.cluster is None or path is None or not settings.runtime_s
+            or not sharing.mount_is_shared(state.inventory, path)
+            or sharing.measured_mode(state.profile, check) != "together"):
+        return alone()
+    cluster = state.cluster
+    named = {n.name: n for n in cluster.nodes}
+    on_mount = [p[0] for p in (state.selected(check, "mount") or {}).values() if p[1] == path]
+    names = list(dict.fromkeys(n for n in on_mount if n in named))
+    if mount.node.name not in names:
+        return alone()  # a node the selection left out of the wave: it has no together run to join
+    spec = state.inventory.mount(path)
+    at_once = sharing.at_once(None, len(names), state.batches.fanout)
+    outcomes = state.once.get("storage together", (check, path), lambda: storage.together(
+        [named[n] for n in names], spec, settings, figure, lambda node: _peers(cluster, node), at_once))
+    outcome = outcomes[mount.node.name]
+    if isinstance(outcome, Exception):
+        raise outcome
+    return outcome
 
 
 @pytest.fixture
@@ -136,7 +169,8 @@ def mount_expected(request: pytest.FixtureRequest, mount: MountHandle, mount_sta
 def sequential_read(request: pytest.FixtureRequest, mount: MountHandle, cluster: Cluster, spec: SpecLookup) -> Measurement:
     """Reads files ``mount.node`` did not write: laid out by another node on a shared mount, else caches dropped."""
     settings = _settings(spec(checks.SEQUENTIAL_READ), "read", "storage.sequential_read")
-    measured = storage.sequential(mount.node, _spec_of(request, mount), settings, _peers(cluster, mount.node))
+    measured = _measure(request, "sequential_read", mount, "sequential", settings, lambda: storage.sequential(
+        mount.node, _spec_of(request, mount), settings, _peers(cluster, mount.node)))
     return _as_measured(request, "sequential_read", mount, measured)
 
 
@@ -144,7 +178,9 @@ def sequential_read(request: pytest.FixtureRequest, mount: MountHandle, cluster:
 @wave("mount", shares=_takes_turns("sequential_write"))
 def sequential_write(request: pytest.FixtureRequest, mount: MountHandle, spec: SpecLookup) -> Measurement:
     settings = _settings(spec(checks.SEQUENTIAL_WRITE), "write", "storage.sequential_write")
-    return _as_measured(request, "sequential_write", mount, storage.sequential(mount.node, _spec_of(request, mount), settings))
+    measured = _measure(request, "sequential_write", mount, "sequential", settings,
+                        lambda: storage.sequential(mount.node, _spec_of(request, mount), settings))
+    return _as_measured(request, "sequential_write", mount, measured)
 
 
 @pytest.fixture
@@ -162,7 +198,8 @@ def random_read_iops(request: pytest.FixtureRequest, mount: MountHandle, cluster
         direct=settings.direct,
         check="storage.random_read_iops",
     )
-    measured = storage.random_read(mount.node, _spec_of(request, mount), fio_settings, _peers(cluster, mount.node))
+    measured = _measure(request, "random_read_iops", mount, "random_read", fio_settings, lambda: storage.random_read(
+        mount.node, _spec_of(request, mount), fio_settings, _peers(cluster, mount.node)))
     return _as_measured(request, "random_read_iops", mount, measured)
 
 
@@ -183,9 +220,19 @@ def checkpoint_write(request: pytest.FixtureRequest, mount: MountHandle, spec: S
         iodepth=settings.iodepth or 1,  # the profile fills it in (psync, 1: buffered writers)
         ioengine=settings.ioengine,
         fsync_on_close=True,
+        # Together applies here too, time-based: each node's buffered writers loop over their
+        # files for `runtime`, then fsync (fio's end_fsync runs after the time_based loop and
+        # counts in the job's runtime), so the figure is still data made durable, and every
+        # node writes in the same window. Size-based, a node done with its checkpoint early
+        # would leave the mount to the slower ones, inflating their figures. What the window
+        # cannot align is each node's closing flush of what its page cache still holds: small
+        # where the kernel's dirty limits are small against `runtime` x the node's rate, most
+        # of the run on a node whose RAM takes the whole window's writes (the detail says so).
+        runtime_s=float(settings.runtime.to("s")) if settings.runtime is not None else None,
         check="storage.checkpoint_write",
     )
-    measured = storage.checkpoint_write(mount.node, _spec_of(request, mount), fio_settings)
+    measured = _measure(request, "checkpoint_write", mount, "checkpoint", fio_settings,
+                        lambda: storage.checkpoint_write(mount.node, _spec_of(request, mount), fio_settings))
     return _as_measured(request, "checkpoint_write", mount, measured)
 
 

@@ -29,9 +29,10 @@ filesystem.
 
 from __future__ import annotations
 
+import dataclasses
 import shlex
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -61,6 +62,7 @@ __all__ = [
     "sequential",
     "shared_figure",
     "shared_mounts",
+    "together",
     "workdir_for",
 ]
 
@@ -326,20 +328,95 @@ class _Run:
     mount: MountState
     how_read: str = ""  # for reads: who laid the file out and what kept the cache out
     read_from: dict[str, Any] | None = None
+    together: str = ""  # measured together: with whom, over which window
+
+
+@dataclass
+class _Prepared:
+    """A node ready to run fio: its mount checked, its directory made (and, to read, its files laid out)."""
+
+    node: NodeHandle
+    directory: str
+    owner: NodeHandle  # who made the directory, and removes it
+    mount: MountState
+    evidence: list[CommandResult]
+    how_read: str = ""
+    read_from: dict[str, Any] | None = None
+
+
+def _prepare(node: NodeHandle, spec: Mount | None, settings: FioSettings, peers: Sequence[NodeHandle]) -> _Prepared:
+    """The mount checked and a fresh directory made; to read, the files laid out where ``node`` cannot
+    have written or cached them (see the module doc). Its directory is removed if this fails."""
+    evidence: list[CommandResult] = []
+    state = _require_mount(node, spec, settings, evidence)
+    owner = node if settings.writes else _layout_node(node, spec, state, peers, evidence)
+    directory, made = workdir_for(owner, spec.path if spec else None)
+    evidence.append(made)
+    prepared = _Prepared(node, directory, owner, state, evidence)
+    if settings.writes:
+        return prepared
+    try:
+        _lay_out(prepared, spec, settings)
+    except BaseException:
+        evidence.append(_remove(owner, directory))
+        raise
+    return prepared
+
+
+def _lay_out(prepared: _Prepared, spec: Mount | None, settings: FioSettings) -> None:
+    node, writer, directory, state, evidence = (prepared.node, prepared.owner, prepared.directory, prepared.mount,
+                                                prepared.evidence)
+    _, laid = run_fio(writer, directory, settings, _timeout(settings), layout=True)
+    evidence.append(laid)
+    if writer is not node:
+        how = f"files laid out by {writer.name} on the shared mount; {node.name} never wrote them"
+        read_from: dict[str, Any] = {"laid_out_by": writer.name, "cache": "other node"}
+    elif state.filesystem is not None and state.filesystem.fstype in MEMORY_FSTYPES:
+        # Only with direct: false (checked above): the files are memory, there is no cache to drop.
+        how = f"files laid out by {node.name} itself on {state.filesystem.fstype}, which is memory: no cache to drop"
+        read_from = {"laid_out_by": node.name, "cache": "memory filesystem"}
+    else:
+        dropped = node.run(f"sync -f {shlex.quote(directory)} && {_DROP_CACHES}", timeout=120, check=False)
+        evidence.append(dropped)
+        if dropped.ok:
+            how = f"files laid out by {node.name} itself, then its page cache dropped (sync; {_DROP_CACHES})"
+            read_from = {"laid_out_by": node.name, "cache": "dropped"}
+        else:
+            why = (dropped.stderr or dropped.stdout).strip().splitlines()
+            how = (
+                f"files laid out by {node.name} itself; dropping its page cache was refused "
+                f"({why[-1] if why else f'exit {dropped.exit_code}'}: not root?), so only fio's invalidate=1 "
+                "(posix_fadvise DONTNEED of the file at open) kept them out of the cache"
+            )
+            read_from = {"laid_out_by": node.name, "cache": "fio invalidate=1"}
+        if spec is not None and spec.is_shared(state.mounted.fstype if state.mounted else None):
+            how += "; no other node has this shared mount as stated, so none could lay the files out"
+    evidence.append(_files_present(node, writer, directory, settings))
+    prepared.how_read, prepared.read_from = how, read_from
+
+
+def _run_prepared(prepared: _Prepared, settings: FioSettings, timeout: float) -> _Run:
+    parsed, result = run_fio(prepared.node, prepared.directory, settings, timeout, existing=not settings.writes)
+    prepared.evidence.append(result)
+    return _Run(parsed, prepared.evidence, prepared.mount, prepared.how_read, prepared.read_from)
 
 
 def _write_in(node: NodeHandle, spec: Mount | None, settings: FioSettings) -> _Run:
     """fio writing in a fresh directory under the mount (removed afterwards, whatever happens)."""
-    evidence: list[CommandResult] = []
-    state = _require_mount(node, spec, settings, evidence)
-    directory, made = workdir_for(node, spec.path if spec else None)
-    evidence.append(made)
+    return _alone(node, spec, settings, ())
+
+
+def _read_in(node: NodeHandle, spec: Mount | None, settings: FioSettings, peers: Sequence[NodeHandle]) -> _Run:
+    """fio reading files ``node`` did not just write and cannot have cached (see the module doc)."""
+    return _alone(node, spec, settings, peers)
+
+
+def _alone(node: NodeHandle, spec: Mount | None, settings: FioSettings, peers: Sequence[NodeHandle]) -> _Run:
+    prepared = _prepare(node, spec, settings, peers)
     try:
-        parsed, result = run_fio(node, directory, settings, _timeout(settings))
-        evidence.append(result)
+        return _run_prepared(prepared, settings, _timeout(settings))
     finally:
-        evidence.append(_remove(node, directory))
-    return _Run(parsed, evidence, state)
+        prepared.evidence.append(_remove(prepared.owner, prepared.directory))
 
 
 def _layout_node(
@@ -365,47 +442,6 @@ def _layout_node(
     return node
 
 
-def _read_in(node: NodeHandle, spec: Mount | None, settings: FioSettings, peers: Sequence[NodeHandle]) -> _Run:
-    """fio reading files ``node`` did not just write and cannot have cached (see the module doc)."""
-    evidence: list[CommandResult] = []
-    state = _require_mount(node, spec, settings, evidence)
-    writer = _layout_node(node, spec, state, peers, evidence)
-    directory, made = workdir_for(writer, spec.path if spec else None)
-    evidence.append(made)
-    try:
-        _, laid = run_fio(writer, directory, settings, _timeout(settings), layout=True)
-        evidence.append(laid)
-        if writer is not node:
-            how = f"files laid out by {writer.name} on the shared mount; {node.name} never wrote them"
-            read_from: dict[str, Any] = {"laid_out_by": writer.name, "cache": "other node"}
-        elif state.filesystem is not None and state.filesystem.fstype in MEMORY_FSTYPES:
-            # Only with direct: false (checked above): the files are memory, there is no cache to drop.
-            how = f"files laid out by {node.name} itself on {state.filesystem.fstype}, which is memory: no cache to drop"
-            read_from = {"laid_out_by": node.name, "cache": "memory filesystem"}
-        else:
-            dropped = node.run(f"sync -f {shlex.quote(directory)} && {_DROP_CACHES}", timeout=120, check=False)
-            evidence.append(dropped)
-            if dropped.ok:
-                how = f"files laid out by {node.name} itself, then its page cache dropped (sync; {_DROP_CACHES})"
-                read_from = {"laid_out_by": node.name, "cache": "dropped"}
-            else:
-                why = (dropped.stderr or dropped.stdout).strip().splitlines()
-                how = (
-                    f"files laid out by {node.name} itself; dropping its page cache was refused "
-                    f"({why[-1] if why else f'exit {dropped.exit_code}'}: not root?), so only fio's invalidate=1 "
-                    "(posix_fadvise DONTNEED of the file at open) kept them out of the cache"
-                )
-                read_from = {"laid_out_by": node.name, "cache": "fio invalidate=1"}
-            if spec is not None and spec.is_shared(state.mounted.fstype if state.mounted else None):
-                how += "; no other node has this shared mount as stated, so none could lay the files out"
-        evidence.append(_files_present(node, writer, directory, settings))
-        parsed, result = run_fio(node, directory, settings, _timeout(settings), existing=True)
-        evidence.append(result)
-    finally:
-        evidence.append(_remove(writer, directory))
-    return _Run(parsed, evidence, state, how, read_from)
-
-
 def _files_present(node: NodeHandle, writer: NodeHandle, directory: str, settings: FioSettings) -> CommandResult:
     """The laid-out files as the reader sees them before it reads (evidence that it did not write them)."""
     pattern = f"{shlex.quote(directory)}/pytest-fabric-{settings.rw}.*"
@@ -426,12 +462,14 @@ def _detail(what: str, label: str, settings: FioSettings, run: _Run, *, per_job:
     amount = f"{settings.jobs} job(s) x {size:.0f} MiB" if per_job else f"{settings.jobs * size:.0f} MiB over {settings.jobs} writer(s)"
     detail = f"fio {what} on {label}, {amount}, bs {settings.block_size_bytes // 1024} KiB, {_engine_text(settings)}"
     if settings.runtime_s:
-        detail += f", {settings.runtime_s:g} s"
+        detail += f", {settings.runtime_s:g} s time-based (looping over the files)"
     detail += ", direct (O_DIRECT)" if settings.direct else ", buffered (direct: false)"
     if settings.writes and (settings.fsync_on_close or not settings.direct):
         detail += ", ended by fsync"
     if run.how_read:
         detail += f"; {run.how_read}"
+    if run.together:
+        detail += f"; {run.together}"
     return detail
 
 
@@ -462,6 +500,10 @@ def _extra(parsed: fio.FioResult, settings: FioSettings, run: _Run, **more: Any)
 def sequential(node: NodeHandle, spec: Mount | None, settings: FioSettings, peers: Sequence[NodeHandle] = ()) -> Measurement:
     """Sequential read or write bandwidth under the mount; reads read files ``node`` did not just write."""
     run = _write_in(node, spec, settings) if settings.writes else _read_in(node, spec, settings, peers)
+    return _sequential_figure(node, spec, settings, run)
+
+
+def _sequential_figure(node: NodeHandle, spec: Mount | None, settings: FioSettings, run: _Run) -> Measurement:
     io = run.parsed.write if settings.writes else run.parsed.read
     if io.bw_bytes_per_s <= 0:
         raise MeasurementError(node.name, f"fio reported no {settings.rw} throughput", command=run.evidence[-2].command)
@@ -475,7 +517,10 @@ def sequential(node: NodeHandle, spec: Mount | None, settings: FioSettings, peer
 
 def random_read(node: NodeHandle, spec: Mount | None, settings: FioSettings, peers: Sequence[NodeHandle] = ()) -> Measurement:
     """Random-read IOPS (a count) under the mount: fio randread, libaio at the spec's queue depth."""
-    run = _read_in(node, spec, settings, peers)
+    return _random_read_figure(node, spec, settings, _read_in(node, spec, settings, peers))
+
+
+def _random_read_figure(node: NodeHandle, spec: Mount | None, settings: FioSettings, run: _Run) -> Measurement:
     io = run.parsed.read
     if io.iops <= 0:
         raise MeasurementError(node.name, "fio reported no random-read I/O", command=run.evidence[-2].command)
@@ -495,7 +540,10 @@ def checkpoint_write(node: NodeHandle, spec: Mount | None, settings: FioSettings
     """
     if settings.rw != "write" or not settings.fsync_on_close:
         raise ValueError("checkpoint_write needs rw='write' and fsync_on_close=True")
-    run = _write_in(node, spec, settings)
+    return _checkpoint_figure(node, spec, settings, _write_in(node, spec, settings))
+
+
+def _checkpoint_figure(node: NodeHandle, spec: Mount | None, settings: FioSettings, run: _Run) -> Measurement:
     io = run.parsed.write
     if io.bw_bytes_per_s <= 0:
         raise MeasurementError(node.name, "fio reported no write throughput", command=run.evidence[-2].command)
@@ -509,6 +557,109 @@ def checkpoint_write(node: NodeHandle, spec: Mount | None, settings: FioSettings
 
 # ---------------------------------------------------------------------------
 # Every node at once on a shared mount
+
+
+#: what a per-node figure of a together run is, by check: how its fio result becomes a Measurement
+_FIGURES: dict[str, Callable[[NodeHandle, Mount | None, FioSettings, _Run], Measurement]] = {
+    "sequential": _sequential_figure,
+    "random_read": _random_read_figure,
+    "checkpoint": _checkpoint_figure,
+}
+
+
+def together(
+    nodes: Sequence[NodeHandle],
+    spec: Mount,
+    settings: FioSettings,
+    figure: str,
+    peers_of: Callable[[NodeHandle], Sequence[NodeHandle]],
+    at_once: int,
+) -> dict[str, Measurement | Exception]:
+    """Each node's figure on the shared mount ``spec`` with the others running too (measured: together).
+
+    Nodes go ``at_once`` at a time (the wave under ``--fabric-fanout``). In each group every node
+    is prepared first (mount checked, directory made, a read's files laid out by a peer), then all
+    of them launch fio at once, time-based for ``runtime_s``, then their directories are removed:
+    each node's bytes over its own fio runtime is then its share over the same window as the others'.
+    Size-based, a node that finished early would leave the mount to the rest, whose figures would
+    claim more than the share they had while all ran; preparing in the same window as another
+    node's run would load the mount with lay-outs. ``figure``: sequential, random_read or checkpoint.
+    A node that fails gets its own error; the others are measured without it.
+    """
+    if not settings.runtime_s:
+        raise ValueError("a together run is time-based: give runtime_s")
+    to_figure = _FIGURES[figure]
+    out: dict[str, Measurement | Exception] = {}
+    step = max(1, at_once)
+    for first in range(0, len(nodes), step):
+        out.update(_together_group(list(nodes[first:first + step]), spec, settings, to_figure, peers_of))
+    return out
+
+
+def _together_group(
+    nodes: list[NodeHandle],
+    spec: Mount,
+    settings: FioSettings,
+    to_figure: Callable[[NodeHandle, Mount | None, FioSettings, _Run], Measurement],
+    peers_of: Callable[[NodeHandle], Sequence[NodeHandle]],
+) -> dict[str, Measurement | Exception]:
+    def prepare(node: NodeHandle) -> _Prepared | Exception:
+        try:
+            return _prepare(node, spec, settings, peers_of(node))
+        except Exception as exc:  # this node's own error; the others go on without it
+            return exc
+
+    out: dict[str, Measurement | Exception] = {}
+    ready: list[_Prepared] = []
+    for node, done in zip(nodes, fan_out(nodes, prepare, ALL_AT_ONCE)):
+        if isinstance(done, Exception):
+            out[node.name] = done
+        else:
+            ready.append(done)
+    timeout = _timeout(settings, writers=len(ready))
+
+    def launch(prepared: _Prepared) -> tuple[_Run | Exception, float]:
+        launched = time.monotonic()
+        try:
+            return _run_prepared(prepared, settings, timeout), launched
+        except Exception as exc:
+            return exc, launched
+
+    runs: list[tuple[_Run | Exception, float]] = []
+    try:
+        # Every prepared node at once, whatever --fabric-fanout: the group is already within it.
+        runs = fan_out(ready, launch, ALL_AT_ONCE)
+    finally:
+        for prepared, removed in zip(ready, fan_out(ready, lambda p: _remove(p.owner, p.directory), ALL_AT_ONCE)):
+            prepared.evidence.append(removed)
+    launches = [launched for _, launched in runs]
+    spread = max(launches) - min(launches) if launches else 0.0
+    for prepared, (run, _) in zip(ready, runs):
+        name = prepared.node.name
+        if isinstance(run, Exception):
+            out[name] = run
+            continue
+        others = len(ready) - 1
+        run.together = (
+            f"started together with {others} other node(s) on the shared mount {spec.path} (launched within "
+            f"{spread:.2f} s), each for the same {settings.runtime_s:g} s: the figure is this node's bytes over its "
+            "own fio runtime, the same window as theirs, so its share of what the mount gave them all"
+            if others else f"the only node of its group on the shared mount {spec.path}, so its figure is no share"
+        )
+        if settings.writes and (settings.fsync_on_close or not settings.direct):
+            # The window is the writing; each node's closing fsync is its own, counted in its runtime.
+            run.together += " (the closing fsync, counted in, is each node's own after the window)"
+        try:
+            measured = to_figure(prepared.node, spec, settings, run)
+        except Exception as exc:
+            out[name] = exc
+            continue
+        out[name] = dataclasses.replace(measured, extra={
+            **measured.extra,
+            "together": {"nodes": len(ready), "launch_spread_s": round(spread, 3), "runtime_s": settings.runtime_s},
+        })
+    return out
+
 
 
 def shared_mounts(node: NodeHandle, specs: Sequence[Mount]) -> tuple[list[Mount], list[str]]:

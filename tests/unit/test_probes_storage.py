@@ -265,3 +265,90 @@ def test_sequential_checks_say_the_engine_and_depth() -> None:
     assert "libaio iodepth 16" in measured.detail
     one = storage.sequential(node("gpu01", xfs, **{r"^fio ": json.dumps(_as_write(json.loads(FIO_READ)))}), Mount("/data"), WRITE)
     assert "psync, one request at a time" in one.detail
+
+
+class _Logged(MockTransport):
+    """A MockTransport that writes each command, with its node, to one log shared by the nodes."""
+
+    def __init__(self, node: str, answers: dict[str, str | CannedCommand], log: list[tuple[str, str]]) -> None:
+        super().__init__(node, answers)
+        self.log = log
+
+    def run(self, command: str, *, timeout: float, check: bool = True) -> CommandResult:
+        self.log.append((self.node, command.split()[0]))
+        return super().run(command, timeout=timeout, check=check)
+
+
+TOGETHER_WRITE = storage.FioSettings(rw="write", size_bytes=64 << 20, block_size_bytes=1 << 20, iodepth=16,
+                                     ioengine="libaio", runtime_s=20, check="storage.sequential_write")
+
+
+def test_a_together_run_prepares_every_node_then_launches_all_time_based_over_the_same_window() -> None:
+    lustre = findmnt("/lfs", "lustre", "rw,flock", source="10.0.0.1@o2ib:/fs")
+    log: list[tuple[str, str]] = []
+    # Over the same 20 s window: 5 GB/s and 2 GB/s, each its share while both ran.
+    wrote = {"gpu01": _fio_wrote(100 * 10**9, 20.0), "gpu02": _fio_wrote(40 * 10**9, 20.0)}
+    nodes = [handle(_Logged(name, {r"findmnt -J": lustre, r"^mktemp -d": WORKDIR + "\n", r"^rm -rf": "",
+                                   r"^fio ": wrote[name]}, log)) for name in ("gpu01", "gpu02")]
+    out = storage.together(nodes, Mount("/lfs", "lustre"), TOGETHER_WRITE, "sequential", lambda n: [], at_once=2)
+    figures = {name: m for name, m in out.items() if not isinstance(m, Exception)}
+    assert figures["gpu01"].value == parse_quantity("5 GB/s") and figures["gpu02"].value == parse_quantity("2 GB/s")
+    # Every node's preparation ended before any node's fio began: they start together.
+    first_fio = next(i for i, (_, what) in enumerate(log) if what == "fio")
+    assert {(n, w) for n, w in log[:first_fio]} == {(n, w) for n in ("gpu01", "gpu02") for w in ("test", "mktemp")}
+    assert [w for _, w in log[first_fio:]] == ["fio", "fio", "rm", "rm"]
+    for box in nodes:
+        (command,) = [c for c in box.transport.calls if c.startswith("fio ")]  # type: ignore[attr-defined]
+        assert {"--time_based", "--runtime=20", f"--size={64 << 20}"} <= set(command.split()), command
+    detail = figures["gpu02"].detail
+    assert "20 s time-based (looping over the files)" in detail
+    assert "started together with 1 other node(s) on the shared mount /lfs" in detail
+    assert "the same window as theirs, so its share of what the mount gave them all" in detail
+    assert figures["gpu02"].extra["together"]["nodes"] == 2
+    with pytest.raises(ValueError, match="time-based"):
+        storage.together(nodes, Mount("/lfs", "lustre"), WRITE, "sequential", lambda n: [], at_once=2)
+
+
+def test_a_together_run_goes_in_groups_under_the_fanout_and_a_node_that_fails_errors_alone() -> None:
+    lustre = findmnt("/lfs", "lustre", "rw,flock", source="10.0.0.1@o2ib:/fs")
+    log: list[tuple[str, str]] = []
+    answers: dict[str, str | CannedCommand] = {r"findmnt -J": lustre, r"^mktemp -d": WORKDIR + "\n", r"^rm -rf": "",
+                                               r"^fio ": _fio_wrote(10 * 10**9, 20.0)}
+    broken = {**answers, r"findmnt -J": "pytest-fabric: no such directory\n"}
+    nodes = [handle(_Logged(name, broken if name == "gpu02" else answers, log)) for name in ("gpu01", "gpu02", "gpu03")]
+    out = storage.together(nodes, Mount("/lfs", "lustre"), TOGETHER_WRITE, "sequential", lambda n: [], at_once=2)
+    assert isinstance(out["gpu02"], MeasurementError) and "/lfs does not exist on gpu02" in str(out["gpu02"])
+    assert not isinstance(out["gpu01"], Exception) and "the only node of its group" in out["gpu01"].detail
+    # gpu03 ran in a second group, after the first group's run and clean-up.
+    assert log.index(("gpu03", "test")) > log.index(("gpu01", "rm"))
+    assert not isinstance(out["gpu03"], Exception)
+
+
+def test_together_reads_are_laid_out_by_peers_first_and_checkpoints_still_end_with_fsync() -> None:
+    log: list[tuple[str, str]] = []
+    answers: dict[str, str | CannedCommand] = {
+        r"findmnt -J": NFS_RDMA, r"^mktemp -d": WORKDIR + "\n", r"^rm -rf": "", r"^fio .*--create_only=1": FIO_READ,
+        r"^stat ": f"{WORKDIR}/pytest-fabric-read.0.0 8388608 bytes\n", r"^fio ": FIO_READ,
+    }
+    nodes = [handle(_Logged(name, answers, log)) for name in ("gpu01", "gpu02")]
+    peers = {"gpu01": [nodes[1]], "gpu02": [nodes[0]]}
+    read = storage.FioSettings(rw="read", size_bytes=8 << 20, block_size_bytes=1 << 20, runtime_s=5, check="storage.sequential_read")
+    out = storage.together(nodes, STATED, read, "sequential", lambda n: peers[n.name], at_once=2)
+    assert all(not isinstance(m, Exception) for m in out.values()), out
+    calls = [c for box in nodes for c in box.transport.calls]  # type: ignore[attr-defined]
+    layouts = [i for i, (_, w) in enumerate(log) if w == "fio"][:2]
+    reads = [c for c in calls if c.startswith("fio ") and "--allow_file_create=0" in c]
+    assert len(reads) == 2 and all("--time_based" in c and "--runtime=5" in c for c in reads)
+    # The two lay-outs come first, then the two reads: no read shares the mount with a lay-out.
+    assert max(layouts) < [i for i, (_, w) in enumerate(log) if w == "fio"][2]
+    assert "files laid out by gpu02 on the shared mount" in out["gpu01"].detail  # type: ignore[union-attr]
+
+    xfs_writes = {r"findmnt -J": NFS_RDMA, r"^mktemp -d": WORKDIR + "\n", r"^rm -rf": "",
+                  r"^fio ": _fio_wrote(10 * 10**9, 21.0)}
+    writers = [handle(_Logged(name, xfs_writes, [])) for name in ("gpu01", "gpu02")]
+    checkpoint = storage.FioSettings(rw="write", size_bytes=512 << 20, block_size_bytes=1 << 20, jobs=8, direct=False,
+                                     fsync_on_close=True, runtime_s=20, check="storage.checkpoint_write")
+    saved = storage.together(writers, STATED, checkpoint, "checkpoint", lambda n: [], at_once=2)
+    (command,) = [c for c in writers[0].transport.calls if c.startswith("fio ")]  # type: ignore[attr-defined]
+    assert {"--end_fsync=1", "--time_based", "--runtime=20", "--direct=0"} <= set(command.split())
+    assert "the closing fsync, counted in, is each node's own after the window" in saved["gpu01"].detail  # type: ignore[union-attr]

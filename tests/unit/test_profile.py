@@ -427,3 +427,37 @@ def test_concurrency_is_for_measured_alone_and_aggregate_write_is_always_togethe
     message = _error(path)
     assert f"{path}:3: storage.random_read_iops: concurrency: 4 is how many nodes take turns measuring alone" in message
     assert f"{path}:4: storage.aggregate_write.measured: measured: alone: aggregate_write is every node" in message
+
+
+def test_together_storage_checks_run_time_based_for_a_runtime_and_alone_ones_do_not(tmp_path: Path) -> None:
+    good = _write(tmp_path / "good.yaml", """
+        name: windows
+        storage:
+          sequential_read: {min: 1 GB/s, measured: together}
+          sequential_write: {min: 1 GB/s, measured: together, runtime: 30 s}
+          checkpoint_write: {min: 1 GB/s, measured: together}
+          random_read_iops: {min: 1000, measured: together, runtime: 15 s}
+        """)
+    storage = load_profile(str(good)).document.storage
+    assert storage.sequential_read is not None and storage.sequential_read.runtime == parse_quantity("20 s")  # the default
+    assert storage.sequential_write is not None and storage.sequential_write.runtime == parse_quantity("30 s")
+    assert storage.checkpoint_write is not None and storage.checkpoint_write.runtime == parse_quantity("20 s")
+    assert storage.random_read_iops is not None and storage.random_read_iops.runtime == parse_quantity("15 s")
+    alone = _write(tmp_path / "alone.yaml", """
+        name: windows
+        storage:
+          sequential_write: {min: 1 GB/s}
+        """)
+    plain = load_profile(str(alone)).document.storage.sequential_write
+    assert plain is not None and plain.runtime is None  # size-based, as it always was
+    bad = _write(tmp_path / "bad.yaml", """
+        name: windows
+        storage:
+          sequential_write: {min: 1 GB/s, runtime: 30 s}
+          sequential_read: {min: 1 GB/s, measured: together, runtime: 2.5 s}
+          random_read_iops: {min: 1000, runtime: 0.5 s}
+        """)
+    message = _error(bad)
+    assert f"{bad}:3: storage.sequential_write: runtime: 30 s is how long each node runs when every node measures at once" in message
+    assert f"{bad}:4: storage.sequential_read.runtime: 2.5 s: fio's --runtime is given here in whole seconds" in message
+    assert f"{bad}:5: storage.random_read_iops.runtime: 0.5 s: fio's --runtime is given here in whole seconds" in message
