@@ -56,7 +56,7 @@ def test_nodes_of_unequal_speed_measured_together_write_over_the_same_window(
             pytester.path / "inventory.yaml", nodes=[fast_node.name, slow_node.name],
             extra={"storage": {"mounts": [{"path": path, "fstype": "ext4", "shared": True}]}},
         )
-        result, record = run_fabric(pytester, inventory, "-k", "sequential_write",
+        result, record = run_fabric(pytester, inventory, "-k", "test_sequential_write",
                                     f"--evidence-dir={pytester.path / 'evidence'}")
         written = {fast_node.name: fast.written(), slow_node.name: slow.written()}  # the kernel's counts
     result.assert_outcomes(passed=2)
@@ -87,3 +87,30 @@ def test_nodes_of_unequal_speed_measured_together_write_over_the_same_window(
         assert end - start >= 0.95 * RUNTIME_S, windows
     overlap = min(end for _, end in windows.values()) - max(start for start, _ in windows.values())
     assert overlap >= 0.8 * RUNTIME_S, windows
+
+
+def test_reads_iops_and_checkpoints_measured_together_start_together_time_based(
+    pytester: pytest.Pytester, simcluster: SimCluster
+) -> None:
+    nodes = simcluster.nodes[:3]
+    with SimMounts(simcluster) as mounts:
+        path = mounts.shared(nodes)
+        inventory = simcluster.write_inventory(
+            pytester.path / "inventory.yaml", nodes=[n.name for n in nodes],
+            extra={"storage": {"mounts": [{"path": path, "fstype": "ext4", "shared": True}]}},
+        )
+        result, record = run_fabric(pytester, inventory, "-k", "sequential_read or random_read or checkpoint",
+                                    f"--evidence-dir={pytester.path / 'evidence'}")
+    result.assert_outcomes(passed=3 * 3)
+    for check in [c for c in record["checks"] if c["check"] in ("sequential_read", "random_read_iops", "checkpoint_write")]:
+        runs = [e for e in check["evidence"] if e["command"].startswith("fio ") and "--create_only=1" not in e["command"]]
+        (run,) = runs
+        assert "--time_based" in run["command"].split() and "--runtime=2" in run["command"].split(), run["command"]
+        assert "started together with 2 other node(s) on the shared mount" in check["message"], check["message"]
+        assert check["extra"]["together"]["nodes"] == 3
+        if check["check"] == "sequential_read":
+            # Another node laid out the files, before any node's read began.
+            assert check["extra"]["read_from"]["cache"] == "other node" and run["node"] != check["extra"]["read_from"]["laid_out_by"]
+        if check["check"] == "checkpoint_write":
+            assert "--end_fsync=1" in run["command"].split() and "--direct=0" in run["command"].split()
+            assert "ended by fsync" in check["message"]
