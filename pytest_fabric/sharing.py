@@ -8,8 +8,10 @@ plan (how long a wave takes), so what the plan counts is what the run does.
   use it at once. The check's ``measured:`` says which figure the profile asks for: ``alone`` (the
   default; each node's client on an otherwise idle mount, ``concurrency`` nodes at a time, 1 unless
   the check says more) or ``together`` (every node of the wave at once, up to ``--fabric-fanout``:
-  each figure is that node's share of what the mount gave them all). A node-local mount, or the
-  temp dir, is each node's own disk: every node at once, whatever ``measured:`` says.
+  each figure is that node's share of what the mount gave them all; fio runs time-based for the
+  check's ``runtime`` and the nodes are launched at once, probes/storage.py ``together``, so every
+  share is over the same window). A node-local mount, or the temp dir, is each node's own disk:
+  every node at once, whatever ``measured:`` says.
 - **An egress server** (a target's host and port) is someone else's: a mirror does not want 512
   downloads at once from one site. Downloads and uploads to one server run at most
   ``egress.concurrency`` (inventory, default 8) at a time, fewer where the check's own
