@@ -152,6 +152,18 @@ def _hop_key(hop: SSHSettings) -> tuple[object, ...]:
             hop.host_key_policy, str(hop.ssh_config), hop.connect_timeout)
 
 
+class _QuietTransport(paramiko.Transport):
+    """paramiko's Transport, its reader thread woken once a second instead of ten times.
+
+    Each connection's reader waits on its socket with this timeout only to look whether it should
+    stop; close() does not wait for it (it marks the packetizer closed), and data wakes it at once.
+    At 0.1 s, 128 idle connections cost the controller 42 ms of CPU a second (512: a sixth of a
+    core, for nothing); at 1 s, 16 ms.
+    """
+
+    _active_check_timeout = 1.0
+
+
 class _DroppedEarly(Exception):
     """sshd closed the connection before its banner: worth another try."""
 
@@ -268,6 +280,7 @@ class SSHTransport:
             # A frozen sshd accepts TCP but never sends its banner: give up as promptly.
             "banner_timeout": s.connect_timeout,
             "auth_timeout": s.connect_timeout,
+            "transport_factory": _QuietTransport,
         }
         conn.connect_timeout = None  # ours is in kwargs, as a float (Fabric would truncate to int)
         conn.client.set_log_channel(_PARAMIKO_LOG)
