@@ -10,10 +10,10 @@ It is built from the same declarations the run uses (:mod:`pytest_fabric.checks`
 is measured a round of disjoint pairs at a time, ``fanout // 2`` pairs at once (``--fabric-fanout``
 counts nodes), every pair check of a round one after the other; a per-node check (node, GPU,
 port, mount, egress target) is one wave of at most ``fanout`` nodes at once, and subjects that
-share a resource (one node's GPUs, a shared mount, the egress uplink) at most that resource's
-limit at once. One measurement takes the check's settings' time where the profile gives them
-(``duration`` x ``repeat``, fio ``runtime``, ``size`` over the floor) plus what starting its
-tools costs, else the check's declared typical time; a check declared ``one_at_a_time`` goes
+share a resource (one node's GPUs, a shared mount measured alone, an egress server) at most that
+resource's limit at once: :mod:`pytest_fabric.sharing`, the rule the run's fixtures use. One
+measurement takes the check's settings' time where the profile gives them (``duration`` x
+``repeat``, fio ``runtime``, ``size`` over the floor) plus what starting its tools costs, else the check's declared typical time; a check declared ``one_at_a_time`` goes
 through a pair's rails (or a node's GPUs) one after the other, the others at once. Checks that
 only read other checks' results (outliers, attribution) measure nothing themselves, but the
 pairs they find suspect are re-measured alone: an expected share of the pairs, in retest rounds
@@ -32,6 +32,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from .batches import Share
 from .checks import check_of
 
 __all__ = [
@@ -352,25 +353,24 @@ def _attribution_retests(checks: list[CheckPlan], specs: Mapping[tuple[str, str]
 
 
 def planned_subject(
-    layer: str, check: str, subject: str | None, param: Any, spec: Any, shared_mounts: Iterable[str] = ()
+    layer: str, check: str, subject: str | None, param: Any, share: Share | None = None
 ) -> PlannedSubject:
     """A test's :class:`PlannedSubject` from its subject fixture and parameter (None: a cluster check).
 
-    The shares follow the measurement fixtures': one node's GPUs (or ports) take turns and
-    the first reads the node for the others; a shared mount and the egress uplink take
-    the check's ``concurrency`` (default 1) nodes at a time.
+    The shares follow the measurement fixtures': one node's GPUs (or ports) take turns and the
+    first reads the node for the others; ``share`` is what the subject holds with others of its
+    wave, as :func:`pytest_fabric.sharing.share_for` says (the rule the run's fixtures use: a
+    shared mount measured alone, an egress server at ``egress.concurrency``); None: it runs under
+    the fan-out only.
     """
-    concurrency = int(getattr(spec, "concurrency", 1) or 1)
     if subject is None:
         return PlannedSubject(layer, check, "cluster")
     if subject == "node_pair":
         return PlannedSubject(layer, check, "pair", round=int(param.round))
     if subject in ("gpu", "hca"):
         return PlannedSubject(layer, check, "wave", once_per=str(param[0]))
-    if subject == "mount" and param[1] in set(shared_mounts):
-        return PlannedSubject(layer, check, "wave", resource=f"shared mount {param[1]}", limit=concurrency)
-    if subject == "egress_target":
-        return PlannedSubject(layer, check, "wave", resource="the egress uplink", limit=concurrency)
+    if share is not None:
+        return PlannedSubject(layer, check, "wave", resource=share.resource, limit=share.limit)
     return PlannedSubject(layer, check, "wave")
 
 

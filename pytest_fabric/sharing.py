@@ -33,6 +33,7 @@ from .profile import Measured, Profile
 
 __all__ = [
     "EGRESS_CAPPED",
+    "MOUNT_LOADING",
     "Measured",
     "at_once",
     "egress_server",
@@ -45,6 +46,9 @@ __all__ = [
 
 #: the egress checks whose transfers load the target's server, and so are capped per server
 EGRESS_CAPPED = frozenset({"download", "upload"})
+
+#: the storage checks that load a shared mount (fio); the ``mount`` check reads findmnt and shares nothing
+MOUNT_LOADING = frozenset({"sequential_read", "sequential_write", "random_read_iops", "checkpoint_write"})
 
 
 def mount_is_shared(inventory: Inventory, path: str | None) -> bool:
@@ -72,7 +76,7 @@ def mount_share(
     inventory: Inventory, profile: Profile, check: str, path: str | None
 ) -> Share | None:
     """What a node measuring storage ``check`` on ``path`` shares: the mount, taken in turns (alone), or nothing."""
-    if not mount_is_shared(inventory, path) or measured_mode(profile, check) == "together":
+    if check not in MOUNT_LOADING or not mount_is_shared(inventory, path) or measured_mode(profile, check) == "together":
         return None
     spec = profile.spec("storage", check)
     return Share(f"shared mount {path}", int(getattr(spec, "concurrency", 1) or 1))

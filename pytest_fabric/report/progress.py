@@ -21,7 +21,7 @@ from typing import Any
 
 import pytest
 
-from .. import checks
+from .. import checks, sharing
 from ..batches import BatchProgress
 from ..checks import profile_key_of
 from ..plan import CheckPlan, RunPlan, format_duration, plan_run, planned_subject
@@ -167,7 +167,6 @@ def plan_items(items: list[pytest.Item], config: pytest.Config) -> RunPlan | Non
     state = get_state(config)
     if state is None:
         return None
-    shared = [m.path for m in state.inventory.mount_specs if m.is_shared()]
     specs: dict[tuple[str, str], Any] = {}
     subjects = []
     for item in items:
@@ -180,8 +179,9 @@ def plan_items(items: list[pytest.Item], config: pytest.Config) -> RunPlan | Non
             specs[(info.layer, info.check)] = state.profile.spec(info.layer, profile_key_of(info.check, info.layer))
         if specs[(info.layer, info.check)] is None and info.check != "mount":
             continue  # a check the profile does not set skips: it is not in the plan
-        subjects.append(planned_subject(info.layer, info.check, info.fixture, info.param,
-                                        specs[(info.layer, info.check)], shared))
+        share = None if info.fixture is None else sharing.share_for(
+            state.inventory, state.profile, info.check, info.fixture, info.param)
+        subjects.append(planned_subject(info.layer, info.check, info.fixture, info.param, share))
     rails, gpus = _count(state.profile.spec_of(checks.PORTS)), _count(state.profile.spec_of(checks.GPU_COUNT))
     return plan_run(subjects, {k: v for k, v in specs.items() if v is not None}, state.batches.fanout,
                     rails=rails, gpus=gpus, nodes=len(state.inventory.nodes), items=len(items))

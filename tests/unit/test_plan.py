@@ -94,19 +94,16 @@ def test_the_fanout_cap_and_shared_resources_make_slots() -> None:
 
 
 def test_planned_subject_follows_the_measurement_fixtures_shares() -> None:
+    from pytest_fabric.batches import Share
     from pytest_fabric.pairs import Pair
 
-    specs = _specs("hdr200")
-    assert planned_subject("inter_node", "tcp_throughput", "node_pair", Pair(3, 0, "a", "b"), None).round == 3
-    gpu = planned_subject("intra_node", "gpu_pcie", "gpu", ("n1", 2), None)
+    assert planned_subject("inter_node", "tcp_throughput", "node_pair", Pair(3, 0, "a", "b")).round == 3
+    gpu = planned_subject("intra_node", "gpu_pcie", "gpu", ("n1", 2))
     assert (gpu.kind, gpu.once_per, gpu.resource) == ("wave", "n1", None)
-    nfs = planned_subject("storage", "sequential_read", "mount", ("n1", "/nfs"), specs[("storage", "sequential_read")],
-                          shared_mounts=["/nfs"])
+    nfs = planned_subject("storage", "sequential_read", "mount", ("n1", "/nfs"), Share("shared mount /nfs", 1))
     assert (nfs.resource, nfs.limit) == ("shared mount /nfs", 1)
-    local = planned_subject("storage", "sequential_read", "mount", ("n1", "/scratch"), None, shared_mounts=["/nfs"])
-    assert local.resource is None
-    assert planned_subject("egress", "download", "egress_target", ("n1", "x"), None).resource == "the egress uplink"
-    assert planned_subject("inter_node", "scaling_efficiency", None, None, None).kind == "cluster"
+    assert planned_subject("storage", "sequential_read", "mount", ("n1", "/scratch")).resource is None
+    assert planned_subject("inter_node", "scaling_efficiency", None, None).kind == "cluster"
 
 
 def test_nothing_selected() -> None:
@@ -249,3 +246,39 @@ def test_the_html_run_table_shows_the_plan_beside_what_each_phase_took() -> None
     html = page.run_table(sample_run_info(nodes), [], None, None, timed)
     assert "<th>Plan</th>" in html and "<li>inter-node pairs: planned 11 s, took 9 s</li>" in html
     assert "Plan" not in page.run_table(sample_run_info(nodes), [], None, None, None)
+
+
+def _plan_of_collection(pytester: pytest.Pytester, inventory: str, profile: str, *args: str) -> Any:
+    """The plan the plugin builds after collecting ``inventory`` against ``profile`` (nothing contacted)."""
+    from pytest_fabric.report.progress import PLAN_KEY
+
+    pytester.makefile(".yaml", inv=inventory)
+    pytester.makefile(".yaml", prof=profile)
+    recorded = pytester.inline_run("--cluster", "inv.yaml", "--profile", "prof.yaml", "--collect-only", "-qq",
+                                   "-p", "no:cacheprovider", *args)
+    (call,) = recorded.getcalls("pytest_collection_finish")
+    return call.session.config.stash[PLAN_KEY]
+
+
+def test_plan_items_takes_shares_from_the_rule_the_run_uses(pytester: pytest.Pytester) -> None:
+    """16 nodes, fanout 16: downloads go egress.concurrency (2) at a time to the one server (8 slots),
+    a shared mount measured together is one wave of all 16 at once, one measured alone (the default)
+    takes turns, and a mount of no stated type counts as shared (sharing.mount_is_shared), while
+    the mount check itself (findmnt) shares nothing."""
+    inventory = ("name: sixteen\nnodes:\n  - name: n[01-16]\n"
+                 "storage:\n  mounts:\n    - {path: /lustre, fstype: lustre}\n    - {path: /data}\n"
+                 "egress:\n  concurrency: 2\n  targets: [https://mirror.example.com/a.bin, https://mirror.example.com/b.bin]\n")
+    profile = ("name: shares\nstorage:\n"
+               "  sequential_read: {min: 1 MB/s, size: 1 GiB, measured: together, runtime: 5 s}\n"
+               "  sequential_write: {min: 1 MB/s, size: 1 GiB}\n"
+               "egress:\n  download: {min: 1 Mb/s}\n  dns_resolve: {max: 1 s}\n")
+    plan = _plan_of_collection(pytester, inventory, profile, "--fabric-fanout", "16")
+    by_check = {c.check: c for c in plan.checks}
+    # two targets on one server (mirror.example.com:443): 32 downloads, 2 at once
+    assert by_check["download"].slots == 16
+    assert by_check["dns_resolve"].slots == 2  # a lookup is not capped: 32 under a fan-out of 16
+    # together: both mounts' 16 nodes at once under the fan-out (32 subjects, 16 at once)
+    assert by_check["sequential_read"].slots == 2
+    # alone on two shared mounts (the untyped one counts as shared): 16 turns on each, side by side
+    assert by_check["sequential_write"].slots == 16
+    assert by_check["mount"].slots == 2
