@@ -90,6 +90,7 @@ def test_nodes_connecting_at_once_share_one_allocation(monkeypatch: pytest.Monke
     import time
     from types import SimpleNamespace
 
+    from pytest_fabric.profile import load_profile
     from pytest_fabric.state import STATE_KEY
     from pytest_fabric.transport import slurm
     from pytest_fabric.transport.slurm import session as slurm_session
@@ -104,7 +105,8 @@ def test_nodes_connecting_at_once_share_one_allocation(monkeypatch: pytest.Monke
 
     monkeypatch.setattr(slurm.SlurmAllocation, "__init__", slow_init)
     config = SimpleNamespace(stash=pytest.Stash(), add_cleanup=lambda f: None)
-    config.stash[STATE_KEY] = SimpleNamespace(inventory=SimpleNamespace(nodes=[], slurm=None))  # type: ignore[assignment]
+    state = SimpleNamespace(inventory=SimpleNamespace(nodes=[], slurm=None), profile=load_profile("base"))
+    config.stash[STATE_KEY] = state  # type: ignore[assignment]
     got: list[object] = []
     threads = [threading.Thread(target=lambda: got.append(slurm_session.allocation_for(config))) for _ in range(8)]  # type: ignore[arg-type]
     for t in threads:
