@@ -203,8 +203,7 @@ class SimCluster:
                 self._install_cpu_free_tools()
             for node in self.nodes:
                 self._launch_sshd(node)
-            for node in self.nodes:
-                self._await_sshd(node)
+            _each(self._await_sshd, self.nodes)  # waits on 512 sshds at once, not one after another
         except BaseException:
             self.stop()
             raise
@@ -212,8 +211,7 @@ class SimCluster:
 
     def stop(self) -> None:
         """Tear down everything this instance created, by PID and exact name. Idempotent."""
-        for node in self.nodes:
-            self._kill_node_processes(node)
+        _each(self._kill_node_processes, self.nodes)
         # Host veth ends first: deleting one deletes its peer at once, whereas netns deletion
         # frees the namespace's devices asynchronously. One `ip -force -batch` for all (it goes
         # on past a line that fails: a link already gone), not a process per object.
