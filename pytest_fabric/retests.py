@@ -102,7 +102,7 @@ def _fill(pairs: Sequence[Pair], per_round: int, tags: Mapping[Pair, Sequence[st
 
 
 def rounds_needed(pairs: Sequence[Pair], per_round: int, apart: Mapping[Pair, Sequence[str]] | None = None) -> int:
-    """How many rounds :func:`schedule` makes of ``pairs`` (the plan reads it)."""
+    """How many rounds :func:`schedule` makes of ``pairs``: what one step of retests costs, in rounds."""
     return len(schedule(pairs, per_round, apart))
 
 
