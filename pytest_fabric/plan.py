@@ -13,8 +13,9 @@ port, mount, egress target) is one wave of at most ``fanout`` nodes at once, and
 share a resource (one node's GPUs, a shared mount measured alone, an egress server) at most that
 resource's limit at once: :mod:`pytest_fabric.sharing`, the rule the run's fixtures use. One
 measurement takes the check's settings' time where the profile gives them (``duration`` x
-``repeat``, fio ``runtime``, ``size`` over the floor) plus what starting its tools costs, else the check's declared typical time; a check declared ``one_at_a_time`` goes
-through a pair's rails (or a node's GPUs) one after the other, the others at once. Checks that
+``repeat``, fio ``runtime``, ``size`` over the floor; a read's files laid out first) plus what
+starting its tools costs, else the check's declared typical time; a check declared
+``one_at_a_time`` goes through a pair's rails (or a node's GPUs) one after the other, the others at once. Checks that
 only read other checks' results (outliers, attribution) measure nothing themselves, but the
 pairs they find suspect are re-measured alone: an expected share of the pairs, in retest rounds
 of disjoint pairs like any round, each :data:`RETEST_REPEATS` samples. Opening the connections
@@ -44,6 +45,7 @@ __all__ = [
     "PlannedSubject",
     "CheckPlan",
     "RunPlan",
+    "layout_seconds",
     "measurement_seconds",
     "plan_run",
     "planned_subject",
@@ -312,8 +314,30 @@ def plan_run(subjects: Iterable[PlannedSubject], specs: Mapping[tuple[str, str],
     return RunPlan(tests, checks, fanout, connect_s, PER_TEST_S * max(items, tests))
 
 
+#: storage checks that read files another node (or the node itself) lays out first (probes/storage.py
+#: _prepare): a write of ``size`` x ``jobs`` before the measured window, alone or together alike
+LAID_OUT_READS = frozenset({"sequential_read", "random_read_iops"})
+
+
+def layout_seconds(check: str, specs: Mapping[tuple[str, str], Any]) -> float:
+    """The longest laying out a read check's files takes on a passing mount: ``size`` x ``jobs`` at the
+    sequential write floor (else the sequential read floor), plus a fio start; 0 for other checks."""
+    if check not in LAID_OUT_READS:
+        return 0.0
+    spec: Any = specs.get(("storage", check))
+    floors = [getattr(specs.get(("storage", name)), "min", None) for name in ("sequential_write", "sequential_read")]
+    try:
+        nbytes = float(spec.size.to("B")) * int(getattr(spec, "jobs", 1) or 1)
+        rate = next(float(f.to("B/s")) for f in floors if f is not None)
+        return nbytes / rate + OVERHEAD_S
+    except (AttributeError, ValueError, TypeError, ZeroDivisionError, StopIteration):
+        return 0.0
+
+
 def _one_measurement(layer: str, check: str, specs: Mapping[tuple[str, str], Any], rails: int, gpus: int) -> float:
     seconds = measurement_seconds(check, specs.get((layer, check)))
+    if layer == "storage":
+        seconds += layout_seconds(check, specs)
     declared = check_of(check)
     if declared is not None and declared.one_at_a_time is not None:
         seconds *= max(1, rails if declared.one_at_a_time == "rails" else gpus)

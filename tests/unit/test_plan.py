@@ -19,6 +19,7 @@ from pytest_fabric.plan import (
     RETEST_SHARE,
     PlannedSubject,
     format_duration,
+    layout_seconds,
     measurement_seconds,
     phase_of,
     plan_run,
@@ -58,7 +59,7 @@ def test_rounds_and_waves_of_an_all_pairs_sweep() -> None:
     subjects = [PlannedSubject("inter_node", "tcp_throughput", "pair", p.round) for p in pairs]
     subjects += [PlannedSubject("inter_node", "tcp_throughput_outlier", "pair", p.round) for p in pairs]
     subjects += [PlannedSubject("storage", "random_read_iops", "wave") for _ in nodes]
-    subjects += [PlannedSubject("egress", "download", "wave", resource="the egress uplink", limit=1) for _ in nodes]
+    subjects += [PlannedSubject("egress", "download", "wave", resource="egress target m:443", limit=1) for _ in nodes]
     plan = plan_run(subjects, _specs("hdr200"), fanout=64)
     assert plan.tests == 2 * 2016 + 128
     assert plan.rounds == 63
@@ -73,7 +74,7 @@ def test_rounds_and_waves_of_an_all_pairs_sweep() -> None:
     assert RETEST_SHARE * 2016 > 32
     assert by_check["tcp_throughput_outlier"].total_s == pytest.approx(2 * (RETEST_REPEATS * tcp + BATCH_S))
     assert plan.rounds_s == by_check["tcp_throughput"].total_s + by_check["tcp_throughput_outlier"].total_s
-    iops = 10 + OVERHEAD_S  # runtime: 10 s
+    iops = 10 + OVERHEAD_S + layout_seconds("random_read_iops", _specs("hdr200"))  # runtime: 10 s, files laid out first
     assert plan.waves_s == pytest.approx((iops + BATCH_S) + (64 * 10 + BATCH_S))  # download: its declared typical time
     assert plan.outside_s == PER_TEST_S * plan.tests  # no inventory given: no connections to open
     assert plan.summary() == "4,160 tests: 63 rounds x ~12 s + 2 waves ~11 min ~ 24 min (at most 64 nodes at once)"
@@ -282,3 +283,14 @@ def test_plan_items_takes_shares_from_the_rule_the_run_uses(pytester: pytest.Pyt
     # alone on two shared mounts (the untyped one counts as shared): 16 turns on each, side by side
     assert by_check["sequential_write"].slots == 16
     assert by_check["mount"].slots == 2
+
+
+def test_a_read_check_counts_laying_out_its_files() -> None:
+    """Reads lay out size x jobs first (probes/storage.py), a write at the write floor: ndr400-large's
+    together read of 20 s is 8 x 2 GiB at 600 MB/s (~29 s) before its window."""
+    specs = _specs("ndr400-large")
+    laid = layout_seconds("sequential_read", specs)
+    assert laid == pytest.approx(8 * 2 * 2**30 / 600e6 + OVERHEAD_S)
+    assert layout_seconds("sequential_write", specs) == 0.0
+    plan = plan_run([PlannedSubject("storage", "sequential_read", "wave")], specs, fanout=64)
+    assert plan.checks[0].seconds == pytest.approx(laid + 20 + OVERHEAD_S)
