@@ -42,8 +42,11 @@ __all__ = [
     "fan_out",
 ]
 
-#: how many subjects one controller measures at once unless --fabric-fanout says otherwise
-DEFAULT_FANOUT = 64
+#: how many subjects one controller measures at once unless --fabric-fanout says otherwise: 512
+#: connections cost the controller ~0.2 GB (benchmarks/bench_connection_cost.py, bench_512.py), and
+#: a pair round is capped by it too (N nodes: N/2 pairs), so at 64 a round across 2 leaves x 256 nodes
+#: ran 32 of its 256 pairs at once and its figures, which oversubscription reads, never loaded the spine
+DEFAULT_FANOUT = 512
 
 #: the cap of a fan-out whose members must all run at once for the measurement to mean anything
 #: (aggregate_write: every node writes to the shared mount together; oversubscription: every

@@ -107,7 +107,7 @@ def measure_function(state: FabricState, check: str, *, port_offset: int = 0) ->
                 processes=tcp_spec.processes,
                 port=checks.TCP_THROUGHPUT_PORTS.port(port_offset + pair.slot * tcp_spec.processes),
             )
-            return tcp.measure_pair(pair, settings, need_line_rate=need_line)
+            return tcp.measure_pair(pair, settings, need_line_rate=need_line, once=state.once)
 
         return measure_tcp
     if check == "rdma_bandwidth":
@@ -419,7 +419,7 @@ def mtu(request: pytest.FixtureRequest, node: NodeHandle, spec: SpecLookup) -> M
     spec(checks.MTU)
     state = _state(request)
     if (_link_layer(state) or "").lower() != "infiniband":
-        return netdev.mtu(node)
+        return netdev.mtu(node, state.once)
     found, evidence = node_ports(request, node)
     active = [p for p in found if p.state.lower() == "active" and p.active_mtu]
     if not active:

@@ -9,6 +9,7 @@ from dataclasses import dataclass
 
 from ..cluster import NodeHandle
 from ..evidence import CommandResult
+from ..once import Once
 from ..parsers import ip_addr, ip_link
 from ..units import Quantity, infiniband_data_rate, parse_quantity
 from ..verdict import Measurement
@@ -30,8 +31,16 @@ def _ip_literal(address: str) -> str:
         return address
 
 
-def data_interface(node: NodeHandle) -> tuple[str, CommandResult]:
-    """The interface holding the node's data address (``lo`` for a local node)."""
+def data_interface(node: NodeHandle, once: Once | None = None) -> tuple[str, CommandResult]:
+    """The interface holding the node's data address (``lo`` for a local node).
+
+    With the run's ``once`` it is looked up once per node and run: every TCP pair, every round and
+    the MTU check ask it of the same node, and on a large cluster those repeats were most of the
+    SSH commands a pair cost. A failed lookup is kept too: each later asker gets the same error,
+    naming the node and the command.
+    """
+    if once is not None:
+        return once.get("data interface", node.name, lambda: data_interface(node))
     result = node.run("ip -o addr show", timeout=15)
     addresses = parse_or_raise(ip_addr.parse_ip_addr, result)
     wanted = _ip_literal(node.address)
@@ -46,9 +55,9 @@ def data_interface(node: NodeHandle) -> tuple[str, CommandResult]:
     return interface, result
 
 
-def mtu(node: NodeHandle) -> Measurement:
-    """The MTU of the interface carrying the node's data traffic."""
-    interface, addr_result = data_interface(node)
+def mtu(node: NodeHandle, once: Once | None = None) -> Measurement:
+    """The MTU of the interface carrying the node's data traffic (its lookup shared through ``once``)."""
+    interface, addr_result = data_interface(node, once)
     # -o, not -br: the brief form prints no MTU (iproute2 print_linkinfo_brief).
     result = node.run(f"ip -o link show dev {shlex.quote(interface)}", timeout=15)
     links = parse_or_raise(ip_link.parse_ip_link, result)
@@ -91,12 +100,15 @@ class LinkRate:
         return f"{self.interface} (IPoIB, {self.ib_speed or 'IB speed not named'}: {data})"
 
 
-def link_rate(node: NodeHandle, interface: str) -> tuple[LinkRate, CommandResult]:
+def link_rate(node: NodeHandle, interface: str, once: Once | None = None) -> tuple[LinkRate, CommandResult]:
     """The interface's reported speed and, for IPoIB, the data rate of the InfiniBand port under it.
 
     IPoIB sets ``dev_port`` to the IB port number minus one; the port's sysfs
     ``rate`` names the speed (QDR, FDR, HDR...), which decides the line code.
+    With the run's ``once`` it is read once per node and interface.
     """
+    if once is not None:
+        return once.get("link rate", (node.name, interface), lambda: link_rate(node, interface))
     d = shlex.quote(f"/sys/class/net/{interface}")
     result = node.run(
         f"d={d}; echo \"type $(cat $d/type 2>/dev/null)\"; echo \"speed $(cat $d/speed 2>/dev/null)\"; "

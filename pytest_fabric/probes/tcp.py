@@ -5,6 +5,11 @@ test, and killed by the transport in any case), the client on ``a`` with
 ``-J``.  Above ~40 Gb/s one iperf3 process is CPU-bound before 3.16, so
 ``processes`` > 1 runs several client/server pairs on consecutive ports and
 sums what the receivers got.
+
+What a pair asks of each end that does not change during a run (its data
+interface, that interface's rate, its NUMA node) is asked once per node and run
+through the run's ``once`` (``pytest_fabric/once.py``); a pair then costs its
+servers, one readiness wait and its clients.
 """
 
 from __future__ import annotations
@@ -18,6 +23,7 @@ from decimal import Decimal
 
 from ..cluster import NodeHandle, NodePair
 from ..evidence import CommandResult
+from ..once import Once
 from ..parsers import iperf3
 from ..transport.base import BackgroundProcess
 from ..units import Quantity, bandwidth
@@ -29,6 +35,10 @@ from .netdev import LinkRate, data_interface, link_rate
 __all__ = ["IPOIB_LINE_SHARE", "TcpSettings", "line_rate", "measure_pair"]
 
 SERVER_READY_TIMEOUT_S = 10.0
+# How long one readiness command polls on the node before answering: the controller then checks
+# that the servers still run, so a server that died is told within about this long, not at the timeout.
+_READY_POLL_S = 1.0
+_READY_STEP_S = 0.05
 # One text for every pair, so pytest's warnings summary shows it once with the tests it concerns.
 IPOIB_LINE_SHARE = (
     "inter_node.tcp_throughput.min is a share of line, but TCP runs over IPoIB here: an IPoIB interface "
@@ -47,13 +57,31 @@ class TcpSettings:
     port: int = 5201  # first port; process i uses port + i
 
 
+def ready_command(ports: list[int]) -> str:
+    """One command that polls ``ss`` on the node until every port listens (or about a second passed), then lists.
+
+    The poll loop runs on the node: a poll from the controller was an SSH command each, and at
+    hundreds of pairs a round those were a good share of the run's commands. ``ss``'s local
+    address column is followed by a space, so ``:5201 `` does not match port 52010.
+    """
+    wanted = " ".join(str(p) for p in ports)
+    tries = max(1, round(_READY_POLL_S / _READY_STEP_S))
+    return (
+        f"i=0; while :; do out=$(ss -Hltn); ok=1; for p in {wanted}; do "
+        'case "$out" in *":$p "*) ;; *) ok=0 ;; esac; done; '
+        f'if [ "$ok" = 1 ] || [ "$i" -ge {tries} ]; then printf "%s\\n" "$out"; exit 0; fi; '
+        f"i=$((i + 1)); sleep {_READY_STEP_S:g}; done"
+    )
+
+
 def _wait_listening(node: NodeHandle, ports: list[int], servers: list[BackgroundProcess]) -> list[CommandResult]:
-    """Poll until every server port listens, so the client never races the server."""
+    """Wait until every server port listens, so the client never races the server."""
     wanted = {str(p) for p in ports}
     deadline = time.monotonic() + SERVER_READY_TIMEOUT_S
     evidence: list[CommandResult] = []
+    command = ready_command(ports)
     while True:
-        result = node.run("ss -Hltn", timeout=10, check=False)
+        result = node.run(command, timeout=10 + _READY_POLL_S, check=False)
         listening = {line.split()[3].rsplit(":", 1)[-1] for line in result.stdout.splitlines() if len(line.split()) > 3}
         if wanted <= listening:
             return evidence
@@ -74,16 +102,21 @@ def _wait_listening(node: NodeHandle, ports: list[int], servers: list[Background
                 command=servers[0].command if servers else None,
                 fix="check the node is not overloaded and iperf3 can bind the port",
             )
-        time.sleep(0.05)
 
 
-def numa_pinning(node: NodeHandle) -> tuple[str, list[CommandResult], str]:
+def numa_pinning(node: NodeHandle, once: Once | None = None) -> tuple[str, list[CommandResult], str]:
     """``numactl`` prefix binding to the NUMA node of the node's data NIC, when it has one and numactl exists.
 
     Several iperf3 processes only add up to line rate on a fast NIC when they run
-    on the cores and memory next to it.
+    on the cores and memory next to it. With the run's ``once`` it is looked up once per node.
     """
-    interface, addr = data_interface(node)
+    if once is not None:
+        return once.get("numa pinning", node.name, lambda: _numa_pinning(node, once))
+    return _numa_pinning(node, None)
+
+
+def _numa_pinning(node: NodeHandle, once: Once | None) -> tuple[str, list[CommandResult], str]:
+    interface, addr = data_interface(node, once)
     iface = shlex.quote(interface)
     result = node.run(
         f"n=$(cat /sys/class/net/{iface}/device/numa_node 2>/dev/null); "
@@ -97,31 +130,34 @@ def numa_pinning(node: NodeHandle) -> tuple[str, list[CommandResult], str]:
     return "", [addr, result], f"{node.name} not pinned ({interface} reports no NUMA node, or numactl is missing)"
 
 
-def _end(node: NodeHandle, strict: bool) -> tuple[LinkRate | None, str, list[CommandResult]]:
+def _end(node: NodeHandle, strict: bool, once: Once | None) -> tuple[LinkRate | None, str, list[CommandResult]]:
     """The data interface of one end and what its speed means; with ``strict`` a lookup failure raises."""
     try:
-        interface, addr = data_interface(node)
+        interface, addr = data_interface(node, once)
     except MeasurementError as exc:
         if strict:
             raise
         return None, f"{node.name}: interface not found ({exc.detail})", []
-    rate, result = link_rate(node, interface)
+    rate, result = link_rate(node, interface, once)
     return rate, f"{node.name}:{rate.describe()}", [addr, result]
 
 
-def line_rate(pair: NodePair, *, strict: bool = True) -> tuple[Quantity | None, list[LinkRate], list[CommandResult], str]:
+def line_rate(
+    pair: NodePair, *, strict: bool = True, once: Once | None = None
+) -> tuple[Quantity | None, list[LinkRate], list[CommandResult], str]:
     """Both ends' data interfaces and the slower one's line rate (None if either cannot give one).
 
     The line rate is the data rate a share of line is taken of: the speed an
     Ethernet interface reports, the InfiniBand data rate under an IPoIB one.
     The text names both interfaces, and says when an end has no
     ``data_address`` (its SSH host address then picked the interface).
+    With the run's ``once`` each end's interface and rate are read once per run.
     """
     evidence: list[CommandResult] = []
     rates: list[LinkRate] = []
     names = []
     for node in (pair.a, pair.b):
-        rate, text, ev = _end(node, strict)
+        rate, text, ev = _end(node, strict, once)
         evidence += ev
         names.append(text)
         if rate is not None:
@@ -137,10 +173,16 @@ def line_rate(pair: NodePair, *, strict: bool = True) -> tuple[Quantity | None, 
     return min(line for line in lines if line is not None), rates, evidence, text
 
 
-def measure_pair(pair: NodePair, settings: TcpSettings, *, need_line_rate: bool = False) -> Measurement:
-    """Throughput from ``pair.a`` to ``pair.b`` in bits per second, summed over processes."""
+def measure_pair(
+    pair: NodePair, settings: TcpSettings, *, need_line_rate: bool = False, once: Once | None = None
+) -> Measurement:
+    """Throughput from ``pair.a`` to ``pair.b`` in bits per second, summed over processes.
+
+    ``once`` is the run's cache of per-node facts (interface, link rate, NUMA node); without it
+    every pair looks them up again.
+    """
     evidence: list[CommandResult] = []
-    rate, rates, rate_evidence, path_text = line_rate(pair, strict=need_line_rate)
+    rate, rates, rate_evidence, path_text = line_rate(pair, strict=need_line_rate, once=once)
     evidence += rate_evidence
     ipoib = [r.interface for r in rates if r.ipoib]
     if need_line_rate and rate is None:
@@ -159,10 +201,10 @@ def measure_pair(pair: NodePair, settings: TcpSettings, *, need_line_rate: bool 
     # Every run is bound to the NIC's NUMA node, one process or several, as
     # ngc_multinode_perf and Azure's checks do: a run on the far socket is slower.
     pin_notes: list[str] = []
-    server_prefix, ev, note = numa_pinning(pair.b)
+    server_prefix, ev, note = numa_pinning(pair.b, once)
     evidence += ev
     pin_notes.append(note)
-    client_prefix, ev, note = numa_pinning(pair.a)
+    client_prefix, ev, note = numa_pinning(pair.a, once)
     evidence += ev
     pin_notes.append(note)
 

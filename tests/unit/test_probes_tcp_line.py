@@ -36,7 +36,7 @@ def node(name: str, address: str, interface: str, link: str, *, data_address: bo
         r"^ip -o addr show$": f"1: lo    inet 127.0.0.1/8 scope host lo\n4: {interface}    inet {address}/24 brd 10.1.0.255 scope global {interface}\n",
         rf"^d=/sys/class/net/{interface};": link,
         r"numa_node": "",
-        r"^ss -Hltn$": "LISTEN 0      5            *:5201            *:*\n",
+        r"ss -Hltn": "LISTEN 0      5            *:5201            *:*\n",
         r"iperf3 -s": "",
         r"iperf3 -c": iperf3_json(gbps),
     })

@@ -91,7 +91,7 @@ def test_plan_header_and_wave_lines_on_a_real_run(pytester: pytest.Pytester, mon
     result = pytester.runpytest_subprocess("--cluster", "inv.yaml", "--profile", "prof.yaml", "-k", "mtu")
     result.assert_outcomes(passed=2)
     result.stdout.fnmatch_lines([
-        "fabric: plan: 2 tests: 1 waves ~* s ~ * s (at most 64 nodes at once)",
+        "fabric: plan: 2 tests: 1 waves ~* s ~ * s (at most 512 nodes at once)",
         "*inter_node/test_mtu.py ",
         "fabric: mtu wave: 2 measured in * s",
         "*inter_node/test_mtu.py ..*",
