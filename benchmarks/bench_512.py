@@ -12,6 +12,8 @@ D seconds. Printed:
 - wall: the pytest session, start to exit;
 - ideal: rounds x D (each TCP round of disjoint pairs takes D when its pairs run at once) plus
   waves x the one-node time of each per-node check (mtu, sequential_write), measured here on 1 node;
+- the SSH commands the controller sent, by what they ask (counted in SSHTransport.run/start by a
+  small plugin the benchmark loads, ``fabric_bench_commands``), and per TCP pair;
 - wall / ideal (goal <= 1.25), the controller's peak RSS (VmHWM, as wait4's ru_maxrss; goal < 1.5 GB)
   and CPU seconds (user + system), errors (goal 0, each distinct message counted), and plan / wall
   (the plan pytest prints; goal within 25 %).
@@ -61,13 +63,55 @@ storage:
 """
 PER_NODE = ("mtu", "sequential_write")
 
+# Loaded into the measured pytest (-p fabric_bench_commands): counts the commands the controller
+# sends by what they ask, so the benchmark can say what a TCP pair costs in SSH commands.
+COMMAND_COUNTER = """
+import collections, json, os, threading
+from pytest_fabric.transport.ssh.transport import SSHTransport
+
+KINDS = (("interface", "ip -o addr show"), ("link rate", "/speed"), ("numa node", "numa_node"),
+         ("ss poll", "ss -Hltn"), ("iperf3 server", "iperf3 -s"), ("iperf3 client", "iperf3 -c"),
+         ("mtu link", "ip -o link show"), ("fio", "fio "))
+counts = collections.Counter()
+lock = threading.Lock()
+
+
+def _count(command):
+    kind = next((k for k, needle in KINDS if needle in command), "other")
+    with lock:
+        counts[kind] += 1
+
+
+def _wrap(method):
+    def counted(self, command, **kw):
+        _count(command)
+        return method(self, command, **kw)
+    return counted
+
+
+SSHTransport.run = _wrap(SSHTransport.run)
+SSHTransport.start = _wrap(SSHTransport.start)
+
+
+def pytest_unconfigure(config):
+    with open(os.environ["FABRIC_BENCH_COMMANDS"], "w") as out:
+        json.dump(dict(counts), out)
+"""
+TCP_KINDS = ("interface", "link rate", "numa node", "ss poll", "iperf3 server", "iperf3 client")
+
 
 def _pytest(
     work: Path, args: list[str], tag: str, timeout_s: int, py_spy: str | None = None
 ) -> tuple[float, float, float, str, dict[str, Any] | None]:
-    """Run pytest; (wall s, peak RSS GB, CPU s, stdout, record). RSS and CPU are wait4's for pytest itself."""
+    """Run pytest; (wall s, peak RSS GB, CPU s, stdout, record). RSS and CPU are wait4's for pytest itself.
+
+    The commands it sent, by kind, are in ``work/{tag}.commands.json``.
+    """
     record = work / f"{tag}.json"
     out = work / f"{tag}.out"
+    (work / "fabric_bench_commands.py").write_text(COMMAND_COUNTER)
+    env = dict(os.environ, FABRIC_BENCH_COMMANDS=str(work / f"{tag}.commands.json"))
+    env["PYTHONPATH"] = os.pathsep.join(p for p in (env.get("PYTHONPATH"), str(work)) if p)
     argv = [
         sys.executable,
         "-m",
@@ -79,11 +123,13 @@ def _pytest(
         "no:cacheprovider",
         "-p",
         "no:randomly",
+        "-p",
+        "fabric_bench_commands",
         "-q",
     ]
     started = time.monotonic()
     with out.open("w") as sink:
-        proc = subprocess.Popen(argv, cwd=work, stdout=sink, stderr=subprocess.STDOUT)
+        proc = subprocess.Popen(argv, cwd=work, stdout=sink, stderr=subprocess.STDOUT, env=env)
         spy = None
         if py_spy:
             spy = subprocess.Popen(
@@ -215,6 +261,18 @@ def run_cluster(args: argparse.Namespace) -> int:
             f"controller: peak RSS {rss_gb:.2f} GB (goal < {GOAL_RSS_GB}), CPU {cpu_s:.0f} s "
             f"({cpu_s / max(sum(outcomes.values()), 1) * 1000:.0f} ms a test)"
         )
+        commands_file = work / "every.commands.json"
+        if commands_file.exists():
+            commands: dict[str, int] = json.loads(commands_file.read_text())
+            pairs = sum(1 for c in record["checks"] if c["check"] == "tcp_throughput")
+            tcp = {k: commands.get(k, 0) for k in TCP_KINDS}
+            print(
+                f"SSH commands: {sum(commands.values())} in all ("
+                + ", ".join(f"{k} {n}" for k, n in sorted(commands.items(), key=lambda kv: -kv[1]))
+                + f"); TCP ones per pair over {pairs} pairs: {sum(tcp.values()) / max(pairs, 1):.2f} ("
+                + ", ".join(f"{k} {n / max(pairs, 1):.2f}" for k, n in tcp.items())
+                + ")"
+            )
         print(f"errors: {sum(errors.values())} (goal 0)")
         for message, count in errors.most_common(8):
             print(f"  {count:4d} x {message}")
