@@ -13,7 +13,8 @@ port, mount, egress target) is one wave of at most ``fanout`` nodes at once, and
 share a resource (one node's GPUs, a shared mount measured alone, an egress server) at most that
 resource's limit at once: :mod:`pytest_fabric.sharing`, the rule the run's fixtures use. One
 measurement takes the check's settings' time where the profile gives them (``duration`` x
-``repeat``, fio ``runtime``, ``size`` over the floor; a read's files laid out first) plus what
+``repeat``, fio ``runtime``, ``size`` over the floor; a read's files laid out first; a transfer's
+``bytes`` over its floor) plus what
 starting its tools costs, else the check's declared typical time; a check declared
 ``one_at_a_time`` goes through a pair's rails (or a node's GPUs) one after the other, the others at once. Checks that
 only read other checks' results (outliers, attribution) measure nothing themselves, but the
@@ -42,6 +43,7 @@ __all__ = [
     "PER_TEST_S",
     "RETEST_REPEATS",
     "RETEST_SHARE",
+    "TRANSFER_CONNECT_S",
     "PlannedSubject",
     "CheckPlan",
     "RunPlan",
@@ -55,6 +57,10 @@ __all__ = [
 
 #: seconds every measurement adds to its tool's own time: SSH channel, tool start, servers on the peer
 OVERHEAD_S = 0.7
+
+#: a download or upload's connect before its first byte: DNS, TCP and a TLS handshake, a few round
+#: trips of a path to the outside world (100 ms each at worst, as connect_latency's ceilings go)
+TRANSFER_CONNECT_S = 0.5
 
 #: a reading (ibstat, nvidia-smi, findmnt, sysfs): about a second
 READING_S = 0.3
@@ -259,6 +265,13 @@ def measurement_seconds(check: str, spec: Any) -> float:
         return repeat * (duration + OVERHEAD_S)
     size: Any = getattr(spec, "size", None)
     floor: Any = getattr(spec, "min", None)
+    bounded: Any = getattr(spec, "bytes", None) if check in ("download", "upload") else None
+    if bounded is not None:
+        # a transfer the profile bounds: its connect, then bytes at the floor, the longest a passing one takes
+        try:
+            return TRANSFER_CONNECT_S + OVERHEAD_S + float(bounded.to("B")) / float(floor.to("B/s"))
+        except (AttributeError, ValueError, TypeError, ZeroDivisionError):
+            pass
     if declared is not None and declared.typical_s is not None:
         return repeat * declared.typical_s
     # storage: size per job x jobs at the floor's rate is the longest a passing run takes

@@ -151,6 +151,17 @@ class EgressTransfer(BandwidthFloor):
     #: nodes transferring to one target's server at once; unset: the inventory's egress.concurrency
     #: (a cap for the server's sake, which this can lower, never raise)
     concurrency: int | None = Field(default=None, ge=1, le=4096)
+    #: what one transfer moves: a download asks for the file's first ``bytes`` (an HTTP Range), an
+    #: upload sends that many; unset: the whole file, and the upload's default size. Bounded, a
+    #: transfer takes as long as it needs and the plan knows how long that is (bytes over ``min``).
+    bytes: QuantityField | None = None
+
+    @field_validator("bytes")
+    @classmethod
+    def _some_bytes(cls, value: Quantity | None) -> Quantity | None:
+        if value is not None and float(parse_quantity(value, dimension=Dimension.SIZE).to("B")) < 1:
+            raise ValueError(f"bytes: {value} moves nothing; give a size of at least a byte (e.g. '256 MiB')")
+        return value
 
 
 class NcclBandwidth(BandwidthFloor):

@@ -4,6 +4,7 @@ Each check runs in a wave over every node and target, under ``--fabric-fanout``.
 is someone else's: downloads and uploads to one server (host:port) run at most the inventory's
 ``egress.concurrency`` at a time (default 8; the check's ``concurrency:`` may lower it), whatever the
 fan-out (pytest_fabric/sharing.py, which the plan reads too). The detail says the cap.
+A transfer moves the check's ``bytes:`` where the profile bounds it (a download asks for a Range).
 """
 
 from __future__ import annotations
@@ -17,6 +18,7 @@ from .. import checks, sharing
 from ..batches import Share
 from ..fixtures import EgressTarget, SpecLookup
 from ..probes import egress
+from ..profile import EgressTransfer
 from ..state import FabricState, get_state
 from ..verdict import Measurement
 from ..waves import wave
@@ -49,6 +51,11 @@ def _capped(request: pytest.FixtureRequest, check: str, target: EgressTarget, me
     return dataclasses.replace(measured, detail=detail, extra=extra)
 
 
+def _bytes(settings: EgressTransfer) -> int | None:
+    """The profile's ``bytes:`` for a transfer, in bytes; None: unbounded (the whole file, the default upload)."""
+    return None if settings.bytes is None else int(settings.bytes.to("B"))
+
+
 @pytest.fixture
 @wave("egress_target")
 def dns_resolve(egress_target: EgressTarget, spec: SpecLookup) -> Measurement:
@@ -68,21 +75,22 @@ def connect_latency(egress_target: EgressTarget, spec: SpecLookup) -> Measuremen
 @wave("egress_target", shares=_server("download"))
 def download(request: pytest.FixtureRequest, egress_target: EgressTarget, spec: SpecLookup) -> Measurement:
     """curl the target URL on the node; the average download rate.  Not for upload targets."""
-    spec(checks.DOWNLOAD)
+    settings = spec(checks.DOWNLOAD)
     if not egress.is_url(egress_target.target):
         pytest.skip(f"{egress_target.target} is not an http(s) URL: host:port targets get dns_resolve and connect_latency only")
     state = get_state(request.config)
     if state is not None and egress_target.target in state.inventory.upload_targets:
         # A drop URL takes PUTs; a GET of it answers 404 and would err every node.
         pytest.skip(f"{egress_target.target} is an upload target (upload: true): it is uploaded to, not downloaded")
-    return _capped(request, "download", egress_target, egress.download(egress_target.node, egress_target.target))
+    measured = egress.download(egress_target.node, egress_target.target, _bytes(settings))
+    return _capped(request, "download", egress_target, measured)
 
 
 @pytest.fixture
 @wave("egress_target", shares=_server("upload"))
 def upload(request: pytest.FixtureRequest, egress_target: EgressTarget, spec: SpecLookup) -> Measurement:
     """HTTP PUT to the target from the node, only for targets the inventory marks ``upload: true``."""
-    spec(checks.UPLOAD)
+    settings = spec(checks.UPLOAD)
     state = get_state(request.config)
     assert state is not None  # `egress_target` skips first when the plugin is not configured
     accepting = state.inventory.upload_targets
@@ -90,4 +98,5 @@ def upload(request: pytest.FixtureRequest, egress_target: EgressTarget, spec: Sp
         pytest.skip("no target accepts uploads (mark one `upload: true` in the inventory's egress.targets)")
     if egress_target.target not in accepting:
         pytest.skip(f"{egress_target.target} does not accept uploads (the inventory does not mark it `upload: true`)")
-    return _capped(request, "upload", egress_target, egress.upload(egress_target.node, egress_target.target))
+    measured = egress.upload(egress_target.node, egress_target.target, _bytes(settings))
+    return _capped(request, "upload", egress_target, measured)

@@ -42,6 +42,7 @@ __all__ = [
     "is_url",
     "parse_connect_output",
     "parse_curl_stats",
+    "range_outcome",
     "target_host",
     "target_label",
     "target_port",
@@ -290,8 +291,11 @@ def _last_line(text: str) -> str:
     return lines[-1] if lines else ""
 
 
-def _transfer(node: NodeHandle, url: str, command: str, direction: str) -> Measurement:
-    """Run a curl transfer; unreachable -> failed check, broken tool or URL -> error."""
+def _transfer(node: NodeHandle, url: str, command: str, direction: str, asked: int | None = None) -> Measurement:
+    """Run a curl transfer; unreachable -> failed check, broken tool or URL -> error.
+
+    ``asked``: the bytes a bounded download asked for (:func:`range_outcome` says when it got other).
+    """
     result = node.run(command, timeout=TRANSFER_MAX_TIME_S + 30, check=False)
     tool = missing_tool(result.exit_code, result.stderr, result.command)
     if tool is not None:
@@ -327,12 +331,48 @@ def _transfer(node: NodeHandle, url: str, command: str, direction: str) -> Measu
     detail = f"curl {direction} {url} on {node.name}: {stats.size_bytes / 2**20:.1f} MiB in {stats.time_total_s:.2f} s"
     if partial:
         detail += f" (stopped at the {TRANSFER_MAX_TIME_S} s limit)"
+    extra: dict[str, object] = {"http_code": stats.http_code, "bytes": stats.size_bytes}
+    if asked is not None:
+        said_range = range_outcome(stats, asked, partial)
+        if said_range:
+            detail += f"; {said_range}"
+        extra["asked_bytes"] = asked
     return Measurement(
         value=bandwidth(stats.speed_bytes_per_s, "B/s"),
         detail=detail,
         evidence=(result,),
-        extra={"http_code": stats.http_code, "bytes": stats.size_bytes},
+        extra=extra,
     )
+
+
+def _size(nbytes: int) -> str:
+    """``2.0 GiB``, ``256.0 MiB``, ``900 B``: a size as the detail shows it."""
+    for unit, scale in (("GiB", 2**30), ("MiB", 2**20), ("KiB", 2**10)):
+        if nbytes >= scale:
+            return f"{nbytes / scale:.1f} {unit}"
+    return f"{nbytes} B"
+
+
+def range_outcome(stats: CurlStats, asked: int, partial: bool) -> str:
+    """What a download bounded to its first ``asked`` bytes (an HTTP Range) moved, when not just that.
+
+    A server that does not serve ranges answers 200 and sends the whole file: the figure is still
+    the node's rate over what it moved, so it is measured and judged, and the detail says why the
+    transfer took longer than the profile's ``bytes`` would. A file shorter than ``bytes`` answers
+    206 with all of it. Empty when the server sent what was asked.
+    """
+    moved = _size(stats.size_bytes)
+    if stats.http_code != 206:
+        if partial:
+            return (f"the server ignored the range (HTTP {stats.http_code}, not 206): {moved} of the whole file "
+                    f"was downloaded before the {TRANSFER_MAX_TIME_S} s limit, not the {_size(asked)} asked for")
+        return (f"the server ignored the range (HTTP {stats.http_code}, not 206): the whole {moved} file was "
+                f"downloaded, not the {_size(asked)} asked for")
+    if stats.size_bytes > asked:
+        return f"the server sent {moved}, more than the {_size(asked)} range asked for"
+    if stats.size_bytes < asked and not partial:
+        return f"the file is smaller than bytes ({_size(asked)}): all of its {moved} was downloaded"
+    return ""
 
 
 def _curl(url: str, direction: str) -> str:
@@ -342,15 +382,24 @@ def _curl(url: str, direction: str) -> str:
     )
 
 
-def download(node: NodeHandle, url: str) -> Measurement:
-    """Download throughput of ``url`` on the node (curl's average over the whole transfer)."""
+def download(node: NodeHandle, url: str, size_bytes: int | None = None) -> Measurement:
+    """Download throughput of ``url`` on the node (curl's average over what it moved).
+
+    ``size_bytes``: ask for the file's first that many bytes only (``-r 0-N-1``, an HTTP Range), so
+    the transfer lasts as long as the profile needs whatever the file's size; None: the whole file.
+    """
     if not is_url(url):
         raise MeasurementError(node.name, f"{url} is not an http(s) URL", fix="give a URL of a file to download")
-    return _transfer(node, url, f"{_curl(url, 'download')} {shlex.quote(url)}", "download")
+    if size_bytes is not None and size_bytes < 1:
+        raise ValueError(f"size_bytes must be at least 1, not {size_bytes}")
+    bounded = "" if size_bytes is None else f" -r 0-{int(size_bytes) - 1}"
+    return _transfer(node, url, f"{_curl(url, 'download')}{bounded} {shlex.quote(url)}", "download", size_bytes)
 
 
-def upload(node: NodeHandle, url: str, size_bytes: int = UPLOAD_BYTES) -> Measurement:
-    """Upload throughput to ``url``: an HTTP PUT of ``size_bytes`` zeros, streamed from memory."""
+def upload(node: NodeHandle, url: str, size_bytes: int | None = None) -> Measurement:
+    """Upload throughput to ``url``: an HTTP PUT of ``size_bytes`` zeros (None: :data:`UPLOAD_BYTES`),
+    streamed from memory."""
+    size_bytes = UPLOAD_BYTES if size_bytes is None else size_bytes
     if not is_url(url):
         raise MeasurementError(node.name, f"{url} is not an http(s) URL", fix="give a URL that accepts PUT")
     # `Expect:` off: curl would otherwise wait up to a second for a 100-continue

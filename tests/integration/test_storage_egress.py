@@ -10,6 +10,7 @@ unmounted there.
 from __future__ import annotations
 
 import json
+import re
 import shutil
 import socket
 import threading
@@ -29,8 +30,40 @@ FILE_NAME = "20MB.bin"
 FILE_BYTES = 20 * 10**6
 
 
+_RANGE = re.compile(r"bytes=(\d+)-(\d*)")
+
+
 class _Handler(SimpleHTTPRequestHandler):
-    """Serves the directory it is given; takes PUT uploads and throws the bytes away."""
+    """Serves the directory it is given, a single ``Range: bytes=A-B`` as a real server does (206;
+    http.server itself ignores ranges); takes PUT uploads and throws the bytes away."""
+
+    server: _TargetServer
+
+    def do_GET(self) -> None:
+        wanted = _RANGE.fullmatch(self.headers.get("Range", "").strip())
+        path = Path(self.translate_path(self.path))
+        if wanted is None or not path.is_file():
+            super().do_GET()
+            return
+        size = path.stat().st_size
+        first, last = int(wanted[1]), min(int(wanted[2] or size - 1), size - 1)
+        if first >= size:
+            self.send_response(416)
+            self.send_header("Content-Range", f"bytes */{size}")
+            self.send_header("Content-Length", "0")
+            self.end_headers()
+            return
+        with path.open("rb") as file:
+            file.seek(first)
+            body = file.read(last - first + 1)
+        self.send_response(206)
+        self.send_header("Content-Type", "application/octet-stream")
+        self.send_header("Content-Range", f"bytes {first}-{last}/{size}")
+        self.send_header("Content-Length", str(len(body)))
+        self.end_headers()
+        self.wfile.write(body)
+        with self.server.lock:
+            self.server.ranged_bytes.append(len(body))
 
     def do_PUT(self) -> None:
         remaining = int(self.headers.get("Content-Length", "0"))
@@ -52,6 +85,18 @@ class _TargetServer(ThreadingHTTPServer):
     socketserver's default of 5 drops SYNs past it, which reads as a 1 s connect (SYN retry)."""
 
     request_queue_size = 128
+
+    def __init__(self, *args: Any) -> None:
+        super().__init__(*args)
+        self.lock = threading.Lock()
+        self.ranged_bytes: list[int] = []  # each Range answer's body, as sent
+
+
+class _IgnoresRanges(_Handler):
+    """A server that does not serve ranges (http.server's own GET): a whole file, HTTP 200, whatever is asked."""
+
+    def do_GET(self) -> None:
+        SimpleHTTPRequestHandler.do_GET(self)
 
 
 @pytest.fixture(scope="module")
@@ -193,7 +238,6 @@ class _CountingServer(_TargetServer):
 
     def __init__(self, *args: Any) -> None:
         super().__init__(*args)
-        self.lock = threading.Lock()
         self.in_flight = self.peak = self.served = 0
 
 
@@ -247,6 +291,52 @@ def test_downloads_from_six_nodes_never_exceed_egress_concurrency(
     assert {c["extra"]["egress_cap"]["concurrency"] for c in checks} == {2}
     said = f"at most 2 downloads to {where} at once (egress.concurrency 2 in the inventory; --fabric-fanout 64)"
     assert all(said in c["message"] for c in checks), checks[0]["message"]
+
+
+@pytest.fixture
+def ranged_and_ignoring(simcluster: SimCluster, tmp_path: Path) -> Iterator[tuple[str, _TargetServer, str]]:
+    """The 20 MB file from a server that serves ranges and from one that ignores them (two ports)."""
+    (tmp_path / FILE_NAME).write_bytes(b"\0" * FILE_BYTES)
+    servers = [_TargetServer((simcluster.bridge_address, 0), lambda *a, h=h: h(*a, directory=str(tmp_path)))
+               for h in (_Handler, _IgnoresRanges)]
+    threads = [threading.Thread(target=s.serve_forever, name="egress-target", daemon=True) for s in servers]
+    for thread in threads:
+        thread.start()
+    try:
+        ranged, ignoring = (f"http://{simcluster.bridge_address}:{s.server_address[1]}/{FILE_NAME}" for s in servers)
+        yield ranged, servers[0], ignoring
+    finally:
+        for server, thread in zip(servers, threads):
+            server.shutdown()
+            server.server_close()
+            thread.join(10)
+
+
+def test_a_bounded_download_moves_its_bytes_and_says_when_the_server_ignores_the_range(
+    pytester: pytest.Pytester, simcluster: SimCluster, ranged_and_ignoring: tuple[str, _TargetServer, str]
+) -> None:
+    ranged, server, ignoring = ranged_and_ignoring
+    nodes = simcluster.nodes[:3]
+    inventory = simcluster.write_inventory(pytester.path / "inventory.yaml", nodes=nodes,
+                                           extra={"egress": {"targets": [ranged, ignoring]}})
+    record = pytester.path / "record.json"
+    result = run_fabric(pytester, inventory, "-k", "download", "--expect", "egress.download.bytes=4 MiB",
+                        "--expect", "egress.download.min=1 Mb/s", f"--conformance-json={record}")
+    # a server without ranges is not the node's fault: measured and judged, and said
+    result.assert_outcomes(passed=2 * len(nodes))
+    checks = json.loads(record.read_text())["checks"]
+    by_target: dict[str, list[dict[str, Any]]] = {ranged: [], ignoring: []}
+    for check in checks:
+        by_target[ranged if ranged.removeprefix("http://") in check["nodeid"] else ignoring].append(check)
+    assert server.ranged_bytes == [4 * 2**20] * len(nodes)  # what the server sent, by its own count
+    for check in by_target[ranged]:
+        assert (check["extra"]["http_code"], check["extra"]["bytes"]) == (206, 4 * 2**20)
+        assert "range" not in check["message"]
+    for check in by_target[ignoring]:
+        assert (check["extra"]["http_code"], check["extra"]["bytes"]) == (200, FILE_BYTES)
+        assert ("the server ignored the range (HTTP 200, not 206): the whole 19.1 MiB file was downloaded, "
+                "not the 4.0 MiB asked for") in check["message"]
+    assert len(by_target[ignoring]) == len(nodes)
 
 
 def _fio_logger(log: Path) -> str:

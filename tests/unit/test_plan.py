@@ -17,6 +17,7 @@ from pytest_fabric.plan import (
     READING_S,
     RETEST_REPEATS,
     RETEST_SHARE,
+    TRANSFER_CONNECT_S,
     PlannedSubject,
     format_duration,
     layout_seconds,
@@ -294,3 +295,25 @@ def test_a_read_check_counts_laying_out_its_files() -> None:
     assert layout_seconds("sequential_write", specs) == 0.0
     plan = plan_run([PlannedSubject("storage", "sequential_read", "wave")], specs, fanout=64)
     assert plan.checks[0].seconds == pytest.approx(laid + 20 + OVERHEAD_S)
+
+
+def test_a_transfer_bounded_by_bytes_plans_its_connect_and_bytes_over_the_floor(pytester: pytest.Pytester) -> None:
+    """A download or upload the profile bounds (``bytes:``) takes, passing, at most a connect and its
+    bytes at the floor; an unbounded download cannot know the file's size and keeps its declared time.
+    16 nodes at egress.concurrency 2: 8 turns of each."""
+    inventory = ("name: sixteen\nnodes:\n  - name: n[01-16]\n"
+                 "egress:\n  concurrency: 2\n  targets: [https://mirror.example.com/a.bin, "
+                 "{url: 'https://drop.example.com/put', upload: true}]\n")
+    profile = ("name: bounded\negress:\n  download: {min: 1 Gb/s, bytes: 256 MiB}\n"
+               "  upload: {min: 100 Mb/s, bytes: 8 MiB}\n")
+    by_check = {c.check: c for c in _plan_of_collection(pytester, inventory, profile, "--fabric-fanout", "16").checks}
+    download = TRANSFER_CONNECT_S + OVERHEAD_S + 256 * 2**20 * 8 / 1e9
+    upload = TRANSFER_CONNECT_S + OVERHEAD_S + 8 * 2**20 * 8 / 100e6
+    assert by_check["download"].seconds == pytest.approx(download)
+    assert by_check["upload"].seconds == pytest.approx(upload)
+    assert by_check["download"].total_s == pytest.approx(8 * download + BATCH_S)
+    # unbounded: the declared typical time, as before
+    assert measurement_seconds("download", _specs("hdr200")[("egress", "download")]) == 10.0
+    # the bundled large profile bounds its download: 64 turns at 512 nodes are minutes, not 10.7
+    assert measurement_seconds("download", _specs("ndr400-large")[("egress", "download")]) == pytest.approx(
+        TRANSFER_CONNECT_S + OVERHEAD_S + 256 * 2**20 * 8 / 1e9)

@@ -461,3 +461,19 @@ def test_together_storage_checks_run_time_based_for_a_runtime_and_alone_ones_do_
     assert f"{bad}:3: storage.sequential_write: runtime: 30 s is how long each node runs when every node measures at once" in message
     assert f"{bad}:4: storage.sequential_read.runtime: 2.5 s: fio's --runtime is given here in whole seconds" in message
     assert f"{bad}:5: storage.random_read_iops.runtime: 0.5 s: fio's --runtime is given here in whole seconds" in message
+
+
+@pytest.mark.parametrize("value", ["0 B", "0", "1 s"])
+def test_a_transfer_that_moves_nothing_is_refused_naming_file_line_and_field(tmp_path: Path, value: str) -> None:
+    path = _write(tmp_path / "p.yaml", f"""
+        name: bounded
+        egress:
+          download:
+            min: 1 Gb/s
+            bytes: {value}
+        """)
+    message = _error(path)
+    assert message.startswith(f"{path}:5: egress.download.bytes: "), message
+    good = _write(tmp_path / "good.yaml", "name: bounded\negress:\n  upload: {min: 1 Gb/s, bytes: 256 MiB}\n")
+    upload = load_profile(str(good)).document.egress.upload
+    assert upload is not None and upload.bytes is not None and int(upload.bytes.to("B")) == 256 * 2**20
