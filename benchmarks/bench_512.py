@@ -273,6 +273,11 @@ def run_cluster(args: argparse.Namespace) -> int:
                 + ", ".join(f"{k} {n / max(pairs, 1):.2f}" for k, n in tcp.items())
                 + ")"
             )
+        for line in out.splitlines():  # each wave's and round's own time, as pytest printed them
+            if line.startswith("fabric:") and (
+                " pairs in " in line or any(f" {name} wave: " in line for name in PER_NODE)
+            ):
+                print("  " + line.strip())
         print(f"errors: {sum(errors.values())} (goal 0)")
         for message, count in errors.most_common(8):
             print(f"  {count:4d} x {message}")
