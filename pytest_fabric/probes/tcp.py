@@ -81,7 +81,9 @@ def _wait_listening(node: NodeHandle, ports: list[int], servers: list[Background
     evidence: list[CommandResult] = []
     command = ready_command(ports)
     while True:
-        result = node.run(command, timeout=10 + _READY_POLL_S, check=False)
+        # the command answers within about _READY_POLL_S; its timeout only ends a node that hangs
+        # (at a load of 240 on the 2-core simulated 512, 11 s was once too short)
+        result = node.run(command, timeout=SERVER_READY_TIMEOUT_S + 20, check=False)
         listening = {line.split()[3].rsplit(":", 1)[-1] for line in result.stdout.splitlines() if len(line.split()) > 3}
         if wanted <= listening:
             return evidence
