@@ -12,6 +12,7 @@ import contextlib
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 
+from .batches import DEFAULT_FANOUT
 from .evidence import CommandResult
 from .inventory import Inventory, Node
 from .profile import Profile
@@ -85,7 +86,7 @@ class Cluster:
     """The inventory's nodes, the profile, and their connections."""
 
     def __init__(
-        self, inventory: Inventory, profile: Profile, make_transport: Callable[[str], Transport], *, fanout: int = 64
+        self, inventory: Inventory, profile: Profile, make_transport: Callable[[str], Transport], *, fanout: int = DEFAULT_FANOUT
     ) -> None:
         self.fanout = fanout  # at most this many connections are opened at once
         self.inventory = inventory

@@ -34,7 +34,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from .batches import Share
+from .batches import DEFAULT_FANOUT, Share
 from .checks import check_of
 
 __all__ = [
@@ -141,7 +141,7 @@ class RunPlan:
 
     tests: int
     checks: list[CheckPlan] = field(default_factory=list)
-    fanout: int = 64
+    fanout: int = DEFAULT_FANOUT
     connect_s: float = 0.0  # opening every node's connection before the first check
     bookkeeping_s: float = 0.0  # every collected test's own cost, skipped ones too (PER_TEST_S)
 
