@@ -74,6 +74,25 @@ class Request:
         return (self.finished_s or time.monotonic()) - self.sent_s
 
 
+def end_srun(proc: subprocess.Popen[bytes]) -> None:
+    """End an srun we started in its own session: TERM to its process group, KILL if it lingers.
+
+    srun forwards the first TERM to its step's tasks, so the step ends as a cancelled one
+    rather than an orphaned one; never raises.
+    """
+    if proc.poll() is not None:
+        return
+    for sig, wait_s in ((signal.SIGTERM, KILL_AFTER_S), (signal.SIGKILL, 2.0)):
+        try:
+            os.killpg(proc.pid, sig)
+            proc.wait(wait_s)
+            return
+        except ProcessLookupError:
+            return
+        except subprocess.TimeoutExpired:
+            continue
+
+
 class AgentStep:
     """The step that hosts ``node``'s agent; start it with :meth:`open`."""
 
@@ -196,18 +215,8 @@ class AgentStep:
             request._finish(None, restated(error, command=request.command))
 
     def _end_srun(self) -> None:
-        proc = self._proc
-        if proc is None or proc.poll() is not None:
-            return
-        for sig, wait_s in ((signal.SIGTERM, KILL_AFTER_S), (signal.SIGKILL, 2.0)):
-            try:
-                os.killpg(proc.pid, sig)
-                proc.wait(wait_s)
-                return
-            except ProcessLookupError:
-                return
-            except subprocess.TimeoutExpired:
-                continue
+        if self._proc is not None:
+            end_srun(self._proc)
 
     # ----------------------------------------------------------------- requests
 

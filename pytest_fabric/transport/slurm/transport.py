@@ -63,7 +63,7 @@ from ..outcome import is_wrapper_timeout, judge
 from ..packages import missing_tool
 from ..scheduler import SchedulerJob
 from ..shellwrap import KILL_AFTER_S, with_timeout
-from .agent_step import AGENT_SOURCE, AgentStep, Request, restated
+from .agent_step import AGENT_SOURCE, AgentStep, Request, end_srun, restated
 from .gpus import gpu_request
 from .settings import SlurmSettings  # plain settings: the inventory makes them
 
@@ -554,16 +554,8 @@ class SlurmAllocation:
                 self._slurm(["scancel", *ids], timeout=15)
         except (OSError, subprocess.SubprocessError):
             logger.debug("cancelling step %s failed", name, exc_info=True)
-        if proc is not None and proc.poll() is None:
-            for sig, wait_s in ((signal.SIGTERM, KILL_AFTER_S), (signal.SIGKILL, 2.0)):
-                try:
-                    os.killpg(proc.pid, sig)
-                    proc.wait(wait_s)
-                    break
-                except ProcessLookupError:
-                    break
-                except subprocess.TimeoutExpired:
-                    continue
+        if proc is not None:
+            end_srun(proc)
 
     def interrupt(self) -> None:
         """Cancel every step of this run still running (Ctrl-C), at once.  Never raises.
