@@ -9,13 +9,13 @@ the unmounted /mnt/lustre case.
 
 from __future__ import annotations
 
-import json
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
 from simcluster import SimCluster
+from simcluster.fabric_run import run_with_record
 from simcluster.mounts import SimMounts
 
 PROFILE = Path(__file__).resolve().parents[1] / "data" / "profiles" / "sim-storage-mounts.yaml"
@@ -28,12 +28,7 @@ def mounts(simcluster: SimCluster) -> Iterator[SimMounts]:
 
 
 def run_fabric(pytester: pytest.Pytester, inventory: Path, *args: str) -> tuple[pytest.RunResult, dict[str, Any]]:
-    record = pytester.path / "record.json"
-    result = pytester.runpytest_subprocess(
-        "--cluster", str(inventory), "--profile", str(PROFILE), "-p", "no:cacheprovider", "-rA",
-        f"--conformance-json={record}", *args, timeout=240,
-    )
-    return result, json.loads(record.read_text())
+    return run_with_record(pytester, inventory, PROFILE, *args)
 
 
 def checks(record: dict[str, Any], check: str) -> list[dict[str, Any]]:

@@ -24,6 +24,7 @@ from typing import Any
 
 import pytest
 from simcluster import SimCluster
+from simcluster.fabric_run import run_with_record
 from simcluster.mounts import ROOT, SimMounts
 from simcluster.throttle import WriteThrottle, missing_throttle
 
@@ -33,12 +34,7 @@ RUNTIME_S = 3  # the profile's runtime
 
 
 def run_fabric(pytester: pytest.Pytester, inventory: Path, *args: str) -> tuple[pytest.RunResult, dict[str, Any]]:
-    record = pytester.path / "record.json"
-    result = pytester.runpytest_subprocess(
-        "--cluster", str(inventory), "--profile", str(PROFILE), "-p", "no:cacheprovider", "-rA",
-        f"--conformance-json={record}", *args, timeout=240,
-    )
-    return result, json.loads(record.read_text())
+    return run_with_record(pytester, inventory, PROFILE, *args)
 
 
 def test_nodes_of_unequal_speed_measured_together_write_over_the_same_window(
