@@ -6,11 +6,11 @@ a GPU with uncorrectable volatile ECC errors and a row remap waiting for a reset
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 
 import pytest
 from simcluster import SimCluster
+from simcluster.fabric_run import run_with_record
 from simcluster.gpu import FakeGpus, install_gpus, uninstall_gpus
 from simcluster.stack import FakeStack, install_stack, uninstall_stack
 
@@ -21,30 +21,19 @@ def test_uncorrectable_ecc_and_a_pending_remap_fail_the_node_by_gpu(
     pytester: pytest.Pytester, simcluster: SimCluster, sim_inventory: Path
 ) -> None:
     healthy, faulty = (n.name for n in simcluster.nodes[:2])
-    record = pytester.path / "record.json"
     try:
         for name, gpus in ((healthy, FakeGpus()), (faulty, FakeGpus(memory={6: (2, True)}))):
             install_gpus(simcluster, name, gpus)
             install_stack(simcluster, name, FakeStack())
-        pytester.runpytest_subprocess(
-            "--cluster",
-            str(sim_inventory),
-            "--profile",
-            str(PROFILE),
-            "-p",
-            "no:cacheprovider",
-            "-rA",
-            f"--conformance-json={record}",
-            "-k",
-            f"gpu_health and ({healthy} or {faulty})",
-            timeout=120,
+        _, record = run_with_record(
+            pytester, sim_inventory, PROFILE, "-k", f"gpu_health and ({healthy} or {faulty})", timeout=120
         )
     finally:
         uninstall_stack(simcluster)
         uninstall_gpus(simcluster)
     checks = {
         c["subject"]: c
-        for c in json.loads(record.read_text())["checks"]
+        for c in record["checks"]
         if c["check"] == "gpu_health"
     }
     assert {subject: c["outcome"] for subject, c in checks.items()} == {

@@ -6,11 +6,11 @@ until the fabric manager registers the GPU) tells that CUDA cannot use them yet.
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 
 import pytest
 from simcluster import SimCluster
+from simcluster.fabric_run import run_with_record
 from simcluster.gpu import FakeGpus, install_gpus, uninstall_gpus
 
 PROFILE = Path(__file__).resolve().parents[1] / "data" / "profiles" / "sim-gpu.yaml"
@@ -20,28 +20,17 @@ def test_a_gpu_not_registered_with_the_nvlink_fabric_fails_its_node_by_name(
     pytester: pytest.Pytester, simcluster: SimCluster, sim_inventory: Path
 ) -> None:
     healthy, stuck = (n.name for n in simcluster.nodes[:2])
-    record = pytester.path / "record.json"
     try:
         install_gpus(simcluster, healthy, FakeGpus())
         install_gpus(simcluster, stuck, FakeGpus(fabric={3: ("In Progress", "N/A")}))
-        pytester.runpytest_subprocess(
-            "--cluster",
-            str(sim_inventory),
-            "--profile",
-            str(PROFILE),
-            "-p",
-            "no:cacheprovider",
-            "-rA",
-            f"--conformance-json={record}",
-            "-k",
-            f"gpu_interconnect and ({healthy} or {stuck})",
-            timeout=120,
+        _, record = run_with_record(
+            pytester, sim_inventory, PROFILE, "-k", f"gpu_interconnect and ({healthy} or {stuck})", timeout=120
         )
     finally:
         uninstall_gpus(simcluster)
     checks = {
         c["subject"]: c
-        for c in json.loads(record.read_text())["checks"]
+        for c in record["checks"]
         if c["check"] == "gpu_interconnect"
     }
     assert {subject: c["outcome"] for subject, c in checks.items()} == {
