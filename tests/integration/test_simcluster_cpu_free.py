@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 from simcluster import SimCluster, missing_prerequisites
-from simcluster.standins.fabric_standin import tcp_goodput_share
+from simcluster.hardware import standin_module
 
 pytestmark = pytest.mark.simcluster
 
@@ -116,14 +116,14 @@ def test_figure_follows_the_link_rate(cluster: SimCluster) -> None:
         server = _server(cluster, "node02", 5302)
         shaped = _client(cluster, "node01", "node02", 5302)
         server.communicate(timeout=10)
-    assert shaped == pytest.approx(200e6 * tcp_goodput_share(1500), rel=0.001)
+    assert shaped == pytest.approx(200e6 * standin_module("cpu_free_iperf3").tcp_goodput_share(1500), rel=0.001)
     server = _server(cluster, "node02", 5303)
     unshaped = _client(cluster, "node01", "node02", 5303)
     server.communicate(timeout=10)
     speed = int(
         cluster.exec("node02", ["cat", "/sys/class/net/eth0/speed"]).stdout.strip() or 10000
     )
-    assert unshaped == pytest.approx(speed * 1e6 * tcp_goodput_share(1500), rel=0.001)
+    assert unshaped == pytest.approx(speed * 1e6 * standin_module("cpu_free_iperf3").tcp_goodput_share(1500), rel=0.001)
 
 
 def test_two_flows_out_of_one_node_share_its_link(cluster: SimCluster) -> None:
@@ -139,4 +139,4 @@ def test_two_flows_out_of_one_node_share_its_link(cluster: SimCluster) -> None:
         first.join()
         for server in servers:
             server.communicate(timeout=10)
-    assert figures["b"] == pytest.approx(150e6 * tcp_goodput_share(1500), rel=0.001)
+    assert figures["b"] == pytest.approx(150e6 * standin_module("cpu_free_iperf3").tcp_goodput_share(1500), rel=0.001)

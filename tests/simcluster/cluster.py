@@ -631,10 +631,14 @@ class SimCluster:
 
     def _install_cpu_free_tools(self) -> None:
         """iperf3 on every node's PATH is the stand-in (see ``cpu_free``), with the node's link."""
-        from simcluster.hardware import cpu_free_standin_script  # hardware imports this module
+        from simcluster.hardware import (  # hardware imports this module
+            cpu_free_standin_script,
+            install_standin_modules,
+        )
 
         script = cpu_free_standin_script()
         for node in self.nodes:
+            install_standin_modules(node)
             self._write_link(node)
             self.install_tool(node, "iperf3", script)
 

@@ -28,6 +28,7 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
+import importlib
 import json
 import os
 import shutil
@@ -200,22 +201,46 @@ def _python_for_nodes() -> str:
 _NODE_PRIVATE = ("/usr/local/bin", "/root", "/tmp", "/run")
 
 
-def _standin_script() -> str:
-    """The stand-in program with a shebang naming an interpreter the nodes can run.
+#: The stand-ins' modules. A launcher imports one from the checkout where the nodes can see it, else
+#: from the node's own /usr/local/bin, where install_standin_modules copies them: either way python
+#: caches the bytecode (it never caches a script's, and compiling the 2,000-line fabric_standin took
+#: 0.05 s of the 0.09 s of CPU each start cost: 4,096 iperf3 starts in a 512-node run of 4 rounds).
+STANDIN_MODULES = ("standin_base", "fabric_standin", "cpu_free_iperf3")
+_NODE_BIN = "/usr/local/bin"
 
-    Where the checkout is visible inside the nodes, a launcher that imports the stand-in from it:
-    python caches an imported module's bytecode, never a script's, and compiling the 2,000-line
-    stand-in took 0.05 s of the 0.09 s of CPU each start cost (4,096 iperf3 starts in a 512-node
-    run of 4 rounds). Otherwise the whole program, as before.
-    """
+
+def _visible_standins() -> str | None:
+    """The checkout's standins folder where the nodes see it as the host does, else None."""
     folder = str(STANDIN_SOURCE.resolve().parent)
-    if not any(folder == d or folder.startswith(d + "/") for d in _NODE_PRIVATE):
-        return (f"#!{_python_for_nodes()}\n# {_MARKER} (a launcher: the program is {STANDIN_SOURCE.name})\n"
-                f"import sys\nsys.path.insert(0, {folder!r})\nimport fabric_standin\n"
-                "sys.exit(fabric_standin.main())\n")
-    source = STANDIN_SOURCE.read_text()
-    body = source.split("\n", 1)[1] if source.startswith("#!") else source
-    return f"#!{_python_for_nodes()}\n{body}"
+    return None if any(folder == d or folder.startswith(d + "/") for d in _NODE_PRIVATE) else folder
+
+
+def standin_launcher(module: str) -> str:
+    """A tool that runs ``module.main()``, by a ``python3 -S`` (stdlib only: site's .pth files, a few
+    to tens of ms a start on a host with many, are not read)."""
+    folder = _visible_standins() or _NODE_BIN
+    return (f"#!{_python_for_nodes()} -S\n# {_MARKER} (a launcher: the program is {module}.py)\n"
+            f"import sys\nsys.path.insert(0, {folder!r})\nimport {module}\nsys.exit({module}.main())\n")
+
+
+def standin_module(module: str) -> Any:
+    """A stand-in module imported as the nodes import it (its folder on sys.path: they import each
+    other by plain name), for tests that check a figure against the stand-ins' own arithmetic."""
+    folder = str(STANDIN_SOURCE.parent)
+    if folder not in sys.path:
+        sys.path.append(folder)
+    return importlib.import_module(module)
+
+
+def install_standin_modules(node: SimNode) -> None:
+    """Copy the stand-ins' modules into the node's /usr/local/bin where it cannot see the checkout's."""
+    if _visible_standins() is not None:
+        return
+    for module in STANDIN_MODULES:
+        source = STANDIN_SOURCE.parent / f"{module}.py"
+        tmp = node.bindir / f".{module}.py.tmp"
+        tmp.write_text(source.read_text())
+        tmp.replace(node.bindir / f"{module}.py")
 
 
 # The cpu-free stand-ins' view of a node's link (SimCluster(cpu_free=True)), beside them in the
@@ -232,7 +257,7 @@ def link_document(node: str, rate_mbit: int | None) -> dict[str, Any]:
 
 def cpu_free_standin_script() -> str:
     """The stand-in program, installed as iperf3 on a cpu-free cluster's nodes."""
-    return _standin_script()
+    return standin_launcher("cpu_free_iperf3")
 
 
 def spine_dir(cluster: SimCluster) -> Path:
@@ -310,8 +335,9 @@ def install_hardware(cluster: SimCluster, hardware: Mapping[str, FakeHardware], 
     if spine_gbps or leaf_uplink_gbps:
         spine_dir(cluster).mkdir(parents=True, exist_ok=True)
     text = json.dumps(doc, indent=1, sort_keys=True)
-    script = _standin_script()
+    script = standin_launcher("fabric_standin")
     for node in cluster.nodes:
+        install_standin_modules(node)
         # The model first: a tool that starts meanwhile must find the new model, not none.
         tmp = node.bindir / f".{HARDWARE_FILE}.tmp"
         tmp.write_text(text)

@@ -9,10 +9,8 @@ same stand-ins over SSH; these check the parsing alone, in milliseconds.
 
 from __future__ import annotations
 
-import importlib.util
 import runpy
 import shlex
-import sys
 from pathlib import Path
 from types import ModuleType
 from typing import Any
@@ -20,24 +18,14 @@ from typing import Any
 import pytest
 from simcluster.gpu import OPTION_TABLES_DIR, FakeGpus
 from simcluster.gpu import STANDIN_SOURCE as GPU_STANDIN
-from simcluster.hardware import OPTION_TABLES
-from simcluster.hardware import STANDIN_SOURCE as FABRIC_STANDIN
+from simcluster.hardware import OPTION_TABLES, standin_module
 
 from pytest_fabric.probes import nccl
 
 TABLES = sorted(OPTION_TABLES_DIR.glob("*.txt"))
 
 
-def _fabric() -> ModuleType:
-    spec = importlib.util.spec_from_file_location("fabric_standin_under_test", FABRIC_STANDIN)
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[spec.name] = module  # the module is importable by name while it runs
-    spec.loader.exec_module(module)
-    return module
-
-
-FABRIC = _fabric()
+FABRIC: ModuleType = standin_module("fabric_standin")
 DOC = {"option_tables": {tool: (OPTION_TABLES_DIR / name).read_text() for tool, name in OPTION_TABLES.items()}}
 
 

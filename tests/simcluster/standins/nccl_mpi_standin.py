@@ -20,8 +20,6 @@ Standard library and Debian's python3-mpi4py: it runs under the nodes' system py
 from __future__ import annotations
 
 import importlib
-import importlib.machinery
-import importlib.util
 import json
 import os
 import re
@@ -110,22 +108,17 @@ def getopt_long(argv0: str, args: list[str], options: dict[str, tuple[str, bool]
 def load_fabric() -> Any:
     """The fabric stand-ins' program, as a module: its hardware model and nccl-tests figures.
 
-    The installed tool is either the whole program (its main() behind ``__name__ == "__main__"``) or
-    a launcher that imports it from the checkout and runs main() at once: import that module, never
-    the launcher (it would run as all_reduce_perf itself).
+    The installed tool is a launcher (tests/simcluster/hardware.py standin_launcher) that puts the
+    stand-ins' folder on sys.path, imports fabric_standin and runs main() at once: import that module
+    from the same folder, never the launcher (it would run as all_reduce_perf itself).
     """
     with open(FABRIC_STANDIN) as handle:
         text = handle.read()
     folder = re.search(r"^sys\.path\.insert\(0, (['\"])(.+?)\1\)$", text, re.MULTILINE)
-    if folder is not None and "import fabric_standin" in text:
-        sys.path.insert(0, folder.group(2))
-        return importlib.import_module("fabric_standin")
-    loader = importlib.machinery.SourceFileLoader("fabric_standin", FABRIC_STANDIN)
-    spec = importlib.util.spec_from_loader("fabric_standin", loader)
-    assert spec is not None
-    module = importlib.util.module_from_spec(spec)
-    loader.exec_module(module)
-    return module
+    if folder is None or "import fabric_standin" not in text:
+        raise Refused(f"{FABRIC_STANDIN} is not the fabric stand-ins' launcher (install_hardware puts it there)")
+    sys.path.insert(0, folder.group(2))
+    return importlib.import_module("fabric_standin")
 
 
 def launched_by() -> str:
