@@ -15,7 +15,9 @@ resource's limit at once: :mod:`pytest_fabric.sharing`, the rule the run's fixtu
 measurement takes the check's settings' time where the profile gives them (``duration`` x
 ``repeat``, fio ``runtime``, ``size`` over the floor; a read's files laid out first; a transfer's
 ``bytes`` over its floor) plus what
-starting its tools costs, else the check's declared typical time; a check declared
+starting its tools costs; an NCCL check the all_reduce_perf runs its probe makes (:func:`nccl_runs`), each
+its start and the probe's collectives at the floor (:func:`allreduce_seconds`); else the check's declared
+typical time; a check declared
 ``one_at_a_time`` goes through a pair's rails (or a node's GPUs) one after the other, the others at once. Checks that
 only read other checks' results (outliers, attribution) measure nothing themselves, but the
 pairs they find suspect are re-measured alone: an expected share of the pairs, in retest rounds
@@ -36,10 +38,13 @@ from typing import Any
 
 from .batches import DEFAULT_FANOUT, Share
 from .checks import check_of
+from .probes import nccl
 
 __all__ = [
     "BATCH_S",
     "CONNECT_S",
+    "NCCL_START_PER_RANK_S",
+    "NCCL_START_S",
     "PER_TEST_S",
     "RETEST_REPEATS",
     "RETEST_SHARE",
@@ -47,8 +52,10 @@ __all__ = [
     "PlannedSubject",
     "CheckPlan",
     "RunPlan",
+    "allreduce_seconds",
     "layout_seconds",
     "measurement_seconds",
+    "nccl_runs",
     "plan_run",
     "planned_subject",
     "format_duration",
@@ -81,6 +88,19 @@ RETEST_SHARE = 0.02
 
 #: samples of a pair re-measured alone (measurements/inter_node.py RETEST_REPEATS, OUTLIER_REPEATS)
 RETEST_REPEATS = 3
+
+#: one all_reduce_perf run's start and end around its collectives: mpirun's daemons over ssh (or srun's
+#: step), a CUDA context and the send, receive and expected buffers on every GPU, NCCL's communicator
+#: init and teardown. A per-run estimate, not a figure measured by this project: about 8 s on one or two
+#: 8-GPU nodes (NCCL's maintainers call 5-6 s for one communicator init "more than it should",
+#: NVIDIA/nccl#534, so launch, CUDA and NCCL together take a few seconds each at that scale)
+NCCL_START_S = 8.0
+
+#: what each rank adds to a run's start, also an estimate: NCCL's bootstrap allgather takes N-1 steps one
+#: after the other (NVIDIA/nccl#1791) and its ring search grows faster (NVIDIA/nccl#1789: dozens of
+#: seconds of it at 96K ranks), and a launch reaches more nodes; 1 ms a rank is of that order
+#: (4,096 ranks, 512 nodes x 8 GPUs: +4 s)
+NCCL_START_PER_RANK_S = 0.001
 
 _LAYER_WORDS = {"intra_node": "intra-node", "inter_node": "inter-node"}
 _KIND_WORDS = {"wave": "", "pair": " pairs", "cluster": " cluster checks"}  # in the order a layer runs them
@@ -254,11 +274,66 @@ def _seconds(value: Any) -> float | None:
         return None
 
 
-def measurement_seconds(check: str, spec: Any) -> float:
-    """About how long one measurement of ``check`` takes with the profile's ``spec`` (None: not set)."""
+def allreduce_seconds(size_bytes: float, busbw: float, ranks: int) -> float:
+    """The longest one all_reduce_perf run of the probe's takes when it passes: its start
+    (:data:`NCCL_START_S`, :data:`NCCL_START_PER_RANK_S` a rank), then the collectives it makes
+    (:data:`pytest_fabric.probes.nccl.COLLECTIVES_PER_RUN`) of ``size_bytes`` each at the algorithm
+    bandwidth the ``busbw`` floor (bytes a second) means over ``ranks``. nccl-tests' PERFORMANCE.md: an
+    all_reduce's busbw is algbw x 2(n-1)/n, so algbw = busbw x n / (2(n-1)); one rank is taken as two."""
+    n = max(2, ranks)
+    algbw = busbw * n / (2 * (n - 1))
+    return NCCL_START_S + NCCL_START_PER_RANK_S * ranks + nccl.COLLECTIVES_PER_RUN * size_bytes / algbw
+
+
+def nccl_runs(check: str, spec: Any, *, gpus: int, nodes: int = 0,
+              source: Any = None) -> list[tuple[float, float, int]] | None:
+    """The all_reduce_perf runs one measurement of an NCCL check makes, as (bytes, busbw floor in bytes
+    a second, ranks) each; None for other checks and where the settings give no size and floor.
+
+    ``nccl_allreduce``: one run over a pair, ``gpus`` ranks a node; ``node_nccl_allreduce``: one over a
+    node's ``gpus``; ``scaling_efficiency`` (``spec``: its share; ``source``: ``inter_node.nccl_allreduce``,
+    whose size the probe runs at): what :func:`pytest_fabric.probes.nccl.scaling` runs on the
+    inventory's ``nodes`` (None: not known), :data:`~pytest_fabric.probes.nccl.SCALING_SAMPLES` runs of
+    each baseline pair at the floor and of each node count at the floor x the share, the slowest a
+    passing curve runs at.
+    """
+    if check not in ("nccl_allreduce", "node_nccl_allreduce", "scaling_efficiency"):
+        return None
+    settings = source if check == "scaling_efficiency" else spec
+    try:
+        size = float(settings.size.to("B"))
+        floor = float(settings.min.to("B/s"))
+    except (AttributeError, ValueError, TypeError):
+        return None
+    if size <= 0 or floor <= 0:
+        return None
+    gpus = max(1, gpus)
+    if check == "nccl_allreduce":
+        return [(size, floor, 2 * gpus)]
+    if check == "node_nccl_allreduce":
+        return [(size, floor, gpus)]
+    if nodes <= 0:
+        return None
+    share: Any = getattr(spec, "min", None)
+    try:
+        curve_floor = floor * float(share.to("%")) / 100
+    except (AttributeError, ValueError, TypeError):
+        curve_floor = floor
+    pairs, counts = nccl.scaling_groups(nodes)
+    runs = [(size, floor, 2 * gpus)] * pairs + [(size, curve_floor, count * gpus) for count in counts]
+    return [run for run in runs for _ in range(nccl.SCALING_SAMPLES)]
+
+
+def measurement_seconds(check: str, spec: Any, *, gpus: int = 1, nodes: int = 0, source: Any = None) -> float:
+    """About how long one measurement of ``check`` takes with the profile's ``spec`` (None: not set);
+    an NCCL check's from the runs its probe makes (:func:`nccl_runs`: ``gpus`` a node, the inventory's
+    ``nodes``, the ``source`` settings scaling runs at)."""
     declared = check_of(check)
     if declared is not None and not declared.measures:
         return 0.0
+    runs = nccl_runs(check, spec, gpus=gpus, nodes=nodes, source=source)
+    if runs is not None:
+        return sum(allreduce_seconds(size, floor, ranks) for size, floor, ranks in runs)
     repeat = int(getattr(spec, "repeat", 1) or 1)
     duration = _seconds(getattr(spec, "duration", None)) or _seconds(getattr(spec, "runtime", None))
     if duration is not None:
@@ -304,7 +379,7 @@ def plan_run(subjects: Iterable[PlannedSubject], specs: Mapping[tuple[str, str],
     per_round = max(1, fanout // 2)  # --fabric-fanout counts nodes: a round runs fanout // 2 pairs at once
     checks = []
     for (layer, check, kind), members in by_check.items():
-        seconds = _one_measurement(layer, check, specs, rails, gpus)
+        seconds = _one_measurement(layer, check, specs, rails, gpus, nodes)
         declared = check_of(check)
         if kind == "pair":
             in_round: dict[int | None, int] = defaultdict(int)
@@ -319,10 +394,11 @@ def plan_run(subjects: Iterable[PlannedSubject], specs: Mapping[tuple[str, str],
         retest_s = 0.0
         source = declared.reads_from if declared is not None else None
         if source is not None and (layer, source) in specs and _retests(check, specs.get((layer, check))):
-            retest_s = _retest_seconds(len(members), per_round, _one_measurement(layer, source, specs, rails, gpus))
+            retest_s = _retest_seconds(len(members), per_round, _one_measurement(layer, source, specs, rails, gpus,
+                                                                                      nodes))
         checks.append(CheckPlan(layer, check, kind, len(members), rounds, seconds, slots, retest_s,
                                 phase_of(layer, check, kind), declared.phase if declared is not None else 0))
-    checks += _attribution_retests(checks, specs, per_round, rails, gpus)
+    checks += _attribution_retests(checks, specs, per_round, rails, gpus, nodes)
     connect_s = CONNECT_S * math.ceil(nodes / max(1, fanout)) if tests else 0.0
     return RunPlan(tests, checks, fanout, connect_s, PER_TEST_S * max(items, tests))
 
@@ -347,8 +423,11 @@ def layout_seconds(check: str, specs: Mapping[tuple[str, str], Any]) -> float:
         return 0.0
 
 
-def _one_measurement(layer: str, check: str, specs: Mapping[tuple[str, str], Any], rails: int, gpus: int) -> float:
-    seconds = measurement_seconds(check, specs.get((layer, check)))
+def _one_measurement(layer: str, check: str, specs: Mapping[tuple[str, str], Any], rails: int, gpus: int,
+                     nodes: int = 0) -> float:
+    # scaling runs at inter_node.nccl_allreduce's size (measurements/inter_node.py scaling_efficiency)
+    seconds = measurement_seconds(check, specs.get((layer, check)), gpus=gpus, nodes=nodes,
+                                  source=specs.get(("inter_node", "nccl_allreduce")))
     if layer == "storage":
         seconds += layout_seconds(check, specs)
     declared = check_of(check)
@@ -372,7 +451,7 @@ def _retest_seconds(pairs: int, per_round: int, seconds: float) -> float:
 
 
 def _attribution_retests(checks: list[CheckPlan], specs: Mapping[tuple[str, str], Any], per_round: int,
-                         rails: int, gpus: int) -> list[CheckPlan]:
+                         rails: int, gpus: int, nodes: int) -> list[CheckPlan]:
     """Attribution re-measures suspects of the pair check it reads (its ``check``, else rdma_bandwidth
     where set, else tcp_throughput) against known-good helpers: its own phase's share of the plan."""
     spec = specs.get(("inter_node", "attribution"))
@@ -383,7 +462,7 @@ def _attribution_retests(checks: list[CheckPlan], specs: Mapping[tuple[str, str]
     pairs = next((c.tests for c in checks if c.check == source and c.kind == "pair"), 0)
     if not pairs:
         return []
-    seconds = _retest_seconds(pairs, per_round, _one_measurement("inter_node", source, specs, rails, gpus))
+    seconds = _retest_seconds(pairs, per_round, _one_measurement("inter_node", source, specs, rails, gpus, nodes))
     declared = check_of("attribution")
     return [CheckPlan("inter_node", "attribution retests", "wave", 0, 0, 0.0, 0, seconds,
                       phase_of("inter_node", "attribution"), declared.phase if declared is not None else 0)]

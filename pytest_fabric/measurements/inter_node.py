@@ -935,8 +935,8 @@ def scaling_efficiency(request: pytest.FixtureRequest, cluster: Cluster, spec: S
     nccl_spec = spec(checks.NCCL_ALLREDUCE)
     state = _state(request)
     nodes = cluster.nodes
-    if len(nodes) < 3:
-        pytest.skip(f"scaling needs at least 3 nodes; the inventory has {len(nodes)}")
+    if len(nodes) < nccl.SCALING_MIN_NODES:
+        pytest.skip(f"scaling needs at least {nccl.SCALING_MIN_NODES} nodes; the inventory has {len(nodes)}")
     return nccl.scaling(nodes, size_bytes=int(nccl_spec.size.to("B")), gpus_per_node=_gpus_per_node(state),
                         launch=nccl_launch(state, list(nodes)))
 

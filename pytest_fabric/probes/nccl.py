@@ -51,8 +51,9 @@ from ..units import Quantity, bandwidth, parse_quantity
 from ..verdict import Measurement
 from .base import MeasurementError, parse_or_raise
 
-__all__ = ["ALGORITHM", "BASELINE_PAIRS", "SCALING_SAMPLES", "Launch", "Launcher", "allreduce", "baseline_pairs",
-           "launcher_for", "misplaced", "nccl_hcas", "read_run", "scaling", "wrong_results"]
+__all__ = ["ALGORITHM", "BASELINE_PAIRS", "COLLECTIVES_PER_RUN", "SCALING_MIN_NODES", "SCALING_SAMPLES", "Launch",
+           "Launcher", "allreduce", "baseline_pairs", "launcher_for", "misplaced", "nccl_hcas", "read_run", "scaling",
+           "scaling_groups", "wrong_results"]
 
 ALGORITHM = "Ring"
 # Two-node runs the scaling baseline is the median of: pairs spread over the node list, so one
@@ -62,6 +63,8 @@ BASELINE_PAIRS = 3
 BTL_TCP_EXCLUDE = "127.0.0.1/8,sppp,docker0,virbr0"
 # Runs per node count; the median is judged, so one slow run (a noisy neighbour) does not fail.
 SCALING_SAMPLES = 3
+# Fewer nodes make no curve beyond the two-node baseline: the check skips.
+SCALING_MIN_NODES = 3
 
 _FIX_LAUNCH = (
     "run the mpirun command by hand on the first node; check passwordless SSH between the nodes, "
@@ -143,8 +146,19 @@ def _nccl_env(algorithm: str, launch: Launch) -> list[str]:
 
 
 # -c 1: nccl-tests checks every result against the expected values (its default, made explicit).
+CHECK_ITERS = 1
+# -w and -n are left at nccl-tests' defaults: v2.17.0's src/common.cu (tag v2.17.0, commit e12dbb0)
+# sets warmup_iters = 1 and iters = 20 (before 2.17 warmup was 5, as older recorded outputs show).
+WARMUP_ITERS = 1
+ITERS = 20
+# The collectives one run of _program makes at its one size (common.cu, v2.17.0): TimeTest warms up
+# warmup_iters at each size of the sweep (one size here), then BenchTime runs twice, out-of-place and
+# in-place, each one sync collective, iters timed ones and CHECK_ITERS checked ones: 1 + 2 x 22 = 45.
+COLLECTIVES_PER_RUN = WARMUP_ITERS + 2 * (1 + ITERS + CHECK_ITERS)
+
+
 def _program(size_bytes: int) -> str:
-    return f"all_reduce_perf -b {size_bytes} -e {size_bytes} -f 2 -g 1 -c 1"
+    return f"all_reduce_perf -b {size_bytes} -e {size_bytes} -f 2 -g 1 -c {CHECK_ITERS}"
 
 
 def _srun_command(nodes: Sequence[NodeHandle], size_bytes: int, gpus_per_node: int, algorithm: str,
@@ -353,11 +367,29 @@ def baseline_pairs(nodes: Sequence[NodeHandle], count: int = BASELINE_PAIRS) -> 
 
     They are measured one after another, so they may share a node when there are few.
     """
-    if len(nodes) < 2:
+    return [(nodes[i], nodes[i + 1]) for i in _baseline_starts(len(nodes), count)]
+
+
+def _baseline_starts(node_count: int, count: int) -> list[int]:
+    """Where each baseline pair starts in a node list of ``node_count`` (first, middle, last ...)."""
+    if node_count < 2:
         return []
-    last = len(nodes) - 2
-    starts = sorted({round(k * last / (count - 1)) for k in range(count)}) if count > 1 else [0]
-    return [(nodes[i], nodes[i + 1]) for i in starts]
+    last = node_count - 2
+    return sorted({round(k * last / (count - 1)) for k in range(count)}) if count > 1 else [0]
+
+
+def _curve_counts(node_count: int) -> list[int]:
+    """The node counts the scaling curve measures: 4, 8, ... and all ``node_count`` nodes."""
+    return sorted({2**k for k in range(2, node_count.bit_length()) if 2**k <= node_count} | {node_count})
+
+
+def scaling_groups(node_count: int, pairs: int = BASELINE_PAIRS) -> tuple[int, list[int]]:
+    """What :func:`scaling` measures on ``node_count`` nodes, each group ``samples`` times: how many
+    two-node baseline pairs, and the curve's node counts (none below :data:`SCALING_MIN_NODES`, where
+    the check skips). For the plan."""
+    if node_count < SCALING_MIN_NODES:
+        return 0, []
+    return len(_baseline_starts(node_count, pairs)), _curve_counts(node_count)
 
 
 def _median(values: Sequence[float]) -> float:
@@ -411,8 +443,7 @@ def scaling(
 
     base_runs = [(a, b, *measure([a, b])) for a, b in baseline_pairs(nodes, pairs)]
     base = _median([median for _, _, median, _ in base_runs])
-    counts = sorted({2**k for k in range(2, len(nodes).bit_length()) if 2**k <= len(nodes)} | {len(nodes)})
-    curve = [(count, *measure(nodes[:count])) for count in counts]
+    curve = [(count, *measure(nodes[:count])) for count in _curve_counts(len(nodes))]
     ratios = [(count, median / base) for count, median, _ in curve]
     worst = min(ratios, key=lambda r: r[1])
     baseline_text = ", ".join(f"{a.name}+{b.name} {median:.1f}" for a, b, median, _ in base_runs)

@@ -12,6 +12,8 @@ from pytest_fabric.pairs import make_pairs
 from pytest_fabric.plan import (
     BATCH_S,
     CONNECT_S,
+    NCCL_START_PER_RANK_S,
+    NCCL_START_S,
     OVERHEAD_S,
     PER_TEST_S,
     READING_S,
@@ -19,13 +21,16 @@ from pytest_fabric.plan import (
     RETEST_SHARE,
     TRANSFER_CONNECT_S,
     PlannedSubject,
+    allreduce_seconds,
     format_duration,
     layout_seconds,
     measurement_seconds,
+    nccl_runs,
     phase_of,
     plan_run,
     planned_subject,
 )
+from pytest_fabric.probes import nccl
 from pytest_fabric.profile import load_profile
 
 
@@ -317,3 +322,96 @@ def test_a_transfer_bounded_by_bytes_plans_its_connect_and_bytes_over_the_floor(
     # the bundled large profile bounds its download: 64 turns at 512 nodes are minutes, not 10.7
     assert measurement_seconds("download", _specs("ndr400-large")[("egress", "download")]) == pytest.approx(
         TRANSFER_CONNECT_S + OVERHEAD_S + 256 * 2**20 * 8 / 1e9)
+
+
+GIB16 = 16 * 2**30
+
+
+def test_one_all_reduce_perf_run_is_its_start_and_the_probes_collectives_at_the_floor() -> None:
+    """The probe runs all_reduce_perf at one size with nccl-tests 2.17's own -w 1 and -n 20 and -c 1:
+    one warmup, then out-of-place and in-place, each a sync, 20 timed and one checked collective (45).
+    16 GiB at a 370 GB/s busbw floor over 2 x 8 ranks is 16 GiB at 370 x 16 / 30 ~ 197 GB/s algbw."""
+    assert nccl._program(8) == "all_reduce_perf -b 8 -e 8 -f 2 -g 1 -c 1"  # no -w, -n: the defaults
+    assert nccl.COLLECTIVES_PER_RUN == 1 + 2 * (1 + 20 + 1) == 45
+    algbw = 370e9 * 16 / 30
+    assert algbw == pytest.approx(197.3e9, rel=1e-3)
+    run = allreduce_seconds(GIB16, 370e9, 16)
+    assert run == pytest.approx(NCCL_START_S + 16 * NCCL_START_PER_RANK_S + 45 * GIB16 / algbw)
+    assert 10 < run < 15  # the declared 60 s guess was four to five times that
+    # the start grows with the ranks; one rank (no all_reduce to speak of) is planned as two
+    assert allreduce_seconds(GIB16, 370e9, 4096) - allreduce_seconds(GIB16, 370e9, 2048) > 0
+    assert allreduce_seconds(GIB16, 370e9, 1) == pytest.approx(allreduce_seconds(GIB16, 370e9, 2)
+                                                               - NCCL_START_PER_RANK_S)
+
+
+def test_nccl_checks_plan_the_runs_their_probes_make_not_a_declared_guess() -> None:
+    """ndr400-large: a pair's all_reduce is one run over 2 x 8 GPUs at 370 GB/s, a node's one over its
+    8 GPUs at 460 GB/s; 16 GiB each."""
+    profile = load_profile("ndr400-large", [])
+    pair_spec, node_spec = profile.spec("inter_node", "nccl_allreduce"), profile.spec("intra_node", "nccl_allreduce")
+    assert nccl_runs("nccl_allreduce", pair_spec, gpus=8) == [(GIB16, 370e9, 16)]
+    assert nccl_runs("node_nccl_allreduce", node_spec, gpus=8) == [(GIB16, 460e9, 8)]
+    assert measurement_seconds("nccl_allreduce", pair_spec, gpus=8) == pytest.approx(allreduce_seconds(GIB16, 370e9, 16))
+    assert measurement_seconds("node_nccl_allreduce", node_spec, gpus=8) == pytest.approx(
+        NCCL_START_S + 8 * NCCL_START_PER_RANK_S + 45 * GIB16 / (460e9 * 8 / 14))
+    # the declared guesses are gone where the profile gives a size and a floor
+    assert measurement_seconds("nccl_allreduce", pair_spec, gpus=8) < 20 < 60
+    assert measurement_seconds("node_nccl_allreduce", node_spec, gpus=8) < 20 < 45
+    # without a floor nothing says how long a run takes: the declared time
+    assert measurement_seconds("nccl_allreduce", None, gpus=8) == 60.0
+
+
+def test_scaling_plans_every_run_scaling_makes_on_the_inventorys_nodes() -> None:
+    """512 nodes: 3 baseline pairs and the curve at 4, 8, ... 512 nodes (8 counts), 3 runs each: 3 x 3 + 8 x 3.
+    The pairs at the 370 GB/s floor, the curve at 85% of it (the slowest a passing curve runs)."""
+    profile = load_profile("ndr400-large", [])
+    source, share = profile.spec("inter_node", "nccl_allreduce"), profile.spec("inter_node", "scaling_efficiency")
+    assert nccl.scaling_groups(512) == (3, [4, 8, 16, 32, 64, 128, 256, 512])
+    runs = nccl_runs("scaling_efficiency", share, gpus=8, nodes=512, source=source)
+    assert runs is not None and len(runs) == 3 * 3 + 8 * 3
+    assert runs[:9] == [(GIB16, 370e9, 16)] * 9
+    assert runs[9:] == [(GIB16, pytest.approx(0.85 * 370e9), 8 * n) for n in (4, 8, 16, 32, 64, 128, 256, 512)
+                        for _ in range(3)]
+    planned = measurement_seconds("scaling_efficiency", share, gpus=8, nodes=512, source=source)
+    assert planned == pytest.approx(sum(allreduce_seconds(*run) for run in runs))
+    assert planned != 300.0
+    # fewer than 3 nodes: the check skips; no node count, or no size to run at: the declared time
+    assert measurement_seconds("scaling_efficiency", share, gpus=8, nodes=2, source=source) == 0
+    assert measurement_seconds("scaling_efficiency", share, gpus=8, source=source) == 300.0
+    assert measurement_seconds("scaling_efficiency", share, gpus=8, nodes=512) == 300.0
+
+
+def test_scaling_groups_are_the_runs_scaling_makes(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The plan's count comes from the probe: every allreduce scaling() starts, by node count."""
+    from types import SimpleNamespace
+
+    from pytest_fabric.units import bandwidth
+    from pytest_fabric.verdict import Measurement
+
+    started: list[int] = []
+
+    def fake(nodes: Any, **_: Any) -> Measurement:
+        started.append(len(nodes))
+        return Measurement(value=bandwidth(370, "GB/s"), detail="")
+
+    monkeypatch.setattr(nccl, "allreduce", fake)
+    for count in (3, 5, 12):
+        started.clear()
+        nccl.scaling([SimpleNamespace(name=f"n{i}") for i in range(count)], size_bytes=GIB16,  # type: ignore[misc]
+                     gpus_per_node=8)
+        pairs, counts = nccl.scaling_groups(count)
+        assert started == [2] * (pairs * nccl.SCALING_SAMPLES) + [n for n in counts for _ in range(nccl.SCALING_SAMPLES)]
+
+
+def test_plan_run_takes_the_nccl_checks_ranks_from_the_gpus_and_the_inventorys_nodes() -> None:
+    specs = {("inter_node", "nccl_allreduce"): load_profile("ndr400-large", []).spec("inter_node", "nccl_allreduce"),
+             ("inter_node", "scaling_efficiency"): load_profile("ndr400-large", []).spec("inter_node",
+                                                                                          "scaling_efficiency")}
+    subjects = [PlannedSubject("inter_node", "nccl_allreduce", "pair", r) for r in range(4)]
+    subjects.append(PlannedSubject("inter_node", "scaling_efficiency", "cluster"))
+    by_check = {c.check: c for c in plan_run(subjects, specs, fanout=512, gpus=8, nodes=512).checks}
+    assert by_check["nccl_allreduce"].seconds == pytest.approx(allreduce_seconds(GIB16, 370e9, 16))
+    assert by_check["nccl_allreduce"].total_s == pytest.approx(4 * (allreduce_seconds(GIB16, 370e9, 16) + BATCH_S))
+    assert by_check["scaling_efficiency"].seconds == pytest.approx(measurement_seconds(
+        "scaling_efficiency", specs[("inter_node", "scaling_efficiency")], gpus=8, nodes=512,
+        source=specs[("inter_node", "nccl_allreduce")]))
