@@ -91,6 +91,9 @@ class Check(Generic[S]):
     #: tools by link layer, where they depend on it (error counters: perfquery on InfiniBand)
     tools_by_link_layer: Mapping[str, tuple[str, ...]] = field(default_factory=dict)
     typical_s: float | None = None  # one measurement, when the profile's settings do not say
+    #: what one measurement adds to its tools' own time (SSH channels, starting the tools, a server
+    #: on the peer, results back); None: the plan's general OVERHEAD_S
+    start_s: float | None = None
     ports: PortBlock | None = None
     #: what one measurement of a subject goes through one after the other: a pair's "rails" (latency
     #: runs rail by rail, aggregate measures each rail alone) or a node's "gpus"; None: all at once
@@ -190,8 +193,11 @@ SWITCH_LINKS = declare(Check("switch_links", "inter_node", p.SwitchLinks, "clust
 # (512 nodes), the retests' offset (100 slots), and a pair's rails or streams: checks that run a
 # pair's rails or GPUs at once take LANES_PER_SLOT ports a slot (356 x 8 = 2,848), below the
 # kernel's ephemeral range (32768 and up), where a listener could meet a client's own port.
+# start_s: an iperf3 pair is its server's start, a readiness poll (50 ms steps) and the client's
+# connect and result exchange, a few round trips: 0.14 s beyond -t on 8 quiet simulated nodes
+# (benchmarks/bench_plan_accuracy.py, 2 s runs taking 2.14 s a round), 0.25 s with a real network's.
 TCP_THROUGHPUT = declare(Check("tcp_throughput", "inter_node", p.TcpThroughput, "node_pair", "round",
-                               tools=("iperf3",), ports=PortBlock(5201, 1400)))
+                               tools=("iperf3",), start_s=0.25, ports=PortBlock(5201, 1400)))
 RDMA_BANDWIDTH = declare(Check("rdma_bandwidth", "inter_node", p.RdmaBandwidth, "node_pair", "round",
                                tools=("ibstat", "ib_write_bw"), ports=PortBlock(18515, 2900)))  # rails at once
 RDMA_LATENCY = declare(Check("rdma_latency", "inter_node", p.LatencyCeiling, "node_pair", "round",

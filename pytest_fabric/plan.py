@@ -58,6 +58,7 @@ __all__ = [
     "nccl_runs",
     "plan_run",
     "planned_subject",
+    "start_seconds",
     "format_duration",
     "phase_of",
 ]
@@ -79,8 +80,8 @@ CONNECT_S = 1.0
 BATCH_S = 0.1
 
 #: each collected test, skipped ones too: pytest's own run of it, its record, the JSON rewrite
-#: (2-3 ms a test on an idle controller, measured with benchmarks/bench_plan_accuracy.py)
-PER_TEST_S = 0.004
+#: (1.3-3 ms a test on an idle controller, measured with benchmarks/bench_plan_accuracy.py: the upper end)
+PER_TEST_S = 0.003
 
 #: the share of a check's pairs an outlier check or attribution is expected to find suspect and
 #: re-measure alone; a healthy cluster has none, a sick one a few per cent
@@ -324,6 +325,13 @@ def nccl_runs(check: str, spec: Any, *, gpus: int, nodes: int = 0,
     return [run for run in runs for _ in range(nccl.SCALING_SAMPLES)]
 
 
+def start_seconds(check: str) -> float:
+    """What one measurement of ``check`` adds to its tools' own time: its declared ``start_s``,
+    else :data:`OVERHEAD_S`."""
+    declared = check_of(check)
+    return declared.start_s if declared is not None and declared.start_s is not None else OVERHEAD_S
+
+
 def measurement_seconds(check: str, spec: Any, *, gpus: int = 1, nodes: int = 0, source: Any = None) -> float:
     """About how long one measurement of ``check`` takes with the profile's ``spec`` (None: not set);
     an NCCL check's from the runs its probe makes (:func:`nccl_runs`: ``gpus`` a node, the inventory's
@@ -337,7 +345,7 @@ def measurement_seconds(check: str, spec: Any, *, gpus: int = 1, nodes: int = 0,
     repeat = int(getattr(spec, "repeat", 1) or 1)
     duration = _seconds(getattr(spec, "duration", None)) or _seconds(getattr(spec, "runtime", None))
     if duration is not None:
-        return repeat * (duration + OVERHEAD_S)
+        return repeat * (duration + start_seconds(check))
     size: Any = getattr(spec, "size", None)
     floor: Any = getattr(spec, "min", None)
     bounded: Any = getattr(spec, "bytes", None) if check in ("download", "upload") else None
