@@ -28,6 +28,8 @@ from concurrent.futures import Future, ThreadPoolExecutor, as_completed, wait
 from dataclasses import dataclass, replace
 from typing import Final, Generic, Literal, TypeVar
 
+import pytest
+
 from .verdict import Measurement
 
 __all__ = [
@@ -126,8 +128,9 @@ class BatchProgress:
     batch: object  # "wave", ("round", n), ...
     done: int
     total: int
-    failed: int  # members that ended with an error or a skip, not a measurement
+    failed: int  # members that ended with an error, not a measurement
     elapsed_s: float
+    skipped: int = 0  # members that skipped (a check the profile does not set, a subject it does not apply to)
 
     @property
     def finished(self) -> bool:
@@ -237,9 +240,10 @@ class BatchCache:
 
         def report() -> None:
             if self.on_progress is not None:
-                failed = sum(isinstance(o, BaseException) for o in ended.values())
+                skipped = sum(isinstance(o, pytest.skip.Exception) for o in ended.values())
+                failed = sum(isinstance(o, BaseException) for o in ended.values()) - skipped
                 self.on_progress(BatchProgress(key[0], key[1], len(ended), len(members), failed,
-                                               time.monotonic() - started))
+                                               time.monotonic() - started, skipped))
 
         limits = {m.share.resource: threading.Semaphore(m.share.limit) for m in members if m.share}
         sharing: dict[str, int] = {}

@@ -12,6 +12,7 @@ outcome says as much.
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import threading
 import time
 from collections.abc import Callable
@@ -43,7 +44,9 @@ def describe(progress: BatchProgress, rounds: int = 0, expected_s: float | None 
         what, unit = f"{progress.check} round {progress.batch[1] + 1}{of}", "pairs"
     else:
         what, unit = f"{progress.check} wave", "measured"
-    failed = f" ({progress.failed} not measured)" if progress.failed else ""
+    # a skip is no failure to measure: a batch of a check its subjects skip says so, not "not measured"
+    notes = [f"{progress.failed} not measured"] * bool(progress.failed) + [f"{progress.skipped} skipped"] * bool(progress.skipped)
+    failed = f" ({', '.join(notes)})" if notes else ""
     if progress.finished:
         return f"fabric: {what}: {progress.total:,} {unit} in {format_duration(progress.elapsed_s)}{failed}"
     left = progress.remaining_s
@@ -139,8 +142,7 @@ class ProgressLine:
 
     def _rewrite(self, now: float) -> None:
         progress, at = self._active[-1]
-        ticking = BatchProgress(progress.check, progress.batch, progress.done, progress.total, progress.failed,
-                                progress.elapsed_s + (now - at))
+        ticking = dataclasses.replace(progress, elapsed_s=progress.elapsed_s + (now - at))
         self.reporter.rewrite(describe(ticking, self.rounds, self.expected(progress.check)), erase=True)
         self._written = now
         self._open = self._live_open = True

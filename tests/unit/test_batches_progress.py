@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import time
 
+import pytest
+
 from pytest_fabric.batches import BatchCache, BatchProgress, Member
 from pytest_fabric.units import parse_quantity
 from pytest_fabric.verdict import Measurement
@@ -51,3 +53,20 @@ def test_without_a_callback_nothing_is_reported() -> None:
     cache = BatchCache()
     batch = [Member(n, n) for n in ["n1", "n4"]]
     assert cache.measure("mtu", "wave", batch[1], batch, _measure).detail == "n4"
+
+
+def test_a_skip_is_counted_as_a_skip_not_as_a_failure_to_measure() -> None:
+    """A round of a check the profile does not set skips every pair: '64 skipped', not '64 not measured'."""
+    seen: list[BatchProgress] = []
+    cache = BatchCache()
+    cache.on_progress = seen.append
+
+    def unset(name: str) -> Measurement:
+        if name == "n2":
+            raise RuntimeError("n2: tool missing")
+        pytest.skip("profile sim does not set inter_node.gpudirect_bandwidth")
+
+    batch = [Member(n, n) for n in ["n1", "n2", "n3"]]
+    with pytest.raises(pytest.skip.Exception):
+        cache.measure("gpudirect_bandwidth", ("round", 0), batch[0], batch, unset)
+    assert (seen[-1].skipped, seen[-1].failed) == (2, 1)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 from pathlib import Path
 
 import pytest
@@ -19,6 +20,9 @@ def test_describe_a_wave_and_a_round() -> None:
     assert describe(_p(0), expected_s=45) == "fabric: gpu_model wave: 0/64 measured, 10 s, ~35 s left"
     assert describe(_p(0)) == "fabric: gpu_model wave: 0/64 measured, 10 s"
     assert describe(_p(64, failed=2, elapsed=200)) == "fabric: gpu_model wave: 64 measured in 3.3 min (2 not measured)"
+    # members that skipped (a check the profile does not set) were never to be measured: said apart
+    skipped = dataclasses.replace(_p(64, failed=1, elapsed=2), skipped=63)
+    assert describe(skipped) == "fabric: gpu_model wave: 64 measured in 2 s (1 not measured, 63 skipped)"
     assert describe(_p(3, 32, ("round", 2)), rounds=63) == "fabric: gpu_model round 3/63: 3/32 pairs, 10 s, ~1.6 min left"
 
 
