@@ -16,7 +16,10 @@ D seconds. Printed:
   small plugin the benchmark loads, ``fabric_bench_commands``), and per TCP pair;
 - wall / ideal (goal <= 1.25), the controller's peak RSS (VmHWM, as wait4's ru_maxrss; goal < 1.5 GB)
   and CPU seconds (user + system), errors (goal 0, each distinct message counted), and plan / wall
-  (the plan pytest prints; goal within 25 %).
+  (the plan pytest prints; goal within 25 %);
+- machine: the CPU every core of this machine spent during the run (/proc/stat), the controller's
+  share, and the floor it sets: 512 simulated nodes share this machine's cores, where a real
+  cluster's nodes each have their own, so a run cannot take less than that CPU over the cores.
 
 ``--py-spy PATH`` samples the controller with py-spy (every thread) and writes its top functions
 to PATH; ``--collect-only`` plans a 512-node ndr400-large run with a shared mount and an egress
@@ -111,6 +114,9 @@ def _pytest(
     out = work / f"{tag}.out"
     (work / "fabric_bench_commands.py").write_text(COMMAND_COUNTER)
     env = dict(os.environ, FABRIC_BENCH_COMMANDS=str(work / f"{tag}.commands.json"))
+    # As users run it: pytest caches rewritten test modules as bytecode, which this variable (set on
+    # some development machines) turns off, and every run would parse and rewrite them again.
+    env.pop("PYTHONDONTWRITEBYTECODE", None)
     env["PYTHONPATH"] = os.pathsep.join(p for p in (env.get("PYTHONPATH"), str(work)) if p)
     argv = [
         sys.executable,
@@ -128,6 +134,7 @@ def _pytest(
         "-q",
     ]
     started = time.monotonic()
+    busy_before = _machine_busy_s()
     with out.open("w") as sink:
         proc = subprocess.Popen(argv, cwd=work, stdout=sink, stderr=subprocess.STDOUT, env=env)
         spy = None
@@ -163,9 +170,22 @@ def _pytest(
         if spy is not None:
             spy.wait(timeout=60)
     wall = time.monotonic() - started
+    MACHINE_BUSY_S[tag] = _machine_busy_s() - busy_before
     text = out.read_text()
     loaded = json.loads(record.read_text()) if record.exists() else None
     return wall, usage.ru_maxrss / 1024 / 1024, usage.ru_utime + usage.ru_stime, text, loaded
+
+
+#: CPU seconds the whole machine spent (every core, not idle) during each measured pytest, by tag
+MACHINE_BUSY_S: dict[str, float] = {}
+
+
+def _machine_busy_s() -> float:
+    """CPU seconds this machine has spent busy since boot (/proc/stat: all but idle and iowait)."""
+    with open("/proc/stat") as handle:
+        fields = [int(v) for v in handle.readline().split()[1:]]
+    idle = fields[3] + (fields[4] if len(fields) > 4 else 0)
+    return (sum(fields[:8]) - idle) / os.sysconf("SC_CLK_TCK")
 
 
 def _check_seconds(record: dict[str, Any], name: str) -> float:
@@ -260,6 +280,15 @@ def run_cluster(args: argparse.Namespace) -> int:
         print(
             f"controller: peak RSS {rss_gb:.2f} GB (goal < {GOAL_RSS_GB}), CPU {cpu_s:.0f} s "
             f"({cpu_s / max(sum(outcomes.values()), 1) * 1000:.0f} ms a test)"
+        )
+        cores = os.cpu_count() or 1
+        busy = MACHINE_BUSY_S.get("every", 0.0)
+        floor = busy / cores
+        print(
+            f"machine: {cores} cores busy {busy / (wall * cores):.0%} of the wall, {busy:.0f} s of CPU "
+            f"(the controller {cpu_s:.0f} s, the nodes' sshd, shells and stand-ins and the rest "
+            f"{busy - cpu_s:.0f} s); bound by this machine's CPU the run takes at least {floor:.0f} s: "
+            f"wall/floor {wall / max(floor, 1e-9):.2f}, ideal/floor {ideal / max(floor, 1e-9):.2f}"
         )
         commands_file = work / "every.commands.json"
         if commands_file.exists():
