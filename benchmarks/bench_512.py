@@ -74,7 +74,8 @@ from pytest_fabric.transport.ssh.transport import SSHTransport
 
 KINDS = (("interface", "ip -o addr show"), ("link rate", "/speed"), ("numa node", "numa_node"),
          ("ss poll", "ss -Hltn"), ("iperf3 server", "iperf3 -s"), ("iperf3 client", "iperf3 -c"),
-         ("mtu link", "ip -o link show"), ("fio", "fio "))
+         ("mtu link", "ip -o link show"), ("fio", "fio "), ("findmnt", "findmnt "), ("mktemp", "mktemp "),
+         ("rm", "rm -rf "))
 counts = collections.Counter()
 lock = threading.Lock()
 
