@@ -1,5 +1,6 @@
 """The cpu-free simulated cluster (SimCluster(cpu_free=True)): iperf3 is a stand-in that refuses
-what iperf3 3.12 refuses, takes -t asleep and reports what the node's link carries."""
+what iperf3 3.12 refuses, takes -t asleep and reports what the node's link carries; fio one that
+refuses what fio 3.33 refuses, takes its job's time asleep and reports the node's modelled disk."""
 
 from __future__ import annotations
 
@@ -10,10 +11,15 @@ import threading
 import time
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
-from simcluster import SimCluster, missing_prerequisites
+from simcluster import SimCluster, hardware, missing_prerequisites
 from simcluster.hardware import standin_module
+
+from pytest_fabric.parsers import fio as fio_parser
+from pytest_fabric.probes import storage
+from pytest_fabric.probes.storage import FioSettings
 
 pytestmark = pytest.mark.simcluster
 
@@ -140,3 +146,111 @@ def test_two_flows_out_of_one_node_share_its_link(cluster: SimCluster) -> None:
         for server in servers:
             server.communicate(timeout=10)
     assert figures["b"] == pytest.approx(150e6 * standin_module("cpu_free_iperf3").tcp_goodput_share(1500), rel=0.001)
+
+
+# ----------------------------------------------------------------- fio
+
+
+def _fio_cmd(directory: str, settings: FioSettings, **how: bool) -> str:
+    # the storage probe's own command line, so the stand-in is held to what the probe runs
+    return storage._fio_command(directory, settings, **how)
+
+
+def _fio(cluster: SimCluster, node: str, command: str) -> subprocess.CompletedProcess[str]:
+    return cluster.exec(node, ["sh", "-c", command], timeout=60)
+
+
+@pytest.fixture
+def fio_dir(cluster: SimCluster) -> Iterator[str]:
+    made = cluster.exec("node01", ["mktemp", "-d", "/tmp/pytest-fabric.XXXXXX"], check=True)
+    directory = made.stdout.strip()
+    yield directory
+    cluster.exec("node01", ["rm", "-rf", "--", directory])
+
+
+def _disk(io: Any) -> float:
+    return float(io.bw_bytes_per_s)
+
+
+_SEQ = {"size_bytes": 64 * 2**20, "block_size_bytes": 2**20, "jobs": 2, "direct": False}
+
+
+def test_fio_write_and_read_give_the_modelled_disk(cluster: SimCluster, fio_dir: str) -> None:
+    rate = hardware.DEFAULT_DISK_MBPS * 1e6
+    write = FioSettings(rw="write", fsync_on_close=True, **_SEQ)  # type: ignore[arg-type]
+    done = _fio(cluster, "node01", _fio_cmd(fio_dir, write))
+    assert done.returncode == 0, done.stderr
+    parsed = fio_parser.parse_json(done.stdout)
+    assert parsed.version == "3.33"
+    assert _disk(parsed.write) == pytest.approx(rate, rel=0.01)
+    assert parsed.write.io_bytes == 2 * 64 * 2**20
+    sizes = _fio(cluster, "node01", f"stat -c '%n %s' -- {fio_dir}/pytest-fabric-write.*").stdout.split("\n")
+    assert sizes[:2] == [f"{fio_dir}/pytest-fabric-write.{i}.0 {64 * 2**20}" for i in range(2)]
+
+    read = FioSettings(rw="read", **_SEQ)  # type: ignore[arg-type]
+    laid = _fio(cluster, "node01", _fio_cmd(fio_dir, read, layout=True))
+    assert laid.returncode == 0, laid.stderr
+    assert fio_parser.parse_json(laid.stdout).read.io_bytes == 0  # create_only measures nothing
+    done = _fio(cluster, "node01", _fio_cmd(fio_dir, read, existing=True))
+    assert done.returncode == 0, done.stderr
+    assert _disk(fio_parser.parse_json(done.stdout).read) == pytest.approx(rate, rel=0.01)
+
+    random = FioSettings(rw="randread", size_bytes=16 * 2**20, block_size_bytes=4096, iodepth=32, direct=False)
+    _fio(cluster, "node01", _fio_cmd(fio_dir, random, layout=True))
+    done = _fio(cluster, "node01", _fio_cmd(fio_dir, random, existing=True))
+    assert done.returncode == 0, done.stderr
+    assert fio_parser.parse_json(done.stdout).read.iops == pytest.approx(hardware.DEFAULT_DISK_IOPS, rel=0.01)
+
+    timed = FioSettings(rw="write", runtime_s=1, **_SEQ)  # type: ignore[arg-type]
+    done = _fio(cluster, "node01", _fio_cmd(fio_dir, timed))
+    assert done.returncode == 0, done.stderr
+    io = fio_parser.parse_json(done.stdout).write
+    assert io.runtime_ms == 1000 and io.io_bytes == pytest.approx(rate, rel=0.01)
+
+
+def test_fio_version_is_fio_3_33(cluster: SimCluster) -> None:
+    done = _fio(cluster, "node01", "fio --version")
+    assert (done.returncode, done.stdout) == (0, "fio-3.33\n")
+
+
+def test_fio_refuses_an_unknown_option_in_fios_words(cluster: SimCluster, fio_dir: str) -> None:
+    done = _fio(cluster, "node01", f"fio --name=x --directory={fio_dir} --bogus --output-format=json")
+    assert done.returncode == 1 and done.stdout == ""
+    # glibc's getopt line, fio's own, and fio's closest option (as /usr/bin/fio 3.33 prints them)
+    assert done.stderr == ("fio: unrecognized option '--bogus'\nfio: unrecognized option '--bogus'\n"
+                           "Did you mean bs?\n")
+
+
+def test_fio_option_it_does_not_model_is_said_not_ignored(cluster: SimCluster, fio_dir: str) -> None:
+    done = _fio(cluster, "node01", f"fio --name=x --directory={fio_dir} --size=1m --verify=md5 --output-format=json")
+    assert done.returncode == 2
+    assert "'--verify' is valid but not modelled by the cpu-free stand-in" in done.stderr
+
+
+def test_fio_read_of_files_not_laid_out_fails_as_fio_does(cluster: SimCluster, fio_dir: str) -> None:
+    read = FioSettings(rw="read", **_SEQ)  # type: ignore[arg-type]
+    done = _fio(cluster, "node01", _fio_cmd(fio_dir, read, existing=True))
+    assert done.returncode == 2
+    assert done.stderr == "fio: file creation disallowed by allow_file_create=0\n" * 2
+    assert fio_parser.parse_json(done.stdout).read.io_bytes == 0
+    missing = _fio(cluster, "node01", "fio --name=x --directory=/nonexistent --size=1m --output-format=json")
+    assert missing.returncode == 1
+    assert missing.stderr.startswith("fio: /nonexistent is not a directory\n")
+
+
+def test_fio_takes_the_modelled_time_asleep(cluster: SimCluster, fio_dir: str) -> None:
+    cluster.set_disk("node01", mbps=100)
+    try:
+        write = FioSettings(rw="write", size_bytes=100 * 10**6, block_size_bytes=2**20, jobs=2, direct=False)
+        before = resource.getrusage(resource.RUSAGE_CHILDREN)
+        started = time.monotonic()
+        done = _fio(cluster, "node01", _fio_cmd(fio_dir, write))
+        wall = time.monotonic() - started
+        after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    finally:
+        cluster.set_disk("node01")
+    assert done.returncode == 0, done.stderr
+    assert _disk(fio_parser.parse_json(done.stdout).write) == pytest.approx(100e6, rel=0.01)
+    cpu = (after.ru_utime + after.ru_stime) - (before.ru_utime + before.ru_stime)
+    assert wall == pytest.approx(2.0, abs=0.5)  # 2 x 100 MB at 100 MB/s
+    assert cpu < 0.2 * wall, f"fio used {cpu:.2f} s of CPU in {wall:.2f} s"

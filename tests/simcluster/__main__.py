@@ -32,7 +32,7 @@ def main(argv: list[str] | None = None) -> int:
                     help="keys, per-node dirs and inventory.yaml go here")
     up.add_argument("--name", default="sim", help="inventory name (default sim)")
     up.add_argument("--cpu-free", action="store_true",
-                    help="iperf3 is a stand-in that sleeps -t and reports the node's link (for hundreds of nodes)")
+                    help="iperf3 and fio are stand-ins that sleep for their run and report the node's link and modelled disk (for hundreds of nodes)")
     args = parser.parse_args(argv)
 
     missing = missing_prerequisites()
@@ -47,7 +47,7 @@ def main(argv: list[str] | None = None) -> int:
         first = cluster.nodes[0]
         print(f"{len(cluster.nodes)} nodes up in {cluster.started_s:.2f} s "
               f"(prefix {cluster.prefix}, bridge {cluster.bridge} {cluster.bridge_address}/16)"
-              + (", cpu-free iperf3" if cluster.cpu_free else ""))
+              + (", cpu-free iperf3 and fio" if cluster.cpu_free else ""))
         for node in cluster.nodes:
             print(f"  {node.name}  {node.address}  netns {node.netns}  sshd pid {node.sshd_pid}"
                   f"  stand-ins: {node.bindir}")

@@ -121,6 +121,9 @@ class SimNode:
     host_key_pub: str = ""
     sshd_pid: int | None = None  # host-namespace PID of the sshd (PID 1 inside the node)
     rate_mbit: int | None = None  # current tbf shaping, None when unshaped
+    # The cpu-free fio's modelled disk (SimCluster(cpu_free=True)): sequential MB/s, random-read IOPS
+    disk_mbps: float | None = None
+    disk_iops: float | None = None
     frozen: bool = False
     _launcher: subprocess.Popen[bytes] | None = field(default=None, repr=False)
 
@@ -137,15 +140,20 @@ class SimCluster:
     with atexit, so an interrupted test session does not leave namespaces behind.
     """
 
-    def __init__(self, n_nodes: int, workdir: Path, *, name: str = "sim", cpu_free: bool = False) -> None:
+    def __init__(self, n_nodes: int, workdir: Path, *, name: str = "sim", cpu_free: bool = False,
+                 disk_mbps: float | None = None, disk_iops: float | None = None) -> None:
         global _instances
         if not 1 <= n_nodes <= MAX_NODES:
             raise ValueError(f"n_nodes must be 1..{MAX_NODES} (one bridge per cluster), got {n_nodes}")
         self.n_nodes = n_nodes
         #: iperf3 is a stand-in that sleeps for -t and prints figures derived from the node's link
-        #: (tests/simcluster/standins/fabric_standin.py), so a run of hundreds of nodes measures
+        #: (tests/simcluster/standins/cpu_free_iperf3.py), so a run of hundreds of nodes measures
         #: the controller, not this machine's CPUs running hundreds of real iperf3s
         self.cpu_free = cpu_free
+        #: and fio one that sleeps for what its job takes on a modelled node disk of disk_mbps MB/s
+        #: sequential and disk_iops random-read IOPS (None: hardware.py's defaults); set_disk changes one
+        self.disk_mbps = disk_mbps
+        self.disk_iops = disk_iops
         self.workdir = Path(workdir).absolute()
         self.name = name
         self.prefix = "fs" + uuid.uuid4().hex[:6]  # 8 chars: leaves room for 'h123' in 15
@@ -372,6 +380,12 @@ class SimCluster:
         _run(["tc", "qdisc", "replace", "dev", node.host_veth, *qdisc])
         _run(["tc", "-n", node.netns, "qdisc", "replace", "dev", "eth0", *qdisc])
         node.rate_mbit = rate_mbit
+        self._write_link(node)
+
+    def set_disk(self, node: SimNode | str, mbps: float | None = None, iops: float | None = None) -> None:
+        """The cpu-free fio's model of the node's disk: sequential MB/s and random-read IOPS (None: the cluster's)."""
+        node = self._resolve(node)
+        node.disk_mbps, node.disk_iops = mbps, iops
         self._write_link(node)
 
     def unshape(self, node: SimNode | str) -> None:
@@ -630,26 +644,29 @@ class SimCluster:
         _each(configure, self.nodes)
 
     def _install_cpu_free_tools(self) -> None:
-        """iperf3 on every node's PATH is the stand-in (see ``cpu_free``), with the node's link."""
+        """iperf3 and fio on every node's PATH are the stand-ins (see ``cpu_free``), with the node's link."""
         from simcluster.hardware import (  # hardware imports this module
             cpu_free_standin_script,
             install_standin_modules,
         )
 
-        script = cpu_free_standin_script()
+        scripts = {tool: cpu_free_standin_script(tool) for tool in ("iperf3", "fio")}
         for node in self.nodes:
             install_standin_modules(node)
             self._write_link(node)
-            self.install_tool(node, "iperf3", script)
+            for tool, script in scripts.items():
+                self.install_tool(node, tool, script)
 
     def _write_link(self, node: SimNode) -> None:
-        """What the cpu-free stand-ins read of the node's link: its tbf rate (None: unshaped)."""
+        """What the cpu-free stand-ins read of the node: its tbf rate (None: unshaped), its disk."""
         if not self.cpu_free:
             return
         from simcluster.hardware import LINK_FILE, link_document
 
         tmp = node.bindir / f".{LINK_FILE}.tmp"
-        tmp.write_text(json.dumps(link_document(node.name, node.rate_mbit)))
+        disk = {key: value for key, value in (("disk_mbps", node.disk_mbps or self.disk_mbps),
+                                              ("disk_iops", node.disk_iops or self.disk_iops)) if value}
+        tmp.write_text(json.dumps(link_document(node.name, node.rate_mbit, **disk)))
         tmp.replace(node.bindir / LINK_FILE)
 
     def _launch_sshd(self, node: SimNode) -> None:

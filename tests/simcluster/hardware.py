@@ -205,7 +205,7 @@ _NODE_PRIVATE = ("/usr/local/bin", "/root", "/tmp", "/run")
 #: from the node's own /usr/local/bin, where install_standin_modules copies them: either way python
 #: caches the bytecode (it never caches a script's, and compiling the 2,000-line fabric_standin took
 #: 0.05 s of the 0.09 s of CPU each start cost: 4,096 iperf3 starts in a 512-node run of 4 rounds).
-STANDIN_MODULES = ("standin_base", "fabric_standin", "cpu_free_iperf3")
+STANDIN_MODULES = ("standin_base", "fabric_standin", "cpu_free_iperf3", "cpu_free_fio")
 _NODE_BIN = "/usr/local/bin"
 
 
@@ -244,20 +244,30 @@ def install_standin_modules(node: SimNode) -> None:
 
 
 # The cpu-free stand-ins' view of a node's link (SimCluster(cpu_free=True)), beside them in the
-# node's /usr/local/bin: its tbf rate, and the option table of the tool imitated.
+# node's /usr/local/bin: its tbf rate, its modelled disk, and the option tables of the tools imitated.
 LINK_FILE = "fabric-link.json"
-CPU_FREE_TABLES = {"iperf3": "iperf3-3.12.txt"}
+CPU_FREE_TABLES = {"iperf3": "iperf3-3.12.txt", "fio": "fio-3.33.txt"}
+#: A node disk of the cpu-free fio: an NVMe drive's sequential MB/s (all of a run's jobs together)
+#: and 4 KiB random-read IOPS (capped at disk_mbps by the block size)
+DEFAULT_DISK_MBPS = 2000
+DEFAULT_DISK_IOPS = 200_000
 
 
-def link_document(node: str, rate_mbit: int | None) -> dict[str, Any]:
-    """What a cpu-free stand-in reads of its node: name, tbf rate (None: unshaped, the veth's speed)."""
-    return {"node": node, "rate_mbit": rate_mbit,
+def link_document(node: str, rate_mbit: int | None, disk_mbps: float = DEFAULT_DISK_MBPS,
+                  disk_iops: float = DEFAULT_DISK_IOPS) -> dict[str, Any]:
+    """What a cpu-free stand-in reads of its node: name, tbf rate (None: unshaped, the veth's speed),
+    its disk's sequential MB/s and random-read IOPS."""
+    return {"node": node, "rate_mbit": rate_mbit, "disk_mbps": disk_mbps, "disk_iops": disk_iops,
             "option_tables": {tool: (OPTION_TABLES_DIR / name).read_text() for tool, name in CPU_FREE_TABLES.items()}}
 
 
-def cpu_free_standin_script() -> str:
-    """The stand-in program, installed as iperf3 on a cpu-free cluster's nodes."""
-    return standin_launcher("cpu_free_iperf3")
+#: The cpu-free stand-ins by the tool name each is installed as.
+CPU_FREE_TOOLS = {"iperf3": "cpu_free_iperf3", "fio": "cpu_free_fio"}
+
+
+def cpu_free_standin_script(tool: str = "iperf3") -> str:
+    """The stand-in program installed as ``tool`` (iperf3 or fio) on a cpu-free cluster's nodes."""
+    return standin_launcher(CPU_FREE_TOOLS[tool])
 
 
 def spine_dir(cluster: SimCluster) -> Path:
