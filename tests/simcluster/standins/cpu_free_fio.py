@@ -23,7 +23,7 @@ import signal
 import sys
 import time
 
-from standin_base import GetoptError, die, getopt_long, here, parse_table
+from standin_base import GetoptError, die, getopt_long, load_link, parse_table
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -34,7 +34,6 @@ if TYPE_CHECKING:
 __all__ = ["disk_figures", "main", "parse_size"]
 
 
-LINK_FILE = "fabric-link.json"
 FIO_VERSION = "fio-3.33"
 DEFAULT_DISK_MBPS = 2000.0
 DEFAULT_DISK_IOPS = 200000.0
@@ -48,16 +47,6 @@ _RW_MODELLED = {"read", "write", "randread"}
 _ENGINES_MODELLED = {"psync", "sync", "libaio", "io_uring", "posixaio"}
 # fio's no-argument job options (FIO_OPT_STR_SET): set, they are not listed in "job options"
 _FLAGS = {"group_reporting", "time_based"}
-
-
-def _load_link() -> Model:
-    folder = here()
-    try:
-        with open(os.path.join(folder, LINK_FILE)) as handle:
-            loaded: Model = json.load(handle)
-    except FileNotFoundError:
-        die(f"fabric stand-in: no {LINK_FILE} beside {folder} (installed by SimCluster(cpu_free=True))", 2)
-    return loaded
 
 
 def parse_size(text: str) -> int:
@@ -305,7 +294,7 @@ def _run(job: _Job, link: Model) -> int:
 def main() -> int:
     """fio, as started (argv[0] is the installed tool)."""
     signal.signal(signal.SIGPIPE, signal.SIG_DFL)  # die quietly on a closed pipe, as C tools do
-    link = _load_link()
+    link = load_link()
     cmdline, options = _parse(sys.argv[1:], link)
     if "version" in cmdline:
         print(FIO_VERSION)

@@ -22,7 +22,7 @@ import socket
 import sys
 import time
 
-from standin_base import GetoptError, die, getopt_long, here, parse_table, recv_line, send_line
+from standin_base import GetoptError, die, getopt_long, load_link, parse_table, recv_line, send_line
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -33,7 +33,6 @@ if TYPE_CHECKING:
 __all__ = ["main", "tcp_flow_mbit", "tcp_goodput_share"]
 
 
-LINK_FILE = "fabric-link.json"
 IPERF3_VERSION = "iperf 3.12"
 _IPERF3_USAGE = "Usage: iperf3 [-s|-c host] [options]\n       iperf3 [-h|--help] [-v|--version]\n"
 # Options accepted and modelled; every other option of the table is refused as not modelled (exit 2)
@@ -41,16 +40,6 @@ _IPERF3_USAGE = "Usage: iperf3 [-s|-c host] [options]\n       iperf3 [-h|--help]
 _IPERF3_MODELLED = {"s", "c", "1", "p", "t", "P", "J", "R", "i", "4", "N", "v", "h", "O", "f", "V",
                     "connect-timeout", "forceflush"}
 _TCP_FLOWS = "/tmp/.fabric-standin-tcp"
-
-
-def _load_link() -> Model:
-    folder = here()
-    try:
-        with open(os.path.join(folder, LINK_FILE)) as handle:
-            loaded: Model = json.load(handle)
-    except FileNotFoundError:
-        die(f"fabric stand-in: no {LINK_FILE} beside {folder} (installed by SimCluster(cpu_free=True))", 2)
-    return loaded
 
 
 def _sys_int(path: str, default: int) -> int:
@@ -145,7 +134,7 @@ class _TcpFlow:
 
 def cmd_iperf3(argv: list[str]) -> int:
     """iperf3 -s / -c as the cpu-free stand-in (see the section comment)."""
-    link = _load_link()
+    link = load_link()
     opts = _parse_iperf3(argv, link)
     if "v" in opts:
         print(f"{IPERF3_VERSION} (cJSON 1.7.15)\n{' '.join(os.uname())}\n"

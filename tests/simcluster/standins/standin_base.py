@@ -21,7 +21,10 @@ if TYPE_CHECKING:
 
     Model = dict[str, Any]
 
-__all__ = ["GetoptError", "die", "getopt_long", "here", "parse_table", "recv_line", "send_line"]
+__all__ = ["LINK_FILE", "GetoptError", "die", "getopt_long", "here", "load_link", "parse_table", "recv_line", "send_line"]
+
+#: what a cpu-free stand-in reads of its node, beside it (SimCluster(cpu_free=True) writes it)
+LINK_FILE = "fabric-link.json"
 
 
 def here() -> str:
@@ -31,6 +34,17 @@ def here() -> str:
     imports this module from the checkout (tests/simcluster/hardware.py), so its bytecode is cached.
     """
     return os.path.dirname(os.path.abspath(sys.argv[0]))
+
+
+def load_link() -> Model:
+    """The node's link and disk as the cpu-free stand-ins model them (:data:`LINK_FILE`)."""
+    folder = here()
+    try:
+        with open(os.path.join(folder, LINK_FILE)) as handle:
+            loaded: Model = json.load(handle)
+    except FileNotFoundError:
+        die(f"fabric stand-in: no {LINK_FILE} beside {folder} (installed by SimCluster(cpu_free=True))", 2)
+    return loaded
 
 
 def die(message: str, code: int = 1) -> NoReturn:
