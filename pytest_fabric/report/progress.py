@@ -45,7 +45,11 @@ def describe(progress: BatchProgress, rounds: int = 0, expected_s: float | None 
     else:
         what, unit = f"{progress.check} wave", "measured"
     # a skip is no failure to measure: a batch of a check its subjects skip says so, not "not measured"
-    notes = [f"{progress.failed} not measured"] * bool(progress.failed) + [f"{progress.skipped} skipped"] * bool(progress.skipped)
+    notes = []
+    if progress.failed:
+        notes.append(f"{progress.failed} not measured")
+    if progress.skipped:
+        notes.append(f"{progress.skipped} skipped")
     failed = f" ({', '.join(notes)})" if notes else ""
     if progress.finished:
         return f"fabric: {what}: {progress.total:,} {unit} in {format_duration(progress.elapsed_s)}{failed}"

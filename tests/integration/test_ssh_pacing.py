@@ -34,22 +34,20 @@ def strict_sshd(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LoopbackSs
     server.stop()
 
 
+def _settings(sshd: LoopbackSshd, tmp_path: Path) -> SSHSettings:
+    """The loopback sshd, its host key known, no user ssh_config."""
+    known = tmp_path / "known_hosts"
+    known.write_text(sshd.known_hosts_line())
+    config = tmp_path / "ssh_config"
+    config.write_text("")
+    return SSHSettings(host="127.0.0.1", port=sshd.port, user=sshd.user, identity_file=sshd.client_key,
+                       known_hosts=known, connect_timeout=5.0, ssh_config=config)
+
+
 def test_many_concurrent_connects_all_get_through_a_low_max_startups(
     strict_sshd: LoopbackSshd, tmp_path: Path
 ) -> None:
-    known = tmp_path / "known_hosts"
-    known.write_text(strict_sshd.known_hosts_line())
-    config = tmp_path / "ssh_config"
-    config.write_text("")
-    settings = SSHSettings(
-        host="127.0.0.1",
-        port=strict_sshd.port,
-        user=strict_sshd.user,
-        identity_file=strict_sshd.client_key,
-        known_hosts=known,
-        connect_timeout=5.0,
-        ssh_config=config,
-    )
+    settings = _settings(strict_sshd, tmp_path)
     transports = [SSHTransport(f"node{i:02d}", settings) for i in range(CONNECTIONS)]
     errors: dict[str, str] = {}
     outputs: dict[str, str] = {}
@@ -80,22 +78,7 @@ def test_a_connections_reader_wakes_once_a_second_not_ten_times(
     strict_sshd: LoopbackSshd, tmp_path: Path
 ) -> None:
     """paramiko's reader thread polls its socket to see whether to stop; 512 at 0.1 s cost a sixth of a core."""
-    known = tmp_path / "known_hosts"
-    known.write_text(strict_sshd.known_hosts_line())
-    config = tmp_path / "ssh_config"
-    config.write_text("")
-    transport = SSHTransport(
-        "node01",
-        SSHSettings(
-            host="127.0.0.1",
-            port=strict_sshd.port,
-            user=strict_sshd.user,
-            identity_file=strict_sshd.client_key,
-            known_hosts=known,
-            connect_timeout=5.0,
-            ssh_config=config,
-        ),
-    )
+    transport = SSHTransport("node01", _settings(strict_sshd, tmp_path))
     try:
         assert transport.run("echo up", timeout=10).stdout == "up\n"
         assert transport.connection.transport.sock.gettimeout() == 1.0

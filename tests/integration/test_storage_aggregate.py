@@ -20,9 +20,7 @@ from typing import Any
 
 import pytest
 from simcluster import SimCluster
-from simcluster.fabric_run import run_with_record
-from simcluster.mounts import ROOT, SimMounts
-from simcluster.throttle import WriteThrottle, missing_throttle
+from simcluster.fabric_run import fast_and_slow_on_a_shared_mount, run_with_record
 
 PROFILE = Path(__file__).resolve().parents[1] / "data" / "profiles" / "sim-storage-aggregate.yaml"
 FAST, SLOW = 40_000_000, 8_000_000  # bytes/s
@@ -36,19 +34,9 @@ def run_fabric(pytester: pytest.Pytester, inventory: Path, *args: str) -> tuple[
 def test_nodes_of_unequal_speed_on_one_shared_mount_report_what_it_took_not_the_sum(
     pytester: pytest.Pytester, simcluster: SimCluster
 ) -> None:
-    missing = missing_throttle(ROOT)
-    if missing:
-        pytest.skip("node writes cannot be throttled here: " + "; ".join(missing))
-    fast_node, slow_node = simcluster.nodes[:2]
-    with SimMounts(simcluster) as mounts, WriteThrottle(simcluster) as throttle:
-        path = mounts.shared([fast_node, slow_node])
-        fast = throttle.limit(fast_node, FAST, path)
-        slow = throttle.limit(slow_node, SLOW, path)
-        inventory = simcluster.write_inventory(
-            pytester.path / "inventory.yaml", nodes=[fast_node.name, slow_node.name],
-            extra={"storage": {"mounts": [{"path": path, "fstype": "ext4", "shared": True}]}},
-        )
-        result, record = run_fabric(pytester, inventory, "-k", "aggregate_write",
+    with fast_and_slow_on_a_shared_mount(pytester, simcluster, FAST, SLOW) as pair:
+        fast_node, slow_node, path, fast, slow = pair.fast_node, pair.slow_node, pair.path, pair.fast, pair.slow
+        result, record = run_fabric(pytester, pair.inventory, "-k", "aggregate_write",
                                     f"--evidence-dir={pytester.path / 'evidence'}")
         written = fast.written() + slow.written()  # the kernel's count, both nodes, this run
     result.assert_outcomes(passed=1)
