@@ -19,6 +19,7 @@ from typing import TYPE_CHECKING, Annotated, Any, ClassVar, Literal, TypeVar
 
 import yaml
 from pydantic import (
+    AfterValidator,
     BaseModel,
     BeforeValidator,
     ConfigDict,
@@ -639,10 +640,29 @@ _ALL_COMPONENTS: tuple[Component, ...] = ("kernel", "driver", "cuda", "nccl", "o
 _NEAR_PATHS: tuple[PciePath, ...] = ("PIX", "PXB")  # the GPU and its NIC under one PCIe switch
 
 
+#: a program name as preflight looks it up on PATH: no '/' (a path), no leading '-' (an option),
+#: nothing a shell reads as syntax; shared profiles are untrusted input (docs/security.md)
+_TOOL_NAME_RE = re.compile(r"^[A-Za-z0-9._+][A-Za-z0-9._+-]{0,63}$")
+
+
+def _tool_name(value: str) -> str:
+    if not _TOOL_NAME_RE.match(value) or value in (".", ".."):
+        raise ValueError(
+            f"{value!r} is not a program name: write the name preflight finds on PATH (e.g. jq, g++, "
+            "python3.11), up to 64 of the characters A-Z a-z 0-9 . _ + - (no '/', spaces or shell "
+            "characters, not starting with '-')"
+        )
+    return value
+
+
+#: checked one item at a time, so an error names the line of that item
+ToolName = Annotated[str, AfterValidator(_tool_name)]
+
+
 class Preflight(Finding):
     """Before any measurement: the tools the profile's checks run, on every node, and its GPUs and HCAs."""
 
-    tools: list[str] = Field(default_factory=list)  # more programs every node must have
+    tools: list[ToolName] = Field(default_factory=list)  # more programs every node must have
 
 
 class GpuDirect(Finding):

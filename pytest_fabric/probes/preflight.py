@@ -20,7 +20,6 @@ from __future__ import annotations
 
 import dataclasses
 import re
-import shlex
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 
@@ -29,6 +28,7 @@ from ..cluster import NodeHandle
 from ..evidence import CommandResult
 from ..parsers import lsmod, lspci_acs, nvidia_smi_list
 from ..parsers.base import ParseError
+from ..shellcmd import fill
 from ..transport.packages import package_for
 from .base import MeasurementError
 from .software import compare_versions, sections
@@ -68,10 +68,15 @@ def preflight_script(tools: Iterable[str]) -> str:
     """The one command preflight runs on a node."""
     lines = []
     for tool in sorted(set(tools)):
-        q = shlex.quote(tool)
+        # The name travels as a quoted word into every place it appears, the @@ lines included:
+        # printf prints it as data (issue 27: it once ran inside `echo "@@tool NAME"`).
         flag = VERSION_FLAGS.get(tool)
-        show = f"; timeout 5 {q} {flag} </dev/null 2>&1 | head -n 4" if flag else ""
-        lines.append(f'if p=$(command -v {q}); then echo "@@tool {tool} $p"{show}; else echo "@@missing {tool}"; fi')
+        show = "; timeout 5 {tool} {flag} </dev/null 2>&1 | head -n 4" if flag else ""
+        template = (
+            "if p=$(command -v {tool}); then printf '@@tool %s %s\\n' {tool} \"$p\"" + show
+            + "; else printf '@@missing %s\\n' {tool}; fi"
+        )
+        lines.append(fill(template, tool=tool, flag=flag or ""))
     lines += [
         "echo @@gpus; nvidia-smi -L 2>&1",
         "echo @@hcas; ibstat -l 2>/dev/null || ls /sys/class/infiniband 2>/dev/null",

@@ -176,5 +176,5 @@ def test_required_tools_follow_the_profile() -> None:
                      "ethtool": ["inter_node.error_counters"], "fio": ["storage.sequential_read"],
                      "jq": ["software.preflight.tools"]}
     script = preflight_script(tools)
-    assert "timeout 5 iperf3 --version" in script and 'echo "@@missing jq"' in script
+    assert "timeout 5 iperf3 --version" in script and r"printf '@@missing %s\n' jq" in script
     assert "nvbandwidth --" not in preflight_script(["nvbandwidth"])  # it has no version flag: it would run

@@ -55,3 +55,23 @@ def test_unquoted_version_is_an_error_naming_the_line(tmp_path: Path) -> None:
         load_profile(str(write(tmp_path, "software:\n  min_versions:\n    cuda: 12.10\n")))
     with pytest.raises(SourceError, match="give at least one of kernel, driver"):
         load_profile(str(write(tmp_path, "software:\n  min_versions: {}\n")))
+
+
+@pytest.mark.parametrize("tool", ["jq$(touch ~/X)", 'x"; touch ~/Y; echo "', "y`touch ~/Z`", "-v", "/usr/bin/jq",
+                                  "a b", "", "..", "j\nq"])
+def test_a_preflight_tool_that_is_not_a_program_name_is_refused(tmp_path: Path, tool: str) -> None:
+    """Issue 27: these names ran as code on every node; now the profile does not load."""
+    text = "software:\n  preflight:\n    tools:\n      - jq\n      - " + repr(tool).replace("\\n", "\\n") + "\n"
+    if "\n" in tool:
+        text = text.replace(repr(tool), '"j\\nq"')
+    with pytest.raises(SourceError) as excinfo:
+        load_profile(str(write(tmp_path, text)))
+    message = str(excinfo.value)
+    assert message.startswith(f"{tmp_path / 'p.yaml'}:6: software.preflight.tools[1]: {tool!r}"), message
+    assert "A-Z a-z 0-9 . _ + -" in message, message
+
+
+def test_preflight_tools_that_are_program_names_load(tmp_path: Path) -> None:
+    profile = load_profile(str(write(tmp_path, "software: {preflight: {tools: [jq, g++, python3.11, all_reduce_perf]}}\n")))
+    assert profile.document.software.preflight is not None
+    assert profile.document.software.preflight.tools == ["jq", "g++", "python3.11", "all_reduce_perf"]
