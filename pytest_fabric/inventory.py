@@ -139,8 +139,14 @@ class _Connection(BaseModel):
     def _jump(cls, value: str | None) -> str | None:
         if value is None:
             return None
-        host = value.rsplit("@", 1)[-1].split(":", 1)[0]
-        _check_host(host)
+        for hop in value.split(","):  # [user@]host[:port], each hop of a chain
+            user, _, hostport = hop.rpartition("@")
+            host, _, port = hostport.partition(":")
+            if (user and not _USER_RE.match(user)) or not _HOST_RE.match(host) or (port and not port.isdigit()):
+                raise ValueError(
+                    f"{value!r} is not a jump host: write [user@]host[:port] (several: comma-separated), "
+                    "the user and host in letters, digits and ._-"
+                )
         return value
 
 
@@ -180,8 +186,12 @@ def _check_mount(mount: str) -> str:
     return _check_path(mount, "mount path")
 
 
+#: what curl would read as a list of URLs ([1-3], {a,b}): one target must be one transfer
+_GLOB_CHARACTERS = "[]{}"
+
+
 def _check_target(target: str) -> str:
-    if any(c in target for c in " '\"`$;\\|&<>"):
+    if any(c in target for c in " '\"`$;\\|&<>") or any(ord(c) < 0x21 or 0x7F <= ord(c) <= 0x9F for c in target):
         raise ValueError(f"{target!r}: contains characters a URL does not need")
     try:
         parts = urlsplit(target if "://" in target else f"tcp://{target}")
@@ -191,6 +201,15 @@ def _check_target(target: str) -> str:
     if scheme not in ("http", "https", "tcp") or not hostname:
         raise ValueError(f"{target!r}: write a URL (https://host/file) or host:port")
     _check_host(hostname)
+    # Brackets are allowed only around an IPv6 host (http://[::1]:8080/x).
+    beyond_host = re.sub(r"^([a-z]+://)?\[[0-9A-Fa-f:.%]+\]", "", target)
+    glob = sorted({c for c in beyond_host if c in _GLOB_CHARACTERS})
+    if glob:
+        encoded = ", ".join(f"{c} as %{ord(c):02X}" for c in glob)
+        raise ValueError(
+            f"{target!r}: {' '.join(glob)} would make curl fetch a list of URLs, not this one; "
+            f"percent-encode them ({encoded})"
+        )
     return target
 
 
