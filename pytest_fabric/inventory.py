@@ -64,8 +64,14 @@ _LABEL_RE = re.compile(r"^[A-Za-z0-9._-]+$")
 _FSTYPE_RE = re.compile(r"^[a-z0-9][a-z0-9._-]{0,63}$")
 _MOUNT_OPTION_RE = re.compile(r"^[A-Za-z0-9_.-]+(?:=[A-Za-z0-9_.:/@+-]+)?$")
 
-#: filesystems every node sees as one: aggregate_write runs on these, or on a mount written `shared: true`
-SHARED_FSTYPES = frozenset({"nfs", "nfs4", "lustre", "gpfs", "beegfs", "cephfs", "wekafs"})
+#: filesystems every node sees as one: aggregate_write runs on these, or on a mount written `shared: true`.
+#: Network and parallel filesystems as findmnt names them (the kernel's ceph client is ``ceph``; GlusterFS
+#: and ceph-fuse mount through FUSE), and the cluster filesystems of one block device under many nodes
+#: (gfs2, ocfs2). Not 9p or virtiofs: a VM's host directory, node-local or shared as the host's is.
+SHARED_FSTYPES = frozenset({
+    "nfs", "nfs4", "lustre", "gpfs", "beegfs", "cephfs", "ceph", "fuse.ceph-fuse", "wekafs", "glusterfs",
+    "fuse.glusterfs", "cifs", "smb3", "gfs2", "ocfs2",
+})
 
 
 def _check_host(value: str) -> str:

@@ -3,8 +3,9 @@
 One answer, read by the measurement fixtures (the ``shares`` of their ``@wave``) and by the
 plan (how long a wave takes), so what the plan counts is what the run does.
 
-- **A shared mount** (nfs, lustre, ``shared: true``, or a mount whose type the inventory does not
-  state) is one filesystem under every node, so a per-node figure there depends on how many nodes
+- **A shared mount** (as :mod:`pytest_fabric.locality` decides from ``shared:`` and what findmnt
+  shows on the nodes: nfs, lustre, the same source on every node of no stated type, ...) is one
+  filesystem under every node, so a per-node figure there depends on how many nodes
   use it at once. The check's ``measured:`` says which figure the profile asks for: ``alone`` (the
   default; each node's client on an otherwise idle mount, ``concurrency`` nodes at a time, 1 unless
   the check says more) or ``together`` (every node of the wave at once, up to ``--fabric-fanout``:
@@ -24,11 +25,13 @@ of a wave's members holding one resource run together under a fan-out.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 from urllib.parse import urlsplit
 
 from .batches import Share
 from .inventory import Inventory
+from .locality import MountSharing
 from .profile import Measured, Profile
 
 __all__ = [
@@ -51,14 +54,17 @@ EGRESS_CAPPED = frozenset({"download", "upload"})
 MOUNT_LOADING = frozenset({"sequential_read", "sequential_write", "random_read_iops", "checkpoint_write"})
 
 
-def mount_is_shared(inventory: Inventory, path: str | None) -> bool:
-    """Whether nodes measuring ``path`` share one filesystem: stated so, or not stated as node-local.
+def mount_is_shared(inventory: Inventory, path: str | None, found: MountSharing | None = None) -> bool:
+    """Whether nodes measuring ``path`` share one filesystem: as the run decided from the inventory and
+    findmnt (``found``: :func:`pytest_fabric.locality.decide`), else stated so, or not stated as node-local.
 
     A mount whose type the inventory does not state counts as shared: taking turns on a node-local
     disk is slower, never wrong; all at once on a shared one would judge a share as a node's own.
     """
     if path is None:
         return False  # each node's own temp dir
+    if found is not None:
+        return found.shared
     stated = inventory.mount(path)
     if stated.shared is not None:
         return stated.shared
@@ -73,10 +79,12 @@ def measured_mode(profile: Profile, check: str) -> Measured:
 
 
 def mount_share(
-    inventory: Inventory, profile: Profile, check: str, path: str | None
+    inventory: Inventory, profile: Profile, check: str, path: str | None, found: MountSharing | None = None
 ) -> Share | None:
-    """What a node measuring storage ``check`` on ``path`` shares: the mount, taken in turns (alone), or nothing."""
-    if check not in MOUNT_LOADING or not mount_is_shared(inventory, path) or measured_mode(profile, check) == "together":
+    """What a node measuring storage ``check`` on ``path`` shares: the mount, taken in turns (alone), or nothing.
+    ``found``: the run's decision for the mount (:func:`mount_is_shared`)."""
+    if (check not in MOUNT_LOADING or not mount_is_shared(inventory, path, found)
+            or measured_mode(profile, check) == "together"):
         return None
     spec = profile.spec("storage", check)
     return Share(f"shared mount {path}", int(getattr(spec, "concurrency", 1) or 1))
@@ -103,13 +111,16 @@ def egress_share(inventory: Inventory, profile: Profile, check: str, target: str
 
 
 def share_for(
-    inventory: Inventory, profile: Profile, check: str, subject: str, param: Any
+    inventory: Inventory, profile: Profile, check: str, subject: str, param: Any,
+    found: Callable[[str], MountSharing | None] | None = None,
 ) -> Share | None:
     """What one test's subject shares in its check's wave (``param`` as the subject fixture takes it:
     ``(node, path)`` for a mount, ``(node, target)`` for an egress target); None: nothing, it runs
-    under ``--fabric-fanout`` alone. The run's fixtures use the same rules."""
+    under ``--fabric-fanout`` alone. ``found``: the run's decision for a mount path, where made.
+    The run's fixtures use the same rules."""
     if subject == "mount":
-        return mount_share(inventory, profile, check, param[1])
+        path = param[1]
+        return mount_share(inventory, profile, check, path, found(path) if found and path else None)
     if subject == "egress_target":
         return egress_share(inventory, profile, check, param[1])
     return None

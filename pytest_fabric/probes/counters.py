@@ -32,13 +32,13 @@ from __future__ import annotations
 
 import math
 import re
-import shlex
 import time
 from dataclasses import dataclass, field
 
 from ..cluster import NodeHandle
 from ..evidence import CommandResult
 from ..parsers import ethtool, iblinkinfo, perfquery, rdma_link, rdma_statistic
+from ..shellcmd import fill, join
 from ..units import parse_quantity
 from ..verdict import Measurement
 from .base import MeasurementError, parse_or_raise
@@ -217,7 +217,7 @@ def _require(result: CommandResult, counters: dict[str, int], known: frozenset[s
 
 
 def _perfquery(node: NodeHandle, device: str, ib_port: int, target: str) -> tuple[dict[str, int], CommandResult]:
-    result = node.run(f"perfquery -x -C {shlex.quote(device)} -P {ib_port}{target}", timeout=30)
+    result = node.run(fill("perfquery -x -C {device} -P {ib_port}", device=device, ib_port=ib_port) + target, timeout=30)
     blocks = parse_or_raise(perfquery.parse_perfquery, result)
     counters: dict[str, int] = {}
     for block in blocks:
@@ -228,7 +228,7 @@ def _perfquery(node: NodeHandle, device: str, ib_port: int, target: str) -> tupl
 
 def _peer(node: NodeHandle, device: str, ib_port: int) -> tuple[int, int, str | None, CommandResult]:
     """LID and port number of the port at the other end of the cable (iblinkinfo, one hop)."""
-    result = node.run(f"iblinkinfo -C {shlex.quote(device)} -P {ib_port} -D 0", timeout=60)
+    result = node.run(fill("iblinkinfo -C {device} -P {ib_port} -D 0", device=device, ib_port=ib_port), timeout=60)
     lines = parse_or_raise(iblinkinfo.parse_iblinkinfo, result)
     mine = [p for p in lines if p.port == ib_port and p.node_type != "Switch"]
     if not mine or mine[0].peer_lid is None or mine[0].peer_port is None:
@@ -252,23 +252,23 @@ def read_port(node: NodeHandle, device: str, ib_port: int, *, infiniband: bool, 
         if both_ends:
             lid, peer_port, peer_name, link = _peer(node, device, ib_port)
             label = f"peer LID {lid} port {peer_port}" + (f" ({peer_name})" if peer_name else "")
-            peer, peer_result = _perfquery(node, device, ib_port, f" {lid} {peer_port}")
+            peer, peer_result = _perfquery(node, device, ib_port, " " + join([lid, peer_port]))
             readings.append(Reading(label, peer))
             evidence += [link, peer_result]
         return PortCounters(node.name, name, True, tuple(readings), tuple(evidence), read_at)
-    stats = node.run(f"rdma statistic show link {shlex.quote(name)}", timeout=30)
+    stats = node.run(fill("rdma statistic show link {name}", name=name), timeout=30)
     ports = parse_or_raise(rdma_statistic.parse_rdma_statistic, stats)
     mine = [p for p in ports if p.device == device and p.port == ib_port]
     if not mine:
         raise MeasurementError(node.name, f"rdma statistic printed no line for {name}", command=stats.command)
     _require(stats, mine[0].counters, frozenset(_ROCE_FAULT_TRANSPORT), "rdma statistic")
-    link_result = node.run(f"rdma link show {shlex.quote(name)}", timeout=30)
+    link_result = node.run(fill("rdma link show {name}", name=name), timeout=30)
     links = parse_or_raise(rdma_link.parse_rdma_link, link_result)
     netdev = next((link.netdev for link in links if link.device == device and link.port == ib_port), None)
     if not netdev:
         raise MeasurementError(node.name, f"rdma link names no netdev for {name}; its Ethernet counters cannot be read",
                                command=link_result.command)
-    phy_result = node.run(f"ethtool -S {shlex.quote(netdev)}", timeout=30)
+    phy_result = node.run(fill("ethtool -S {netdev}", netdev=netdev), timeout=30)
     phy = parse_or_raise(ethtool.parse_ethtool_stats, phy_result)
     _require(phy_result, phy, _ROCE_PHY_KNOWN, "ethtool -S")
     return PortCounters(

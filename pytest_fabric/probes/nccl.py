@@ -36,7 +36,6 @@ What a run can end in, and what the check then says:
 from __future__ import annotations
 
 import ipaddress
-import shlex
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Literal
@@ -45,6 +44,7 @@ from ..cluster import NodeHandle
 from ..evidence import CommandResult
 from ..parsers import nccl_tests, srun_mpi_list
 from ..parsers.base import ParseError
+from ..shellcmd import join, quote
 from ..transport.base import CommandFailed
 from ..transport.scheduler import SchedulerJob, scheduler_job
 from ..units import Quantity, bandwidth, parse_quantity
@@ -164,12 +164,12 @@ def _program(size_bytes: int) -> str:
 def _srun_command(nodes: Sequence[NodeHandle], size_bytes: int, gpus_per_node: int, algorithm: str,
                   launch: Launch, launcher: Launcher) -> str:
     assert launcher.job is not None
-    names = ",".join(shlex.quote(n.name) for n in nodes)
+    names = quote(",".join(n.name for n in nodes))
     # srun passes its environment to the ranks: NCCL's settings go before it, not through --export
     # (whose commas would split NCCL_IB_HCA's list).
     return (
-        _CLEAR_STEP_ENV + " ".join(shlex.quote(e) for e in _nccl_env(algorithm, launch)) + " "
-        f"srun --jobid={shlex.quote(launcher.job.job_id)} --overlap --mpi={shlex.quote(launcher.mpi or 'pmix')} "
+        _CLEAR_STEP_ENV + join(_nccl_env(algorithm, launch)) + " "
+        f"srun --jobid={quote(launcher.job.job_id)} --overlap --mpi={quote(launcher.mpi or 'pmix')} "
         f"-N {len(nodes)} -n {len(nodes) * gpus_per_node} --ntasks-per-node={gpus_per_node} -w {names} "
         "--cpu-bind=none --kill-on-bad-exit=1 --input=none " + _program(size_bytes)
     )
@@ -181,7 +181,7 @@ def _command(nodes: Sequence[NodeHandle], size_bytes: int, gpus_per_node: int, a
         return _srun_command(nodes, size_bytes, gpus_per_node, algorithm, launch, launcher)
     inside = launcher.how == "mpirun-slurm"
     # Inside a Slurm job mpirun's daemons are started by srun, which knows the nodes by their Slurm names.
-    hosts = ",".join(f"{shlex.quote(n.name if inside else n.address)}:{gpus_per_node}" for n in nodes)
+    hosts = quote(",".join(f"{n.name if inside else n.address}:{gpus_per_node}" for n in nodes))
     options = [
         # PATH and LD_LIBRARY_PATH of the launching shell reach the remote ranks: all_reduce_perf and
         # libnccl are found where they are on the first node, not only on the default PATH.
@@ -205,8 +205,8 @@ def _command(nodes: Sequence[NodeHandle], size_bytes: int, gpus_per_node: int, a
     prefix = ""
     if inside:
         assert launcher.job is not None
-        names = ",".join(n.name for n in nodes)
-        job = shlex.quote(launcher.job.job_id)
+        names = quote(",".join(n.name for n in nodes))
+        job = quote(launcher.job.job_id)
         # mpirun reads the job it runs in from these (its ras/plm slurm components): the K nodes, the
         # GPUs' worth of slots on each; its daemons' srun steps need --overlap beside the step mpirun is in.
         prefix = (
@@ -217,7 +217,7 @@ def _command(nodes: Sequence[NodeHandle], size_bytes: int, gpus_per_node: int, a
     return (
         prefix + f"mpirun --allow-run-as-root -H {hosts} -np {len(nodes) * gpus_per_node} --bind-to none "
         + " ".join(options) + " "
-        + " ".join(f"-x {shlex.quote(e)}" for e in env) + " "
+        + " ".join(f"-x {quote(e)}" for e in env) + " "
         + _program(size_bytes)
     )
 

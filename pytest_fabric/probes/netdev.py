@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import ipaddress
-import shlex
 import socket
 from dataclasses import dataclass
 
@@ -11,6 +10,7 @@ from ..cluster import NodeHandle
 from ..evidence import CommandResult
 from ..once import Once
 from ..parsers import ip_addr, ip_link
+from ..shellcmd import fill, quote
 from ..units import Quantity, infiniband_data_rate, parse_quantity
 from ..verdict import Measurement
 from .base import MeasurementError, parse_or_raise
@@ -59,7 +59,7 @@ def mtu(node: NodeHandle, once: Once | None = None) -> Measurement:
     """The MTU of the interface carrying the node's data traffic (its lookup shared through ``once``)."""
     interface, addr_result = data_interface(node, once)
     # -o, not -br: the brief form prints no MTU (iproute2 print_linkinfo_brief).
-    result = node.run(f"ip -o link show dev {shlex.quote(interface)}", timeout=15)
+    result = node.run(fill("ip -o link show dev {interface}", interface=interface), timeout=15)
     links = parse_or_raise(ip_link.parse_ip_link, result)
     if not links or links[0].mtu_bytes is None:
         raise MeasurementError(node.name, f"no MTU in the output for {interface}", command=result.command)
@@ -109,7 +109,7 @@ def link_rate(node: NodeHandle, interface: str, once: Once | None = None) -> tup
     """
     if once is not None:
         return once.get("link rate", (node.name, interface), lambda: link_rate(node, interface))
-    d = shlex.quote(f"/sys/class/net/{interface}")
+    d = quote(f"/sys/class/net/{interface}")
     result = node.run(
         f"d={d}; echo \"type $(cat $d/type 2>/dev/null)\"; echo \"speed $(cat $d/speed 2>/dev/null)\"; "
         'p=$(( $(cat $d/dev_port 2>/dev/null || echo 0) + 1 )); '

@@ -13,12 +13,12 @@ ECN is on for a priority when both MLNX_OFED switches are: ``ecn/roce_np/enable/
 
 from __future__ import annotations
 
-import shlex
 from collections.abc import Iterable
 
 from ..cluster import NodeHandle
 from ..evidence import CommandResult
 from ..parsers import ibdev2netdev, mlnx_qos
+from ..shellcmd import fill, join
 from ..verdict import Measurement
 from .base import MeasurementError, parse_or_raise
 
@@ -35,7 +35,7 @@ def _ecn(node: NodeHandle, netdev: str, priorities: list[int]) -> tuple[str, Com
         for role in ECN_ROLES
     ]
     result = node.run(
-        "grep -H . " + " ".join(shlex.quote(p) for p in paths), timeout=15, check=False
+        "grep -H . " + join(paths), timeout=15, check=False
     )
     values: dict[str, str] = {}
     for line in result.stdout.splitlines():
@@ -106,7 +106,7 @@ def roce_settings(
     ecn: dict[str, str] = {}
     warned: list[str] = []
     for netdev in netdevs:
-        result = node.run(f"mlnx_qos -i {shlex.quote(netdev)}", timeout=30)
+        result = node.run(fill("mlnx_qos -i {netdev}", netdev=netdev), timeout=30)
         evidence.append(result)
         qos = parse_or_raise(mlnx_qos.parse_mlnx_qos, result)
         trust[netdev] = (qos.trust or "unknown").lower()

@@ -21,7 +21,6 @@ a rail-optimised fabric's spine.  Each side runs bound to its HCA's NUMA node
 from __future__ import annotations
 
 import dataclasses
-import shlex
 import statistics
 import time
 from collections.abc import Callable, Sequence
@@ -34,6 +33,7 @@ from ..cluster import NodeHandle, NodePair
 from ..evidence import CommandResult
 from ..parsers import ibstat, ibv_devinfo, perfquery, perftest
 from ..parsers.base import ParseError
+from ..shellcmd import fill, join, quote
 from ..transport.base import BackgroundProcess, CommandFailed, TransportError
 from ..units import Quantity, bandwidth, parse_quantity
 from ..verdict import Measurement
@@ -275,8 +275,8 @@ def numa_prefix(node: NodeHandle, device: str) -> tuple[str, CommandResult, Numa
     firmware does not say: then nothing is bound.
     """
     result = node.run(
-        f"n=$(cat /sys/class/infiniband/{shlex.quote(device)}/device/numa_node 2>/dev/null); "
-        'echo "${n:--1} $(command -v numactl >/dev/null 2>&1 && echo numactl)"',
+        fill("n=$(cat /sys/class/infiniband/{device}/device/numa_node 2>/dev/null); ", device=device)
+        + 'echo "${n:--1} $(command -v numactl >/dev/null 2>&1 && echo numactl)"',
         timeout=15,
         check=False,
     )
@@ -291,13 +291,13 @@ def numa_prefix(node: NodeHandle, device: str) -> tuple[str, CommandResult, Numa
 
 def _perftest_args(device: str, ib_port: int, settings: RdmaSettings, port: int) -> str:
     args = [
-        f"-d {shlex.quote(device)}",
+        f"-d {quote(device)}",
         f"-i {ib_port}",
         f"-p {port}",
         "-F",
         *settings.traffic,
     ]
-    return " ".join(args + list(settings.extra_args))
+    return " ".join(args) + (" " + join(settings.extra_args) if settings.extra_args else "")
 
 
 def _server_listening(node: NodeHandle, port: int, server: BackgroundProcess) -> None:
@@ -350,7 +350,7 @@ def _run_pair(
         _server_listening(pair.b, port, server)
         client_cmd = (
             f"{binding.a}{settings.tool} {_perftest_args(a_port.device, a_port.port, settings, port)} {client_args} "
-            f"{shlex.quote(pair.b.address)}"
+            f"{quote(pair.b.address)}"
         )
         client = pair.a.run(client_cmd, timeout=settings.timeout_s, check=False)
     finally:
@@ -688,7 +688,7 @@ def pair_latency(
 
 def read_counters(node: NodeHandle, port: RdmaPort) -> tuple[dict[str, int], CommandResult]:
     """The port's error counters (extended perfquery) by name."""
-    result = node.run(f"perfquery -x -C {shlex.quote(port.device)} -P {port.port}", timeout=30)
+    result = node.run(fill("perfquery -x -C {device} -P {port}", device=port.device, port=port.port), timeout=30)
     parsed = parse_or_raise(perfquery.parse_perfquery, result)
     counters: dict[str, int] = {}
     for entry in parsed:

@@ -30,7 +30,6 @@ filesystem.
 from __future__ import annotations
 
 import dataclasses
-import shlex
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
@@ -43,6 +42,7 @@ from ..inventory import Mount
 from ..parsers import fio
 from ..parsers.base import ParseError
 from ..parsers.findmnt import FindmntFilesystem, parse_findmnt
+from ..shellcmd import fill, quote
 from ..transport.base import CommandFailed, ToolMissing, TransportError
 from ..units import Quantity, bandwidth, parse_quantity
 from ..verdict import Measurement
@@ -163,12 +163,12 @@ class MountState:
 
 
 def _mount_command(path: str) -> str:
-    quoted = shlex.quote(path)
+    quoted = quote(path)
     # One round trip: the mount at the path, or else (findmnt exits 1) what the path lives on.
     return (
-        f"test -d {quoted} || {{ echo {shlex.quote(_NO_DIRECTORY)}; exit 0; }}; "
+        f"test -d {quoted} || {{ echo {quote(_NO_DIRECTORY)}; exit 0; }}; "
         f"{_FINDMNT} --mountpoint {quoted} && exit 0; rc=$?; [ $rc -eq 1 ] || exit $rc; "
-        f"echo {shlex.quote(_NOT_MOUNTED)}; {_FINDMNT} --target {quoted}"
+        f"echo {quote(_NOT_MOUNTED)}; {_FINDMNT} --target {quoted}"
     )
 
 
@@ -246,8 +246,7 @@ def _require_mount(node: NodeHandle, spec: Mount | None, settings: FioSettings, 
 
 def workdir_for(node: NodeHandle, path: str | None) -> tuple[str, CommandResult]:
     """A fresh directory to run fio in: under the mount, or under /tmp when the inventory names none."""
-    parent = shlex.quote(path or "/tmp")
-    result = node.run(f"mktemp -d {parent}/pytest-fabric.XXXXXX", timeout=15)
+    result = node.run(fill("mktemp -d {parent}/pytest-fabric.XXXXXX", parent=path or "/tmp"), timeout=15)
     return result.stdout.strip(), result
 
 
@@ -257,7 +256,7 @@ def _fio_command(directory: str, settings: FioSettings, *, layout: bool = False,
     parts = [
         "fio",
         f"--name=pytest-fabric-{settings.rw}",
-        f"--directory={shlex.quote(directory)}",
+        f"--directory={quote(directory)}",
         f"--rw={settings.rw}",
         f"--bs={settings.block_size_bytes}",
         f"--size={settings.size_bytes}",
@@ -318,7 +317,7 @@ def _timeout(settings: FioSettings, writers: int = 1) -> float:
 
 
 def _remove(node: NodeHandle, directory: str) -> CommandResult:
-    return node.run(f"rm -rf -- {shlex.quote(directory)}", timeout=120, check=False)
+    return node.run(fill("rm -rf -- {directory}", directory=directory), timeout=120, check=False)
 
 
 @dataclass
@@ -376,7 +375,7 @@ def _lay_out(prepared: _Prepared, spec: Mount | None, settings: FioSettings) -> 
         how = f"files laid out by {node.name} itself on {state.filesystem.fstype}, which is memory: no cache to drop"
         read_from = {"laid_out_by": node.name, "cache": "memory filesystem"}
     else:
-        dropped = node.run(f"sync -f {shlex.quote(directory)} && {_DROP_CACHES}", timeout=120, check=False)
+        dropped = node.run(fill("sync -f {directory} && ", directory=directory) + _DROP_CACHES, timeout=120, check=False)
         evidence.append(dropped)
         if dropped.ok:
             how = f"files laid out by {node.name} itself, then its page cache dropped (sync; {_DROP_CACHES})"
@@ -444,7 +443,7 @@ def _layout_node(
 
 def _files_present(node: NodeHandle, writer: NodeHandle, directory: str, settings: FioSettings) -> CommandResult:
     """The laid-out files as the reader sees them before it reads (evidence that it did not write them)."""
-    pattern = f"{shlex.quote(directory)}/pytest-fabric-{settings.rw}.*"
+    pattern = quote(directory) + "/" + quote(f"pytest-fabric-{settings.rw}") + ".*"
     result = node.run(f"stat -c '%n %s bytes' -- {pattern}", timeout=15, check=False)
     if not result.ok:
         raise MeasurementError(

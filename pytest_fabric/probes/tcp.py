@@ -14,7 +14,6 @@ servers, one readiness wait and its clients.
 
 from __future__ import annotations
 
-import shlex
 import time
 import warnings
 from concurrent.futures import ThreadPoolExecutor
@@ -25,6 +24,7 @@ from ..cluster import NodeHandle, NodePair
 from ..evidence import CommandResult
 from ..once import Once
 from ..parsers import iperf3
+from ..shellcmd import quote
 from ..transport.base import BackgroundProcess
 from ..units import Quantity, bandwidth
 from ..usage import FabricUsageWarning
@@ -119,7 +119,7 @@ def numa_pinning(node: NodeHandle, once: Once | None = None) -> tuple[str, list[
 
 def _numa_pinning(node: NodeHandle, once: Once | None) -> tuple[str, list[CommandResult], str]:
     interface, addr = data_interface(node, once)
-    iface = shlex.quote(interface)
+    iface = quote(interface)
     result = node.run(
         f"n=$(cat /sys/class/net/{iface}/device/numa_node 2>/dev/null); "
         'if [ -n "$n" ] && [ "$n" -ge 0 ] 2>/dev/null && command -v numactl >/dev/null; then echo "$n"; fi',
@@ -221,7 +221,7 @@ def measure_pair(
                 pair.b.start(f"{server_prefix}iperf3 -s -1 -p {port}", timeout=budget + SERVER_READY_TIMEOUT_S)
             )
         _wait_listening(pair.b, ports, servers)
-        target = shlex.quote(pair.b.address)
+        target = quote(pair.b.address)
 
         def client(port: int) -> CommandResult:
             return pair.a.run(
