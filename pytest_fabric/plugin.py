@@ -27,6 +27,7 @@ from .checks import check_of, is_set, profile_key_of
 from .hostlist import fold
 from .inventory import Node, load_inventory, with_data_addresses
 from .pairs import make_pairs
+from .plugin_conflicts import refuse_conflicting_plugins
 from .profile import LAYERS, bundled_profiles, load_profile
 from .record import PLANNED_KEY, REPORT_ATTRIBUTE, CheckRecord, PlannedCheck, quantity_json
 from .runinfo import RUN_INFO_KEY, RunInfo, utc_now
@@ -181,6 +182,7 @@ def pytest_configure(config: pytest.Config) -> None:
     except SourceError as exc:
         raise pytest.UsageError(_named_option("--profile", profile_ref, exc)) from None
 
+    refuse_conflicting_plugins(config)
     workers = config.getoption("numprocesses", None)
     if workers not in (None, 0, "0"):
         # Every worker would measure its own rounds and waves on the same nodes at the same

@@ -1,0 +1,55 @@
+"""Other pytest plugins' options that would spoil a measurement: refused at load, with what to use.
+
+A conformance test judges a figure its wave or round measured once for every subject at the same
+time; the test itself only reads that figure. Plugins that work on single tests do not fit that
+shape:
+
+- pytest-rerunfailures: a rerun judges the figure already measured again (in a millisecond) and
+  reports "1 rerun" as if the cluster had been measured twice.
+
+Each is refused with a :class:`pytest.UsageError` only with ``--cluster``; without it the plugins
+work as usual. The checks read options and ini values after the plugins parsed them, so every way
+of setting one (the command line, ``addopts``, ``PYTEST_ADDOPTS``, an environment variable the
+plugin reads) is seen.
+"""
+
+from __future__ import annotations
+
+import pytest
+
+__all__ = ["refuse_conflicting_plugins"]
+
+
+def refuse_conflicting_plugins(config: pytest.Config) -> None:
+    """Raise a usage error naming the option and what does its job, if one is in force."""
+    for check in (_reruns,):
+        message = check(config)
+        if message:
+            raise pytest.UsageError(message)
+
+
+def _reruns(config: pytest.Config) -> str | None:
+    if not config.pluginmanager.hasplugin("rerunfailures"):
+        return None
+    given = None
+    for option, dest in (("--force-reruns", "force_reruns"), ("--reruns", "reruns")):
+        value = config.getoption(dest, None)
+        if value:
+            given = f"{option} {value}"
+            break
+    if given is None:
+        try:
+            ini = int(config.getini("reruns") or 0)
+        except (TypeError, ValueError):  # the plugin ignores a value that is not a number, so do we
+            ini = 0
+        if ini:
+            given = f"reruns = {ini} (ini)"
+    if given is None:
+        return None
+    return (
+        f"{given}: pytest-rerunfailures would judge the figure already measured again (a wave or "
+        "round measures once, the tests read that figure), not measure again. pytest-fabric retests "
+        "on its own: an outlier check or attribution re-measures each suspect pair alone, three "
+        "samples, before it judges. Run without --reruns; to measure again, run pytest again (--lf "
+        "runs only what failed)"
+    )
