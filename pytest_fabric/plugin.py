@@ -183,15 +183,6 @@ def pytest_configure(config: pytest.Config) -> None:
         raise pytest.UsageError(_named_option("--profile", profile_ref, exc)) from None
 
     refuse_conflicting_plugins(config)
-    workers = config.getoption("numprocesses", None)
-    if workers not in (None, 0, "0"):
-        # Every worker would measure its own rounds and waves on the same nodes at the same
-        # time: the figures would be depressed by each other, not by the cluster.
-        raise pytest.UsageError(
-            f"-n {workers}: pytest-xdist workers would measure the same nodes and links at once and "
-            "depress each other's figures; pytest-fabric already measures every node at once (waves) "
-            "and every pair round concurrently. Run without -n (use --fabric-fanout to cap nodes at once)"
-        )
     fanout = config.getoption("fabric_fanout")
     if fanout < 1:
         raise pytest.UsageError(f"--fabric-fanout {fanout}: at least 1 node at a time")

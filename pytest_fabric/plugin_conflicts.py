@@ -1,11 +1,13 @@
 """Other pytest plugins' options that would spoil a measurement: refused at load, with what to use.
 
 A conformance test judges a figure its wave or round measured once for every subject at the same
-time; the test itself only reads that figure. Plugins that work on single tests do not fit that
-shape:
+time; the test itself only reads that figure. Plugins that work on single tests or split the tests
+across processes do not fit that shape:
 
 - pytest-rerunfailures: a rerun judges the figure already measured again (in a millisecond) and
   reports "1 rerun" as if the cluster had been measured twice.
+- pytest-xdist: workers each measure their own waves and rounds on the same nodes and links at
+  once and depress each other's figures, however they are started (``-n``, ``-d --tx``, addopts).
 
 Each is refused with a :class:`pytest.UsageError` only with ``--cluster``; without it the plugins
 work as usual. The checks read options and ini values after the plugins parsed them, so every way
@@ -22,7 +24,7 @@ __all__ = ["refuse_conflicting_plugins"]
 
 def refuse_conflicting_plugins(config: pytest.Config) -> None:
     """Raise a usage error naming the option and what does its job, if one is in force."""
-    for check in (_reruns,):
+    for check in (_reruns, _xdist_workers):
         message = check(config)
         if message:
             raise pytest.UsageError(message)
@@ -52,4 +54,21 @@ def _reruns(config: pytest.Config) -> str | None:
         "on its own: an outlier check or attribution re-measures each suspect pair alone, three "
         "samples, before it judges. Run without --reruns; to measure again, run pytest again (--lf "
         "runs only what failed)"
+    )
+
+
+def _xdist_workers(config: pytest.Config) -> str | None:
+    # xdist's own pytest_cmdline_main (before any pytest_configure) turns -n into --dist load and
+    # --tx N*popen, so dist and tx together are every way it can start workers.
+    dist = config.getoption("dist", None) or "no"
+    tx = config.getoption("tx", None) or []
+    if dist == "no" or not tx:
+        return None
+    workers = config.getoption("numprocesses", None)
+    given = f"-n {workers}" if workers else f"--dist {dist} --tx {' '.join(tx)}"
+    return (
+        f"{given}: pytest-xdist workers would measure the same nodes and links at once and "
+        "depress each other's figures; pytest-fabric already measures every node at once (waves) "
+        "and every pair round concurrently. Run without -n, --dist or --tx (check addopts and "
+        "PYTEST_ADDOPTS); use --fabric-fanout to cap nodes at once"
     )
