@@ -41,3 +41,31 @@ def test_no_reruns_still_runs(pytester: pytest.Pytester) -> None:
     pytest.importorskip("pytest_rerunfailures")
     result = pytester.runpytest(*LOCAL, "-k", "mtu", "--reruns", "0")
     assert result.ret == pytest.ExitCode.OK, result.stdout.str()
+
+
+@pytest.mark.parametrize(
+    ("args", "env", "named"),
+    [
+        pytest.param(("--timeout", "30"), None, "--timeout 30", id="option"),
+        pytest.param(("-o", "timeout=30"), None, "timeout = 30 (ini)", id="ini"),
+        pytest.param((), "30", "PYTEST_TIMEOUT=30", id="env"),
+    ],
+)
+def test_per_test_timeout_is_refused(
+    pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch, args: tuple[str, ...], env: str | None, named: str
+) -> None:
+    # Before: the first test of a wave was timed with every node's measurement; on expiry the run
+    # ended in a traceback with the node sent back for a timeout of the controller's own.
+    pytest.importorskip("pytest_timeout")
+    if env is not None:
+        monkeypatch.setenv("PYTEST_TIMEOUT", env)
+    result = pytester.runpytest(*LOCAL, "-k", "mtu", *args)
+    output = _refused(result)
+    assert f"{named}: pytest-timeout would time the first test of a wave" in output, output
+    assert "--time-budget" in output and "connect_timeout" in output, output
+
+
+def test_session_timeout_and_timeout_0_still_run(pytester: pytest.Pytester) -> None:
+    pytest.importorskip("pytest_timeout")
+    result = pytester.runpytest(*LOCAL, "-k", "mtu", "--timeout", "0", "--session-timeout", "600")
+    assert result.ret == pytest.ExitCode.OK, result.stdout.str()
