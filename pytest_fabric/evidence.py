@@ -35,11 +35,14 @@ class CommandResult:
 #: what a connection did with the key a node presented
 DECISIONS = (
     "verified",  # it is in known_hosts
+    "verified by CA",  # a host certificate signed by a @cert-authority key of known_hosts, valid for the host now
     "accepted new",  # unknown; accept-new appended it to known_hosts
     "accepted changed",  # known_hosts holds another key for the host; ignore accepted it anyway
     "accepted unknown",  # not in known_hosts; ignore accepted it without saving it
     "refused changed",  # another key is on file: strict and accept-new refuse it
     "refused unknown",  # not in known_hosts: strict refuses it
+    "refused revoked",  # a @revoked line lists it: refused under every policy
+    "refused certificate",  # a host certificate known_hosts' CAs do not vouch for (why: in the error)
 )
 
 

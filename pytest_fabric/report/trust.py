@@ -44,11 +44,14 @@ POLICY_MEANING = {
 
 _SHOWN = {
     "verified": "verified against",
+    "verified by CA": "certificate verified by a @cert-authority key in",
     "accepted new": "accepted new, appended to",
     "accepted changed": "ACCEPTED CHANGED (differs from",
     "accepted unknown": "accepted unknown, not saved (not in",
     "refused changed": "refused, changed (differs from",
     "refused unknown": "refused, unknown (not in",
+    "refused revoked": "refused, marked @revoked (in",
+    "refused certificate": "refused, certificate not vouched for (by",
 }
 
 
@@ -130,6 +133,9 @@ _JUNIT_WHERE = {
     "accepted unknown": "not saved, not in {path}",
     "refused changed": "differs from {path}",
     "refused unknown": "not in {path}",
+    "verified by CA": "host certificate signed by a @cert-authority key in {path}",
+    "refused revoked": "@revoked in {path}",
+    "refused certificate": "certificate not vouched for by {path}",
 }
 
 

@@ -5,6 +5,8 @@
 - :mod:`.background`: a server started over SSH (:class:`SSHBackgroundProcess`);
 - :mod:`.errors`: paramiko's and the socket layer's failures as the transport's typed errors;
 - :mod:`.hostkeys`: host keys checked against known_hosts, as OpenSSH's StrictHostKeyChecking;
+- :mod:`.knownhosts`: known_hosts read as OpenSSH reads it (markers, hashed names, patterns);
+- :mod:`.hostcert`: a host certificate checked against the ``@cert-authority`` keys;
 - :mod:`.jumphosts`: one connection per bastion, shared by every node behind it;
 - :mod:`.pacing`: how many handshakes run at once, per sshd (MaxStartups) and in all;
 - :mod:`.config`: the ssh_config's HostName of a host, for the traffic between nodes.

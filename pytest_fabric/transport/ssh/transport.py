@@ -44,6 +44,7 @@ from .hostkeys import (
     GLOBAL_KNOWN_HOSTS,
     HostKeyLog,
     HostKeyPolicy,
+    certificates_first,
     configure_client,
     note_connected,
     note_refused,
@@ -294,6 +295,9 @@ class SSHTransport:
             port=conn.port,
             also=also,
             log=s.host_key_log,
+        )
+        kwargs["transport_factory"] = certificates_first(
+            _QuietTransport, known_hosts=known_file, host=conn.host, port=conn.port, also=also
         )
         jump = s.jump or conn.ssh_config.get("proxyjump")
         jump = None if jump is None or jump.lower() == "none" else jump
