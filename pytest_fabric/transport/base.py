@@ -14,6 +14,7 @@ from typing import Protocol, runtime_checkable
 # How a command ended is evidence, read by the verdicts and the reports without the transports:
 # it lives in a leaf module and is re-exported here for the transports (and code that took it from here).
 from ..evidence import CommandResult
+from ..outputcap import MESSAGE_CHARS, cap_text
 
 __all__ = [
     "CommandResult",
@@ -36,7 +37,8 @@ class TransportError(Exception):
         self.node = node
         self.command = command
         self.fix = fix
-        self.detail = message
+        # A message may quote node text (an output's tail, a parser's complaint): never unbounded.
+        self.detail = cap_text(message, 2 * MESSAGE_CHARS)
         super().__init__(self._render())
 
     def again(self) -> TransportError:
@@ -87,7 +89,9 @@ class CommandFailed(TransportError):
 
     def __init__(self, result: CommandResult, fix: str | None = None) -> None:
         self.result = result
-        tail = "\n".join((result.stderr or result.stdout).strip().splitlines()[-8:])
+        # The last 8 lines, cut to MESSAGE_CHARS: one line can be 500 MB.
+        lines = (result.stderr or result.stdout)[-8 * MESSAGE_CHARS:].strip().splitlines()[-8:]
+        tail = cap_text("\n".join(lines), MESSAGE_CHARS)
         message = f"exited with code {result.exit_code}"
         if tail:
             message += f"; last output:\n{tail}"

@@ -14,7 +14,9 @@ import subprocess
 import threading
 import time
 from collections.abc import Callable
+from typing import IO
 
+from ..outputcap import KEEP_BYTES, CappedBuffer
 from .base import CommandResult, CommandTimeout
 from .outcome import judge
 from .packages import missing_tool
@@ -56,10 +58,31 @@ def _kill_group(proc: subprocess.Popen[bytes], grace_s: float) -> None:
         return
 
 
-def _text(data: bytes | str | None) -> str:
-    if isinstance(data, bytes):
-        return data.decode(errors="replace")
-    return data or ""
+def _read_into(pipe: IO[bytes], buffer: CappedBuffer) -> None:
+    with pipe:
+        while chunk := pipe.read1(65536):  # type: ignore[attr-defined]
+            buffer.write(chunk)
+
+
+class _Capture:
+    """A process's stdout and stderr read as they come, each kept up to KEEP_BYTES (head and tail beyond)."""
+
+    def __init__(self, proc: subprocess.Popen[bytes]) -> None:
+        self.stdout = CappedBuffer(KEEP_BYTES)
+        self.stderr = CappedBuffer(KEEP_BYTES)
+        self._readers = [
+            threading.Thread(target=_read_into, args=(pipe, buffer), daemon=True)
+            for pipe, buffer in ((proc.stdout, self.stdout), (proc.stderr, self.stderr))
+        ]
+        for reader in self._readers:
+            reader.start()
+
+    def join(self, timeout: float | None) -> bool:
+        """Wait for both pipes to close; False if ``timeout`` came first (an escaped process holds them)."""
+        deadline = None if timeout is None else time.monotonic() + timeout
+        for reader in self._readers:
+            reader.join(None if deadline is None else max(deadline - time.monotonic(), 0))
+        return not any(reader.is_alive() for reader in self._readers)
 
 
 class LocalTransport:
@@ -90,15 +113,14 @@ class LocalTransport:
         proc = _spawn(command)
         with self._lock:
             self._running.add(proc)
+        capture = _Capture(proc)
         try:
-            stdout, stderr = proc.communicate(timeout=timeout)
+            proc.wait(timeout)
+            capture.join(None)
         except subprocess.TimeoutExpired:
             _kill_group(proc, KILL_AFTER_S)
-            try:
-                stdout, _ = proc.communicate(timeout=_DRAIN_S)
-            except subprocess.TimeoutExpired:
-                stdout = b""
-            raise CommandTimeout(self.node, command, timeout, _text(stdout)) from None
+            capture.join(_DRAIN_S)
+            raise CommandTimeout(self.node, command, timeout, capture.stdout.text()) from None
         except BaseException:
             # KeyboardInterrupt while waiting: leave nothing running behind us.
             _kill_group(proc, 0.5)
@@ -110,8 +132,8 @@ class LocalTransport:
             self.node,
             command,
             proc.returncode,
-            _text(stdout),
-            _text(stderr),
+            capture.stdout.text(),
+            capture.stderr.text(),
             time.monotonic() - started,
         )
         return judge(result, check=check)
@@ -158,7 +180,7 @@ class LocalBackgroundProcess:
         self._started = time.monotonic()
         self._on_finish = on_finish
         self._proc = _spawn(command)
-        self._output: tuple[bytes, bytes] | None = None
+        self._output: tuple[str, str] | None = None
         # The node-side deadline, as timeout(1) gives it on SSH nodes.  Made before the
         # reader starts: a command that exits at once makes the reader cancel it.
         self._timer = threading.Timer(timeout_s, _kill_group, args=(self._proc, KILL_AFTER_S))
@@ -175,7 +197,10 @@ class LocalBackgroundProcess:
         return self._proc.pid
 
     def _read(self) -> None:
-        self._output = self._proc.communicate()
+        capture = _Capture(self._proc)
+        capture.join(None)
+        self._proc.wait()
+        self._output = (capture.stdout.text(), capture.stderr.text())
         self._timer.cancel()
         if self._on_finish is not None:
             self._on_finish(self)
@@ -186,14 +211,14 @@ class LocalBackgroundProcess:
 
     def _result(self) -> CommandResult:
         self._reader.join(_DRAIN_S)
-        stdout, stderr = self._output or (b"", b"")
+        stdout, stderr = self._output or ("", "")
         returncode = self._proc.returncode if self._proc.returncode is not None else -1
         result = CommandResult(
             self.node,
             self.command,
             returncode,
-            _text(stdout),
-            _text(stderr),
+            stdout,
+            stderr,
             time.monotonic() - self._started,
         )
         if result.exit_code != 0 and missing_tool(result.exit_code, result.stderr, result.command):

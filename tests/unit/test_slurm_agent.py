@@ -225,3 +225,15 @@ def test_no_srun_on_this_host_is_the_nodes_error(deaths: Deaths) -> None:
         step.open(10)
     assert deaths.calls[0][0][0].startswith("could not start /nonexistent/srun:")
     assert step.submit("echo hi", 5).error is not None
+
+
+def test_a_command_that_floods_is_answered_with_its_head_and_tail(
+    agent: AgentStep, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # The agent keeps what the controller asks for ("keep"), so neither the node, the step's pipe
+    # nor the controller holds a command's every byte.
+    monkeypatch.setattr("pytest_fabric.transport.slurm.agent_step.KEEP_BYTES", 1000)
+    answer = answered(agent, agent.submit("head -c 3000000 /dev/zero | tr '\\0' x; echo tail-end", 30), 30)
+    out = str(answer["stdout"])
+    assert len(out) < 1200 and out.startswith("x" * 500) and out.endswith("x" * 491 + "tail-end\n")
+    assert "[... 2,999,009 bytes dropped by pytest-fabric: the output was 3,000,009 bytes ...]" in out

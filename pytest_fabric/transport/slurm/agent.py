@@ -7,7 +7,7 @@ object a line; the agent answers on stdout the same way.  Only the standard libr
 
 Requests (controller to agent)::
 
-    {"op": "exec", "id": 7, "command": "iperf3 -s", "timeout": 60.0, "grace": 5.0}
+    {"op": "exec", "id": 7, "command": "iperf3 -s", "timeout": 60.0, "grace": 5.0, "keep": 33554432}
     {"op": "kill", "id": 7}          # TERM the command's process group, KILL it after its grace
     {"op": "exit"}                   # kill everything left and end (end of stdin does the same)
 
@@ -40,6 +40,46 @@ from typing import IO, Any
 DEFAULT_GRACE_S = 5.0
 # A command whose group is dead but whose pipes an escaped process still holds: give up after this.
 _PIPE_WAIT_S = 5.0
+# Bytes of each stream sent back when the request names none (pytest_fabric.outputcap.KEEP_BYTES).
+DEFAULT_KEEP = 32 * 1024 * 1024
+
+
+class _Kept:
+    """One output stream read as it comes: whole up to ``keep`` bytes, then its head and tail.
+
+    A command that prints without end must not fill the node's memory, the answer line or the
+    controller (the controller caps again, this keeps the step's pipe small).
+    """
+
+    def __init__(self, pipe: IO[bytes], keep: int) -> None:
+        self._half = max(keep // 2, 1)
+        self._head = bytearray()
+        self._tail = bytearray()
+        self._total = 0
+        self.reader = threading.Thread(target=self._read, args=(pipe,), daemon=True)
+        self.reader.start()
+
+    def _read(self, pipe: IO[bytes]) -> None:
+        with pipe:
+            while True:
+                data = pipe.read1(65536)  # type: ignore[attr-defined]
+                if not data:
+                    return
+                self._total += len(data)
+                room = self._half - len(self._head)
+                if room > 0:
+                    self._head += data[:room]
+                    data = data[room:]
+                self._tail += data
+                if len(self._tail) > 2 * self._half:
+                    del self._tail[: len(self._tail) - self._half]
+
+    def text(self) -> str:
+        tail = self._tail if self._total <= 2 * self._half else self._tail[-self._half:]
+        dropped = self._total - len(self._head) - len(tail)
+        cut = ("\n[... %s bytes dropped by pytest-fabric: the output was %s bytes ...]\n"
+               % (format(dropped, ","), format(self._total, ","))).encode() if dropped > 0 else b""
+        return (bytes(self._head) + cut + bytes(tail)).decode("utf-8", "replace")
 
 
 class _Command:
@@ -100,6 +140,8 @@ class Agent:
                        "timed_out": False})
             return
         command = _Command(proc, grace)
+        keep = int(request.get("keep", DEFAULT_KEEP))
+        out, err = _Kept(proc.stdout, keep), _Kept(proc.stderr, keep)  # type: ignore[arg-type]
         with self._lock:
             if self._ending:  # the agent is ending: this command must not outlive it
                 command.killing = True
@@ -109,11 +151,12 @@ class Agent:
         self.send({"event": "started", "id": ident, "pid": proc.pid})
         timed_out = False
         try:
-            out, err = proc.communicate(timeout=timeout)
+            proc.wait(timeout=timeout)
+            stdout, stderr = self._collect(command, out, err, None)
         except subprocess.TimeoutExpired:
             timed_out = True
             self.kill(ident)
-            out, err = self._collect(command)
+            stdout, stderr = self._collect(command, out, err, command.grace_s + _PIPE_WAIT_S)
         with self._lock:
             self._commands.pop(ident, None)
             if self._ending and not timed_out:
@@ -121,18 +164,21 @@ class Agent:
                 # (a node error, or the close it asked for), not as an exit code of the command.
                 return
         self.send({"event": "done", "id": ident, "rc": proc.returncode, "timed_out": timed_out,
-                   "stdout": out.decode("utf-8", "replace"), "stderr": err.decode("utf-8", "replace")})
+                   "stdout": stdout, "stderr": stderr})
 
-    def _collect(self, command: _Command) -> tuple[bytes, bytes]:
-        """What a command being killed printed, once its pipes close (or it is clear they will not)."""
-        try:
-            return command.proc.communicate(timeout=command.grace_s + _PIPE_WAIT_S)
-        except subprocess.TimeoutExpired:
+    def _collect(self, command: _Command, out: _Kept, err: _Kept, wait_s: float | None) -> tuple[str, str]:
+        """What a command printed, once its pipes close (or, after ``wait_s``, it is clear they will not)."""
+        deadline = None if wait_s is None else time.monotonic() + wait_s
+        for kept in (out, err):
+            kept.reader.join(None if deadline is None else max(deadline - time.monotonic(), 0))
+        if out.reader.is_alive() or err.reader.is_alive():
             # Its group is dead (KILL came at the grace), but a process that left the group holds
             # the pipes: stop waiting for them.
             command.proc.kill()
             command.proc.wait()
-            return b"", b"(pytest-fabric agent: output lost, a process outside the command's group kept it open)\n"
+            return "", "(pytest-fabric agent: output lost, a process outside the command's group kept it open)\n"
+        command.proc.wait()
+        return out.text(), err.text()
 
     def kill(self, ident: int) -> None:
         """TERM the command's process group now, KILL it after its grace."""

@@ -22,6 +22,7 @@ from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
+from ...outputcap import KEEP_BYTES
 from ..base import TransportError
 from ..shellwrap import KILL_AFTER_S
 
@@ -244,7 +245,7 @@ class AgentStep:
             request._finish(None, restated(self.error, command=command))
             return request
         self._send({"op": "exec", "id": request.ident, "command": command, "timeout": timeout,
-                    "grace": self.grace_s})
+                    "grace": self.grace_s, "keep": KEEP_BYTES})
         return request
 
     def kill(self, request: Request) -> None:

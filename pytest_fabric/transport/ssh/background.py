@@ -17,6 +17,7 @@ from dataclasses import replace
 
 import paramiko
 
+from ...outputcap import KEEP_BYTES, CappedBuffer
 from ..base import CommandResult, CommandTimeout
 from ..outcome import judge
 from ..packages import missing_tool
@@ -29,6 +30,8 @@ logger = logging.getLogger(__name__)
 
 # How long after its timeout we stop reading a background channel if the node stays silent.
 _READ_SLACK_S = 5.0
+# The PID line comes first: this much of stdout's start is enough to find it.
+_PID_HEAD = 256
 
 
 class SSHBackgroundProcess:
@@ -51,8 +54,9 @@ class SSHBackgroundProcess:
         self._signal_group = signal_group
         self._on_finish = on_finish
         self._started = time.monotonic()
-        self._stdout = bytearray()
-        self._stderr = bytearray()
+        # Kept up to KEEP_BYTES a stream, head and tail beyond: a node can print without end.
+        self._stdout = CappedBuffer(KEEP_BYTES)
+        self._stderr = CappedBuffer(KEEP_BYTES)
         self._lock = threading.Lock()
         self._got_output = threading.Condition(self._lock)
         self._result: CommandResult | None = None
@@ -62,9 +66,9 @@ class SSHBackgroundProcess:
         self._reader.start()
 
     # -- reading ---------------------------------------------------------------
-    def _append(self, buffer: bytearray, data: bytes) -> None:
+    def _append(self, buffer: CappedBuffer, data: bytes) -> None:
         with self._got_output:
-            buffer.extend(data)
+            buffer.write(data)
             self._got_output.notify_all()
 
     def _read(self) -> None:
@@ -81,13 +85,13 @@ class SSHBackgroundProcess:
         code = exit_code_of(self._chan) if self._chan.exit_status_ready() else None
         self._chan.close()
         with self._got_output:
-            _, stdout = split_pid(self._stdout.decode(errors="replace"))
+            _, stdout = split_pid(self._stdout.text())
             self._result = CommandResult(
                 node=self.node,
                 command=self.command,
                 exit_code=-1 if code is None else code,
                 stdout=stdout,
-                stderr=self._stderr.decode(errors="replace"),
+                stderr=self._stderr.text(),
                 duration_s=time.monotonic() - self._started,
             )
             self._got_output.notify_all()
@@ -104,7 +108,7 @@ class SSHBackgroundProcess:
         deadline = time.monotonic() + timeout_s
         with self._got_output:
             while True:
-                pid, _ = split_pid(self._stdout.decode(errors="replace"))
+                pid, _ = split_pid(self._stdout.head(_PID_HEAD).decode(errors="replace"))
                 if pid is not None or self._result is not None:
                     return pid
                 remaining = deadline - time.monotonic()
@@ -116,7 +120,7 @@ class SSHBackgroundProcess:
     def pgid(self) -> int | None:
         """The process group id on the node, once known."""
         with self._lock:
-            return split_pid(self._stdout.decode(errors="replace"))[0]
+            return split_pid(self._stdout.head(_PID_HEAD).decode(errors="replace"))[0]
 
     # -- BackgroundProcess -----------------------------------------------------
     def is_running(self) -> bool:
@@ -166,7 +170,7 @@ class SSHBackgroundProcess:
         result = self._result
         if result is None:  # pragma: no cover - the reader always ends once the channel is closed
             result = CommandResult(
-                self.node, self.command, -1, self._stdout.decode(errors="replace"), ""
+                self.node, self.command, -1, self._stdout.text(), ""
             )
         if result.exit_code == -1 and sent:
             # sshd reports death by signal as "exit-signal", which paramiko drops (-1);

@@ -34,11 +34,13 @@ from typing import Any
 import fabric
 import paramiko
 
+from ...outputcap import KEEP_BYTES, CappedBuffer
 from ..base import CommandResult, CommandTimeout, TransportError
 from ..outcome import is_wrapper_timeout, judge
 from ..shellwrap import KILL_AFTER_S, in_background, kill_marked, with_timeout
 from .background import SSHBackgroundProcess
 from .channel import exit_code_of, pump
+from .config import fabric_config
 from .errors import Endpoint, connect_error, dropped_before_banner, dropped_error, lost_error
 from .hostkeys import (
     GLOBAL_KNOWN_HOSTS,
@@ -258,11 +260,7 @@ class SSHTransport:
 
     def _connect_once(self) -> fabric.Connection:
         s = self.settings
-        config = (
-            fabric.Config(runtime_ssh_path=str(Path(s.ssh_config).expanduser()))
-            if s.ssh_config
-            else fabric.Config()
-        )
+        config = fabric_config(s.ssh_config)  # not ~/.fabric.yaml: see .config
         # gateway=False: we open the path to the node ourselves (see _socket), reading
         # ProxyJump/ProxyCommand from the same ssh_config lookup.
         conn = fabric.Connection(
@@ -458,22 +456,23 @@ class SSHTransport:
     def run(self, command: str, *, timeout: float, check: bool = True) -> CommandResult:
         """Run ``command`` on the node; see :meth:`base.Transport.run`."""
         chan = self._channel(command, with_timeout(command, timeout, self._marker))
-        stdout: list[bytes] = []
-        stderr: list[bytes] = []
+        # Each stream kept up to KEEP_BYTES, head and tail beyond: a node can print without end.
+        stdout = CappedBuffer(KEEP_BYTES)
+        stderr = CappedBuffer(KEEP_BYTES)
         started = time.monotonic()
         try:
             finished = pump(
                 chan,
                 started + timeout + KILL_AFTER_S + _LOCAL_SLACK_S,
-                stdout.append,
-                stderr.append,
+                stdout.write,
+                stderr.write,
             )
             elapsed = time.monotonic() - started
             code = exit_code_of(chan) if finished else None
         finally:
             chan.close()
             self._release(chan.get_transport())
-        out = b"".join(stdout).decode(errors="replace")
+        out = stdout.text()
         if not finished:
             # timeout(1) should have ended it long ago: the connection hangs.  Start afresh next time.
             with self._lock:
@@ -484,7 +483,7 @@ class SSHTransport:
         if is_wrapper_timeout(code, elapsed, timeout):
             raise CommandTimeout(self.node, command, timeout, out)
         result = CommandResult(
-            self.node, command, code, out, b"".join(stderr).decode(errors="replace"), elapsed
+            self.node, command, code, out, stderr.text(), elapsed
         )
         return judge(result, check=check)
 
