@@ -12,6 +12,12 @@ outcome and, per reason, how many subjects of the profile's checks did not run
 ``fabric_host_key_policy``, ``fabric_host_keys_<decision>`` (the nodes, as a nodeset) and one
 ``fabric_host_key`` for each key accepted new, changed or refused (node, decision, host, key type,
 fingerprint, known_hosts file, and the fingerprint on file when it changed).
+
+Each check's own properties go on its testcase only where the JUnit family allows them
+(:func:`per_test_properties`): pytest's default family, xunit2, has no ``<properties>`` in a
+``<testcase>`` (pytest warns about ``record_property`` there for the same reason), so by default
+the file validates against its schema and a check's figures are in its failure message, the
+HTML report and the JSON record; ``-o junit_family=xunit1`` puts them back on each testcase.
 """
 
 from __future__ import annotations
@@ -23,7 +29,18 @@ from ..runinfo import get_run_info
 from .collect import final_verdict, get_checks, is_controller
 from .summary import nodeset, send_back
 
-__all__: list[str] = []
+__all__ = ["per_test_properties"]
+
+#: the families whose schema has ``<properties>`` inside ``<testcase>`` (legacy is xunit1)
+PER_TEST_FAMILIES = ("xunit1", "legacy")
+
+
+def per_test_properties(config: pytest.Config) -> bool:
+    """Whether a check's properties may go on its ``<testcase>`` (the ``junit_family`` ini)."""
+    try:
+        return config.getini("junit_family") in PER_TEST_FAMILIES
+    except ValueError:  # -p no:junitxml: no such ini, and no file to write them to
+        return False
 
 
 @pytest.hookimpl(tryfirst=True)  # before junitxml writes the file in its own sessionfinish

@@ -47,7 +47,7 @@ def test_shaped_node_fails_exactly_its_pairs(
     with break_node.shaped(shaped, 1000):
         result = run_fabric(
             pytester, sim_inventory, "-k", "tcp_throughput and not outlier", f"--junitxml={junit}",
-            f"--conformance-json={record_path}",
+            f"--conformance-json={record_path}", "-o", "junit_family=xunit1",
         )
 
     names = [n.name for n in simcluster.nodes]
@@ -71,7 +71,7 @@ def test_shaped_node_fails_exactly_its_pairs(
     assert {s for s, o in by_subject.items() if o == "failed"} == {f"{a}<->{b}" for a, b in (
         (c["nodes"][0], c["nodes"][1]) for c in record["checks"]) if shaped in (a, b)}
     assert all(c["measured"]["unit"] == "Gb/s" and c["expected"]["op"] == ">=" for c in record["checks"])
-    # Measured and expected values travel in JUnit properties too.
+    # Measured and expected values travel in JUnit properties too (per testcase: the xunit1 family).
     root = ET.parse(junit).getroot()
     props = {p.get("name"): p.get("value") for p in root.iter("property")}
     assert props["check"] == "tcp_throughput" and "Gb/s" in props["measured"] and props["expected"].startswith(">=")
