@@ -26,10 +26,11 @@ import time
 from collections.abc import Callable, Iterator, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor, as_completed, wait
 from dataclasses import dataclass, replace
-from typing import Final, Generic, Literal, TypeVar
+from typing import Any, Final, Generic, Literal, TypeVar
 
 import pytest
 
+from .stopgate import stop_open_runs
 from .verdict import Measurement
 
 __all__ = [
@@ -62,25 +63,39 @@ T = TypeVar("T")
 R = TypeVar("R")
 
 
+#: after Ctrl-C, how long a fan-out waits for its workers' clean-ups before the run goes on ending
+UNWIND_S = 8.0
+
+
 @contextlib.contextmanager
-def _workers(size: int, name: str, on_interrupt: Callable[[], None] | None) -> Iterator[ThreadPoolExecutor]:
-    """A pool of ``size`` threads; on Ctrl-C, ``on_interrupt`` first (kill what they run on the nodes)."""
+def _workers(size: int, name: str) -> Iterator[Callable[..., Future[Any]]]:
+    """A pool of ``size`` threads, as its ``submit``; on Ctrl-C, every open run stops (stopgate.py).
+
+    Only the main thread sees Ctrl-C; the workers wait on remote commands that would run to
+    their own timeouts (a node NCCL run: 15 minutes), and would go on starting more (the next
+    node's turn on a shared mount). Stopping the run refuses every new command and kills those
+    running, so the workers end within seconds; they are waited for (their clean-ups: a
+    storage check's files) at most :data:`UNWIND_S`, then the run goes on ending without them.
+    """
     pool = ThreadPoolExecutor(max_workers=size, thread_name_prefix=name)
+    submitted: list[Future[Any]] = []
+
+    def submit(fn: Callable[..., Any], *args: Any) -> Future[Any]:
+        future = pool.submit(fn, *args)
+        submitted.append(future)
+        return future
+
     try:
-        yield pool
+        yield submit
     except KeyboardInterrupt:
-        # The workers wait on remote commands that would run to their own timeouts (a node
-        # NCCL run: 15 minutes): end those on the nodes, so the workers, and the run, end now.
-        if on_interrupt is not None:
-            on_interrupt()
-        pool.shutdown(wait=True, cancel_futures=True)
+        stop_open_runs()
+        pool.shutdown(wait=False, cancel_futures=True)
+        wait(submitted, timeout=UNWIND_S)
         raise
     pool.shutdown()
 
 
-def fan_out(
-    items: Sequence[T], fn: Callable[[T], R], fanout: FanOut, *, on_interrupt: Callable[[], None] | None = None
-) -> list[R]:
+def fan_out(items: Sequence[T], fn: Callable[[T], R], fanout: FanOut) -> list[R]:
     """``fn`` of each item, in parallel, at most ``fanout`` at a time (:data:`ALL_AT_ONCE`: all of them).
 
     The results in the items' order. Every item runs to its end; then the first exception
@@ -91,8 +106,8 @@ def fan_out(
     if len(items) <= 1:
         return [fn(item) for item in items]
     size = len(items) if fanout == ALL_AT_ONCE else min(int(fanout), len(items))
-    with _workers(size, "fabric-fanout", on_interrupt) as pool:
-        futures: list[Future[R]] = [pool.submit(fn, item) for item in items]
+    with _workers(size, "fabric-fanout") as submit:
+        futures: list[Future[R]] = [submit(fn, item) for item in items]
         wait(futures)
     return [f.result() for f in futures]
 
@@ -173,8 +188,6 @@ class BatchCache:
         if fanout < 1:
             raise ValueError(f"fan-out must be at least 1, not {fanout}")
         self.fanout = fanout
-        #: called when Ctrl-C arrives while a batch runs: kill what the members run on the nodes
-        self.on_interrupt: Callable[[], None] | None = None
         #: called as a batch starts and as each of its members ends (a progress line); from the
         #: thread that measures the batch, which for a batch measured inside another's member
         #: is a worker thread
@@ -184,8 +197,8 @@ class BatchCache:
         self._batch_locks: dict[tuple[str, object], threading.Lock] = {}
 
     def fan_out(self, items: Sequence[T], fn: Callable[[T], R], *, all_at_once: bool = False) -> list[R]:
-        """:func:`fan_out` under this run's cap (``all_at_once``: :data:`ALL_AT_ONCE`), Ctrl-C ending the nodes' commands."""
-        return fan_out(items, fn, ALL_AT_ONCE if all_at_once else self.fanout, on_interrupt=self.on_interrupt)
+        """:func:`fan_out` under this run's cap (``all_at_once``: :data:`ALL_AT_ONCE`)."""
+        return fan_out(items, fn, ALL_AT_ONCE if all_at_once else self.fanout)
 
     def lookup(self, check: str, batch: object, member_id: str) -> Outcome | None:
         """What ``member_id`` of a batch measured, if it has been: the outcome :meth:`measure` returns or raises."""
@@ -277,8 +290,8 @@ class BatchCache:
         # Members that wait on a shared resource hold a worker while they wait; order them so
         # the pool starts one member of every resource before a second of any.
         ordered = _interleave_by_resource(members)
-        with _workers(min(at_once, size), "fabric-batch", self.on_interrupt) as pool:
-            futures = {pool.submit(one, m): m for m in ordered}
+        with _workers(min(at_once, size), "fabric-batch") as submit:
+            futures = {submit(one, m): m for m in ordered}
             for future in as_completed(futures):
                 ended[futures[future].id] = future.result()
                 report()

@@ -16,6 +16,7 @@ from .batches import DEFAULT_FANOUT
 from .evidence import CommandResult
 from .inventory import Inventory, Node
 from .profile import Profile
+from .stopgate import StopGate
 from .transport.base import BackgroundProcess, Transport, TransportError
 from .transport.gather import Coalescing, Together
 from .transport.pool import ConnectionPool
@@ -31,6 +32,8 @@ class NodeHandle:
 
     spec: Node
     _pool: ConnectionPool = field(repr=False)
+    #: every command passes it: refused once the run stops (stopgate.py); None: nothing stops it
+    _gate: StopGate | None = field(default=None, repr=False)
 
     @property
     def name(self) -> str:
@@ -49,13 +52,25 @@ class NodeHandle:
     def transport(self) -> Transport:
         return self._pool.get(self.name)
 
-    def run(self, command: str, *, timeout: float = DEFAULT_TIMEOUT_S, check: bool = True) -> CommandResult:
-        """Run a shell command on the node (killed there after ``timeout`` seconds)."""
-        return self.transport.run(command, timeout=timeout, check=check)
+    def run(
+        self, command: str, *, timeout: float = DEFAULT_TIMEOUT_S, check: bool = True, cleanup: bool = False
+    ) -> CommandResult:
+        """Run a shell command on the node (killed there after ``timeout`` seconds).
+
+        Once the run stops (Ctrl-C, SIGTERM) it is refused with ``RunStopped``, unless it is a
+        ``cleanup`` (removing what the run wrote), which still runs, for a few seconds at most.
+        """
+        if self._gate is None:
+            return self.transport.run(command, timeout=timeout, check=check)
+        with self._gate.passing(self.name, command, cleanup=cleanup):
+            return self.transport.run(command, timeout=self._gate.timeout(timeout, cleanup=cleanup), check=check)
 
     def start(self, command: str, *, timeout: float) -> BackgroundProcess:
-        """Start a server on the node; it dies after ``timeout`` at the latest."""
-        return self.transport.start(command, timeout=timeout)
+        """Start a server on the node; it dies after ``timeout`` at the latest (refused once the run stops)."""
+        if self._gate is None:
+            return self.transport.start(command, timeout=timeout)
+        with self._gate.passing(self.name, command):
+            return self.transport.start(command, timeout=timeout)
 
     def __str__(self) -> str:
         return self.name
@@ -92,7 +107,9 @@ class Cluster:
         self.inventory = inventory
         self.profile = profile
         self.pool = ConnectionPool(make_transport)
-        self._handles = {n.name: NodeHandle(n, self.pool) for n in inventory.nodes}
+        #: the one stop every node command passes (stopgate.py)
+        self.gate = StopGate(lambda: self.pool.interrupt_all(max_workers=self.fanout))
+        self._handles = {n.name: NodeHandle(n, self.pool, self.gate) for n in inventory.nodes}
 
     @property
     def name(self) -> str:
@@ -130,8 +147,9 @@ class Cluster:
             yield Together(groups)
 
     def interrupt(self) -> None:
-        """Kill every command still running on any node (the run was interrupted)."""
-        self.pool.interrupt_all(max_workers=self.fanout)
+        """The run was interrupted: start nothing new on any node and kill what still runs (StopGate.stop)."""
+        self.gate.stop()
 
     def close(self) -> None:
+        self.gate.close()
         self.pool.close_all()

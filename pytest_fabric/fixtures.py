@@ -214,7 +214,6 @@ def cluster(request: pytest.FixtureRequest) -> Cluster:
         state.cluster = Cluster(
             state.inventory, state.profile, make_transport_for(request.config), fanout=state.batches.fanout
         )
-        state.batches.on_interrupt = state.cluster.interrupt
         # Unreachable nodes are found here, all at once, rather than one timeout per test.
         state.cluster.connect()
     return state.cluster  # type: ignore[no-any-return]

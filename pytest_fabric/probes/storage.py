@@ -317,7 +317,8 @@ def _timeout(settings: FioSettings, writers: int = 1) -> float:
 
 
 def _remove(node: NodeHandle, directory: str) -> CommandResult:
-    return node.run(fill("rm -rf -- {directory}", directory=directory), timeout=120, check=False)
+    # A clean-up: it still runs once the run stops (Ctrl-C), so an interrupted check leaves no files.
+    return node.run(fill("rm -rf -- {directory}", directory=directory), timeout=120, check=False, cleanup=True)
 
 
 @dataclass

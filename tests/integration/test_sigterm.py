@@ -8,6 +8,7 @@ run asked for is gone from ``squeue``.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import signal
@@ -19,6 +20,7 @@ from pathlib import Path
 
 import pytest
 from simcluster import SimCluster
+from simcluster.mounts import SimMounts
 from simcluster.slurm import SlurmSim
 
 LONG_PROFILE = "name: long\ninter_node:\n  tcp_throughput: {min: 1 Gb/s, streams: 1, duration: 60 s}\n"
@@ -196,3 +198,77 @@ def test_sigterm_while_the_allocation_is_pending_leaves_no_job(slurm_cluster: Sl
     finally:
         slurm_cluster.run(["scancel", "--name=blocker"], check=False)
         slurm_cluster.wait_idle(slurm_cluster.nodes)
+
+
+ONE_AT_A_TIME_PROFILE = (
+    "name: long-iops\nstorage:\n"
+    "  random_read_iops: {min: 1, runtime: 60 s, size: 16 MiB, iodepth: 1, measured: alone}\n"
+)
+
+
+def _fio(sim: SimCluster, nodes: list[str]) -> dict[str, list[tuple[int, str]]]:
+    found = {name: [(pid, cmd) for pid, cmd in sim.processes(name) if "fio" in cmd] for name in nodes}
+    return {name: procs for name, procs in found.items() if procs}
+
+
+@pytest.mark.parametrize("signum", [signal.SIGINT, signal.SIGTERM], ids=["SIGINT", "SIGTERM"])
+def test_a_signal_during_a_layout_on_a_shared_mount_taken_one_node_at_a_time_stops_the_run(
+    simcluster: SimCluster, tmp_path: Path, signum: signal.Signals
+) -> None:
+    """Issue 27: random_read_iops on a shared mount, one node at a time, 4 nodes, 60 s each. The signal
+    arrives while the first node's files are being laid out (that fio is held, as a hung server would
+    hold it, so the signal lands in the layout whatever this disk's speed): the run ends within
+    seconds, no fio is left on any node, nothing is left on the mount, and the record and the HTML
+    report say interrupted. Before the fix the other nodes took their turns after the signal."""
+    nodes = [n.name for n in simcluster.nodes[:4]]
+    with SimMounts(simcluster) as mounts:
+        path = mounts.shared(nodes)
+        # shared: true, stated: the mount is taken one node at a time whatever the type says
+        inventory = simcluster.write_inventory(
+            tmp_path / "inventory.yaml", nodes=nodes,
+            extra={"storage": {"mounts": [{"path": path, "fstype": "ext4", "shared": True}]}},
+        )
+        (tmp_path / "iops.yaml").write_text(ONE_AT_A_TIME_PROFILE)
+        run = subprocess.Popen(
+            [sys.executable, "-m", "pytest", "--cluster", str(inventory), "--profile", "iops.yaml",
+             "-p", "no:cacheprovider", "-k", "random_read_iops", "--conformance-json=record.json",
+             "--html=report.html", "--self-contained-html"],
+            cwd=tmp_path, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+            env={**os.environ, "FABRIC_TEST_CHECKOUT": "1"},
+        )
+        held: list[int] = []
+        try:
+            deadline = time.monotonic() + 90
+            while time.monotonic() < deadline and run.poll() is None and not held:
+                for procs in _fio(simcluster, nodes).values():
+                    held += [pid for pid, cmd in procs if cmd.startswith("fio ") and "--create_only=1" in cmd]
+                time.sleep(0.05)
+            if not held:
+                pytest.fail(f"no layout was seen:\n{_ended(run)}")
+            for pid in held:
+                os.kill(pid, signal.SIGSTOP)
+            stopped = time.monotonic()
+            run.send_signal(signum)
+            try:
+                output, _ = run.communicate(timeout=ENDS_WITHIN_S)
+            except subprocess.TimeoutExpired:
+                run.kill()
+                output, _ = run.communicate()
+                pytest.fail(f"still running {ENDS_WITHIN_S} s after {signum.name}:\n{output[-3000:]}")
+            took = time.monotonic() - stopped
+            print(f"ended {took:.1f} s after {signum.name}")
+            assert _fio(simcluster, nodes) == {}, output[-3000:]
+            assert simcluster.exec(nodes[0], ["ls", "-A", path]).stdout == "", output[-3000:]
+        finally:
+            if run.poll() is None:
+                run.kill()
+                run.wait()
+            for procs in _fio(simcluster, nodes).values():  # what a failed run left: ended here
+                for pid, _ in procs:
+                    with contextlib.suppress(ProcessLookupError):
+                        os.kill(pid, signal.SIGKILL)
+                        os.kill(pid, signal.SIGCONT)
+    record = json.loads((tmp_path / "record.json").read_text())
+    assert (record["run"]["status"], record["run"]["verdict"]) == ("interrupted", "interrupted"), output[-3000:]
+    assert 'class="fabric-verdict interrupted"' in (tmp_path / "report.html").read_text()
+    assert "Traceback" not in output, output[-3000:]
