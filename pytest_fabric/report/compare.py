@@ -21,7 +21,6 @@ cluster or node set is still compared, with a warning that says so.
 
 from __future__ import annotations
 
-import json
 import math
 import re
 import statistics
@@ -36,6 +35,7 @@ from ..hostlist import fold
 from ..runinfo import RunInfo, get_run_info
 from ..units import Quantity, QuantityError, parse_quantity
 from .summary import format_number, higher_is_better, numeric_value
+from .untrusted import RECORD_MAX_BYTES, loads_strict, read_capped
 
 __all__ = [
     "DEFAULT_CHECK_TOLERANCES", "PREVIOUS_KEY", "STATUSES", "Previous", "Tolerance", "Tolerances",
@@ -179,10 +179,15 @@ def pytest_sessionstart(session: pytest.Session) -> None:
 def load_record(path: str | Path) -> tuple[Mapping[str, Any], list[Mapping[str, Any]]]:
     """The ``run`` and ``checks`` of a previous record; a clear usage error when it cannot be read."""
     try:
-        data = json.loads(Path(path).read_text(encoding="utf-8"))
+        # Another run's file, perhaps another party's: read capped, a regular file only, and strictly
+        # (no NaN, Infinity or key given twice) -- as verify reads it (report/untrusted.py).
+        data = loads_strict(read_capped(path, RECORD_MAX_BYTES).decode("utf-8"))
         checks = data["checks"]
         if not isinstance(checks, list):
             raise TypeError("'checks' is not a list")
+        for i, check in enumerate(checks):
+            if not isinstance(check, dict):
+                raise TypeError(f"checks[{i}] is not an object")
         run = data.get("run")
         if not isinstance(run, dict):
             raise TypeError("'run' is not a mapping")

@@ -27,11 +27,16 @@ run signs with.
 
 from __future__ import annotations
 
+import base64
+import binascii
 import fnmatch
 import html
+import json
 import re
+import struct
 import subprocess
 import sys
+import tempfile
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -39,13 +44,16 @@ from typing import Any
 
 import pytest
 
+from .untrusted import RECORD_MAX_BYTES, SIGNERS_MAX_BYTES, read_capped
+
 __all__ = [
     "NAMESPACE", "Requirement", "SignatureCheck", "check_signatures", "fingerprint", "main", "required_signers", "sign",
-    "signature_files",
+    "signature_files", "signature_namespace",
 ]
 
 NAMESPACE = "pytest-fabric"  # ssh-keygen -Y -n: a signature made for this purpose verifies only for it
 SIGN_KEY = pytest.StashKey[tuple[Path, str]]()  # (key, its fingerprint line)
+SIGNATURE_MAX_BYTES = 64 << 10  # an SSH signature is a few hundred bytes
 _GOOD = re.compile(r'^Good "[^"]*" signature for (?P<principal>.+?) with (?P<key>.+)$', re.MULTILINE)
 
 
@@ -81,7 +89,7 @@ def sign(record: Path, key: Path, *, replace: bool = False) -> Path:
         while target.exists():
             target, n = record.with_name(f"{record.name}.{n}.sig"), n + 1
     # ssh-keygen writes FILE.sig for a file and refuses to overwrite it: sign a copy's stream instead.
-    done = _keygen("-Y", "sign", "-f", str(key), "-n", NAMESPACE, stdin=record.read_bytes())
+    done = _keygen("-Y", "sign", "-f", str(key), "-n", NAMESPACE, stdin=read_capped(record, RECORD_MAX_BYTES))
     if done.returncode != 0:
         raise RuntimeError(f"ssh-keygen -Y sign -f {key} -n {NAMESPACE} failed: {done.stderr.decode(errors='replace').strip()}")
     target.write_bytes(done.stdout)
@@ -102,32 +110,81 @@ class SignatureCheck:
     same_key_as: Path | None = None
 
 
+def signature_namespace(armored: bytes) -> str | None:
+    """The namespace an SSH signature was made for (``ssh-keygen -Y sign -n NAMESPACE``); None when not one.
+
+    The armored ``SSHSIG`` blob: magic, version, then the public key and the namespace as SSH strings.
+    """
+    body = b"".join(line for line in armored.splitlines() if line and not line.startswith(b"-----"))
+    try:
+        blob = base64.b64decode(body, validate=True)
+    except (binascii.Error, ValueError):
+        return None
+    if not blob.startswith(b"SSHSIG") or len(blob) < 14:
+        return None
+    at = 10  # magic (6) and version (4)
+    for field_no in range(2):  # the public key, then the namespace
+        if at + 4 > len(blob):
+            return None
+        (size,) = struct.unpack(">I", blob[at:at + 4])
+        if at + 4 + size > len(blob):
+            return None
+        if field_no == 1:
+            return blob[at + 4:at + 4 + size].decode("utf-8", errors="replace")
+        at += 4 + size
+    return None
+
+
+def _check_one(sig: Path, copy: Path, allowed_signers: Path, data: bytes) -> tuple[bool, str | None, str, str | None]:
+    """``(holds, principal, message, key)`` for one signature, from its checked copy ``copy``."""
+    found = _keygen("-Y", "find-principals", "-s", str(copy), "-f", str(allowed_signers))
+    principals = found.stdout.decode(errors="replace").split() if found.returncode == 0 else []
+    if not principals:
+        return False, None, f"signed by a key {allowed_signers} does not list", None
+    who = principals[0]
+    done = _keygen("-Y", "verify", "-f", str(allowed_signers), "-I", who, "-n", NAMESPACE, "-s", str(copy), stdin=data)
+    said = (done.stdout + done.stderr).decode(errors="replace").strip()
+    good = _GOOD.search(said)
+    if done.returncode == 0 and good:
+        return True, good.group("principal"), f"signed by {good.group('principal')} ({good.group('key')})", good.group("key")
+    namespace = signature_namespace(copy.read_bytes())
+    if namespace is not None and namespace != NAMESPACE:
+        return False, who, (f"signed by {who}'s key for namespace {json.dumps(namespace)}, not {json.dumps(NAMESPACE)}: a "
+                            f"signature made for another purpose (ssh-keygen -Y sign -n {json.dumps(namespace)}) does not "
+                            f"vouch for a record; sign with: python -m pytest_fabric.report.sign RECORD KEY"), None
+    # The signature matches these bytes but allowed_signers does not let the key sign this (namespaces=, validity).
+    intact = _keygen("-Y", "check-novalidate", "-n", NAMESPACE, "-s", str(copy), stdin=data).returncode == 0
+    if intact:
+        return False, who, (f"does not verify for {who}: the signature matches the record, but {allowed_signers} does not "
+                            f"allow {who}'s key for it (namespaces= or a validity date on its line) ({said})"), None
+    return False, who, f"does not verify for {who}: the record changed after it was signed ({said})", None
+
+
 def check_signatures(record: Path, allowed_signers: Path) -> list[SignatureCheck]:
     """Every signature of ``record`` checked against ``allowed_signers`` (empty: the record has none).
 
     A signature by a key an earlier one used has ``same_key_as`` set: one key is one signer.
+    Signature files are read as untrusted (a regular file, not a symbolic link, a few KiB at most)
+    and ssh-keygen checks a private copy, so what it reads is what was checked.
     """
     out: list[SignatureCheck] = []
     first_by_key: dict[str, Path] = {}
-    data = record.read_bytes()
-    for sig in signature_files(record):
-        found = _keygen("-Y", "find-principals", "-s", str(sig), "-f", str(allowed_signers))
-        principals = found.stdout.decode().split() if found.returncode == 0 else []
-        if not principals:
-            out.append(SignatureCheck(sig, False, None, f"signed by a key {allowed_signers} does not list"))
-            continue
-        done = _keygen("-Y", "verify", "-f", str(allowed_signers), "-I", principals[0], "-n", NAMESPACE,
-                       "-s", str(sig), stdin=data)
-        said = (done.stdout + done.stderr).decode(errors="replace").strip()
-        good = _GOOD.search(said)
-        if done.returncode == 0 and good:
-            key = good.group("key")
+    data = read_capped(record, RECORD_MAX_BYTES)
+    with tempfile.TemporaryDirectory(prefix="fabric-verify-") as tmp:
+        for n, sig in enumerate(signature_files(record)):
+            try:
+                blob = read_capped(sig, SIGNATURE_MAX_BYTES, follow_symlinks=False)
+            except OSError as exc:
+                out.append(SignatureCheck(sig, False, None, f"refused unread: {exc}"))
+                continue
+            copy = Path(tmp) / f"{n}.sig"
+            copy.write_bytes(blob)
+            ok, principal, message, key = _check_one(sig, copy, allowed_signers, data)
+            if not ok or key is None:
+                out.append(SignatureCheck(sig, False, principal, message))
+                continue
             earlier = first_by_key.setdefault(key, sig)
-            out.append(SignatureCheck(sig, True, good.group("principal"), f"signed by {good.group('principal')} ({key})",
-                                      key=key, same_key_as=earlier if earlier != sig else None))
-        else:
-            out.append(SignatureCheck(sig, False, principals[0],
-                                      f"does not verify for {principals[0]}: the record changed after it was signed ({said})"))
+            out.append(SignatureCheck(sig, True, principal, message, key=key, same_key_as=earlier if earlier != sig else None))
     return out
 
 
@@ -146,14 +203,21 @@ class Requirement:
 
 def _verifies_for(signature: Path, principal: str, allowed_signers: Path, data: bytes) -> bool:
     """Whether ``allowed_signers`` lists the signature's key for ``principal`` (patterns, namespaces, validity: ssh-keygen's)."""
-    done = _keygen("-Y", "verify", "-f", str(allowed_signers), "-I", principal, "-n", NAMESPACE, "-s", str(signature),
-                   stdin=data)
+    try:
+        blob = read_capped(signature, SIGNATURE_MAX_BYTES, follow_symlinks=False)
+    except OSError:
+        return False
+    with tempfile.TemporaryDirectory(prefix="fabric-verify-") as tmp:
+        copy = Path(tmp) / "sig"
+        copy.write_bytes(blob)
+        done = _keygen("-Y", "verify", "-f", str(allowed_signers), "-I", principal, "-n", NAMESPACE, "-s", str(copy),
+                       stdin=data)
     return done.returncode == 0
 
 
 def _listed(principal: str, allowed_signers: Path) -> bool:
     """Whether a line of ``allowed_signers`` names ``principal`` (its first field: comma-separated patterns, ``!`` negates)."""
-    for line in allowed_signers.read_text(errors="replace").splitlines():
+    for line in read_capped(allowed_signers, SIGNERS_MAX_BYTES).decode(errors="replace").splitlines():
         if not line.strip() or line.lstrip().startswith("#"):
             continue
         patterns = line.split()[0].split(",")
@@ -175,7 +239,7 @@ def required_signers(record: Path, allowed_signers: Path, required: Sequence[str
     checks = check_signatures(record, allowed_signers) if checks is None else checks
     principals = list(dict.fromkeys(required))
     keys = [c for c in checks if c.ok and c.same_key_as is None]  # one signature per key
-    data = record.read_bytes()
+    data = read_capped(record, RECORD_MAX_BYTES)
     # Which key may stand for which principal: ssh-keygen -Y verify -I says, for every pair.
     may: dict[str, list[SignatureCheck]] = {
         p: [c for c in keys if _verifies_for(c.signature, p, allowed_signers, data)] for p in principals
