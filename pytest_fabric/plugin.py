@@ -71,6 +71,7 @@ pytest_plugins = [
     "pytest_fabric.report.junit",
     "pytest_fabric.report.trust",
     "pytest_fabric.report.sign",
+    "pytest_fabric.report.exit_status",  # --require-accept
 ]
 
 LAYER_HELP = {
