@@ -45,6 +45,15 @@ def pytest_configure(config: pytest.Config) -> None:
         directory = Path(path).expanduser().resolve()
         directory.mkdir(parents=True, exist_ok=True)
         config.stash[EVIDENCE_DIR_KEY] = directory
+        record = config.getoption("conformance_json", None)
+        folder = Path(record).expanduser().resolve().parent if record else None
+        if folder is not None and not directory.is_relative_to(folder):
+            # verify reads evidence only from one folder inside the record's (it treats the record as
+            # hostile: docs/signing.md), so say it now rather than when the other party cannot check it.
+            config.issue_config_time_warning(pytest.PytestConfigWarning(
+                f"--evidence-dir {path} is outside the folder of --conformance-json {record} ({folder}): "
+                "verify will not read that evidence; give a folder inside it "
+                f"(--evidence-dir {Path(record).parent / 'evidence'})"), stacklevel=2)
 
 
 def write_output(directory: Path, text: str) -> str:

@@ -291,3 +291,14 @@ def test_xdist_workers_send_what_they_deselected(pytester: pytest.Pytester) -> N
         expected[f"{c['layer']}.{c['check']}"] = expected.get(f"{c['layer']}.{c['check']}", 0) + 1
     assert run["not_run"]["deselected"] == expected
     assert _suite_props(pytester.path / "j.xml")["fabric_verdict"] == "incomplete"
+
+
+def test_evidence_outside_the_records_folder_is_warned_at_start(pytester: pytest.Pytester) -> None:
+    # verify reads evidence only from one folder inside the record's (docs/signing.md): say so when
+    # the run starts, not when the other party cannot check the record.
+    _project(pytester, 2)
+    result = pytester.runpytest(*PLUGIN_ARGS, "--conformance-json=out/record.json", "--evidence-dir=ev")
+    result.stdout.fnmatch_lines(["*--evidence-dir ev is outside the folder of --conformance-json out/record.json*"])
+    assert verify_file(pytester.path / "out/record.json")[0] is False
+    inside = pytester.runpytest(*PLUGIN_ARGS, "--conformance-json=out/record.json", "--evidence-dir=out/ev")
+    assert "is outside the folder" not in inside.stdout.str()
