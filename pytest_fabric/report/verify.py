@@ -20,6 +20,13 @@ is named with the command that signs (exit 2)::
 The hash shows a record was altered after the run; it is not a signature:
 whoever can edit the file can recompute it.  Keep the printed hash (or the
 record) where the other party can see it to make it bind.
+
+So the record is read as hostile (:mod:`.untrusted`): a regular file of at most
+:data:`RECORD_MAX_BYTES`, JSON without NaN, Infinity or a key given twice (CANNOT READ, naming
+the key path), evidence only as ``[FOLDER/]<sha256>.<ext>`` in one folder inside the record's,
+never a link, device or FIFO, hashed under :data:`EVIDENCE_MAX_BYTES`.  The first line of each
+record carries the overall result of its seal and signatures (``BAD: sealed, 0 of 2 signatures
+hold``), so a reader who stops there is not told OK.
 """
 
 from __future__ import annotations
