@@ -15,6 +15,7 @@ The traceback stays available: ``--tb=long`` (or ``native``) keeps pytest's own 
 
 from __future__ import annotations
 
+import logging
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
@@ -30,6 +31,7 @@ from ..runinfo import get_run_info
 from ..state import CHECK_KEY
 from ..transport.base import TransportError
 from .causes import cause_key
+from .safetext import safe_text
 
 if TYPE_CHECKING:  # only toterminal's annotation: nothing of _pytest._io is needed at run time
     from _pytest._io import TerminalWriter
@@ -86,12 +88,13 @@ def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) ->
     report: pytest.TestReport = yield
     excinfo = call.excinfo
     if excinfo is None or not report.failed or not isinstance(excinfo.value, TransportError):
-        return report
+        return _escaped(item, report)
     if item.config.getoption("tbstyle", "auto") not in _SHORT_STYLES:
-        return report
+        return _escaped(item, report)
     setattr(report, TRACEBACK_ATTRIBUTE, str(report.longrepr))
     path, lineno, _ = item.location
-    lines = message_lines(excinfo.value)
+    # Node text (a tool's output tail) reaches the terminal and JUnit only with its controls escaped.
+    lines = [safe_text(line) for line in message_lines(excinfo.value)]
     info = item.stash.get(CHECK_KEY, None)
     # The cause as the summary groups it (node names out, the run's other nodes' too), so an
     # attribution that quotes other nodes' pairs is said once as well.
@@ -100,4 +103,55 @@ def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) ->
     first = item.config.stash.setdefault(_FIRST_OF_CAUSE, {}).setdefault(cause, item.nodeid)
     shown = [] if first == item.nodeid else [f"{lines[0]}  (as for {first.rpartition('::')[2]} above)"]
     report.longrepr = MessageRepr(ReprFileLocation(path, (lineno or 0) + 1, "\n".join(lines)), [*lines, _HINT], shown)
+    return _escaped(item, report)
+
+
+class _EscapeControls(logging.Filter):
+    """Log records (ours quote node text; paramiko's quote a node's banner) with their controls escaped."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        message = record.getMessage()
+        safe = safe_text(message)
+        if safe is not message:
+            record.msg, record.args = safe, None
+        return True
+
+
+@pytest.hookimpl(trylast=True)  # after pytest's logging plugin made its handlers
+def pytest_configure(config: pytest.Config) -> None:
+    """Escape control characters in what pytest's log handlers write: the live log (``--log-cli-level``),
+    ``--log-file`` and the captured logs a report shows."""
+    logging_plugin = config.pluginmanager.get_plugin("logging-plugin")
+    for name in ("log_cli_handler", "log_file_handler", "report_handler", "caplog_handler"):
+        handler = getattr(logging_plugin, name, None)
+        if isinstance(handler, logging.Handler):
+            handler.addFilter(_EscapeControls())
+
+
+def _escaped(item: pytest.Item, report: pytest.TestReport) -> pytest.TestReport:
+    """The report with the control characters of what pytest will print (its longrepr, its captured
+    output and logs) escaped: a failure's message, a skip's reason or a traceback can quote node text.
+
+    A longrepr with nothing to escape stays pytest's own (colours and all); one with something to
+    escape becomes its escaped text, with the crash line the short summary and JUnit read.
+    """
+    if any(safe_text(content) is not content for _, content in report.sections):
+        report.sections = [(title, safe_text(content)) for title, content in report.sections]
+    longrepr = report.longrepr
+    if longrepr is None or isinstance(longrepr, MessageRepr):
+        return report
+    if isinstance(longrepr, tuple) and len(longrepr) == 3:  # a skip: (path, line, "Skipped: why")
+        report.longrepr = (longrepr[0], longrepr[1], safe_text(longrepr[2]))
+        return report
+    text = str(longrepr)
+    if safe_text(text) is text:
+        return report
+    crash = getattr(longrepr, "reprcrash", None)
+    path, lineno, _ = item.location
+    where = ReprFileLocation(
+        crash.path if crash is not None else path,
+        crash.lineno if crash is not None else (lineno or 0) + 1,
+        safe_text(crash.message if crash is not None else text.strip().rpartition("\n")[2]),
+    )
+    report.longrepr = MessageRepr(where, safe_text(text).splitlines())
     return report

@@ -28,8 +28,9 @@ from ..runinfo import get_run_info
 from .causes import Cause, group_by_cause, one_cause
 from .collect import final_verdict, get_checks, is_controller
 from .compare import summary_line
-from .record_json import timed_plan
+from .record_json import WRITER_KEY, timed_plan
 from .run_verdict import NOT_RUN_REASONS, RunVerdict
+from .safetext import safe_text
 from .summary import (
     cannot_tell,
     format_expected,
@@ -187,13 +188,27 @@ def value_lines(checks: Sequence[Mapping[str, Any]]) -> list[str]:
     return lines
 
 
+class _EscapingWriter:
+    """The terminal reporter's line writers with node text's control characters escaped (messages,
+    subjects and values quote what nodes printed)."""
+
+    def __init__(self, reporter: Any) -> None:
+        self._reporter = reporter
+
+    def write_sep(self, sep: str, title: str, **markup: bool) -> None:
+        self._reporter.write_sep(sep, safe_text(title), **markup)
+
+    def write_line(self, line: str, **markup: bool) -> None:
+        self._reporter.write_line(safe_text(line), **markup)
+
+
 @pytest.hookimpl(trylast=True)
 def pytest_terminal_summary(terminalreporter: Any, exitstatus: int, config: pytest.Config) -> None:
     info = get_run_info(config)
     if info is None or not is_controller(config) or config.option.collectonly:
         return  # --collect-only meant to measure nothing: there is no verdict to give
     checks = get_checks(config)
-    tr = terminalreporter
+    tr = _EscapingWriter(terminalreporter)
     tr.write_sep("=", f"fabric conformance: {info.cluster_name} vs {info.profile_name}")
     if not checks:
         tr.write_line("no conformance checks ran (deselected, or collection failed)", yellow=True)
@@ -231,7 +246,11 @@ def pytest_terminal_summary(terminalreporter: Any, exitstatus: int, config: pyte
         tr.write_line(text)
     json_path = config.getoption("conformance_json", None)
     if json_path:
-        tr.write_line(f"conformance record: {json_path}")
+        writer = config.stash.get(WRITER_KEY, None)
+        if writer is not None and writer.failure is not None:  # said when it first failed: here only that it is not there
+            tr.write_line(f"conformance record: NOT written to {writer.path}: {writer.failure}", red=True, bold=True)
+        else:
+            tr.write_line(f"conformance record: {json_path}")
     verdict = final_verdict(config)
     for n, text in enumerate(not_run_lines(verdict)):
         tr.write_line(text, yellow=True, bold=n == 0)
