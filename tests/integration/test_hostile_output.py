@@ -1,0 +1,120 @@
+"""What a node prints can neither exhaust the controller nor drive the reader's terminal.
+
+A node's ``nvidia-smi`` is replaced by a stand-in (the real transport, the real sshd): one that
+prints 500 MB on one line, one that prints terminal control sequences.  The run must stay small
+(controller memory, record, HTML page, terminal output) and print the controls only escaped.
+"""
+
+from __future__ import annotations
+
+import json
+import resource
+import subprocess
+import sys
+import xml.etree.ElementTree as ET
+from pathlib import Path
+
+import pytest
+from simcluster import SimCluster
+
+PROFILE = Path(__file__).resolve().parents[1] / "data" / "profiles" / "sim-gpu.yaml"
+MB = 1_000_000
+FLOOD_BYTES = 500 * MB
+# The goals of issue 27: any output size, the controller under 500 MB, report and record under 20 MB.
+RSS_GOAL = 500 * MB
+FILE_GOAL = 20 * MB
+
+# Peak RSS of the pytest run alone: this wrapper's only child is the run.
+_MEASURED = (
+    "import resource, subprocess, sys\n"
+    "with open(sys.argv[1], 'wb') as out:\n"
+    "    rc = subprocess.run(sys.argv[2:], stdout=out, stderr=subprocess.STDOUT).returncode\n"
+    "print(rc, resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss * 1024)\n"
+)
+
+
+def _run(where: Path, inventory: Path, node: str, *extra: str) -> tuple[int, int, Path]:
+    """The gpu_count check of ``node`` as a user runs it: its exit code, its peak RSS and its terminal output."""
+    terminal = where / "terminal.txt"
+    measured = subprocess.run(
+        [sys.executable, "-c", _MEASURED, str(terminal), sys.executable, "-m", "pytest", "--cluster", str(inventory),
+         "--profile", str(PROFILE), "-p", "no:cacheprovider", "-rA", "-k", f"gpu_count and {node}",
+         "--conformance-json=record.json", "--junitxml=junit.xml", "--html=report.html", "--self-contained-html",
+         *extra],
+        cwd=where, capture_output=True, text=True, timeout=600, check=True,
+    )
+    rc, rss = measured.stdout.split()
+    return int(rc), int(rss), terminal
+
+
+# Exit 1 with the flood on stderr: the error quotes its "last output".  Exit 0 with it on stdout:
+# the parsers read it (-q -x, then -q).
+@pytest.mark.parametrize("exit_code, stream", [(1, ">&2"), (0, "")], ids=["exit1-stderr", "exit0-stdout"])
+def test_a_node_that_prints_500_mb_on_one_line_does_not_exhaust_the_controller(
+    tmp_path: Path, simcluster: SimCluster, sim_inventory: Path, exit_code: int, stream: str
+) -> None:
+    node = simcluster.nodes[0].name
+    flood = f"head -c {FLOOD_BYTES} /dev/zero | tr '\\0' x {stream}\nexit {exit_code}\n"
+    simcluster.install_tool(node, "nvidia-smi", flood)
+    try:
+        rc, rss, terminal = _run(tmp_path, sim_inventory, node, "--evidence-dir=evidence")
+    finally:
+        simcluster.remove_tool(node, "nvidia-smi")
+    sizes = {name: (tmp_path / name).stat().st_size for name in ("record.json", "report.html", "junit.xml")}
+    sizes["terminal"] = terminal.stat().st_size
+    print(f"flood exit {exit_code}: peak RSS {rss / MB:.0f} MB, " + ", ".join(f"{k} {v / MB:.2f} MB" for k, v in sizes.items()))
+    assert rc == 1  # the check errors: it could not read its tool's output
+    assert rss < RSS_GOAL, f"controller peak RSS {rss / MB:.0f} MB"
+    for name, size in sizes.items():
+        assert size < FILE_GOAL, f"{name}: {size / MB:.1f} MB"
+    record = json.loads((tmp_path / "record.json").read_text())
+    (check,) = [c for c in record["checks"] if c["check"] == "gpu_count"]
+    assert check["outcome"] == "error"
+    if exit_code:  # the error quotes the output's tail, cut
+        assert "characters dropped by pytest-fabric" in check["message"], check["message"][:3000]
+
+
+# Each a way a node's text could drive the reader's terminal: clear the screen, plant a link,
+# write the clipboard, NUL, ring, and a carriage return that prints a fake verdict over a line.
+HOSTILE = (
+    "\x1b[2J\x1b[H"
+    "\x1b]8;;https://evil.example/\x07click here\x1b]8;;\x07 "
+    "\x1b]52;c;cm0gLXJmIH4=\x07"
+    "NUL\x00BEL\x07"
+    "\rACCEPT: 8 nodes conform\x9b2J"
+)
+RAW = ("\x1b", "\x00", "\x07", "\r", "\x9b")
+
+
+def test_a_node_cannot_send_escape_sequences_to_the_terminal_or_junit(
+    tmp_path: Path, simcluster: SimCluster, sim_inventory: Path
+) -> None:
+    node = simcluster.nodes[0].name
+    script = "printf '" + "".join(f"\\{b:03o}" for b in HOSTILE.encode()) + "' >&2\nexit 3\n"
+    simcluster.install_tool(node, "nvidia-smi", script)
+    try:
+        rc, _, terminal = _run(tmp_path, sim_inventory, node, "--tb=short")
+        rc_long, _, terminal_long = _run(tmp_path, sim_inventory, node, "--tb=long")
+    finally:
+        simcluster.remove_tool(node, "nvidia-smi")
+    assert rc == rc_long == 1
+    for out in (terminal.read_text(errors="surrogateescape"), terminal_long.read_text(errors="surrogateescape")):
+        assert "click here" in out and "ACCEPT: 8 nodes conform" in out, out[-3000:]
+        for raw in RAW:
+            assert raw not in out, (raw, out[-3000:])
+        assert "\\x1b[2J" in out and "\\x1b]52;c;" in out and "\\x00" in out and "\\x07" in out
+        assert "\\rACCEPT: 8 nodes conform" in out and "\\x9b2J" in out
+        # no line starts with the node's fake verdict
+        assert not any(line.startswith("ACCEPT: 8 nodes") for line in out.splitlines())
+    junit = (tmp_path / "junit.xml").read_bytes().decode()
+    for raw in RAW:
+        assert raw not in junit, raw
+    errors = ET.parse(tmp_path / "junit.xml").getroot().findall(".//testcase/error")
+    assert errors and "\\x1b]8;;https://evil.example/" in (errors[0].text or "") + errors[0].get("message", "")
+    # HTML and JSON escape for themselves: the page holds no raw control, the record the exact text.
+    page = (tmp_path / "report.html").read_text()
+    for raw in RAW:
+        assert raw not in page, raw
+    record = json.loads((tmp_path / "record.json").read_text())
+    (check,) = [c for c in record["checks"] if c["check"] == "gpu_count"]
+    assert "ACCEPT: 8 nodes conform" in check["message"]
