@@ -17,10 +17,17 @@ string join, a hash and a write rather than re-encoding every check: for
 ``tests/unit/test_report_record_json.py::test_rewrites_stay_cheap``).
 Rewrites closer together than :data:`MIN_INTERVAL_S` are deferred to the next
 check or the end of the session, so bursts of skipped checks cost nothing.
+
+A rewrite that fails (the record's filesystem full, over quota, gone read-only) removes its
+temporary file and is said once, on the terminal: the path, the bytes it needed and the space
+there, and what to do. The run goes on (a measurement is not lost for want of disk on the
+controller); every later rewrite tries again, and the summary says whether the last one was
+written.
 """
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import os
 import platform
@@ -137,7 +144,8 @@ class RecordWriter:
                  comparison_warnings: Sequence[str] = (),
                  host_keys: Callable[[], Sequence[dict[str, Any]]] | None = None,
                  plan: Callable[[], dict[str, Any] | None] | None = None,
-                 took: Callable[[], float | None] | None = None) -> None:
+                 took: Callable[[], float | None] | None = None,
+                 on_failure: Callable[[str], None] | None = None) -> None:
         self.path = path
         self.info = info
         self.compared_with = compared_with
@@ -155,6 +163,11 @@ class RecordWriter:
         self._hasher = hashlib.sha256(b'{"checks":[')
         self._last_write = 0.0
         self.writes = 0
+        #: says a failed rewrite (once per run); None: nothing is said
+        self.on_failure = on_failure
+        #: why the last rewrite failed (None: it was written)
+        self.failure: str | None = None
+        self._said = False
 
     def add(self, nodeid: str, check: dict[str, Any]) -> None:
         """Take in one check (a re-reported test replaces its earlier record); rewrite unless just written."""
@@ -194,14 +207,39 @@ class RecordWriter:
         hasher = self._hasher.copy()
         hasher.update(b'],"run":' + run + b"}")
         tmp = self.path.with_name(f".{self.path.name}.{os.getpid()}.tmp")
-        with open(tmp, "wb") as f:
-            # One check per line: still one valid JSON document, and diffable and greppable.
-            f.write(b'{"run":' + run + b',\n"checks":[\n')
-            f.write(b",\n".join(self._pieces.values()))
-            f.write(b'\n],\n"sha256":"' + hasher.hexdigest().encode("ascii") + b'"}\n')
-        os.replace(tmp, self.path)
+        # One check per line: still one valid JSON document, and diffable and greppable.
+        parts = (b'{"run":' + run + b',\n"checks":[\n', b",\n".join(self._pieces.values()),
+                 b'\n],\n"sha256":"' + hasher.hexdigest().encode("ascii") + b'"}\n')
         self._last_write = time.monotonic()
+        try:
+            with open(tmp, "wb") as f:
+                f.writelines(parts)
+            os.replace(tmp, self.path)
+        except OSError as exc:
+            with contextlib.suppress(OSError):
+                tmp.unlink()
+            self._failed(exc, sum(map(len, parts)))
+            return
+        self.failure = None
         self.writes += 1
+
+    def _failed(self, exc: OSError, needed: int) -> None:
+        """Keep why the rewrite failed; say it the first time, with what it needed and what to do."""
+        try:
+            stat = os.statvfs(self.path.parent)
+            room = f"{stat.f_bavail * stat.f_frsize:,} bytes free there"
+        except OSError:
+            room = "the space there unknown"
+        why = exc.strerror or str(exc)
+        self.failure = f"{why} ({needed:,} bytes needed, {room})"
+        if self._said or self.on_failure is None:
+            return
+        self._said = True
+        self.on_failure(
+            f"pytest-fabric: could not write the conformance record {self.path}: {self.failure}; the run goes on "
+            "and tries again after each check and at the end: free space there, or give --conformance-json a "
+            "path with room next time"
+        )
 
 
 class _JsonPlugin:
@@ -251,6 +289,16 @@ def timed_plan(config: pytest.Config, checks: Sequence[dict[str, Any]], finished
     return plan_vs_actual(_planned(config), checks, took)
 
 
+def _say(config: pytest.Config, text: str) -> None:
+    """One line on the terminal, red (on stderr where there is no terminal reporter)."""
+    reporter = config.pluginmanager.get_plugin("terminalreporter")
+    if reporter is None:
+        os.write(2, (text + "\n").encode(errors="replace"))
+        return
+    reporter.ensure_newline()
+    reporter.write_line(text, red=True, bold=True)
+
+
 @pytest.hookimpl(trylast=True)
 def pytest_sessionstart(session: pytest.Session) -> None:
     # .trust is a plugin of its own, registered after this one: imported when called
@@ -262,6 +310,8 @@ def pytest_sessionstart(session: pytest.Session) -> None:
     info = get_run_info(config)
     if not path or info is None or not is_controller(config):
         return
+    if config.getoption("collectonly"):
+        return  # nothing is measured: the last run's record stays as it was
     target = Path(path).expanduser().resolve()
     target.parent.mkdir(parents=True, exist_ok=True)
     cmp, ev = config.getoption("compare", None), config.getoption("evidence_dir", None)
@@ -269,7 +319,7 @@ def pytest_sessionstart(session: pytest.Session) -> None:
     writer = RecordWriter(target, info, compared_with=str(cmp) if cmp else None, evidence_dir=str(ev) if ev else None,
                           comparison_warnings=previous.warnings if previous is not None else (),
                           host_keys=partial(host_key_decisions, config), plan=partial(_planned, config),
-                          took=partial(session_seconds, config))
+                          took=partial(session_seconds, config), on_failure=partial(_say, config))
     config.stash[WRITER_KEY] = writer
     config.pluginmanager.register(_JsonPlugin(config, writer), "fabric-report-json")
     writer.write()  # a record exists from the start, even if the first check never ends
