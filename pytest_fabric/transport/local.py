@@ -18,6 +18,7 @@ from typing import IO
 
 from ..outputcap import KEEP_BYTES, CappedBuffer
 from .base import CommandResult, CommandTimeout
+from .cmdlog import log_failed, log_ran, log_started, node_logger
 from .outcome import judge
 from .packages import missing_tool
 from .shellwrap import KILL_AFTER_S
@@ -90,6 +91,7 @@ class LocalTransport:
 
     def __init__(self, node: str = "localhost") -> None:
         self.node = node
+        self._log = node_logger(node)  # commands at DEBUG, for pytest's logging options (see .cmdlog)
         self._lock = threading.Lock()
         self._background: list[LocalBackgroundProcess] = []
         self._running: set[subprocess.Popen[bytes]] = set()
@@ -120,6 +122,7 @@ class LocalTransport:
         except subprocess.TimeoutExpired:
             _kill_group(proc, KILL_AFTER_S)
             capture.join(_DRAIN_S)
+            log_failed(self._log, command, f"killed at its timeout of {timeout:g} s", time.monotonic() - started)
             raise CommandTimeout(self.node, command, timeout, capture.stdout.text()) from None
         except BaseException:
             # KeyboardInterrupt while waiting: leave nothing running behind us.
@@ -136,15 +139,18 @@ class LocalTransport:
             capture.stderr.text(),
             time.monotonic() - started,
         )
+        log_ran(self._log, command, result.exit_code, result.duration_s, capture.stdout.total, capture.stderr.total)
         return judge(result, check=check)
 
     def start(self, command: str, *, timeout: float) -> LocalBackgroundProcess:
         """Start ``command`` in the background; it is killed after ``timeout`` at the latest."""
+        started = time.monotonic()
         process = LocalBackgroundProcess(
             self.node, command, timeout_s=timeout, on_finish=self._forget
         )
         with self._lock:
             self._background.append(process)
+        log_started(self._log, command, time.monotonic() - started)
         return process
 
     def _forget(self, process: LocalBackgroundProcess) -> None:

@@ -36,6 +36,7 @@ import paramiko
 
 from ...outputcap import KEEP_BYTES, CappedBuffer
 from ..base import CommandResult, CommandTimeout, TransportError
+from ..cmdlog import log_connected, log_failed, log_ran, log_started, node_logger
 from ..outcome import is_wrapper_timeout, judge
 from ..shellwrap import KILL_AFTER_S, in_background, kill_marked, with_timeout
 from .background import SSHBackgroundProcess
@@ -196,6 +197,8 @@ class SSHTransport:
         self.jump_hosts = jump_hosts
         #: on every foreground command line of this transport, so interrupt() can find them on the node
         self._marker = f"pf-run-{uuid.uuid4().hex[:12]}"
+        #: connections and commands, at DEBUG, for pytest's logging options (see ..cmdlog)
+        self._log = node_logger(node)
         self._tcp_nodelay = (
             _tcp_nodelay  # private switch, for the benchmark's with/without comparison
         )
@@ -328,6 +331,8 @@ class SSHTransport:
                     raise _DroppedEarly(dropped_error(self._endpoint)) from exc
                 raise connect_error(self._endpoint, exc) from exc
             PACER.succeeded(endpoint)
+            log_connected(self._log, f"{conn.host}:{conn.port}", str(conn.user), time.monotonic() - started,
+                          via=jump.split(",")[-1] if jump else None)
         note_connected(s.host_key_log, self.node, conn.client, s.host_key_policy, known_hosts, conn.host, conn.port, also)
         return conn
 
@@ -455,6 +460,7 @@ class SSHTransport:
     # -- running -----------------------------------------------------------------
     def run(self, command: str, *, timeout: float, check: bool = True) -> CommandResult:
         """Run ``command`` on the node; see :meth:`base.Transport.run`."""
+        began = time.monotonic()  # for the log: the session's opening counts too
         chan = self._channel(command, with_timeout(command, timeout, self._marker))
         # Each stream kept up to KEEP_BYTES, head and tail beyond: a node can print without end.
         stdout = CappedBuffer(KEEP_BYTES)
@@ -477,11 +483,15 @@ class SSHTransport:
             # timeout(1) should have ended it long ago: the connection hangs.  Start afresh next time.
             with self._lock:
                 self._drop()
+            log_failed(self._log, command, "no end, the connection hangs", time.monotonic() - began)
             raise CommandTimeout(self.node, command, timeout, out)
         if code is None:
+            log_failed(self._log, command, "connection lost", time.monotonic() - began)
             raise self._lost(command)
         if is_wrapper_timeout(code, elapsed, timeout):
+            log_failed(self._log, command, f"killed at its timeout of {timeout:g} s", time.monotonic() - began)
             raise CommandTimeout(self.node, command, timeout, out)
+        log_ran(self._log, command, code, time.monotonic() - began, stdout.total, stderr.total)
         result = CommandResult(
             self.node, command, code, out, stderr.text(), elapsed
         )
@@ -489,6 +499,7 @@ class SSHTransport:
 
     def start(self, command: str, *, timeout: float) -> SSHBackgroundProcess:
         """Start ``command`` in the background; it is killed on the node after ``timeout`` at the latest."""
+        began = time.monotonic()
         chan = self._channel(command, in_background(command, timeout))
         process = SSHBackgroundProcess(
             self.node,
@@ -503,6 +514,7 @@ class SSHTransport:
         # stop() needs the process group id; waiting for it here also means the
         # command has really been launched when start() returns.
         process.wait_for_pid(self.settings.connect_timeout)
+        log_started(self._log, command, time.monotonic() - began)
         return process
 
     def _signal_group(self, pgid: int, signal_name: str) -> None:
