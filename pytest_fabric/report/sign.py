@@ -317,8 +317,8 @@ def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> Any:
     result = yield
     config = session.config
     signing = config.stash.get(SIGN_KEY, None)
-    if signing is None or hasattr(config, "workerinput"):
-        return result
+    if signing is None or hasattr(config, "workerinput") or config.getoption("collectonly"):
+        return result  # --collect-only writes no record (record_json.py): nothing to sign
     record = Path(config.getoption("conformance_json")).expanduser().resolve()
     reporter = config.pluginmanager.get_plugin("terminalreporter")
     try:
