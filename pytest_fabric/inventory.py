@@ -57,7 +57,7 @@ _NAME_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,62}$")
 _HOST_RE = re.compile(r"^[A-Za-z0-9:][A-Za-z0-9._:%-]{0,252}$")
 _USER_RE = re.compile(r"^[A-Za-z_][A-Za-z0-9._-]{0,31}$")
 _PATH_RE = re.compile(r"^[A-Za-z0-9._/@+~=,-]+$")
-_RDMA_PORT_RE = re.compile(r"^[A-Za-z0-9_.-]{1,64}(?:/[0-9]{1,3})?$")
+_RDMA_PORT_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}(?:/[0-9]{1,3})?$")  # no leading - or .: not an option
 _LABEL_RE = re.compile(r"^[A-Za-z0-9._-]+$")
 # A filesystem type as findmnt prints it (xfs, nfs4, lustre, fuse.sshfs) and one mount option
 # (`ro`, `proto=rdma`, `addr=10.0.0.1`): they reach a shell only quoted, but are checked here.

@@ -445,7 +445,7 @@ class Ports(Count):
         return found
 
 
-_PORT_NAME_RE = re.compile(r"^[A-Za-z0-9_.-]+(/\d+)?$")
+_PORT_NAME_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]*(/\d+)?$")  # no leading - or .: not an option
 
 
 class PortRate(CheckSpec):

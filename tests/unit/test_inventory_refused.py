@@ -63,3 +63,11 @@ def test_a_percent_encoded_url_loads(tmp_path: Path) -> None:
     path = tmp_path / "inv.yaml"
     path.write_text("nodes: [{name: a}]\negress:\n  targets: ['http://m/f%5B1-3%5D%7B%2C%7D', 'http://[::1]:8080/x']\n")
     assert load_inventory(path).egress_targets == ("http://m/f%5B1-3%5D%7B%2C%7D", "http://[::1]:8080/x")
+
+
+@pytest.mark.parametrize("port", ["-v", "-oX/1", ".hidden/1"])
+def test_an_rdma_port_that_would_read_as_an_option_is_refused(tmp_path: Path, port: str) -> None:
+    # A device name reaches `perfquery -C DEVICE`, `rdma link show DEVICE/PORT` and NCCL_IB_HCA:
+    # quoted, but a leading '-' could still be taken for an option.
+    message = _error(tmp_path, f"nodes:\n  - name: a\n  - {{name: b, rdma_ports: ['{port}']}}\n")
+    assert message.startswith(f":3: nodes[1].rdma_ports: {port!r} is not an RDMA port"), message

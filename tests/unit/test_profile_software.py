@@ -75,3 +75,9 @@ def test_preflight_tools_that_are_program_names_load(tmp_path: Path) -> None:
     profile = load_profile(str(write(tmp_path, "software: {preflight: {tools: [jq, g++, python3.11, all_reduce_perf]}}\n")))
     assert profile.document.software.preflight is not None
     assert profile.document.software.preflight.tools == ["jq", "g++", "python3.11", "all_reduce_perf"]
+
+
+@pytest.mark.parametrize("name", ["-v", "-oX/1", ".hidden"])
+def test_a_port_name_that_would_read_as_an_option_is_refused(tmp_path: Path, name: str) -> None:
+    with pytest.raises(SourceError, match=rf"p.yaml:\d+: inter_node.ports.names.*{name!r} is not an RDMA port"):
+        load_profile(str(write(tmp_path, f"inter_node:\n  ports:\n    names: ['mlx5_0', '{name}']\n")))
