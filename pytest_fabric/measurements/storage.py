@@ -4,8 +4,9 @@ checkpoint), and every node writing to each shared mount at once.
 Each per-mount check runs in a wave, under ``--fabric-fanout``. On a node-local mount (or the temp
 dir) every node measures at once. On a shared mount the check's ``measured:`` says what a node's
 figure is (pytest_fabric/sharing.py): ``alone``, its nodes take turns (``concurrency:`` raises it),
-or ``together``, every node at once, each figure its share of the mount. A mount whose type the
-inventory does not state counts as shared. The detail and ``extra["measured"]`` say which.
+or ``together``, every node at once, each figure its share of the mount. Whether a mount is shared
+is decided once per run from its ``shared:`` and what findmnt shows on the nodes (mount_sharing.py,
+locality.py). The detail and ``extra["measured"]`` say which, and what decided it.
 """
 
 from __future__ import annotations
@@ -16,11 +17,12 @@ from typing import Any
 
 import pytest
 
-from .. import checks, sharing
+from .. import checks, mount_sharing, sharing
 from ..batches import Share
 from ..cluster import Cluster, NodeHandle
 from ..fixtures import MountHandle, SpecLookup
 from ..inventory import SHARED_FSTYPES, Mount
+from ..locality import MountSharing
 from ..probes import storage
 from ..state import FabricState, get_state
 from ..verdict import Expectation, Measurement, Op
@@ -35,11 +37,18 @@ def _spec_of(request: pytest.FixtureRequest, mount: MountHandle) -> Mount | None
     return state.inventory.mount(mount.path) if mount.path else None
 
 
+def _found(state: FabricState, path: str | None) -> MountSharing | None:
+    """Whether ``path`` is shared, as the run decided it from the inventory and findmnt (mount_sharing.py)."""
+    if path is None or state.cluster is None:
+        return None
+    return mount_sharing.mount_sharing(state, state.cluster, path)
+
+
 def _takes_turns(check: str) -> Callable[[FabricState, MountHandle], Share | None]:
     """What a node measuring ``check`` on its mount shares (sharing.py: the plan reads the same rule)."""
 
     def share(state: FabricState, mount: MountHandle) -> Share | None:
-        return sharing.mount_share(state.inventory, state.profile, check, mount.path)
+        return sharing.mount_share(state.inventory, state.profile, check, mount.path, _found(state, mount.path))
 
     return share
 
@@ -50,13 +59,16 @@ def _as_measured(request: pytest.FixtureRequest, check: str, mount: MountHandle,
     if state is None:
         return measured
     path = mount.path
-    if path is None or not sharing.mount_is_shared(state.inventory, path):
+    found = _found(state, path)
+    if path is None or not sharing.mount_is_shared(state.inventory, path, found):
         note = "node-local: every node measures its own disk at the same time"
+        if found is not None:
+            note += f" ({found.why})"
         how: dict[str, Any] = {"mode": "node-local"}
     else:
         on_mount = [p for p in (state.selected(check, "mount") or {}).values() if p[1] == path]
         nodes = max(1, len(on_mount))
-        share = sharing.mount_share(state.inventory, state.profile, check, path)
+        share = sharing.mount_share(state.inventory, state.profile, check, path, found)
         fanout = state.batches.fanout
         if share is None:
             at_once = sharing.at_once(None, nodes, fanout)
@@ -71,6 +83,8 @@ def _as_measured(request: pytest.FixtureRequest, check: str, mount: MountHandle,
             taking = "one node at a time" if at_once == 1 else f"{at_once} of the {nodes} nodes at a time, each figure a share among {at_once}"
             note = (f"measured alone (storage.{check}.measured: alone): {taking} on the shared mount {path}, "
                     "so the figure is this node's client on a mount no other node was using")
+    if found is not None:
+        how["sharing"] = found.to_json()
     detail = f"{measured.detail}; {note}" if measured.detail else note
     return dataclasses.replace(measured, detail=detail, extra={**measured.extra, "measured": how})
 
@@ -109,7 +123,7 @@ def _measure(request: pytest.FixtureRequest, check: str, mount: MountHandle, fig
     state = get_state(request.config)
     path = mount.path
     if (state is None or state.cluster is None or path is None or not settings.runtime_s
-            or not sharing.mount_is_shared(state.inventory, path)
+            or not sharing.mount_is_shared(state.inventory, path, _found(state, path))
             or sharing.measured_mode(state.profile, check) != "together"):
         return alone()
     cluster = state.cluster
@@ -138,7 +152,8 @@ def mount_state(request: pytest.FixtureRequest, mount: MountHandle) -> Measureme
         pytest.skip(_NO_MOUNTS)
     if not any(check.startswith("storage.") for check in state.profile.set_checks()):
         pytest.skip(f"profile {state.profile.name} sets no storage checks")
-    return storage.mount_measurement(storage.check_mount(mount.node, state.inventory.mount(mount.path)))
+    # The reading the run's sharing decision made (mount_sharing.py), if it made one: findmnt once.
+    return storage.mount_measurement(mount_sharing.mount_reading(state, mount.node, mount.path))
 
 
 @pytest.fixture

@@ -22,7 +22,7 @@ from typing import Any
 
 import pytest
 
-from .. import checks, sharing
+from .. import checks, mount_sharing, sharing
 from ..batches import BatchProgress
 from ..checks import profile_key_of
 from ..plan import CheckPlan, RunPlan, format_duration, plan_run, planned_subject
@@ -167,12 +167,27 @@ class ProgressLine:
         self._ticker.start()
 
 
-def plan_items(items: list[pytest.Item], config: pytest.Config) -> RunPlan | None:
-    """The plan of the selected ``items`` (None without ``--cluster``)."""
+def plan_items(items: list[pytest.Item], config: pytest.Config, *, read_mounts: bool = True) -> RunPlan | None:
+    """The plan of the selected ``items`` (None without ``--cluster``).
+
+    Where a selected check loads a mount, whether the mount is shared is decided first from what
+    findmnt shows on the nodes (mount_sharing.py: once per run, the decision the run then uses),
+    unless ``read_mounts`` is False or nothing is to run (``--collect-only``): then from the
+    inventory alone.
+    """
 
     state = get_state(config)
     if state is None:
         return None
+    if read_mounts and not config.option.collectonly:
+        loading = _loaded_mounts(items, state)
+        if loading and PLAN_KEY not in config.stash:
+            # A Slurm allocation sizes itself by the plan as its nodes open: it gets the plan the
+            # inventory alone gives (an unstated mount as shared, the longer), then findmnt is read.
+            provisional = plan_items(items, config, read_mounts=False)
+            if provisional is not None:
+                config.stash[PLAN_KEY] = provisional
+        mount_sharing.decide_before_plan(config, loading)
     specs: dict[tuple[str, str], Any] = {}
     subjects = []
     for item in items:
@@ -186,11 +201,27 @@ def plan_items(items: list[pytest.Item], config: pytest.Config) -> RunPlan | Non
         if specs[(info.layer, info.check)] is None and info.check != "mount":
             continue  # a check the profile does not set skips: it is not in the plan
         share = None if info.fixture is None else sharing.share_for(
-            state.inventory, state.profile, info.check, info.fixture, info.param)
+            state.inventory, state.profile, info.check, info.fixture, info.param,
+            lambda path: mount_sharing.decided(state, path))
         subjects.append(planned_subject(info.layer, info.check, info.fixture, info.param, share))
     rails, gpus = _count(state.profile.spec_of(checks.PORTS)), _count(state.profile.spec_of(checks.GPU_COUNT))
     return plan_run(subjects, {k: v for k, v in specs.items() if v is not None}, state.batches.fanout,
                     rails=rails, gpus=gpus, nodes=len(state.inventory.nodes), items=len(items))
+
+
+def _loaded_mounts(items: list[pytest.Item], state: Any) -> list[str]:
+    """The mount paths a selected check the profile sets loads with fio (sharing.MOUNT_LOADING)."""
+    paths: dict[str, None] = {}
+    set_checks: dict[str, bool] = {}
+    for item in items:
+        info = item.stash.get(CHECK_KEY, None)
+        if info is None or info.fixture != "mount" or info.param is None or info.check not in sharing.MOUNT_LOADING:
+            continue
+        if info.check not in set_checks:
+            set_checks[info.check] = state.profile.spec("storage", info.check) is not None
+        if set_checks[info.check] and info.param[1] is not None:
+            paths[info.param[1]] = None
+    return list(paths)
 
 
 def _count(spec: Count | None) -> int:
@@ -224,7 +255,11 @@ def pytest_report_collectionfinish(config: pytest.Config, items: list[pytest.Ite
     if plan is None:
         return None
     config.stash[PLAN_KEY] = plan
-    return [f"fabric: plan: {plan.summary()}"]
+    state = get_state(config)
+    assert state is not None
+    # Said once, here: the inventory's shared: that findmnt contradicts (the inventory's word is kept).
+    said = [mount_sharing.decided(state, path) for path in state.inventory.mounts]
+    return [f"fabric: plan: {plan.summary()}"] + [f"fabric: {d.contradiction}" for d in said if d and d.contradiction]
 
 
 @pytest.hookimpl(trylast=True)

@@ -9,6 +9,8 @@ path the inventory names that nothing is mounted on.
 - ``shared(nodes)``: one host directory bound at the same path on every node (ext4 by type,
   one filesystem for all of them, as NFS or Lustre would be).
 - ``local(nodes)``: a directory of each node's own bound at the path (a node-local disk).
+- ``loop_disks(nodes)``: each node's own ext4 on its own loop device at the path (/dev/loop0 on one
+  node, /dev/loop1 on the next: node-local NVMe as findmnt shows it); the devices are detached on close.
 - ``tmpfs(nodes)``: tmpfs at the path: files in memory (Linux 6.6+ accepts O_DIRECT there).
 - ``ramfs(nodes)``: ramfs at the path: refuses O_DIRECT with EINVAL, as FUSE does.
 - ``unmounted()``: just the directory.
@@ -19,6 +21,7 @@ Every mount is undone when the ``SimMounts`` closes, however the test ends.
 from __future__ import annotations
 
 import shutil
+import subprocess
 import uuid
 from collections.abc import Iterable
 from pathlib import Path
@@ -37,6 +40,7 @@ class SimMounts:
         self.cluster = cluster
         self._mounted: list[tuple[SimNode, str]] = []
         self._dirs: list[Path] = []
+        self._loops: list[str] = []  # loop devices attached here, detached on close
 
     def __enter__(self) -> SimMounts:
         return self
@@ -79,6 +83,20 @@ class SimMounts:
             self._mount(node, ["mount", "--bind", str(source), target], target)
         return target
 
+    def loop_disks(self, nodes: Iterable[SimNode | str] | None = None, size_mib: int = 96) -> str:
+        """Each node's own ext4 on a loop device of its own at one path: a node-local disk with its own source."""
+        target = self.unmounted()
+        images = self._dir("disks")
+        for node in self._nodes(nodes):
+            image = images / f"{node.name}.img"
+            with image.open("wb") as f:
+                f.truncate(size_mib * 2**20)
+            device = _host(["losetup", "--find", "--show", str(image)]).strip()
+            self._loops.append(device)
+            _host(["mkfs.ext4", "-q", "-F", device])
+            self._mount(node, ["mount", "-t", "ext4", device, target], target)
+        return target
+
     def tmpfs(self, nodes: Iterable[SimNode | str] | None = None, size: str = "256m") -> str:
         """tmpfs at the path on ``nodes``: storage that is memory."""
         target = self.unmounted()
@@ -98,7 +116,16 @@ class SimMounts:
             if node.up:
                 self.cluster.exec(node, ["umount", "-l", target])
         self._mounted.clear()
+        for device in reversed(self._loops):
+            subprocess.run(["losetup", "-d", device], capture_output=True, check=False)
+        self._loops.clear()
         for path in reversed(self._dirs):
             shutil.rmtree(path, ignore_errors=True)
         self._dirs.clear()
 
+
+def _host(argv: list[str]) -> str:
+    proc = subprocess.run(argv, capture_output=True, text=True, check=False)
+    if proc.returncode != 0:
+        raise SimClusterError(f"{' '.join(argv)} failed: {proc.stderr.strip()}")
+    return proc.stdout
