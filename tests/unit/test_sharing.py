@@ -123,3 +123,18 @@ def test_at_once_is_the_cap_the_fanout_or_the_holders(
     share: Share | None, holders: int, fanout: int, expected: int
 ) -> None:
     assert sharing.at_once(share, holders, fanout) == expected
+
+
+def test_the_runs_decision_from_findmnt_outweighs_the_inventory_alone(tmp_path: Path) -> None:
+    """An unstated mount counts as shared until findmnt shows a different ext4 device on each node."""
+    from pytest_fabric.locality import decide
+    from pytest_fabric.parsers.findmnt import FindmntFilesystem
+
+    inventory = _inventory(tmp_path)
+    profile = _profile(tmp_path, "storage:\n  sequential_write: {min: 1 GB/s}\n")
+    seen = {f"n{i}": FindmntFilesystem("/unstated", f"/dev/loop{i}", "ext4", ("rw",)) for i in range(1, 4)}
+    local = decide(inventory.mount("/unstated"), seen)
+    assert sharing.share_for(inventory, profile, "sequential_write", "mount", ("n1", "/unstated")) is not None
+    assert sharing.share_for(inventory, profile, "sequential_write", "mount", ("n1", "/unstated"),
+                             lambda path: local if path == "/unstated" else None) is None
+    assert sharing.mount_is_shared(inventory, "/unstated", local) is False
