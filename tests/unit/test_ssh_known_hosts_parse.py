@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 
 from pytest_fabric.transport.ssh.hostcert import certificate_problem, parse_certificate
-from pytest_fabric.transport.ssh.knownhosts import host_matches, parse_known_hosts
+from pytest_fabric.transport.ssh.knownhosts import KnownHosts, host_matches, parse_known_hosts
 
 ED = "AAAAC3NzaC1lZDI1NTE5AAAAIOMqqnkVzrm0SdG6UOoqKLsabgH5C9okWi0dh2l9GKJl"
 # "node01" hashed with the salt 00..13, as HashKnownHosts yes writes names (HMAC-SHA1)
@@ -64,6 +64,23 @@ def test_marker_lines_comments_and_bad_lines() -> None:
 )
 def test_host_patterns_match_as_openssh(patterns: tuple[str, ...], name: str, matches: bool) -> None:
     assert host_matches(patterns, name) is matches
+
+
+def test_lines_about_a_name_in_file_order_revoked_apart() -> None:
+    text = (
+        f"@cert-authority *.site.org ssh-ed25519 {ED}\n"
+        f"gpu1.site.org,10.0.0.1 ssh-ed25519 {ED}\n"
+        f"@revoked gpu2.site.org ssh-ed25519 {ED}\n"
+        f"GPU1.site.org ssh-ed25519 {ED}\n"
+        f"{HASHED_NODE01} ssh-ed25519 {ED}\n"
+        f"gpu?.site.org,!gpu1.site.org ssh-ed25519 {ED}\n"
+    )
+    known = KnownHosts(parse_known_hosts(text)[0])
+    assert [line.number for line in known.about("gpu1.site.org")] == [1, 2, 4]
+    assert [line.number for line in known.about("gpu2.site.org")] == [1, 6]  # the @revoked line is apart
+    assert [line.number for line in known.revoked] == [3]
+    assert [line.number for line in known.about("node01")] == [5]
+    assert [line.number for line in known.about("10.0.0.1")] == [2]
 
 
 def test_the_hashed_fixture_is_what_ssh_keygen_writes(tmp_path: Path) -> None:

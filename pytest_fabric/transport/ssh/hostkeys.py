@@ -46,7 +46,7 @@ from paramiko.hostkeys import HostKeys
 from ...evidence import DECISIONS, HostKeyDecision, HostKeyLog
 from ..base import HostKeyMismatch
 from .hostcert import CERT_SUFFIX, certificate_problem, parse_certificate
-from .knownhosts import CA_MARKER, REVOKED_MARKER, KnownHostsLine, host_matches, parse_known_hosts
+from .knownhosts import CA_MARKER, KnownHosts, parse_known_hosts
 
 __all__ = [
     "DECISIONS",
@@ -86,11 +86,11 @@ logger = logging.getLogger(__name__)
 # Parsed known_hosts files by path, as of their (mtime, size): a controller of 512 nodes read its
 # 512-line file once per connection, 262,144 entries parsed under logging's lock (paramiko gets a
 # logger per line), which held 480 connection threads at once for minutes.
-_PARSED: dict[Path, tuple[tuple[int, int], list[KnownHostsLine]]] = {}
+_PARSED: dict[Path, tuple[tuple[int, int], KnownHosts]] = {}
 _PARSED_LOCK = threading.Lock()
 
 
-def _parsed(path: Path) -> list[KnownHostsLine] | None:
+def _parsed(path: Path) -> KnownHosts | None:
     """The key lines of ``path`` (parsed once per change of the file), None when it cannot be read."""
     try:
         stat = path.stat()
@@ -108,8 +108,9 @@ def _parsed(path: Path) -> list[KnownHostsLine] | None:
         lines, skipped = parse_known_hosts(text)
         for bad in skipped:
             logger.warning("%s line %d skipped: %s", path, bad.number, bad.reason)
-        _PARSED[path] = (version, lines)
-        return lines
+        known = KnownHosts(lines)
+        _PARSED[path] = (version, known)
+        return known
 
 
 @dataclass
@@ -128,16 +129,18 @@ def _on_file(files: Sequence[Path], name: str) -> _OnFile:
     found = _OnFile()
     plain: list[tuple[str, bytes, str]] = []
     for file in files:
-        for line in _parsed(file) or []:
+        known = _parsed(file)
+        if known is None:
+            continue
+        for line in known.revoked:
+            # OpenSSH refuses a revoked key for any host, whatever names the line lists.
+            found.revoked.setdefault(line.blob, f"{file} line {line.number}")
+        for line in known.about(name):
             where = f"{file} line {line.number}"
-            if line.marker == REVOKED_MARKER:
-                # OpenSSH refuses a revoked key for any host, whatever names the line lists.
-                found.revoked.setdefault(line.blob, where)
-            elif host_matches(line.patterns, name):
-                if line.marker == CA_MARKER:
-                    found.authorities.setdefault(line.blob, where)
-                else:
-                    plain.append((line.key_type, line.blob, where))
+            if line.marker == CA_MARKER:
+                found.authorities.setdefault(line.blob, where)
+            else:
+                plain.append((line.key_type, line.blob, where))
     for key_type, blob, where in plain:
         if blob in found.revoked:
             continue
@@ -217,7 +220,8 @@ def known_hosts_name(host: str, port: int) -> str:
 
 def entry_lines(path: Path, name: str) -> list[int]:
     """1-based numbers of the lines in ``path`` that hold a key for ``name``."""
-    return [line.number for line in _parsed(path) or [] if not line.marker and host_matches(line.patterns, name)]
+    known = _parsed(path)
+    return [line.number for line in known.about(name) if not line.marker] if known is not None else []
 
 
 def _append(path: Path, name: str, key: paramiko.PKey) -> None:

@@ -12,12 +12,15 @@ from __future__ import annotations
 
 import base64
 import binascii
+import functools
 import hashlib
 import hmac
 import re
 from dataclasses import dataclass
 
-__all__ = ["CA_MARKER", "REVOKED_MARKER", "KnownHostsLine", "SkippedLine", "host_matches", "parse_known_hosts"]
+__all__ = [
+    "CA_MARKER", "REVOKED_MARKER", "KnownHosts", "KnownHostsLine", "SkippedLine", "host_matches", "parse_known_hosts",
+]
 
 CA_MARKER = "@cert-authority"
 REVOKED_MARKER = "@revoked"
@@ -82,10 +85,17 @@ def _hashed_matches(pattern: str, name: str) -> bool:
     return hmac.compare_digest(hmac.new(salt, name.encode(), hashlib.sha1).digest(), digest)
 
 
+@functools.lru_cache(maxsize=8192)
+def _compiled(pattern: str) -> re.Pattern[str]:
+    return re.compile("".join(".*" if c == "*" else "." if c == "?" else re.escape(c) for c in pattern.lower()))
+
+
 def _wildcard_matches(pattern: str, name: str) -> bool:
     """OpenSSH's match_pattern: ``*`` any run, ``?`` one character, the rest literal (``[`` too), no case."""
-    regex = "".join(".*" if c == "*" else "." if c == "?" else re.escape(c) for c in pattern.lower())
-    return re.fullmatch(regex, name.lower()) is not None
+    if "*" not in pattern and "?" not in pattern:
+        # Most lines name one host: compared as text (a controller of 512 nodes matches 512 x 512).
+        return pattern.lower() == name.lower()
+    return _compiled(pattern).fullmatch(name.lower()) is not None
 
 
 def host_matches(patterns: tuple[str, ...], name: str) -> bool:
@@ -104,3 +114,36 @@ def host_matches(patterns: tuple[str, ...], name: str) -> bool:
         elif _wildcard_matches(pattern, name):
             matched = True
     return matched
+
+
+def _literal(pattern: str) -> bool:
+    return not pattern.startswith(("|", "!")) and "*" not in pattern and "?" not in pattern
+
+
+class KnownHosts:
+    """The key lines of one file, indexed so that looking a name up does not match every line.
+
+    A controller of 512 nodes looks up 512 names in a file of 512 lines: lines that name hosts
+    literally are found by their names; only wildcard, negated and hashed ones are matched in turn.
+    """
+
+    def __init__(self, lines: list[KnownHostsLine]) -> None:
+        self.lines = lines
+        #: the @revoked lines: OpenSSH refuses their keys whatever host they name
+        self.revoked = [line for line in lines if line.marker == REVOKED_MARKER]
+        self._by_name: dict[str, list[int]] = {}
+        self._matched: list[int] = []
+        for index, line in enumerate(lines):
+            if line.marker == REVOKED_MARKER:
+                continue
+            if all(_literal(p) for p in line.patterns):
+                for pattern in {p.lower() for p in line.patterns}:
+                    self._by_name.setdefault(pattern, []).append(index)
+            else:
+                self._matched.append(index)
+
+    def about(self, name: str) -> list[KnownHostsLine]:
+        """The plain and @cert-authority lines whose host patterns match ``name``, in file order."""
+        found = set(self._by_name.get(name.lower(), ()))
+        found.update(i for i in self._matched if host_matches(self.lines[i].patterns, name))
+        return [self.lines[i] for i in sorted(found)]
