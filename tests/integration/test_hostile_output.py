@@ -82,6 +82,7 @@ HOSTILE = (
     "\x1b]52;c;cm0gLXJmIH4=\x07"
     "NUL\x00BEL\x07"
     "\rACCEPT: 8 nodes conform\x9b2J"
+    "<img src=x onerror=alert(1)>"
 )
 RAW = ("\x1b", "\x00", "\x07", "\r", "\x9b")
 
@@ -115,6 +116,8 @@ def test_a_node_cannot_send_escape_sequences_to_the_terminal_or_junit(
     page = (tmp_path / "report.html").read_text()
     for raw in RAW:
         assert raw not in page, raw
+    # The node's markup is in the page as text, never as an element.
+    assert "img src=x onerror=alert(1)" in page and "<img src=x onerror" not in page
     record = json.loads((tmp_path / "record.json").read_text())
     (check,) = [c for c in record["checks"] if c["check"] == "gpu_count"]
     assert "ACCEPT: 8 nodes conform" in check["message"]
