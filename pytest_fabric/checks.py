@@ -10,13 +10,18 @@ spirit; here the expectations are the profile's, and this table says how to reac
 Adding a check means: its declaration here, its test under ``conformance/<layer>/``, its
 probe and parser, and its measurement fixture.  tests/unit/test_checks.py holds every
 conformance test to a declaration and every declaration to its profile model.
+
+This table is what pytest-fabric's own plugin returns from ``pytest_fabric_checks``, the hook an
+extension implements to add its own checks; the run reads the :class:`CheckRegistry` assembled
+from every plugin's answer at configure time (``FabricState.checks``), not this table.
 """
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
-from typing import Generic, Literal, TypeVar
+from typing import Any, Generic, Literal, TypeVar, get_args
 
 from . import profile as p
 
@@ -24,6 +29,9 @@ __all__ = [
     "Batching",
     "Check",
     "CHECKS",
+    "BUILTIN",
+    "CheckRegistry",
+    "RegistryError",
     "PortBlock",
     "Subject",
     "check_of",
@@ -135,7 +143,7 @@ CHECKS: dict[str, Check[p.CheckSpec]] = {}
 
 
 def declare(check: Check[S]) -> Check[S]:
-    """Add a declaration (an extension's checks too: call this from its plugin module)."""
+    """Add a built-in declaration to :data:`CHECKS` (an extension returns its own from ``pytest_fabric_checks``)."""
     if check.name in CHECKS and CHECKS[check.name] != check:
         raise ValueError(f"check {check.name} is declared twice")
     for other in CHECKS.values():
@@ -256,41 +264,147 @@ AGGREGATE_RDMA_BANDWIDTH_PORTS: PortBlock = AGGREGATE_RDMA_BANDWIDTH.ports  # ty
 OVERSUBSCRIPTION_PORTS: PortBlock = OVERSUBSCRIPTION.ports  # type: ignore[assignment]
 
 
+class RegistryError(ValueError):
+    """Declarations that cannot all hold: one name twice, one key with two models, overlapping ports."""
+
+
+_LAYER_NAMES: tuple[str, ...] = get_args(Layer)
+_SUBJECTS: tuple[str, ...] = get_args(Subject)
+_BATCHINGS: tuple[str, ...] = get_args(Batching)
+_NAME_RE = re.compile(r"^[a-z_][a-z0-9_]*$")
+
+
+@dataclass(frozen=True)
+class CheckRegistry:
+    """Every check of a run, the built-in ones and the extensions', by name (in registration order).
+
+    Assembled once at configure time from the ``pytest_fabric_checks`` answers
+    (:meth:`assemble`); the plugin, the profile loader, the plan, preflight, the fixtures and the
+    report read it.  :data:`BUILTIN` holds the built-in table alone.
+    """
+
+    checks: Mapping[str, Check[p.CheckSpec]]
+
+    @classmethod
+    def assemble(cls, declared_by: Iterable[tuple[str, Iterable[Check[p.CheckSpec]]]]) -> CheckRegistry:
+        """The registry of (plugin name, its declarations) answers; a :class:`RegistryError` names the
+        plugins whose declarations cannot all hold."""
+        found: dict[str, Check[p.CheckSpec]] = {}
+        owner: dict[str, str] = {}
+        keys: dict[tuple[str, str], tuple[type[p.CheckSpec], str]] = {}
+        for plugin, declarations in declared_by:
+            for check in declarations:
+                _refuse_malformed(check, plugin)
+                if check.name in found:
+                    raise RegistryError(
+                        f"check {check.name} is declared twice: by plugin {owner[check.name]} and by plugin {plugin}; "
+                        "a check's name is its test (test_<name>) and its record: rename one, or leave one plugin out "
+                        "(-p no:NAME)")
+                for other in found.values():
+                    if check.ports and other.ports and check.ports.overlaps(other.ports):
+                        raise RegistryError(
+                            f"ports of {check.name} ({check.ports}, plugin {plugin}) overlap those of {other.name} "
+                            f"({other.ports}, plugin {owner[other.name]}): give one a block of its own")
+                if check.model is not None:
+                    typed = keys.setdefault((check.layer, check.setting), (check.model, plugin))
+                    if typed[0] is not check.model:
+                        raise RegistryError(
+                            f"{check.profile_key} is typed {typed[0].__name__} (plugin {typed[1]}) and "
+                            f"{check.model.__name__} by check {check.name} (plugin {plugin}): one key, one model; "
+                            "give the check a key of its own (Check(key=...))")
+                found[check.name], owner[check.name] = check, plugin
+        return cls(found)
+
+    def check_of(self, name: str) -> Check[p.CheckSpec] | None:
+        """The declaration of check ``name`` (a test's name without ``test_``); None for other tests."""
+        return self.checks.get(name)
+
+    def declared(self) -> Iterator[Check[p.CheckSpec]]:
+        return iter(self.checks.values())
+
+    def is_set(self, profile: p.Profile, name: str, layer: str) -> bool:
+        """Whether the profile sets check ``name``: its key, and the check it reads where it reads one."""
+        if not profile.expectations(layer, self.profile_key_of(name, layer)):
+            return False
+        check = self.checks.get(name)
+        source = self.checks.get(check.reads_from) if check is not None and check.reads_from else None
+        return source is None or bool(profile.expectations(source.layer, source.setting))
+
+    def profile_key_of(self, name: str, layer: str) -> str:
+        """The key within ``layer`` that check ``name`` is judged by: its declared one, else its name."""
+        check = self.checks.get(name)
+        return check.setting if check is not None and check.layer == layer else name
+
+    def checks_judged_by(self, profile_key: str) -> list[Check[p.CheckSpec]]:
+        """The checks whose verdict reads ``layer.key`` (``inter_node.outlier``: both outlier checks)."""
+        return [c for c in self.checks.values() if c.profile_key == profile_key]
+
+    def tools_for(self, profile_keys: Iterable[str], link_layer: str | None) -> dict[str, list[str]]:
+        """tool -> the ``layer.key`` names (of ``profile_keys``, those the profile sets) whose checks run it."""
+        out: dict[str, list[str]] = {}
+        for key in profile_keys:
+            for check in self.checks_judged_by(key):
+                for tool in check.tools_on(link_layer):
+                    if key not in out.setdefault(tool, []):
+                        out[tool].append(key)
+        return out
+
+    def settings_models(self) -> dict[str, dict[str, type[p.CheckSpec]]]:
+        """layer -> key -> the settings model of that profile key: what the profile loader builds its
+        sections from (:func:`pytest_fabric.profile.profile_schema`)."""
+        out: dict[str, dict[str, type[p.CheckSpec]]] = {}
+        for check in self.checks.values():
+            if check.model is not None:
+                out.setdefault(check.layer, {}).setdefault(check.setting, check.model)
+        return out
+
+
+def _refuse_malformed(check: Any, plugin: str) -> None:
+    """A declaration the run could not use, said at configure time with the plugin that returned it."""
+    where = f"plugin {plugin}"
+    if not isinstance(check, Check):
+        raise RegistryError(f"{where}: pytest_fabric_checks returned {check!r}; return a list of "
+                            "pytest_fabric.checks.Check declarations")
+    if not _NAME_RE.match(check.name):
+        raise RegistryError(f"{where}: check name {check.name!r}: lower-case letters, digits and _ (its test is "
+                            "test_<name>)")
+    for what, value, allowed in (("layer", check.layer, _LAYER_NAMES), ("subject", check.subject, _SUBJECTS),
+                                 ("batching", check.batching, _BATCHINGS)):
+        if value not in allowed:
+            raise RegistryError(f"{where}: check {check.name}: {what} {value!r} is not one of {', '.join(allowed)}")
+    if check.model is not None and not (isinstance(check.model, type) and issubclass(check.model, p.CheckSpec)):
+        raise RegistryError(f"{where}: check {check.name}: its model {check.model!r} is not a "
+                            "pytest_fabric.profile.CheckSpec subclass")
+
+
+#: the built-in checks alone: what a caller without a run's registry (a pure function's default) reads
+BUILTIN = CheckRegistry(CHECKS)
+
+
 def check_of(name: str) -> Check[p.CheckSpec] | None:
-    """The declaration of check ``name`` (a test's name without ``test_``); None for other tests."""
-    return CHECKS.get(name)
+    """The declaration of built-in check ``name``; None for other tests."""
+    return BUILTIN.check_of(name)
 
 
 def is_set(profile: p.Profile, name: str, layer: str) -> bool:
-    """Whether the profile sets check ``name``: its key, and the check it reads where it reads one."""
-    if not profile.expectations(layer, profile_key_of(name, layer)):
-        return False
-    check = CHECKS.get(name)
-    source = CHECKS.get(check.reads_from) if check is not None and check.reads_from else None
-    return source is None or bool(profile.expectations(source.layer, source.setting))
+    """:meth:`CheckRegistry.is_set` over the built-in checks."""
+    return BUILTIN.is_set(profile, name, layer)
 
 
 def profile_key_of(name: str, layer: str) -> str:
-    """The key within ``layer`` that check ``name`` is judged by: its declared one, else its name."""
-    check = CHECKS.get(name)
-    return check.setting if check is not None and check.layer == layer else name
+    """:meth:`CheckRegistry.profile_key_of` over the built-in checks."""
+    return BUILTIN.profile_key_of(name, layer)
 
 
 def declared() -> Iterator[Check[p.CheckSpec]]:
-    return iter(CHECKS.values())
+    return BUILTIN.declared()
 
 
 def checks_judged_by(profile_key: str) -> list[Check[p.CheckSpec]]:
-    """The checks whose verdict reads ``layer.key`` (``inter_node.outlier``: both outlier checks)."""
-    return [c for c in CHECKS.values() if c.profile_key == profile_key]
+    """:meth:`CheckRegistry.checks_judged_by` over the built-in checks."""
+    return BUILTIN.checks_judged_by(profile_key)
 
 
 def tools_for(profile_keys: Iterable[str], link_layer: str | None) -> dict[str, list[str]]:
-    """tool -> the ``layer.key`` names (of ``profile_keys``, those the profile sets) whose checks run it."""
-    out: dict[str, list[str]] = {}
-    for key in profile_keys:
-        for check in checks_judged_by(key):
-            for tool in check.tools_on(link_layer):
-                if key not in out.setdefault(tool, []):
-                    out[tool].append(key)
-    return out
+    """:meth:`CheckRegistry.tools_for` over the built-in checks."""
+    return BUILTIN.tools_for(profile_keys, link_layer)

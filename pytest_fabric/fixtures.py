@@ -23,7 +23,7 @@ from typing import Any, Protocol, TypeVar, overload
 
 import pytest
 
-from .checks import Check, is_set, profile_key_of
+from .checks import Check
 from .cluster import Cluster, NodeHandle, NodePair
 from .pairs import Pair
 from .profile import CheckSpec
@@ -167,8 +167,8 @@ def _unset_at_scale(metafunc: pytest.Metafunc, state: Any) -> str | None:
     if found is None or found[1] == "mount":  # the mount check is judged by what the inventory states
         return None
     layer, check = found
-    key = profile_key_of(check, layer)
-    return None if is_set(state.profile, check, layer) else f"{layer}.{key}"
+    key = state.checks.profile_key_of(check, layer)
+    return None if state.checks.is_set(state.profile, check, layer) else f"{layer}.{key}"
 
 
 _NO_SUBJECTS = {
@@ -327,7 +327,7 @@ def judge(request: pytest.FixtureRequest) -> Judge:
             if info is None:
                 raise TypeError(f"judge(): {item.nodeid} has no layer marker, so name the profile key: "
                                 "judge(measurement, 'layer.check')")
-            key = f"{info.layer}.{profile_key_of(info.check, info.layer)}"
+            key = f"{info.layer}.{state.checks.profile_key_of(info.check, info.layer)}"
         layer, _, check = key.partition(".")
         if expectations is None:
             expectations = state.profile.expectations(layer, check)

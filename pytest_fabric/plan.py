@@ -37,7 +37,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from .batches import DEFAULT_FANOUT, Share
-from .checks import check_of
+from .checks import BUILTIN, CheckRegistry
 from .probes import nccl
 
 __all__ = [
@@ -108,11 +108,11 @@ _KIND_WORDS = {"wave": "", "pair": " pairs", "cluster": " cluster checks"}  # in
 _LAYER_ORDER = {layer: i for i, layer in enumerate(("software", "intra_node", "inter_node", "storage", "egress"))}
 
 
-def phase_of(layer: str, check: str, kind: str | None = None) -> str:
+def phase_of(layer: str, check: str, kind: str | None = None, checks: CheckRegistry = BUILTIN) -> str:
     """The phase ``check`` runs in, as the plan and the report name it: ``inter-node pairs``,
-    ``storage``, ``inter-node cluster checks``. From the check's declaration (its subject: pairs
-    go in rounds, the cluster in one measurement, the rest in waves), else from ``kind``."""
-    declared = check_of(check)
+    ``storage``, ``inter-node cluster checks``. From the check's declaration in ``checks`` (its subject:
+    pairs go in rounds, the cluster in one measurement, the rest in waves), else from ``kind``."""
+    declared = checks.check_of(check)
     if declared is not None:
         kind = "pair" if declared.subject == "node_pair" else "cluster" if declared.subject == "cluster" else "wave"
     return _LAYER_WORDS.get(layer, layer) + _KIND_WORDS.get(kind or "wave", "")
@@ -325,18 +325,19 @@ def nccl_runs(check: str, spec: Any, *, gpus: int, nodes: int = 0,
     return [run for run in runs for _ in range(nccl.SCALING_SAMPLES)]
 
 
-def start_seconds(check: str) -> float:
+def start_seconds(check: str, checks: CheckRegistry = BUILTIN) -> float:
     """What one measurement of ``check`` adds to its tools' own time: its declared ``start_s``,
     else :data:`OVERHEAD_S`."""
-    declared = check_of(check)
+    declared = checks.check_of(check)
     return declared.start_s if declared is not None and declared.start_s is not None else OVERHEAD_S
 
 
-def measurement_seconds(check: str, spec: Any, *, gpus: int = 1, nodes: int = 0, source: Any = None) -> float:
+def measurement_seconds(check: str, spec: Any, *, gpus: int = 1, nodes: int = 0, source: Any = None,
+                        checks: CheckRegistry = BUILTIN) -> float:
     """About how long one measurement of ``check`` takes with the profile's ``spec`` (None: not set);
     an NCCL check's from the runs its probe makes (:func:`nccl_runs`: ``gpus`` a node, the inventory's
-    ``nodes``, the ``source`` settings scaling runs at)."""
-    declared = check_of(check)
+    ``nodes``, the ``source`` settings scaling runs at); ``checks``: the run's declarations."""
+    declared = checks.check_of(check)
     if declared is not None and not declared.measures:
         return 0.0
     runs = nccl_runs(check, spec, gpus=gpus, nodes=nodes, source=source)
@@ -345,7 +346,7 @@ def measurement_seconds(check: str, spec: Any, *, gpus: int = 1, nodes: int = 0,
     repeat = int(getattr(spec, "repeat", 1) or 1)
     duration = _seconds(getattr(spec, "duration", None)) or _seconds(getattr(spec, "runtime", None))
     if duration is not None:
-        return repeat * (duration + start_seconds(check))
+        return repeat * (duration + start_seconds(check, checks))
     size: Any = getattr(spec, "size", None)
     floor: Any = getattr(spec, "min", None)
     bounded: Any = getattr(spec, "bytes", None) if check in ("download", "upload") else None
@@ -370,14 +371,16 @@ def measurement_seconds(check: str, spec: Any, *, gpus: int = 1, nodes: int = 0,
 
 
 def plan_run(subjects: Iterable[PlannedSubject], specs: Mapping[tuple[str, str], Any], fanout: int,
-             *, rails: int = 1, gpus: int = 1, nodes: int = 0, items: int = 0) -> RunPlan:
+             *, rails: int = 1, gpus: int = 1, nodes: int = 0, items: int = 0,
+             checks: CheckRegistry = BUILTIN) -> RunPlan:
     """The plan of a run of ``subjects``; ``specs`` maps (layer, check) to the profile's settings
     (the checks it sets: a reads check retests only when the check it reads is there).
 
     ``rails`` and ``gpus``: what a check declared ``one_at_a_time`` goes through in one measurement
     (latency a pair's rails one after the other, aggregate each rail alone). ``nodes``: the
     inventory's, whose connections open ``fanout`` at a time before the first check. ``items``:
-    every collected test, the skipped ones of checks the profile does not set too.
+    every collected test, the skipped ones of checks the profile does not set too. ``checks``: the
+    run's declarations (an extension's checks' typical times and phases), the built-in ones by default.
     """
     by_check: dict[tuple[str, str, str], list[PlannedSubject]] = defaultdict(list)
     tests = 0
@@ -385,10 +388,10 @@ def plan_run(subjects: Iterable[PlannedSubject], specs: Mapping[tuple[str, str],
         tests += 1
         by_check[(subject.layer, subject.check, subject.kind)].append(subject)
     per_round = max(1, fanout // 2)  # --fabric-fanout counts nodes: a round runs fanout // 2 pairs at once
-    checks = []
+    registry, checks = checks, []
     for (layer, check, kind), members in by_check.items():
-        seconds = _one_measurement(layer, check, specs, rails, gpus, nodes)
-        declared = check_of(check)
+        seconds = _one_measurement(layer, check, specs, rails, gpus, nodes, registry)
+        declared = registry.check_of(check)
         if kind == "pair":
             in_round: dict[int | None, int] = defaultdict(int)
             for m in members:
@@ -403,10 +406,10 @@ def plan_run(subjects: Iterable[PlannedSubject], specs: Mapping[tuple[str, str],
         source = declared.reads_from if declared is not None else None
         if source is not None and (layer, source) in specs and _retests(check, specs.get((layer, check))):
             retest_s = _retest_seconds(len(members), per_round, _one_measurement(layer, source, specs, rails, gpus,
-                                                                                      nodes))
+                                                                                      nodes, registry))
         checks.append(CheckPlan(layer, check, kind, len(members), rounds, seconds, slots, retest_s,
-                                phase_of(layer, check, kind), declared.phase if declared is not None else 0))
-    checks += _attribution_retests(checks, specs, per_round, rails, gpus, nodes)
+                                phase_of(layer, check, kind, registry), declared.phase if declared is not None else 0))
+    checks += _attribution_retests(checks, specs, per_round, rails, gpus, nodes, registry)
     connect_s = CONNECT_S * math.ceil(nodes / max(1, fanout)) if tests else 0.0
     return RunPlan(tests, checks, fanout, connect_s, PER_TEST_S * max(items, tests))
 
@@ -432,13 +435,13 @@ def layout_seconds(check: str, specs: Mapping[tuple[str, str], Any]) -> float:
 
 
 def _one_measurement(layer: str, check: str, specs: Mapping[tuple[str, str], Any], rails: int, gpus: int,
-                     nodes: int = 0) -> float:
+                     nodes: int = 0, checks: CheckRegistry = BUILTIN) -> float:
     # scaling runs at inter_node.nccl_allreduce's size (measurements/inter_node.py scaling_efficiency)
     seconds = measurement_seconds(check, specs.get((layer, check)), gpus=gpus, nodes=nodes,
-                                  source=specs.get(("inter_node", "nccl_allreduce")))
+                                  source=specs.get(("inter_node", "nccl_allreduce")), checks=checks)
     if layer == "storage":
         seconds += layout_seconds(check, specs)
-    declared = check_of(check)
+    declared = checks.check_of(check)
     if declared is not None and declared.one_at_a_time is not None:
         seconds *= max(1, rails if declared.one_at_a_time == "rails" else gpus)
     return seconds
@@ -459,7 +462,7 @@ def _retest_seconds(pairs: int, per_round: int, seconds: float) -> float:
 
 
 def _attribution_retests(checks: list[CheckPlan], specs: Mapping[tuple[str, str], Any], per_round: int,
-                         rails: int, gpus: int, nodes: int) -> list[CheckPlan]:
+                         rails: int, gpus: int, nodes: int, registry: CheckRegistry = BUILTIN) -> list[CheckPlan]:
     """Attribution re-measures suspects of the pair check it reads (its ``check``, else rdma_bandwidth
     where set, else tcp_throughput) against known-good helpers: its own phase's share of the plan."""
     spec = specs.get(("inter_node", "attribution"))
@@ -470,8 +473,9 @@ def _attribution_retests(checks: list[CheckPlan], specs: Mapping[tuple[str, str]
     pairs = next((c.tests for c in checks if c.check == source and c.kind == "pair"), 0)
     if not pairs:
         return []
-    seconds = _retest_seconds(pairs, per_round, _one_measurement("inter_node", source, specs, rails, gpus, nodes))
-    declared = check_of("attribution")
+    seconds = _retest_seconds(pairs, per_round, _one_measurement("inter_node", source, specs, rails, gpus, nodes,
+                                                                 registry))
+    declared = registry.check_of("attribution")
     return [CheckPlan("inter_node", "attribution retests", "wave", 0, 0, 0.0, 0, seconds,
                       phase_of("inter_node", "attribution"), declared.phase if declared is not None else 0)]
 

@@ -23,12 +23,12 @@ from . import __version__, hookspecs
 from .applicability import cannot_exist, unmeasurable
 from .batches import DEFAULT_FANOUT, BatchCache
 from .bundled import bundled_inventories, conformance_dir, inventory_path
-from .checks import check_of, is_set, profile_key_of
+from .checks import BUILTIN, CHECKS, Check, CheckRegistry, RegistryError
 from .hostlist import fold
 from .inventory import Node, load_inventory, with_data_addresses
 from .pairs import make_pairs
 from .plugin_conflicts import refuse_conflicting_plugins
-from .profile import LAYERS, bundled_profiles, load_profile
+from .profile import LAYERS, CheckSpec, bundled_profiles, load_profile, profile_schema
 from .record import PLANNED_KEY, REPORT_ATTRIBUTE, CheckRecord, PlannedCheck, quantity_json
 from .report.junit import per_test_properties
 from .runinfo import RUN_INFO_KEY, RunInfo, utc_now
@@ -179,8 +179,14 @@ def pytest_configure(config: pytest.Config) -> None:
     if any(n.transport == "ssh" for n in inventory.nodes):
         # Data traffic goes where SSH connects (an alias's HostName), unless data_address says otherwise.
         inventory = with_data_addresses(inventory, hostname_lookup(ssh_config))
+    # Every plugin's checks first: the profile's schema is built from their settings models.
+    registry = registered_checks(config)
     try:
-        profile = load_profile(profile_ref, config.getoption("fabric_expect") or [])
+        schema = profile_schema(registry.settings_models())
+    except ValueError as exc:
+        raise pytest.UsageError(f"pytest_fabric_checks: {exc}") from None
+    try:
+        profile = load_profile(profile_ref, config.getoption("fabric_expect") or [], schema)
     except SourceError as exc:
         raise pytest.UsageError(_named_option("--profile", profile_ref, exc)) from None
 
@@ -200,6 +206,7 @@ def pytest_configure(config: pytest.Config) -> None:
         profile=profile,
         pairs=list(pairs),
         host_key_policy=config.getoption("fabric_host_key_policy"),
+        checks=registry,
         ssh_config=config.getoption("fabric_ssh_config"),
         batches=BatchCache(fanout),
         device_tests_up_to=config.getoption("fabric_device_tests_up_to"),
@@ -231,6 +238,29 @@ def pytest_configure(config: pytest.Config) -> None:
         for extra in config.hook.pytest_fabric_suite_paths(config=config):
             paths.extend(extra or [])
         config.args[:] = paths
+
+
+def registered_checks(config: pytest.Config) -> CheckRegistry:
+    """Every plugin's ``pytest_fabric_checks`` answer, assembled into the run's registry; declarations
+    that cannot all hold (one name twice) are a usage error naming the plugins."""
+    answers = []
+    # Each implementation is called on its own, in pluggy's registration order (the built-ins,
+    # trylast, first), so an error can name the plugin that declared what.
+    for impl in config.hook.pytest_fabric_checks.get_hookimpls():
+        if impl.hookwrapper or impl.wrapper:
+            continue
+        declared = impl.function(**{name: config for name in impl.argnames if name == "config"})
+        answers.append((impl.plugin_name, list(declared or [])))
+    try:
+        return CheckRegistry.assemble(answers)
+    except RegistryError as exc:
+        raise pytest.UsageError(f"pytest_fabric_checks: {exc}") from None
+
+
+@pytest.hookimpl(trylast=True)
+def pytest_fabric_checks(config: pytest.Config) -> list[Check[CheckSpec]]:
+    """The built-in checks (checks.py), declared the way an extension declares its own."""
+    return list(CHECKS.values())
 
 
 def _named_option(option: str, ref: str, exc: SourceError) -> str:
@@ -327,6 +357,7 @@ def _check_info(item: pytest.Item, functions: dict[tuple[int, str], _TestFunctio
 @pytest.hookimpl(tryfirst=True)  # before -k, -m, --deselect and --lf remove items: those still count as planned
 def pytest_collection_modifyitems(session: pytest.Session, config: pytest.Config, items: list[pytest.Item]) -> None:
     state = get_state(config)
+    registry = state.checks if state is not None else BUILTIN
     sets_of: dict[tuple[str, str], bool] = {}  # per check, not per item: 400,000 items at 4,096 nodes
     optional_of: dict[tuple[str, str], bool] = {}
     functions: dict[tuple[int, str], _TestFunction | None] = {}
@@ -334,9 +365,10 @@ def pytest_collection_modifyitems(session: pytest.Session, config: pytest.Config
         info = _check_info(item, functions)
         if info is not None:
             item.stash[CHECK_KEY] = info
-            key = profile_key_of(info.check, info.layer)
+            key = registry.profile_key_of(info.check, info.layer)
             if (info.layer, info.check) not in sets_of:
-                sets_of[(info.layer, info.check)] = state is not None and is_set(state.profile, info.check, info.layer)
+                sets_of[(info.layer, info.check)] = state is not None and registry.is_set(state.profile, info.check,
+                                                                                          info.layer)
             sets = sets_of[(info.layer, info.check)]
             if (info.layer, key) not in optional_of:
                 spec = state.profile.spec(info.layer, key) if state is not None else None
@@ -347,7 +379,7 @@ def pytest_collection_modifyitems(session: pytest.Session, config: pytest.Config
 
     def phase(item: pytest.Item) -> int:
         info = item.stash.get(CHECK_KEY, None)
-        check = check_of(info.check) if info is not None else None
+        check = registry.check_of(info.check) if info is not None else None
         return check.phase if check is not None else 0
 
     items.sort(key=phase)  # stable: within a phase, collection (round) order stays
@@ -384,7 +416,7 @@ def _refuse_unmeasurable(state: FabricState, items: list[pytest.Item]) -> None:
     for item in items:
         info = item.stash.get(CHECK_KEY, None)
         if info is not None:
-            selected.add(f"{info.layer}.{profile_key_of(info.check, info.layer)}")
+            selected.add(f"{info.layer}.{state.checks.profile_key_of(info.check, info.layer)}")
     chosen = [why for key, why in problems if key in selected]
     if chosen:
         raise pytest.UsageError(
@@ -454,7 +486,7 @@ def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) ->
         )
         state = get_state(item.config)
         if state is not None:
-            expectations = state.profile.expectations(info.layer, profile_key_of(info.check, info.layer))
+            expectations = state.profile.expectations(info.layer, state.checks.profile_key_of(info.check, info.layer))
             if expectations:
                 e = expectations[0]
                 record.expected = quantity_json(e.value, None) or {}

@@ -26,6 +26,7 @@ from pydantic import (
     Field,
     ValidationError,
     ValidationInfo,
+    create_model,
     field_validator,
     model_validator,
 )
@@ -36,7 +37,7 @@ from .units import Dimension, Quantity, QuantityField, parse_quantity
 from .verdict import Expectation, Op
 from .yamlsource import SourceError
 
-__all__ = ["Profile", "load_profile", "bundled_profiles", "ProfileDocument", "LAYERS"]
+__all__ = ["Profile", "load_profile", "bundled_profiles", "ProfileDocument", "ProfileSchema", "profile_schema", "LAYERS"]
 
 # software first: it is checked before any measurement (README "The software layer")
 if TYPE_CHECKING:
@@ -884,21 +885,83 @@ _SECTION_MODELS: dict[str, type[BaseModel]] = {
 }
 
 
-def _known_fields(loc: tuple[Any, ...]) -> list[str]:
-    if not loc:
-        return list(ProfileDocument.model_fields)
-    section = _SECTION_MODELS.get(str(loc[0]))
-    if section is None:
+@dataclass(frozen=True)
+class ProfileSchema:
+    """The document model a profile is validated by, and its section models by layer.
+
+    :data:`BUILTIN_SCHEMA` is the built-in checks' (the typed sections above); :func:`profile_schema`
+    adds the keys of an extension's registered checks, each typed by its settings model.
+    """
+
+    document: type[ProfileDocument]
+    sections: dict[str, type[BaseModel]]
+
+    def known_fields(self, loc: tuple[Any, ...]) -> list[str]:
+        """The keys written at ``loc`` may be (a layer's checks and settings, a check's fields)."""
+        if not loc:
+            return list(self.document.model_fields)
+        section = self.sections.get(str(loc[0]))
+        if section is None:
+            return []
+        if len(loc) == 1:
+            return list(section.model_fields)
+        annotation = section.model_fields.get(str(loc[1]))
+        if annotation is None:
+            return []
+        for arg in getattr(annotation.annotation, "__args__", (annotation.annotation,)):
+            if isinstance(arg, type) and issubclass(arg, BaseModel):
+                return list(arg.model_fields)
         return []
-    if len(loc) == 1:
-        return list(section.model_fields)
-    annotation = section.model_fields.get(str(loc[1]))
-    if annotation is None:
-        return []
-    for arg in getattr(annotation.annotation, "__args__", (annotation.annotation,)):
-        if isinstance(arg, type) and issubclass(arg, BaseModel):
-            return list(arg.model_fields)
-    return []
+
+    def scalar_field_of(self, parts: list[str]) -> str:
+        """The field a bare value of ``layer.check`` sets (``mtu: 4096``: ``min``)."""
+        annotation = self.sections[parts[0]].model_fields[parts[1]].annotation
+        for arg in getattr(annotation, "__args__", (annotation,)):
+            if isinstance(arg, type) and issubclass(arg, CheckSpec):
+                return arg.SCALAR_FIELD
+        return "min"
+
+
+BUILTIN_SCHEMA = ProfileSchema(ProfileDocument, _SECTION_MODELS)
+
+
+def _spec_model(annotation: Any) -> Any:
+    """The CheckSpec model of a section field (``RdmaBandwidth | None``); None for a setting (``pairs``)."""
+    return next((arg for arg in getattr(annotation, "__args__", (annotation,))
+                 if isinstance(arg, type) and issubclass(arg, CheckSpec)), None)
+
+
+def profile_schema(settings: dict[str, dict[str, type[CheckSpec]]]) -> ProfileSchema:
+    """The schema for the registered checks' settings models (layer -> key -> model, as
+    ``CheckRegistry.settings_models`` gives them): each layer's typed section, plus a field for every
+    key no built-in check declares, typed by its model. A key a section already types with another
+    model, or a layer that is not one, is a ``ValueError``."""
+    sections = dict(_SECTION_MODELS)
+    for layer, models in settings.items():
+        if layer not in _SECTION_MODELS:
+            raise ValueError(f"layer {layer!r} is not one of {', '.join(LAYERS)}")
+        base = _SECTION_MODELS[layer]
+        added: dict[str, Any] = {}
+        for key, model in models.items():
+            existing = base.model_fields.get(key)
+            if existing is None:
+                added[key] = (model | None, None)
+            elif _spec_model(existing.annotation) is not model:
+                typed = _spec_model(existing.annotation)
+                raise ValueError(
+                    f"{layer}.{key} is already a profile key of type "
+                    f"{(typed or existing.annotation).__name__}, not {model.__name__}: "
+                    "give the check a key of its own (Check(key=...))")
+        if added:
+            sections[layer] = create_model(base.__name__, __base__=base, __module__=base.__module__, **added)
+    if sections == _SECTION_MODELS:
+        return BUILTIN_SCHEMA
+    document = create_model(
+        "ProfileDocument", __base__=ProfileDocument, __module__=ProfileDocument.__module__,
+        **{layer: (section, Field(default_factory=section)) for layer, section in sections.items()
+           if section is not _SECTION_MODELS[layer]},
+    )
+    return ProfileSchema(document, sections)
 
 
 # ---------------------------------------------------------------------------
@@ -1028,7 +1091,7 @@ def _read_chain(path: Path, seen: list[Path]) -> tuple[dict[str, Any], dict[tupl
     return merged, parent_where, chain + parent_chain, raw + parent_raw
 
 
-def _apply_override(data: dict[str, Any], override: str) -> tuple[str, ...]:
+def _apply_override(data: dict[str, Any], override: str, schema: ProfileSchema = BUILTIN_SCHEMA) -> tuple[str, ...]:
     """Apply one ``--expect KEY=VALUE``; return the key path it set (for error messages)."""
     key, sep, text = override.partition("=")
     if not sep or not key.strip():
@@ -1039,7 +1102,7 @@ def _apply_override(data: dict[str, Any], override: str) -> tuple[str, ...]:
             f"--expect {override!r}: the key starts with a layer ({', '.join(LAYERS)}), then the check, "
             "e.g. inter_node.tcp_throughput.min"
         )
-    known = _known_fields(tuple(parts[:1]))
+    known = schema.known_fields(tuple(parts[:1]))
     if parts[1] not in known:
         raise SourceError(f"--expect {override!r}: {parts[0]} has no check {parts[1]!r}{yamlsource.suggest(parts[1], known)}")
     try:
@@ -1049,39 +1112,31 @@ def _apply_override(data: dict[str, Any], override: str) -> tuple[str, ...]:
     existing = data.get(parts[0], {}).get(parts[1]) if isinstance(data.get(parts[0]), dict) else None
     if len(parts) == 2 and isinstance(existing, dict) and not isinstance(value, dict):
         # `inter_node.rdma_bandwidth=150Gb/s` sets the bound and keeps size, qps, source...
-        parts = [*parts, _scalar_field_of(parts)]
+        parts = [*parts, schema.scalar_field_of(parts)]
     target = data
     for part in parts[:-1]:
         current = target.get(part)
         if not isinstance(current, dict):
             # a scalar shorthand (`mtu: 4096`) becomes a mapping the override can extend
-            current = {} if current is None else {_scalar_field_of(parts): current}
+            current = {} if current is None else {schema.scalar_field_of(parts): current}
             target[part] = current
         target = current
     target[parts[-1]] = value
     return tuple(parts)
 
 
-def _scalar_field_of(parts: list[str]) -> str:
-    section = _SECTION_MODELS[parts[0]]
-    annotation = section.model_fields[parts[1]].annotation
-    for arg in getattr(annotation, "__args__", (annotation,)):
-        if isinstance(arg, type) and issubclass(arg, CheckSpec):
-            return arg.SCALAR_FIELD
-    return "min"
-
-
-def load_profile(reference: str, overrides: list[str] | None = None) -> Profile:
-    """Load a bundled profile by name or a profile file by path, with ``--expect`` overrides applied."""
+def load_profile(reference: str, overrides: list[str] | None = None, schema: ProfileSchema = BUILTIN_SCHEMA) -> Profile:
+    """Load a bundled profile by name or a profile file by path, with ``--expect`` overrides applied,
+    validated by ``schema`` (a run's: :func:`profile_schema` of its registered checks)."""
     path = _resolve(reference, None)
     data, where, chain, raw = _read_chain(path, [])
     overrides = list(overrides or [])
     for override in overrides:
-        where[_apply_override(data, override)] = ("--expect", 0)
+        where[_apply_override(data, override, schema)] = ("--expect", 0)
     try:
-        document = ProfileDocument.model_validate(data)
+        document = schema.document.model_validate(data)
     except ValidationError as exc:
-        raise SourceError(_describe(exc, where, path)) from None
+        raise SourceError(_describe(exc, where, path, schema)) from None
     from .ceilings import impossible  # it reads this module's models
 
     refused = impossible(document)
@@ -1109,7 +1164,8 @@ def _place(where: dict[tuple[Any, ...], tuple[str, int]], loc: tuple[Any, ...], 
     return "--expect" if source == "--expect" else (f"{source}:{line}" if line else source)
 
 
-def _describe(exc: ValidationError, where: dict[tuple[Any, ...], tuple[str, int]], path: Path) -> str:
+def _describe(exc: ValidationError, where: dict[tuple[Any, ...], tuple[str, int]], path: Path,
+              schema: ProfileSchema = BUILTIN_SCHEMA) -> str:
     out = []
     for error in exc.errors():
         loc = tuple(p for p in error["loc"] if not (isinstance(p, str) and "[" in p))
@@ -1118,10 +1174,20 @@ def _describe(exc: ValidationError, where: dict[tuple[Any, ...], tuple[str, int]
         if message.startswith("Value error, "):
             message = message[len("Value error, ") :]
         if error["type"] == "extra_forbidden":
-            message = f"unknown key{yamlsource.suggest(str(loc[-1]), _known_fields(loc[:-1]))}"
+            message = _unknown_key(str(loc[-1]), schema.known_fields(loc[:-1]), len(loc) == 2)
         elif error["type"] == "missing":
             message = "required but missing"
         elif error["type"] in ("model_type", "dict_type"):
             message = f"write a mapping (key: value), not {error['input']!r}"
         out.append(f"{place}: {yamlsource.path_text(loc)}: {message}")
     return "\n".join(out)
+
+
+def _unknown_key(key: str, known: list[str], is_check: bool) -> str:
+    """A key no model has: the one it probably meant, else the keys there are (a layer's include every
+    registered check's, an extension's too, so a key of an extension not installed reads as such)."""
+    close = yamlsource.suggest(key, known)
+    if close or not known:
+        return f"unknown key{close}"
+    plugin = "; a key of an extension's check needs its plugin (pytest11 or -p)" if is_check else ""
+    return f"unknown key; known keys: {', '.join(known)}{plugin}"

@@ -8,6 +8,7 @@ from typing import TYPE_CHECKING, Any
 import pytest
 
 from .batches import BatchCache
+from .checks import BUILTIN, CheckRegistry
 from .evidence import HostKeyLog
 from .inventory import Inventory
 from .once import Once
@@ -29,6 +30,8 @@ class FabricState:
     profile: Profile
     pairs: list[Pair]
     host_key_policy: str
+    #: every check of the run, the extensions' too (``pytest_fabric_checks``, assembled at configure)
+    checks: CheckRegistry = BUILTIN
     ssh_config: str | None = None
     #: above this many nodes one test per node and check judges all of a node's GPUs (ports)
     device_tests_up_to: int = DEVICE_TESTS_UP_TO

@@ -18,7 +18,6 @@ from __future__ import annotations
 import pytest
 
 from .. import checks
-from ..checks import profile_key_of
 from ..cluster import Cluster, NodeHandle
 from ..fixtures import SpecLookup
 from ..hostlist import fold
@@ -49,7 +48,7 @@ def _link_layer(state: FabricState) -> str | None:
 def _required(state: FabricState) -> dict[str, list[str]]:
     spec = state.profile.spec("software", "preflight")
     extra = list(getattr(spec, "tools", []) or [])
-    return preflight_probe.required_tools(state.profile.set_checks(), _link_layer(state), extra)
+    return preflight_probe.required_tools(state.profile.set_checks(), _link_layer(state), extra, state.checks)
 
 
 def node_preflight(request: pytest.FixtureRequest, node: NodeHandle) -> preflight_probe.NodePreflight:
@@ -240,7 +239,7 @@ def pytest_runtest_setup(item: pytest.Item) -> None:
     if not found_by_node:
         return
 
-    key = f"{info.layer}.{profile_key_of(info.check, info.layer)}"
+    key = f"{info.layer}.{state.checks.profile_key_of(info.check, info.layer)}"
     tools = _required(state)
     needs = [t for t, checks in tools.items() if key in checks]
     for node, found in found_by_node.items():

@@ -23,7 +23,7 @@ import re
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 
-from ..checks import tools_for
+from ..checks import BUILTIN, CheckRegistry
 from ..cluster import NodeHandle
 from ..evidence import CommandResult
 from ..parsers import lsmod, lspci_acs, nvidia_smi_list
@@ -56,9 +56,11 @@ _VERSION = re.compile(r"(?<![0-9A-Za-z.])v?([0-9]+(?:\.[0-9]+)+)")
 _KERNEL_DMABUF = "5.12"  # the first kernel whose RDMA stack takes dma-buf memory (ib_umem_dmabuf)
 
 
-def required_tools(set_checks: Iterable[str], link_layer: str | None, extra: Iterable[str] = ()) -> dict[str, list[str]]:
-    """tool -> the ``layer.check`` names (of those the profile sets) that run it (their declared tools)."""
-    out = tools_for(set_checks, link_layer)
+def required_tools(set_checks: Iterable[str], link_layer: str | None, extra: Iterable[str] = (),
+                   checks: CheckRegistry = BUILTIN) -> dict[str, list[str]]:
+    """tool -> the ``layer.check`` names (of those the profile sets) that run it (the tools ``checks``
+    declares: the run's registry, an extension's checks included)."""
+    out = checks.tools_for(set_checks, link_layer)
     for tool in extra:
         out.setdefault(tool, []).append("software.preflight.tools")
     return out

@@ -24,7 +24,6 @@ import pytest
 
 from .. import checks, mount_sharing, sharing
 from ..batches import BatchProgress
-from ..checks import profile_key_of
 from ..plan import CheckPlan, RunPlan, format_duration, plan_run, planned_subject
 from ..profile import Count
 from ..state import CHECK_KEY, get_state
@@ -197,7 +196,8 @@ def plan_items(items: list[pytest.Item], config: pytest.Config, *, read_mounts: 
         if info.fixture is not None and info.param is None:
             continue  # an empty parameter set: the test skips, nothing to measure
         if (info.layer, info.check) not in specs:
-            specs[(info.layer, info.check)] = state.profile.spec(info.layer, profile_key_of(info.check, info.layer))
+            specs[(info.layer, info.check)] = state.profile.spec(info.layer,
+                                                                 state.checks.profile_key_of(info.check, info.layer))
         if specs[(info.layer, info.check)] is None and info.check != "mount":
             continue  # a check the profile does not set skips: it is not in the plan
         share = None if info.fixture is None else sharing.share_for(
@@ -206,7 +206,7 @@ def plan_items(items: list[pytest.Item], config: pytest.Config, *, read_mounts: 
         subjects.append(planned_subject(info.layer, info.check, info.fixture, info.param, share))
     rails, gpus = _count(state.profile.spec_of(checks.PORTS)), _count(state.profile.spec_of(checks.GPU_COUNT))
     return plan_run(subjects, {k: v for k, v in specs.items() if v is not None}, state.batches.fanout,
-                    rails=rails, gpus=gpus, nodes=len(state.inventory.nodes), items=len(items))
+                    rails=rails, gpus=gpus, nodes=len(state.inventory.nodes), items=len(items), checks=state.checks)
 
 
 def _loaded_mounts(items: list[pytest.Item], state: Any) -> list[str]:
