@@ -168,6 +168,20 @@ def test_a_revoked_key_is_refused_under_every_policy(sshd: LoopbackSshd, tmp_pat
     assert not _openssh_accepts(sshd, known)
 
 
+@pytest.mark.parametrize("policy", ["strict", "accept-new"])
+def test_a_revoked_key_is_refused_as_revoked_where_another_key_is_listed(
+    sshd: LoopbackSshd, tmp_path: Path, policy: str
+) -> None:
+    known = tmp_path / "known_hosts"
+    known.write_text(f"[127.0.0.1]:{sshd.port} {_other_key(tmp_path)}\n@revoked * {sshd.host_public_key}\n")
+    log = HostKeyLog()
+    with pytest.raises(HostKeyMismatch) as info:
+        _connect(sshd, known, tmp_path, host_key_policy=policy, host_key_log=log)
+    assert f"is marked @revoked in {known} line 2" in str(info.value) and "CHANGED" not in str(info.value)
+    assert [d.decision for d in log.decisions] == ["refused revoked"]
+    assert not _openssh_accepts(sshd, known)
+
+
 def test_a_certificate_signed_by_the_site_ca_is_verified(
     certified: Callable[..., LoopbackSshd], keys: dict[str, Path], tmp_path: Path
 ) -> None:

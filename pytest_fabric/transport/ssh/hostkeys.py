@@ -404,7 +404,15 @@ def note_refused(
 ) -> None:
     """A key that differs from the one on file was refused (strict, accept-new)."""
     if log is not None:
-        log.add(_decision(node, known_hosts_name(host, port), "refused changed", policy, exc.key, path, exc.expected_key))
+        decision = "refused revoked" if _revoked_line(path, exc.key) else "refused changed"
+        log.add(_decision(node, known_hosts_name(host, port), decision, policy, exc.key, path, exc.expected_key))
+
+
+def _revoked_line(path: Path, key: paramiko.PKey) -> int | None:
+    """The line of ``path`` that marks ``key`` @revoked, if one does."""
+    known = _parsed(path)
+    blob = key.asbytes()
+    return next((line.number for line in known.revoked if line.blob == blob), None) if known is not None else None
 
 
 def changed_key_error(
@@ -412,6 +420,15 @@ def changed_key_error(
 ) -> HostKeyMismatch:
     """The error for a node whose key differs from the one on file: which file, which line, what to run."""
     name = known_hosts_name(host, port)
+    revoked = _revoked_line(path, exc.key)
+    if revoked is not None:
+        # paramiko compared it with the key listed for the host first; that it is revoked says more.
+        return HostKeyMismatch(
+            node,
+            f"host key of {name} ({exc.key.get_name()} {exc.key.fingerprint}) is marked @revoked in {path} "
+            f"line {revoked}",
+            fix="the node must get a new host key; if the key is trusted again, delete that line",
+        )
     lines = entry_lines(path, name)
     where = f"{path} line {', '.join(map(str, lines))}" if lines else str(path)
     return HostKeyMismatch(
