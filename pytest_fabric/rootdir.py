@@ -13,6 +13,12 @@ directory itself), so ``--lf`` finds last run's failures wherever the inventory 
 ``--rootdir`` or ``-c`` wins.  pytest has no public way to do either: the two assignments below
 are to attributes of pytest's Config (``_rootpath``, ``_inicache``), present in pytest 8 and 9,
 and tests/integration/test_rootdir.py fails if a pytest release moves them.
+
+The terminal names tests by the same ids: pytest writes them relative to the working directory
+(``../venv/lib/python3.11/site-packages/pytest_fabric/conformance/...`` in the progress, ``-v``
+and short-summary lines), so where this plugin moved the rootdir the terminal reporter's start
+path becomes the rootdir and ``Config.cwd_relative_nodeid`` (public, but with no way to change it)
+returns the id as it is; tests/unit/test_rootdir.py fails if a pytest release reads them otherwise.
 """
 
 from __future__ import annotations
@@ -23,6 +29,10 @@ import pytest
 from _pytest.config.findpaths import locate_config  # no public equivalent
 
 from .bundled import conformance_dir
+
+
+#: set where this plugin moved the rootdir to the installed package
+MOVED_KEY = pytest.StashKey[bool]()
 
 
 def bundled_suite_runs(config: pytest.Config) -> bool:
@@ -48,6 +58,18 @@ def pytest_load_initial_conftests(early_config: pytest.Config) -> None:
     except ValueError:  # -p no:cacheprovider: no cache to place
         cache_dir = None
     early_config._rootpath = conformance_dir().parent
+    early_config.stash[MOVED_KEY] = True
     if cache_dir is not None:
         cache_dir = cache_dir if cache_dir.is_absolute() else invocation_root(early_config) / cache_dir
         early_config._inicache["cache_dir"] = str(cache_dir)
+
+
+@pytest.hookimpl(trylast=True)  # after the terminal reporter is registered
+def pytest_configure(config: pytest.Config) -> None:
+    if not config.stash.get(MOVED_KEY, False):
+        return
+    # The ids are already relative to the rootdir: say them as they are, as the record does.
+    setattr(config, "cwd_relative_nodeid", lambda nodeid: nodeid)  # noqa: B010 (mypy: no method assignment)
+    reporter = config.pluginmanager.get_plugin("terminalreporter")
+    if reporter is not None:
+        reporter.startpath = config.rootpath

@@ -49,3 +49,16 @@ def test_the_users_rootdir_wins(pytester: pytest.Pytester) -> None:
     result = pytester.runpytest_subprocess("--cluster", str(inventory), "--profile", "localhost",
                                            "--rootdir", str(mine), "--collect-only")
     assert f"rootdir: {mine}" in result.stdout.str(), result.stdout.str()[:2000]
+
+
+@pytest.mark.parametrize("verbosity", [(), ("-v",)], ids=["progress", "verbose"])
+def test_terminal_ids_read_as_the_record_does(pytester: pytest.Pytester, verbosity: tuple[str, ...]) -> None:
+    # Before: the progress, -v and short-summary lines named the suite by its path from the working
+    # directory (../../venv/lib/python3.11/site-packages/pytest_fabric/conformance/...), not its id.
+    result = pytester.runpytest("--cluster", "local", "--profile", "localhost", "-p", "no:cacheprovider", "-k", "mtu",
+                                "--expect", "inter_node.mtu.min=100000", "-rf", *verbosity)
+    assert result.ret == pytest.ExitCode.TESTS_FAILED, result.stdout.str()
+    mtu = "conformance/inter_node/test_mtu.py"
+    progress = f"{mtu}::test_mtu[[]local[]] FAILED*" if verbosity else f"{mtu} F*"  # [[]: a literal [
+    result.stdout.fnmatch_lines([progress, f"FAILED {mtu}::test_mtu[[]local[]]*"])
+    assert not [line for line in result.outlines if "test_mtu.py" in line and "../" in line], result.stdout.str()
