@@ -346,8 +346,11 @@ def plan_vs_actual(plan: Mapping[str, Any] | None, checks: Iterable[Check], took
     if not plan:
         return None
     spent: dict[str, float] = defaultdict(float)
+    # the phase the plan put each check in (an extension's check's, from the run's registry), else its declaration's
+    planned_in = {check: p["phase"] for p in plan.get("phases", []) for check in p.get("checks", [])}
     for c in checks:
-        spent[phase_of(str(c.get("layer")), str(c.get("check")))] += float(c.get("duration_s") or 0.0)
+        phase = planned_in.get(str(c.get("check"))) or phase_of(str(c.get("layer")), str(c.get("check")))
+        spent[phase] += float(c.get("duration_s") or 0.0)
     phases = []
     for phase in plan.get("phases", []):
         phases.append({**phase, "took_s": round(spent.pop(phase["phase"], 0.0), 1)})

@@ -85,3 +85,11 @@ def test_declarations_that_cannot_all_hold_are_refused_naming_the_plugins(extra:
 def test_a_key_that_is_a_layer_setting_is_refused() -> None:
     with pytest.raises(ValueError, match=r"inter_node.pairs is already a profile key of type str"):
         profile_schema({"inter_node": {"pairs": LinkFlaps}})
+
+
+def test_the_report_puts_an_extensions_check_in_the_phase_its_plan_gave_it() -> None:
+    from pytest_fabric.report.summary import plan_vs_actual
+
+    plan = {"phases": [{"phase": "inter-node pairs", "planned_s": 10.0, "checks": ["link_probe"]}], "outside_s": 1.0}
+    timed = plan_vs_actual(plan, [{"layer": "inter_node", "check": "link_probe", "duration_s": 8.0}], took_s=10.0)
+    assert timed is not None and timed["phases"][0]["took_s"] == 8.0
