@@ -14,13 +14,12 @@ import subprocess
 import threading
 import time
 from collections.abc import Callable
-from typing import IO
 
-from ..outputcap import KEEP_BYTES, CappedBuffer
 from .base import CommandResult, CommandTimeout
 from .cmdlog import log_failed, log_ran, log_started, node_logger
 from .outcome import judge
 from .packages import missing_tool
+from .pipes import PipeCapture
 from .shellwrap import KILL_AFTER_S
 
 __all__ = ["LocalBackgroundProcess", "LocalTransport"]
@@ -59,33 +58,6 @@ def _kill_group(proc: subprocess.Popen[bytes], grace_s: float) -> None:
         return
 
 
-def _read_into(pipe: IO[bytes], buffer: CappedBuffer) -> None:
-    with pipe:
-        while chunk := pipe.read1(65536):  # type: ignore[attr-defined]
-            buffer.write(chunk)
-
-
-class _Capture:
-    """A process's stdout and stderr read as they come, each kept up to KEEP_BYTES (head and tail beyond)."""
-
-    def __init__(self, proc: subprocess.Popen[bytes]) -> None:
-        self.stdout = CappedBuffer(KEEP_BYTES)
-        self.stderr = CappedBuffer(KEEP_BYTES)
-        self._readers = [
-            threading.Thread(target=_read_into, args=(pipe, buffer), daemon=True)
-            for pipe, buffer in ((proc.stdout, self.stdout), (proc.stderr, self.stderr))
-        ]
-        for reader in self._readers:
-            reader.start()
-
-    def join(self, timeout: float | None) -> bool:
-        """Wait for both pipes to close; False if ``timeout`` came first (an escaped process holds them)."""
-        deadline = None if timeout is None else time.monotonic() + timeout
-        for reader in self._readers:
-            reader.join(None if deadline is None else max(deadline - time.monotonic(), 0))
-        return not any(reader.is_alive() for reader in self._readers)
-
-
 class LocalTransport:
     """This machine as a node; see :class:`base.Transport` for the contract."""
 
@@ -115,7 +87,7 @@ class LocalTransport:
         proc = _spawn(command)
         with self._lock:
             self._running.add(proc)
-        capture = _Capture(proc)
+        capture = PipeCapture(proc)
         try:
             proc.wait(timeout)
             capture.join(None)
@@ -203,7 +175,7 @@ class LocalBackgroundProcess:
         return self._proc.pid
 
     def _read(self) -> None:
-        capture = _Capture(self._proc)
+        capture = PipeCapture(self._proc)
         capture.join(None)
         self._proc.wait()
         self._output = (capture.stdout.text(), capture.stderr.text())

@@ -61,7 +61,7 @@ def test_a_failed_command_quotes_a_bounded_tail_of_one_huge_line() -> None:
 
 
 def test_the_local_transport_keeps_a_bounded_output(monkeypatch) -> None:  # type: ignore[no-untyped-def]
-    monkeypatch.setattr("pytest_fabric.transport.local.KEEP_BYTES", 1000)
+    monkeypatch.setattr("pytest_fabric.transport.pipes.KEEP_BYTES", 1000)
     result = LocalTransport().run("head -c 3000000 /dev/zero | tr '\\0' x; echo err >&2", timeout=30)
     assert len(result.stdout) < 1200 and "2,999,000 bytes dropped" in result.stdout
     assert result.stdout.startswith("x" * 500) and result.stdout.endswith("x" * 500)

@@ -49,6 +49,7 @@ from contextlib import AbstractContextManager, contextmanager
 from dataclasses import dataclass, field
 
 from ...hostlist import expand, fold
+from ...outputcap import KEEP_BYTES
 from ..base import (
     AuthenticationFailed,
     BackgroundProcess,
@@ -61,6 +62,7 @@ from ..base import (
 from ..gather import Gathering, StepOutcome
 from ..outcome import is_wrapper_timeout, judge
 from ..packages import missing_tool
+from ..pipes import PipeCapture
 from ..scheduler import SchedulerJob
 from ..shellwrap import KILL_AFTER_S, with_timeout
 from .agent_step import AGENT_SOURCE, AgentStep, Request, end_srun, restated
@@ -144,18 +146,29 @@ class StepOutput:
         return {t.node: t for t in self.tasks.values() if t.node}
 
 
+_CUT_NOTE = re.compile(r"\[\.\.\. [\d,]+ bytes dropped by pytest-fabric: ")
+
+
 def split_step_output(stdout: str, stderr: str) -> StepOutput:
     """Split ``srun -l`` output into tasks by label; take each task's status line off its stderr."""
     out = StepOutput()
     lines: dict[tuple[int, str], list[str]] = {}
     for stream, text in (("out", stdout), ("err", stderr)):
+        last: tuple[int, str] | None = None
+        cut = False
         for line in text.splitlines():
             match = _LABEL.match(line)
             if match is None:
-                if line.strip() and not _TASK_EXIT.match(line):
+                # A flood cut (outputcap) mid-line: the note and the rest of that line are the task's.
+                if last is not None and (cut or _CUT_NOTE.match(line)):
+                    lines[last].append(line)
+                    cut = not cut
+                elif line.strip() and not _TASK_EXIT.match(line):
                     out.launcher.append(line)
                 continue
-            lines.setdefault((int(match.group(1)), stream), []).append(match.group(2))
+            cut = False
+            last = (int(match.group(1)), stream)
+            lines.setdefault(last, []).append(match.group(2))
     for task in sorted({t for t, _ in lines}):
         output = TaskOutput()
         errs = lines.get((task, "err"), [])
@@ -234,10 +247,6 @@ def _blamed_nodes(messages: Iterable[str]) -> set[str]:
         for match in _LAUNCH_FAILED.finditer(line):
             found.update(g for g in match.groups() if g)
     return found
-
-
-def _text(data: bytes | None) -> str:
-    return data.decode(errors="replace") if data else ""
 
 
 class SlurmAllocation:
@@ -485,20 +494,24 @@ class SlurmAllocation:
             return outcomes
         started = time.monotonic()
         name, proc = self._launch(usable, command, timeout)
+        # Every node's output on srun's two pipes: each kept up to KEEP_BYTES a node (head and tail beyond).
+        capture = PipeCapture(proc, KEEP_BYTES * len(usable))
         timed_out = False
         try:
-            stdout, stderr = proc.communicate(timeout=timeout + KILL_AFTER_S + _CLIENT_GRACE_S)
+            proc.wait(timeout=timeout + KILL_AFTER_S + _CLIENT_GRACE_S)
+            capture.join(None)
         except subprocess.TimeoutExpired:
             timed_out = True
             self._cancel(name, proc)
-            stdout, stderr = proc.communicate()
+            proc.wait()
+            capture.join(None)
         except BaseException:
             self._cancel(name, proc)  # Ctrl-C while waiting: leave no step behind
             raise
         finally:
             self._forget(name)
         elapsed = time.monotonic() - started
-        split = split_step_output(_text(stdout), _text(stderr))
+        split = split_step_output(capture.stdout.text(), capture.stderr.text())
         reported = split.by_node()
         blamed = _blamed_nodes(split.launcher)
         for node in usable:
@@ -834,12 +847,15 @@ class SlurmStep:
         self._proc = proc
         self._started = time.monotonic()
         self._result: CommandResult | None = None
-        self._output: tuple[bytes, bytes] | None = None
+        self._output: tuple[str, str] | None = None
         self._reader = threading.Thread(target=self._read, name=f"pytest-fabric step {node}", daemon=True)
         self._reader.start()
 
     def _read(self) -> None:
-        self._output = self._proc.communicate()
+        capture = PipeCapture(self._proc)  # a server's output, kept up to KEEP_BYTES a stream
+        capture.join(None)
+        self._proc.wait()
+        self._output = (capture.stdout.text(), capture.stderr.text())
         self._allocation._forget(self.name)
 
     def is_running(self) -> bool:
@@ -847,8 +863,8 @@ class SlurmStep:
 
     def _finish(self) -> CommandResult:
         self._reader.join(5)
-        stdout, stderr = self._output or (b"", b"")
-        split = split_step_output(_text(stdout), _text(stderr))
+        stdout, stderr = self._output or ("", "")
+        split = split_step_output(stdout, stderr)
         task = split.by_node().get(self.node) or next(iter(split.tasks.values()), None)
         code = task.exit_code if task is not None and task.exit_code is not None else -1
         err = task.stderr if task else ""
