@@ -3,7 +3,8 @@
 After collection, one line says what the run will do and about how long it takes
 (:mod:`pytest_fabric.plan`). While a wave or a round of pairs is measured, a live line
 (rewritten in place, on a terminal) shows the check, how many of its subjects are done,
-the time so far and the time left; when the batch ends, its line stays. Without a
+the time so far and the time left; when the batch ends, its line stays (a batch every member of
+which skipped, a check the profile does not set, leaves none). Without a
 terminal (CI logs) only that last line is written: a line per wave or round, not per test.
 A batch of one subject (one node, a pair re-measured alone) writes nothing: its test's
 outcome says as much.
@@ -88,6 +89,14 @@ class ProgressLine:
         with self._lock, self.uncaptured():
             key = (progress.check, progress.batch)
             self._active = [(p, t) for p, t in self._active if (p.check, p.batch) != key]
+            if progress.finished and progress.skipped >= progress.total:
+                # every member skipped (a check the profile does not set): nothing was to be measured
+                if self.live and self._live_open:
+                    self.reporter.rewrite("", erase=True)
+                    self._open = self._live_open = False
+                    if not self._active:
+                        self._give_the_line_back(on_a_new_line=False)
+                return
             if progress.finished:
                 final = describe(progress, self.rounds)
                 if self.live and self._live_open:
@@ -123,18 +132,20 @@ class ProgressLine:
             self.reporter.write("\n")
         self._open = False
 
-    def _give_the_line_back(self) -> None:
-        """After the last batch's line: pytest's results go on, on a line of their own."""
+    def _give_the_line_back(self, on_a_new_line: bool = True) -> None:
+        """After the last batch's line: pytest's results go on, on a line of their own (or on ours,
+        erased, when ``on_a_new_line`` is False)."""
         ended, self._pytest_line = self._pytest_line, None
         if isinstance(ended, Path):
             # without -v pytest writes its dots after the file's name with no newline of its
             # own, so the file's line starts again below ours
             start = getattr(self.reporter, "startpath", None)
             name = str(ended.relative_to(start)) if start is not None and ended.is_relative_to(start) else str(ended)
-            self.reporter.write(f"\n{name} ", flush=True)
+            newline = "\n" if on_a_new_line else ""
+            self.reporter.write(f"{newline}{name} ", flush=True)
             self.reporter.currentfspath = ended
             self._open = False
-        elif not self._pytest_tracks_lines():
+        elif not self._pytest_tracks_lines() and on_a_new_line:
             self.reporter.write("\n", flush=True)
             self._open = False
         # under -v pytest starts a new line before the test's outcome itself

@@ -100,3 +100,19 @@ def test_plan_header_and_wave_lines_on_a_real_run(pytester: pytest.Pytester, mon
         "fabric: mtu wave: 2 measured in * s",
         "*inter_node/test_mtu.py ..*",
     ])
+
+
+@pytest.mark.parametrize("isatty", [False, True], ids=["log", "terminal"])
+def test_a_wave_every_member_skips_says_nothing(isatty: bool) -> None:
+    # Before: ~30 lines a run said "4 measured in 0 s (4 skipped)" for checks the profile does not set.
+    term = Terminal(isatty=isatty)
+    line = ProgressLine(term, interval_s=0)
+    try:
+        for done in range(5):
+            line.update(dataclasses.replace(_p(done, total=4, elapsed=0), skipped=done))
+    finally:
+        line.close()
+    assert "measured" not in term.out.rsplit("\r", 1)[-1]
+    assert term.out.rsplit("\r", 1)[-1].endswith("storage/test_sequential.py ")
+    if not isatty:
+        assert term.out == "storage/test_sequential.py "
