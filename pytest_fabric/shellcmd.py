@@ -40,7 +40,7 @@ class _Quoting(string.Formatter):
     """``str.format`` whose every field is quoted; a template's own ``{{`` and ``}}`` stay braces."""
 
     def format_field(self, value: object, format_spec: str) -> str:
-        return quote(format(value, format_spec))  # type: ignore[arg-type]
+        return quote(format(value, format_spec))
 
 
 _FORMATTER = _Quoting()

@@ -19,7 +19,7 @@ import pytest
 
 from pytest_fabric.cluster import NodeHandle
 from pytest_fabric.inventory import Mount, Node
-from pytest_fabric.probes import counters, egress, netdev, nccl, rdma, storage
+from pytest_fabric.probes import counters, egress, nccl, netdev, rdma, storage
 from pytest_fabric.transport.local import LocalTransport
 from pytest_fabric.transport.pool import ConnectionPool
 from pytest_fabric.transport.scheduler import SchedulerJob
