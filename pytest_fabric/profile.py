@@ -913,6 +913,11 @@ class ProfileSchema:
                 return list(arg.model_fields)
         return []
 
+    def bound_fields(self, parts: list[str]) -> list[str]:
+        """The fields of ``layer.check`` that are bounds (``min``, ``max``...), not parameters."""
+        model = _spec_model(self.sections[parts[0]].model_fields[parts[1]].annotation)
+        return [name for name, _op, _dimension in model.BOUNDS] if model is not None else []
+
     def scalar_field_of(self, parts: list[str]) -> str:
         """The field a bare value of ``layer.check`` sets (``mtu: 4096``: ``min``)."""
         annotation = self.sections[parts[0]].model_fields[parts[1]].annotation
@@ -1122,6 +1127,9 @@ def _apply_override(data: dict[str, Any], override: str, schema: ProfileSchema =
             target[part] = current
         target = current
     target[parts[-1]] = value
+    if len(parts) == 3 and parts[2] in schema.bound_fields(parts):
+        # the profile's source: says where its own value came from, not this one
+        target["source"] = f"--expect {key.strip()}={text.strip()}"
     return tuple(parts)
 
 
