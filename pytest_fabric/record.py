@@ -18,6 +18,7 @@ from typing import Any
 import pytest
 
 from .evidence import CommandResult
+from .outputcap import MESSAGE_CHARS, cap_text
 from .units import Dimension, Quantity
 from .verdict import Verdict, display_unit
 
@@ -116,7 +117,7 @@ def quantity_json(value: Any, unit: str | None) -> dict[str, Any] | None:
         return {"value": value, "unit": None}
     if isinstance(value, (int, float)):
         return {"value": value, "unit": None}
-    return {"value": str(value), "unit": None}
+    return {"value": cap_text(str(value), MESSAGE_CHARS), "unit": None}  # text read from a node: any size
 
 
 def _num(value: Decimal) -> float | int:
@@ -165,7 +166,7 @@ class CheckRecord:
             margin=float(verdict.margin) if verdict.margin is not None else None,
             nodes=nodes,
             waiver=e.waiver,
-            detail=verdict.measured.detail,
+            detail=cap_text(verdict.measured.detail, MESSAGE_CHARS),
             evidence=evidence_from_results(verdict.measured.evidence),
         )
 

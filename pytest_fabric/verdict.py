@@ -16,6 +16,7 @@ from decimal import Decimal
 from typing import Any
 
 from .evidence import CommandResult
+from .outputcap import MESSAGE_CHARS, cap_text
 from .units import Dimension, Quantity
 
 __all__ = ["Op", "Expectation", "Measurement", "Verdict", "judge", "display_unit"]
@@ -156,7 +157,8 @@ def judge(subject: str, measurement: Measurement, expectation: Expectation) -> V
     else:
         passed = str(expected).lower() in str(got).lower()
 
-    measured_text = _format(got, unit)
+    # A value read from a node (a GPU's name) and a detail quoting its output can be any size.
+    measured_text = cap_text(_format(got, unit), MESSAGE_CHARS)
     expected_text = _format(expected, unit)
     if isinstance(expectation.value, Quantity) and expectation.value.is_line_share and measurement.line_rate:
         expected_text = (
@@ -170,7 +172,7 @@ def judge(subject: str, measurement: Measurement, expectation: Expectation) -> V
     what = f"{bound} " if bound not in ("min", "max", "equal", "value") else ""
     message = f"{subject}: {what}measured {measured_text}{margin_text}, {verb} {expectation.op.value} {expected_text}"
     if measurement.detail:
-        message += f"; {measurement.detail}"
+        message += f"; {cap_text(measurement.detail, MESSAGE_CHARS)}"
     if expectation.source and not passed:
         message += f" [expected value from: {expectation.source}]"
     return Verdict(passed, measurement, expectation, expected, margin, message)

@@ -66,3 +66,16 @@ def test_the_local_transport_keeps_a_bounded_output(monkeypatch) -> None:  # typ
     assert len(result.stdout) < 1200 and "2,999,000 bytes dropped" in result.stdout
     assert result.stdout.startswith("x" * 500) and result.stdout.endswith("x" * 500)
     assert result.stderr == "err\n"
+
+
+def test_a_verdict_and_the_record_quote_a_huge_value_from_a_node_bounded() -> None:
+    from pytest_fabric.record import quantity_json
+    from pytest_fabric.verdict import Expectation, Measurement, Op, judge
+
+    name = "H100 " + "x" * 5_000_000  # a GPU name, as a node's nvidia-smi may print it
+    model = Expectation("intra_node", "gpu_model", Op.CONTAINS, "A100", "intra_node.gpu_model.value")
+    verdict = judge("node01:gpu0", Measurement(name, detail="y" * 5_000_000), model)
+    assert not verdict.passed and len(verdict.message) < 20_000
+    assert verdict.message.startswith("node01:gpu0: measured H100 xxx") and "characters dropped" in verdict.message
+    value = quantity_json(name, None)
+    assert value is not None and len(value["value"]) < 10_000 and value["value"].startswith("H100 x")
