@@ -388,7 +388,8 @@ def plan_run(subjects: Iterable[PlannedSubject], specs: Mapping[tuple[str, str],
         tests += 1
         by_check[(subject.layer, subject.check, subject.kind)].append(subject)
     per_round = max(1, fanout // 2)  # --fabric-fanout counts nodes: a round runs fanout // 2 pairs at once
-    registry, checks = checks, []
+    registry = checks
+    plans: list[CheckPlan] = []
     for (layer, check, kind), members in by_check.items():
         seconds = _one_measurement(layer, check, specs, rails, gpus, nodes, registry)
         declared = registry.check_of(check)
@@ -407,11 +408,11 @@ def plan_run(subjects: Iterable[PlannedSubject], specs: Mapping[tuple[str, str],
         if source is not None and (layer, source) in specs and _retests(check, specs.get((layer, check))):
             retest_s = _retest_seconds(len(members), per_round, _one_measurement(layer, source, specs, rails, gpus,
                                                                                       nodes, registry))
-        checks.append(CheckPlan(layer, check, kind, len(members), rounds, seconds, slots, retest_s,
-                                phase_of(layer, check, kind, registry), declared.phase if declared is not None else 0))
-    checks += _attribution_retests(checks, specs, per_round, rails, gpus, nodes, registry)
+        plans.append(CheckPlan(layer, check, kind, len(members), rounds, seconds, slots, retest_s,
+                               phase_of(layer, check, kind, registry), declared.phase if declared is not None else 0))
+    plans += _attribution_retests(plans, specs, per_round, rails, gpus, nodes, registry)
     connect_s = CONNECT_S * math.ceil(nodes / max(1, fanout)) if tests else 0.0
-    return RunPlan(tests, checks, fanout, connect_s, PER_TEST_S * max(items, tests))
+    return RunPlan(tests, plans, fanout, connect_s, PER_TEST_S * max(items, tests))
 
 
 #: storage checks that read files another node (or the node itself) lays out first (probes/storage.py

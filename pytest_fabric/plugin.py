@@ -249,7 +249,7 @@ def registered_checks(config: pytest.Config) -> CheckRegistry:
     for impl in config.hook.pytest_fabric_checks.get_hookimpls():
         if impl.hookwrapper or impl.wrapper:
             continue
-        declared = impl.function(**{name: config for name in impl.argnames if name == "config"})
+        declared: Any = impl.function(**{name: config for name in impl.argnames if name == "config"})
         answers.append((impl.plugin_name, list(declared or [])))
     try:
         return CheckRegistry.assemble(answers)

@@ -955,17 +955,16 @@ def profile_schema(settings: dict[str, dict[str, type[CheckSpec]]]) -> ProfileSc
                 typed = _spec_model(existing.annotation)
                 raise ValueError(
                     f"{layer}.{key} is already a profile key of type "
-                    f"{(typed or existing.annotation).__name__}, not {model.__name__}: "
+                    f"{getattr(typed or existing.annotation, '__name__', existing.annotation)}, not {model.__name__}: "
                     "give the check a key of its own (Check(key=...))")
         if added:
             sections[layer] = create_model(base.__name__, __base__=base, __module__=base.__module__, **added)
     if sections == _SECTION_MODELS:
         return BUILTIN_SCHEMA
-    document = create_model(
-        "ProfileDocument", __base__=ProfileDocument, __module__=ProfileDocument.__module__,
-        **{layer: (section, Field(default_factory=section)) for layer, section in sections.items()
-           if section is not _SECTION_MODELS[layer]},
-    )
+    changed: dict[str, Any] = {layer: (section, Field(default_factory=section)) for layer, section in sections.items()
+                               if section is not _SECTION_MODELS[layer]}
+    document = create_model("ProfileDocument", __base__=ProfileDocument, __module__=ProfileDocument.__module__,
+                            **changed)
     return ProfileSchema(document, sections)
 
 

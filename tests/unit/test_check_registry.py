@@ -43,8 +43,8 @@ def test_an_extensions_declaration_reaches_keys_tools_plan_and_phase() -> None:
     assert registry.check_of("link_flaps") is FLAPS and registry.profile_key_of("link_flaps", "inter_node") == "link_flaps"
     assert required_tools(["inter_node.link_flaps"], "infiniband", (), registry) == {"ip": ["inter_node.link_flaps"]}
     assert required_tools(["inter_node.link_flaps"], "infiniband") == {}  # the built-ins alone know nothing of it
-    assert measurement_seconds("link_flaps", LinkFlaps(max="0"), checks=registry) == 4.0
-    plan = plan_run([PlannedSubject("inter_node", "link_flaps", "wave")], {("inter_node", "link_flaps"): LinkFlaps(max="0")},
+    assert measurement_seconds("link_flaps", LinkFlaps.model_validate({"max": 0}), checks=registry) == 4.0
+    plan = plan_run([PlannedSubject("inter_node", "link_flaps", "wave")], {("inter_node", "link_flaps"): LinkFlaps.model_validate({"max": 0})},
                     fanout=8, checks=registry)
     (flaps,) = plan.checks
     assert (flaps.seconds, flaps.order, flaps.phase) == (4.0, 40, phase_of("inter_node", "link_flaps", "wave"))
@@ -73,7 +73,7 @@ def test_an_extensions_key_is_typed_by_its_model_and_extends_still_works(tmp_pat
      "ports of near_rdma (PortBlock(base=18600, size=4), plugin ext) overlap those of rdma_bandwidth"),
     (Check("flaps", "fabric", LinkFlaps, "node", "wave"), "layer 'fabric' is not one of software, intra_node"),  # type: ignore[arg-type]
     (Check("Link-Flaps", "inter_node", LinkFlaps, "node", "wave"), "check name 'Link-Flaps'"),
-    (Check("flaps", "inter_node", dict, "node", "wave"), "is not a pytest_fabric.profile.CheckSpec subclass"),  # type: ignore[arg-type]
+    (Check("flaps", "inter_node", dict, "node", "wave"), "is not a pytest_fabric.profile.CheckSpec subclass"),  # type: ignore[type-var]
     ("link_flaps", "pytest_fabric_checks returned 'link_flaps'"),
 ])
 def test_declarations_that_cannot_all_hold_are_refused_naming_the_plugins(extra: object, words: str) -> None:
