@@ -470,10 +470,20 @@ def _expand_entry(
     return list(zip(names, hosts, addresses))
 
 
+def _written_as_text(loc: tuple[Any, ...]) -> bool:
+    """The cluster's and the nodes' names and the labels (keys and values) are the text written:
+    ``leaf: 010`` is the leaf "010", not the octal 8, and ``spine: no`` the spine "no", not False."""
+    if loc == ("name",):
+        return True
+    if len(loc) < 3 or loc[0] != "nodes" or not isinstance(loc[1], int):
+        return False
+    return (len(loc) == 3 and loc[2] == "name") or (len(loc) == 4 and loc[2] == "labels")
+
+
 def load_inventory(path: Path | str) -> Inventory:
     """Load and resolve an inventory file; errors name the file, line and field, all of them at once."""
     path = Path(path)
-    data, lines = yamlsource.load(path)
+    data, lines = yamlsource.load(path, as_written=_written_as_text)
     if not isinstance(data, dict):
         raise SourceError(f"{path}: an inventory is a mapping with at least `nodes:` (see the README)")
     try:

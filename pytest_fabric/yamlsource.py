@@ -10,7 +10,7 @@ turns a pydantic ValidationError into lines like
 from __future__ import annotations
 
 import difflib
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import Any
 
@@ -80,17 +80,48 @@ def _index_lines(node: yaml.Node, loc: Loc, lines: dict[Loc, int]) -> None:
             _index_lines(item, loc + (index,), lines)
 
 
-def loads(text: str, source: str) -> tuple[Any, dict[Loc, int]]:
-    """Parse YAML ``text`` (named ``source`` in errors); return (data, line map)."""
+_STR_TAG = "tag:yaml.org,2002:str"
+
+
+def _keep_text(node: yaml.Node, loc: Loc, as_written: Callable[[Loc], bool], seen: set[int]) -> None:
+    """Tag the plain scalars at the key paths ``as_written`` names (and their keys) as strings."""
+    if id(node) in seen:  # an alias: done where its anchor is
+        return
+    seen.add(id(node))
+    if isinstance(node, yaml.MappingNode):
+        for key_node, value_node in node.value:
+            child = loc + (key_node.value,)
+            if as_written(child):
+                for scalar in (key_node, value_node):
+                    if isinstance(scalar, yaml.ScalarNode) and scalar.style is None:
+                        scalar.tag = _STR_TAG
+            _keep_text(value_node, child, as_written, seen)
+    elif isinstance(node, yaml.SequenceNode):
+        for index, item in enumerate(node.value):
+            _keep_text(item, loc + (index,), as_written, seen)
+
+
+def loads(text: str, source: str, as_written: Callable[[Loc], bool] | None = None) -> tuple[Any, dict[Loc, int]]:
+    """Parse YAML ``text`` (named ``source`` in errors); return (data, line map).
+
+    A plain scalar at a key path ``as_written`` accepts (and its key) stays the text written:
+    YAML 1.1, which PyYAML reads, would make a label ``leaf: 010`` the octal 8 and ``leaf: no``
+    False, where the user wrote a name.
+    """
+    loader = _LineLoader(text)
     try:
-        tree = yaml.compose(text, Loader=_LineLoader)
-        data = yaml.load(text, Loader=_LineLoader)  # noqa: S506 - SafeLoader subclass
+        tree = loader.get_single_node()
+        if tree is not None and as_written is not None:
+            _keep_text(tree, (), as_written, set())
+        data = loader.construct_document(tree) if tree is not None else None
     except yaml.MarkedYAMLError as exc:
         mark = exc.problem_mark or exc.context_mark
         line = f":{mark.line + 1}" if mark else ""
         raise SourceError(f"{source}{line}: not valid YAML: {_problem(exc)}") from None
     except yaml.YAMLError as exc:
         raise SourceError(f"{source}: not valid YAML: {exc}") from None
+    finally:
+        loader.dispose()
     lines: dict[Loc, int] = {}
     if tree is not None:
         try:
@@ -100,15 +131,16 @@ def loads(text: str, source: str) -> tuple[Any, dict[Loc, int]]:
     return data, lines
 
 
-def load(path: Path) -> tuple[Any, dict[Loc, int]]:
-    """Read and parse a YAML file; unreadable files raise SourceError naming the path."""
+def load(path: Path, as_written: Callable[[Loc], bool] | None = None) -> tuple[Any, dict[Loc, int]]:
+    """Read and parse a YAML file (``as_written``: see :func:`loads`); unreadable files raise
+    SourceError naming the path."""
     try:
         text = path.read_text(encoding="utf-8")
     except FileNotFoundError:
         raise MissingFile(path) from None
     except (OSError, UnicodeDecodeError) as exc:
         raise SourceError(f"{path}: cannot read: {exc}") from None
-    return loads(text, str(path))
+    return loads(text, str(path), as_written)
 
 
 def path_text(loc: Iterable[Any]) -> str:
