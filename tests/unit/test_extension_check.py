@@ -106,3 +106,10 @@ def test_a_plugin_redeclaring_a_builtin_check_is_a_usage_error(pytester: pytest.
     result = pytester.runpytest_subprocess("-p", "mtu_again", "--cluster", "local", "--profile", "localhost")
     assert result.ret == pytest.ExitCode.USAGE_ERROR
     assert "check mtu is declared twice" in result.stderr.str() and "mtu_again" in result.stderr.str()
+
+
+def test_a_rootdir_conftest_can_install_the_extension(pytester: pytest.Pytester) -> None:
+    _write_extension(pytester)
+    pytester.makeconftest('pytest_plugins = ["fabric_meminfo"]\n')
+    result = _run(pytester, "--profile", "memory.yaml", "-k", "host_memory")
+    result.assert_outcomes(passed=1)
