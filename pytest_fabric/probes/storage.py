@@ -24,7 +24,9 @@ What counts as storage, not the page cache:
 
 Each run works in a fresh directory under the mount (``mktemp -d``) and removes it
 afterwards, so a failed or interrupted check leaves no multi-GiB files on a shared
-filesystem.
+filesystem. The directory is marked as the run's (``.pytest-fabric-<run>.XXXXXX`` with an
+``.owner`` line), so what a controller killed outright left is removed by the next run that
+works there (probes/leftovers.py).
 """
 
 from __future__ import annotations
@@ -46,6 +48,7 @@ from ..shellcmd import fill, quote
 from ..transport.base import CommandFailed, ToolMissing, TransportError
 from ..units import Quantity, bandwidth, parse_quantity
 from ..verdict import Measurement
+from . import leftovers
 from .base import MeasurementError, parse_or_raise
 
 __all__ = [
@@ -244,10 +247,21 @@ def _require_mount(node: NodeHandle, spec: Mount | None, settings: FioSettings, 
 # fio
 
 
-def workdir_for(node: NodeHandle, path: str | None) -> tuple[str, CommandResult]:
-    """A fresh directory to run fio in: under the mount, or under /tmp when the inventory names none."""
-    result = node.run(fill("mktemp -d {parent}/pytest-fabric.XXXXXX", parent=path or "/tmp"), timeout=15)
-    return result.stdout.strip(), result
+def workdir_for(node: NodeHandle, path: str | None) -> tuple[str, list[CommandResult], list[str]]:
+    """A fresh directory to run fio in, under the mount (or /tmp when the inventory names none), marked
+    as this run's (probes/leftovers.py); what a dead run left there is removed first.
+
+    The directory, the commands' evidence, and what was removed, in words (empty: nothing).
+    """
+    run = leftovers.this_run()
+    made = node.run(leftovers.listing_and_mkdir(path or "/tmp", run), timeout=15)
+    now, found, directory = leftovers.parse_listing(made.stdout)
+    reasons = {left.directory: why for left in found if (why := leftovers.judge(left, now, run)) is not None}
+    if not reasons:
+        return directory, [made], []
+    dead = [left for left in found if left.directory in reasons]
+    removal = node.run(leftovers.removal(dead, run), timeout=120, check=False)
+    return directory, [made, removal], leftovers.removed(removal, dead, node.name, reasons)
 
 
 def _fio_command(directory: str, settings: FioSettings, *, layout: bool = False, existing: bool = False) -> str:
@@ -329,6 +343,7 @@ class _Run:
     how_read: str = ""  # for reads: who laid the file out and what kept the cache out
     read_from: dict[str, Any] | None = None
     together: str = ""  # measured together: with whom, over which window
+    removed: list[str] = dataclasses.field(default_factory=list)  # what dead runs left, removed first
 
 
 @dataclass
@@ -342,6 +357,7 @@ class _Prepared:
     evidence: list[CommandResult]
     how_read: str = ""
     read_from: dict[str, Any] | None = None
+    removed: list[str] = dataclasses.field(default_factory=list)  # what dead runs left, removed first
 
 
 def _prepare(node: NodeHandle, spec: Mount | None, settings: FioSettings, peers: Sequence[NodeHandle]) -> _Prepared:
@@ -350,9 +366,9 @@ def _prepare(node: NodeHandle, spec: Mount | None, settings: FioSettings, peers:
     evidence: list[CommandResult] = []
     state = _require_mount(node, spec, settings, evidence)
     owner = node if settings.writes else _layout_node(node, spec, state, peers, evidence)
-    directory, made = workdir_for(owner, spec.path if spec else None)
-    evidence.append(made)
-    prepared = _Prepared(node, directory, owner, state, evidence)
+    directory, made, removed = workdir_for(owner, spec.path if spec else None)
+    evidence += made
+    prepared = _Prepared(node, directory, owner, state, evidence, removed=removed)
     if settings.writes:
         return prepared
     try:
@@ -398,7 +414,8 @@ def _lay_out(prepared: _Prepared, spec: Mount | None, settings: FioSettings) -> 
 def _run_prepared(prepared: _Prepared, settings: FioSettings, timeout: float) -> _Run:
     parsed, result = run_fio(prepared.node, prepared.directory, settings, timeout, existing=not settings.writes)
     prepared.evidence.append(result)
-    return _Run(parsed, prepared.evidence, prepared.mount, prepared.how_read, prepared.read_from)
+    return _Run(parsed, prepared.evidence, prepared.mount, prepared.how_read, prepared.read_from,
+                removed=prepared.removed)
 
 
 def _write_in(node: NodeHandle, spec: Mount | None, settings: FioSettings) -> _Run:
@@ -470,6 +487,8 @@ def _detail(what: str, label: str, settings: FioSettings, run: _Run, *, per_job:
         detail += f"; {run.how_read}"
     if run.together:
         detail += f"; {run.together}"
+    if run.removed:
+        detail += "; before measuring, " + "; ".join(run.removed)
     return detail
 
 
@@ -493,6 +512,8 @@ def _extra(parsed: fio.FioResult, settings: FioSettings, run: _Run, **more: Any)
         extra["filesystem"] = {"target": fs.target, "fstype": fs.fstype, "source": fs.source}
     if run.read_from is not None:
         extra["read_from"] = run.read_from
+    if run.removed:
+        extra["leftovers_removed"] = run.removed
     extra.update(more)
     return extra
 
@@ -751,8 +772,9 @@ def aggregate_write(nodes: list[NodeHandle], specs: list[Mount], settings: FioSe
     figures: dict[str, Quantity] = {}
     shared: dict[str, SharedFigure] = {}
     per_node: dict[str, dict[str, float]] = {}
+    removed: list[str] = []  # what dead runs left under the mounts, removed first
     for spec in specs:
-        runs = _aggregate_one(nodes, spec, settings, evidence)
+        runs = _aggregate_one(nodes, spec, settings, evidence, removed)
         shared[spec.path] = shared_figure(runs)
         per_node[spec.path] = {r.node: r.bytes_per_s for r in runs}
         figures[spec.path] = bandwidth(shared[spec.path].bytes_per_s, "B/s")
@@ -775,6 +797,8 @@ def aggregate_write(nodes: list[NodeHandle], specs: list[Mount], settings: FioSe
         f"{_engine_text(settings)}, {mode}; judged by all bytes written over the span from the first start to the "
         "last end, never by adding the nodes' rates; " + "; ".join(parts)
     )
+    if removed:
+        detail += "; before measuring, " + "; ".join(removed)
     return Measurement(
         value=figures[worst],
         detail=detail,
@@ -783,6 +807,7 @@ def aggregate_write(nodes: list[NodeHandle], specs: list[Mount], settings: FioSe
         extra={
             "per_node_bytes_per_s": per_node,
             "io": settings.io_mode,
+            **({"leftovers_removed": removed} if removed else {}),
             "shared": {
                 mount: {"bytes_per_s": round(f.bytes_per_s, 1), "total_bytes": f.total_bytes,
                         "span_s": round(f.span_s, 3), "fio_span_s": round(f.fio_span_s, 3),
@@ -793,7 +818,8 @@ def aggregate_write(nodes: list[NodeHandle], specs: list[Mount], settings: FioSe
     )
 
 
-def _aggregate_one(nodes: list[NodeHandle], spec: Mount, settings: FioSettings, evidence: list[CommandResult]) -> list[WriterRun]:
+def _aggregate_one(nodes: list[NodeHandle], spec: Mount, settings: FioSettings, evidence: list[CommandResult],
+                   removed: list[str]) -> list[WriterRun]:
     """Each node's part of one mount's aggregate, all nodes writing at once; an error if a node lacks the mount.
 
     Every node writes at the same moment, whatever ``--fabric-fanout``: fewer at once would
@@ -802,7 +828,7 @@ def _aggregate_one(nodes: list[NodeHandle], spec: Mount, settings: FioSettings, 
     round trips, and no node's files wait for a slot to be removed.
     """
 
-    def prepare(node: NodeHandle) -> tuple[list[CommandResult], str | None] | Exception:
+    def prepare(node: NodeHandle) -> tuple[list[CommandResult], str | None, list[str]] | Exception:
         try:
             return _prepare_shared(node, spec, settings)
         except Exception as exc:  # the first is raised below, after every node's evidence is in
@@ -816,8 +842,9 @@ def _aggregate_one(nodes: list[NodeHandle], spec: Mount, settings: FioSettings, 
         if isinstance(done, Exception):
             failure = failure or done
             continue
-        node_evidence, directory = done
+        node_evidence, directory, notes = done
         evidence += node_evidence
+        removed += notes
         if directory is not None:
             directories[node.name] = directory
     runs: list[tuple[fio.FioResult, CommandResult, float, float]] = []
@@ -848,9 +875,9 @@ def _timed_write(
     return parsed, result, launched, time.monotonic()
 
 
-def _prepare_shared(node: NodeHandle, spec: Mount, settings: FioSettings) -> tuple[list[CommandResult], str | None]:
+def _prepare_shared(node: NodeHandle, spec: Mount, settings: FioSettings) -> tuple[list[CommandResult], str | None, list[str]]:
     evidence: list[CommandResult] = []
     _require_mount(node, spec, settings, evidence)
-    directory, made = workdir_for(node, spec.path)
-    evidence.append(made)
-    return evidence, directory
+    directory, made, removed = workdir_for(node, spec.path)
+    evidence += made
+    return evidence, directory, removed

@@ -239,6 +239,9 @@ def pytest_terminal_summary(terminalreporter: Any, exitstatus: int, config: pyte
             tr.write_line(text)
     for c in (c for c in checks if c.get("outcome") == "waived"):
         tr.write_line(f"waived: {c.get('check')} {c.get('subject')} ({c.get('waiver')})", yellow=True)
+    for c in checks:  # what dead runs (a controller killed outright) left on the nodes, removed before measuring
+        for text in (c.get("extra") or {}).get("leftovers_removed", ()):
+            tr.write_line(f"cleaned up: {text}", yellow=True)
     line = summary_line(config, checks)
     if line:
         tr.write_line(line)

@@ -272,3 +272,80 @@ def test_a_signal_during_a_layout_on_a_shared_mount_taken_one_node_at_a_time_sto
     assert (record["run"]["status"], record["run"]["verdict"]) == ("interrupted", "interrupted"), output[-3000:]
     assert 'class="fabric-verdict interrupted"' in (tmp_path / "report.html").read_text()
     assert "Traceback" not in output, output[-3000:]
+
+
+def test_what_a_sigkilled_run_left_on_the_nodes_is_removed_by_the_next_run_which_says_so(
+    simcluster: SimCluster, tmp_path: Path
+) -> None:
+    """Issue 27: SIGKILL leaves no chance to clean up. The controller is killed while two nodes write to
+    their own disks (throttled, so the writes last); its directories, marked as its run's, stay. The next
+    run finds them, ends the fio still writing there and removes them, and the record and the terminal say
+    what it removed and whose it was. Before, nothing ever removed them."""
+    from simcluster.mounts import ROOT
+    from simcluster.throttle import WriteThrottle, missing_throttle
+
+    missing = missing_throttle(ROOT)
+    if missing:
+        pytest.skip("node writes cannot be throttled here: " + "; ".join(missing))
+    nodes = [n.name for n in simcluster.nodes[:2]]
+    with SimMounts(simcluster) as mounts, WriteThrottle(simcluster) as throttle:
+        path = mounts.local(nodes)
+        for name in nodes:
+            throttle.limit(name, 4_000_000, path)  # 64 MiB direct: 16 s of writing
+        inventory = simcluster.write_inventory(tmp_path / "inventory.yaml", nodes=nodes,
+                                               extra={"storage": {"mounts": [{"path": path, "shared": False}]}})
+        (tmp_path / "big.yaml").write_text("name: big\nstorage:\n  sequential_write: {min: 1 MB/s, size: 64 MiB}\n")
+        (tmp_path / "small.yaml").write_text("name: small\nstorage:\n  sequential_write: {min: 1 kB/s, size: 1 MiB}\n")
+
+        def writing() -> dict[str, list[tuple[int, str]]]:
+            return {name: [(pid, cmd) for pid, cmd in procs if "--rw=write" in cmd]
+                    for name, procs in _fio(simcluster, nodes).items()}
+
+        def left() -> dict[str, str]:
+            return {name: simcluster.exec(name, ["sh", "-c", f"ls -A {path}"]).stdout for name in nodes}
+
+        killed = subprocess.Popen(
+            [sys.executable, "-m", "pytest", "--cluster", str(inventory), "--profile", "big.yaml",
+             "-p", "no:cacheprovider", "-k", "sequential_write"],
+            cwd=tmp_path, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+            env={**os.environ, "FABRIC_TEST_CHECKOUT": "1"},
+        )
+        try:
+            deadline = time.monotonic() + 90
+            while time.monotonic() < deadline and killed.poll() is None and len(
+                    [n for n, procs in writing().items() if procs]) < len(nodes):
+                time.sleep(0.1)
+            if len([n for n, procs in writing().items() if procs]) < len(nodes):
+                pytest.fail(f"the writes never started on both nodes:\n{_ended(killed)}")
+            time.sleep(1)  # some MiB written
+            killed.kill()  # SIGKILL: no clean-up of any kind
+            killed.wait()
+            stayed = left()
+            assert all(".pytest-fabric-" in listing for listing in stayed.values()), stayed
+            record = tmp_path / "record.json"
+            after = subprocess.run(
+                [sys.executable, "-m", "pytest", "--cluster", str(inventory), "--profile", "small.yaml",
+                 "-p", "no:cacheprovider", "-k", "sequential_write", f"--conformance-json={record}"],
+                cwd=tmp_path, capture_output=True, text=True, timeout=180,
+                env={**os.environ, "FABRIC_TEST_CHECKOUT": "1"},
+            )
+            output = after.stdout + after.stderr
+            assert after.returncode == 0, output[-3000:]
+            assert left() == {name: "" for name in nodes}, output[-3000:]
+            assert writing() == {}, output[-3000:]  # the fio the killed run left writing was ended
+            checks = [c for c in json.loads(record.read_text())["checks"] if c["check"] == "sequential_write"]
+            for check in checks:
+                node = check["subject"].split(":")[0]
+                (said,) = check["extra"]["leftovers_removed"]
+                assert said.startswith("removed ") and " MiB left by run " in said and f"pid {killed.pid}" in said, said
+                assert f" on {node}: its controller process {killed.pid} on " in said and "is gone" in said, said
+                assert said in check["message"]
+                assert f"cleaned up: {said}" in output, output[-3000:]
+        finally:
+            if killed.poll() is None:
+                killed.kill()
+                killed.wait()
+            for procs in _fio(simcluster, nodes).values():  # what a failed test left: ended here
+                for pid, _ in procs:
+                    with contextlib.suppress(ProcessLookupError):
+                        os.kill(pid, signal.SIGKILL)
