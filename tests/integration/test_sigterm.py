@@ -274,6 +274,69 @@ def test_a_signal_during_a_layout_on_a_shared_mount_taken_one_node_at_a_time_sto
     assert "Traceback" not in output, output[-3000:]
 
 
+WRITING_TOGETHER = {
+    # every node at once, in the main thread's own fan-out (no batch): it had no kill at all
+    "aggregate_write": "  aggregate_write: {min: 1 MB/s, runtime: 60 s, size: 16 MiB}\n",
+    # every node of the wave at once, inside a batch's worker
+    "sequential_write": "  sequential_write: {min: 1 MB/s, size: 16 MiB, measured: together, runtime: 60 s}\n",
+}
+
+
+@pytest.mark.parametrize("check", list(WRITING_TOGETHER))
+def test_sigterm_while_every_node_writes_to_a_shared_mount_stops_the_run(
+    simcluster: SimCluster, tmp_path: Path, check: str
+) -> None:
+    """The other storage phases go through the same stop: 4 nodes writing for 60 s to a shared mount
+    (the aggregate, or a check measured together) get SIGTERM: the run ends within seconds, no fio is
+    left on a node nor a file on the mount, and the record and the HTML report say interrupted."""
+    nodes = [n.name for n in simcluster.nodes[:4]]
+    with SimMounts(simcluster) as mounts:
+        path = mounts.shared(nodes)
+        inventory = simcluster.write_inventory(
+            tmp_path / "inventory.yaml", nodes=nodes,
+            extra={"storage": {"mounts": [{"path": path, "fstype": "ext4", "shared": True}]}},
+        )
+        (tmp_path / "write.yaml").write_text("name: long-write\nstorage:\n" + WRITING_TOGETHER[check])
+        run = subprocess.Popen(
+            [sys.executable, "-m", "pytest", "--cluster", str(inventory), "--profile", "write.yaml",
+             "-p", "no:cacheprovider", "-k", check, "--conformance-json=record.json",
+             "--html=report.html", "--self-contained-html"],
+            cwd=tmp_path, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+            env={**os.environ, "FABRIC_TEST_CHECKOUT": "1"},
+        )
+
+        def writers() -> list[str]:
+            return [name for name, procs in _fio(simcluster, nodes).items()
+                    if any(cmd.startswith("fio ") and "--rw=write" in cmd for _, cmd in procs)]
+
+        try:
+            deadline = time.monotonic() + 90
+            while time.monotonic() < deadline and run.poll() is None and len(writers()) < len(nodes):
+                time.sleep(0.1)
+            if len(writers()) < len(nodes):
+                pytest.fail(f"not every node was writing ({writers()}):\n{_ended(run)}")
+            stopped = time.monotonic()
+            run.send_signal(signal.SIGTERM)
+            try:
+                output, _ = run.communicate(timeout=ENDS_WITHIN_S)
+            except subprocess.TimeoutExpired:
+                run.kill()
+                output, _ = run.communicate()
+                pytest.fail(f"still running {ENDS_WITHIN_S} s after SIGTERM:\n{output[-3000:]}")
+            print(f"ended {time.monotonic() - stopped:.1f} s after SIGTERM")
+            assert _fio(simcluster, nodes) == {}, output[-3000:]
+            assert simcluster.exec(nodes[0], ["ls", "-A", path]).stdout == "", output[-3000:]
+        finally:
+            if run.poll() is None:
+                run.kill()
+                run.wait()
+            for procs in _fio(simcluster, nodes).values():  # what a failed run left: ended here
+                for pid, _ in procs:
+                    with contextlib.suppress(ProcessLookupError):
+                        os.kill(pid, signal.SIGKILL)
+    _assert_stopped(output, tmp_path)
+
+
 def test_what_a_sigkilled_run_left_on_the_nodes_is_removed_by_the_next_run_which_says_so(
     simcluster: SimCluster, tmp_path: Path
 ) -> None:
