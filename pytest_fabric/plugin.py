@@ -46,6 +46,7 @@ STARTED_KEY = pytest.StashKey[str]()
 
 pytest_plugins = [
     "pytest_fabric.rootdir",  # test ids and the cache that do not follow the inventory's folder
+    "pytest_fabric.lastfailed",  # --lf: deselect what passed, rather than leave it uncollected
     "pytest_fabric.gcpause",  # collection without the cyclic collector (large inventories)
     "pytest_fabric.stopping",  # SIGTERM and SIGHUP stop a run as Ctrl-C does
     "pytest_fabric.fixtures",

@@ -96,8 +96,9 @@ class RunVerdict:
         return self.verdict or "none"
 
     def not_run_count(self, *reasons: str) -> int:
-        """Subjects not run for these reasons (deselected and unreported when none are named)."""
-        chosen = reasons or ("deselected", "unreported")
+        """Subjects not run for these reasons (deselected, unreported and not collected when none are
+        named: what the verdict line's "N not run" counts; a check never collected counts once)."""
+        chosen = reasons or ("deselected", "unreported", "not collected")
         return sum(sum(self.not_run.get(r, {}).values()) for r in chosen)
 
     def to_json(self) -> dict[str, Any]:

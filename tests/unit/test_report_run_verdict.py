@@ -150,6 +150,8 @@ def test_a_check_the_profile_sets_that_was_never_collected() -> None:
     ran = [_mtu("a")]
     v = judge_run(ran, _plan(ran, profile_checks=("inter_node.mtu", "inter_node.tcp_throughput")))
     assert v.verdict == "incomplete" and v.not_run == {"not collected": {"inter_node.tcp_throughput": 1}}
+    # the verdict line's "N not run" counts it (it said "INCOMPLETE: 0 failed, 0 errored (...)")
+    assert v.not_run_count() == 1
     # A check judged by a profile key of another name is collected under that key.
     outlier = make_check("tcp_throughput_outlier", "a<->b", "passed")
     plan = Plan({c["nodeid"]: _planned(c, key="inter_node.outlier" if c is outlier else None) for c in [*ran, outlier]},
