@@ -36,7 +36,7 @@ from .state import CHECK_KEY, STATE_KEY, VERDICTS_KEY, CheckInfo, FabricState, g
 from .subjects import DEVICE_TESTS_UP_TO, SUBJECT_FIXTURES, is_subject, subject_id, subject_nodes
 from .transport.base import Transport, TransportError
 from .transport.ssh import hostname_lookup
-from .verdict import Op, Verdict
+from .verdict import Op, Verdict, display_unit
 from .yamlsource import MissingFile, SourceError
 
 ELAPSED_KEY = pytest.StashKey[float]()
@@ -490,7 +490,8 @@ def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) ->
             expectations = state.profile.expectations(info.layer, state.checks.profile_key_of(info.check, info.layer))
             if expectations:
                 e = expectations[0]
-                record.expected = quantity_json(e.value, None) or {}
+                # in the unit a measured record of the check uses (the one its author wrote)
+                record.expected = quantity_json(e.value, display_unit(e)) or {}
                 record.expected.update({"op": e.op.value, "key": e.key, "source": e.source, "as_written": str(e.value)})
                 record.waiver = e.waiver
     elapsed: float = item.stash.get(ELAPSED_KEY, report.duration)
