@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 from collections.abc import Iterator
 
 import pytest
@@ -15,8 +16,6 @@ FLOOD = "head -c 3000000 /dev/zero | tr '\\0' x; echo tail-end; exit 4"
 @pytest.fixture
 def slurm_env(slurm_cluster: SlurmSim, monkeypatch: pytest.MonkeyPatch) -> SlurmSim:
     """Slurm's client commands talk to the simulated cluster, every slurmd up."""
-    import os
-
     slurm_cluster.ensure_slurmds()
     monkeypatch.setenv("SLURM_CONF", str(slurm_cluster.conf))
     for name in [k for k in os.environ if k.startswith("SLURM_") and k != "SLURM_CONF"]:

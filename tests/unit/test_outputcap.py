@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import hashlib
 
+import pytest
+
 from pytest_fabric.evidence import CommandResult
 from pytest_fabric.outputcap import CappedBuffer, cap_text
 from pytest_fabric.transport.base import CommandFailed
@@ -60,7 +62,7 @@ def test_a_failed_command_quotes_a_bounded_tail_of_one_huge_line() -> None:
     assert message.startswith("node node01: exited with code 1; last output:")
 
 
-def test_the_local_transport_keeps_a_bounded_output(monkeypatch) -> None:  # type: ignore[no-untyped-def]
+def test_the_local_transport_keeps_a_bounded_output(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr("pytest_fabric.transport.pipes.KEEP_BYTES", 1000)
     result = LocalTransport().run("head -c 3000000 /dev/zero | tr '\\0' x; echo err >&2", timeout=30)
     assert len(result.stdout) < 1200 and "2,999,000 bytes dropped" in result.stdout
