@@ -30,7 +30,6 @@ from _pytest.config.findpaths import locate_config  # no public equivalent
 
 from .bundled import conformance_dir
 
-
 #: set where this plugin moved the rootdir to the installed package
 MOVED_KEY = pytest.StashKey[bool]()
 

@@ -10,7 +10,6 @@ import xml.etree.ElementTree as ET
 from pathlib import Path
 
 import pytest
-
 from conftest import REPO
 
 SCHEMA = REPO.parent / "shared" / "schemas" / "junit-10.xsd"
