@@ -35,8 +35,9 @@ DRAIN_S = 6.0
 CLEANUP_TIMEOUT_S = 5.0
 #: how long a stop waits for clean-ups already running to end
 CLEANUP_WAIT_S = 6.0
-#: between two kills while a command is still running
-_KILL_AGAIN_S = 1.0
+#: between two kills while a command is still running (a killed command takes a moment to return:
+#: under Slurm its step is cancelled and its srun ended)
+_KILL_AGAIN_S = 2.0
 
 
 class RunStopped(TransportError):
@@ -56,6 +57,8 @@ class StopGate:
         self._lock = threading.Lock()
         self._changed = threading.Condition(self._lock)
         self._running = {False: 0, True: 0}  # commands on the nodes now: measuring (False), clean-up (True)
+        #: set by the first stop: every later one (the session's end after a fan-out's) keeps to the same bounds
+        self._drain_until: float | None = None
         _OPEN.add(self)
 
     @contextlib.contextmanager
@@ -80,20 +83,29 @@ class StopGate:
     def stop(self) -> None:
         """Shut the gate and end what runs: kill, again while a measuring command runs, then wait for clean-ups.
 
-        Bounded (:data:`DRAIN_S` + :data:`CLEANUP_WAIT_S`) and never raises; calling it again is cheap.
+        Bounded, from the first call on, by :data:`DRAIN_S` + :data:`CLEANUP_WAIT_S` (plus one kill's
+        own time); a later call kills once more only if a command still runs. Never raises.
         """
         self.stopping = True
-        deadline = time.monotonic() + DRAIN_S
+        first = self._drain_until is None
+        if self._drain_until is None:
+            self._drain_until = time.monotonic() + DRAIN_S
+        drain_until = self._drain_until
         while True:
-            self._kill()
+            with self._lock:
+                busy = self._running[False] > 0
+            if first or busy:  # the first stop kills whatever runs; a later one only what still does
+                self._kill()
+            first = False
             with self._lock:
                 if self._changed.wait_for(lambda: self._running[False] == 0,
-                                          timeout=max(0.0, min(_KILL_AGAIN_S, deadline - time.monotonic()))):
+                                          timeout=max(0.0, min(_KILL_AGAIN_S, drain_until - time.monotonic()))):
                     break
-            if time.monotonic() >= deadline:
+            if time.monotonic() >= drain_until:
                 break
         with self._lock:
-            self._changed.wait_for(lambda: self._running[True] == 0, timeout=CLEANUP_WAIT_S)
+            self._changed.wait_for(lambda: self._running[True] == 0,
+                                   timeout=max(0.0, drain_until + CLEANUP_WAIT_S - time.monotonic()))
 
     def close(self) -> None:
         """The run is over: no longer one of :func:`stop_open_runs`'."""
