@@ -30,7 +30,6 @@ from .pairs import make_pairs
 from .plugin_conflicts import refuse_conflicting_plugins
 from .profile import LAYERS, CheckSpec, bundled_profiles, load_profile, profile_schema
 from .record import PLANNED_KEY, REPORT_ATTRIBUTE, CheckRecord, PlannedCheck, quantity_json
-from .report.junit import per_test_properties
 from .runinfo import RUN_INFO_KEY, RunInfo, utc_now
 from .state import CHECK_KEY, STATE_KEY, VERDICTS_KEY, CheckInfo, FabricState, get_state
 from .subjects import DEVICE_TESTS_UP_TO, SUBJECT_FIXTURES, is_subject, subject_id, subject_nodes
@@ -507,6 +506,9 @@ def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) ->
     setattr(report, REPORT_ATTRIBUTE, record.to_dict())
     # junitxml writes the properties it finds on the *teardown* report, which
     # pytest copies from the item: so they go on the item, once; only where the family allows them.
+    # imported here: a report plugin this module imports at its top escapes assertion rewriting
+    from .report.junit import per_test_properties
+
     if per_test_properties(item.config):
         item.user_properties.extend(_junit_properties(record))
     return report

@@ -50,3 +50,11 @@ def test_xunit1_keeps_per_test_properties(pytester: pytest.Pytester) -> None:
     cases = {c.get("name"): c for c in ET.parse(path).getroot().iter("testcase")}
     props = {p.get("name"): p.get("value") for p in cases["test_mtu[local]"].iter("property")}
     assert props["check"] == "mtu" and props["subject"] == "local" and props["expected"] == ">= 1500"
+
+
+def test_no_report_plugin_escapes_assertion_rewriting(pytester: pytest.Pytester) -> None:
+    # plugin.py importing report.junit at its top made every run warn "Module already imported so
+    # cannot be rewritten" for five report plugins.
+    result = pytester.runpytest_subprocess(*LOCAL, "-k", "mtu")
+    assert result.ret == pytest.ExitCode.OK, result.stdout.str()
+    assert "PytestAssertRewriteWarning" not in result.stdout.str() + result.stderr.str()
