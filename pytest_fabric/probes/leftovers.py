@@ -17,7 +17,9 @@ when its run is over, judged on the controller (:func:`judge`):
   program: its start time differs).
 
 Anything else may be a live run (another controller, within its lease; this host, its process
-alive) and is left alone. A directory without an ``.owner`` (another run is making it) is left too.
+alive) and is left alone. A directory without an ``.owner`` (another run is making it) is left too,
+and so is a symbolic link of that name (only directories the runs made are taken; ``rm`` never
+follows a link inside one).
 Removing one (a second command, only when there is something to remove) claims it by renaming it
 (of several nodes sweeping a shared mount, one wins), kills a fio of that directory still running
 on the node (matched by its ``--directory=``), measures it (``du``) and removes it; the check's
@@ -108,7 +110,7 @@ def listing_and_mkdir(parent: str, run: Owner) -> str:
         "mktemp -d {parent}/{mine}XXXXXX | {{ read -r d && "
         "printf '%s until=%s\\n' {owner} $(( $(date +%s) + {lease} )) > \"$d/.owner\" || exit 1; "
         "p={parent}; echo " + _NOW + " $(date +%s); "
-        "for o in \"$p\"/" + PREFIX + "*; do [ -d \"$o\" ] || continue; "
+        "for o in \"$p\"/" + PREFIX + "*; do [ -d \"$o\" ] && [ ! -L \"$o\" ] || continue; "
         "case \"$o\" in \"$p\"/{mine}*|*.removing-*) continue;; esac; "
         "printf '" + _LEFTOVER + "\\t%s\\t%s\\n' \"$o\" \"$(head -c 512 \"$o/.owner\" 2>/dev/null | head -n 1)\"; "
         "done; echo \"$d\"; }}",

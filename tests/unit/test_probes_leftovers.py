@@ -93,3 +93,18 @@ def test_a_fio_of_the_dead_runs_directory_still_running_on_the_node_is_ended(tmp
         if orphan.poll() is None:
             orphan.kill()
             orphan.wait()
+
+
+def test_a_link_named_as_a_runs_directory_is_never_followed_nor_removed(tmp_path: Path) -> None:
+    """A link planted under the path (to a directory that must stay) is no run's directory."""
+    me = leftovers.this_run()
+    keep = tmp_path / "keep"
+    keep.mkdir()
+    (keep / ".owner").write_text(f"{dataclasses.replace(me, run='link00000001', pid=_dead_pid()).line()} until=1\n")
+    (keep / "data").write_text("precious")
+    parent = tmp_path / "mount"
+    parent.mkdir()
+    link = parent / f"{leftovers.PREFIX}link00000001.abc"
+    link.symlink_to(keep)  # its .owner says expired: as a directory it would be removed
+    _, _, removed = workdir_for(_node(), str(parent))
+    assert removed == [] and link.is_symlink() and (keep / "data").read_text() == "precious"
