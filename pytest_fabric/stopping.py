@@ -5,8 +5,8 @@ process; by default it would die on the spot: the JSON record left ``running``, 
 commands still running on the nodes until their own timeouts, and an allocation the run asked for
 held until Slurm's time limit.  While pytest-fabric measures a cluster (``--cluster``), the first
 SIGTERM or SIGHUP raises ``KeyboardInterrupt`` in the main thread instead, so pytest's own
-interrupt path runs, the same as Ctrl-C: a wave or round in worker threads has its remote
-commands killed (:class:`~pytest_fabric.batches.BatchCache`), the session finishes as
+interrupt path runs, the same as Ctrl-C: a wave, round or fan-out in worker threads has its remote
+commands killed and nothing new started on a node (:mod:`~pytest_fabric.stopgate`), the session finishes as
 interrupted (every node's foreground commands killed, background servers stopped), every report
 is written saying ``interrupted``, and at unconfigure the Slurm allocation is cancelled.
 
