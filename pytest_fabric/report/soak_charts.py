@@ -119,20 +119,20 @@ def line_chart(title: str, lines: Sequence[Line], *, unit: str = "", marks: Sequ
     shown = list(lines[:MAX_LINES])
     for i in reversed(range(len(shown))):  # the worst last: on top
         line, colour = shown[i], _COLOURS[i % len(_COLOURS)]
-        pts = [(t, v) for t, v, _ in line.points if v is not None]
+        pts = [(t, v) for t, v, _ in line.points if v is not None]  # a gap (no value) is a cross, not a line
         width = 2.5 if i == 0 or line.fault else 1.5
         if len(pts) > 1:
             path = " ".join(f"{x(t):.1f},{y(v):.1f}" for t, v in pts)
             out.append(f'<polyline points="{path}" fill="none" stroke="{colour}" stroke-width="{width}"/>')
-        for t, v, failed in line.points:
-            tip = f"{line.label} at {_clock(t)}: " + (f"{_number(v)} {unit}".strip() if v is not None else "no value")
-            if failed or v is None:
-                vy = y(v) if v is not None else _TOP + plot_h - 4
+        for t, val, failed in line.points:
+            tip = f"{line.label} at {_clock(t)}: " + (f"{_number(val)} {unit}".strip() if val is not None else "no value")
+            if failed or val is None:
+                vy = y(val) if val is not None else _TOP + plot_h - 4
                 out.append(f'<g class="fabric-soak-bad"><title>{_e(tip)} (failed)</title>'
                            f'<path d="M{x(t) - 4:.1f},{vy - 4:.1f}l8,8m0,-8l-8,8" stroke="#d00000" '
                            'stroke-width="2.5"/></g>')
             else:
-                out.append(f'<circle cx="{x(t):.1f}" cy="{y(v):.1f}" r="2.5" fill="{colour}"><title>{_e(tip)}'
+                out.append(f'<circle cx="{x(t):.1f}" cy="{y(val):.1f}" r="2.5" fill="{colour}"><title>{_e(tip)}'
                            '</title></circle>')
     lx = _LEFT + plot_w + 10
     for i, line in enumerate(shown):
