@@ -105,3 +105,20 @@ def test_rank_prefixed_output_reads_like_the_plain_one(prefix: str) -> None:
     text = (DATA / "h100-8gpu-v0.7-d2d-read-ce-one-slow-pair-constructed.txt").read_text()
     relayed = "\n".join(prefix + line if line else prefix.rstrip() for line in text.splitlines())
     assert parse_nvbandwidth(relayed) == parse_nvbandwidth(text)
+
+
+def test_device_local_copy_v08_recorded() -> None:
+    from pytest_fabric.parsers.nvbandwidth import device_local_bandwidths
+
+    result = parse_nvbandwidth((DATA / "rtx3050-laptop-1gpu-v0.8-all-testcases-github-excerpt.txt").read_text())
+    assert result.version == "v0.8"
+    assert device_local_bandwidths(result) == {0: 84.33}
+    assert result.devices == {0: "NVIDIA GeForce RTX 3050 Laptop GPU (00000000:01:00)"}
+
+
+def test_device_local_copy_one_slow_gpu() -> None:
+    from pytest_fabric.parsers.nvbandwidth import device_local_bandwidths
+
+    result = parse_nvbandwidth((DATA / "h100-8gpu-v0.8-device-local-copy-gpu6-slow-constructed.txt").read_text())
+    local = device_local_bandwidths(result)
+    assert len(local) == 8 and local[6] == 1063.39 and local[0] == 1519.07
