@@ -1,0 +1,45 @@
+"""Sample a node's telemetry during a soak: one short command, its GPUs and its ports.
+
+The command prints the sections :mod:`pytest_fabric.parsers.telemetry` reads: nvidia-smi's
+temperature, SM clock, power, uncorrected ECC errors, remapped rows and clock-event reasons
+(with the older ``clocks_throttle_reasons`` spelling where the driver refuses the newer), or why
+there is no GPU reading; and each of the node's own ports' (a device behind it; else the default
+route's; else every interface but ``lo``) state, carrier changes and error counters
+from sysfs. It reads only: nothing on the node changes.
+"""
+
+from __future__ import annotations
+
+from pytest_fabric.parsers.telemetry import Telemetry, gpu_fields, parse_telemetry
+from pytest_fabric.run.cluster import NodeHandle
+
+__all__ = ["SAMPLE_TIMEOUT_S", "sample", "sample_command"]
+
+#: a sample is a few reads: a node that takes longer is itself worth saying (its sample errors)
+SAMPLE_TIMEOUT_S = 20.0
+
+
+def sample_command() -> str:
+    """The shell command one sample runs (no value of the profile or inventory is part of it)."""
+    new, old = ",".join(gpu_fields("clocks_event_reasons")), ",".join(gpu_fields("clocks_throttle_reasons"))
+    return (
+        "if ! command -v nvidia-smi >/dev/null 2>&1; then echo '## gpu none: no nvidia-smi on the node'; "
+        f"elif out=$(nvidia-smi --query-gpu={new} --format=csv,noheader,nounits 2>&1); then "
+        "echo '## gpu clocks_event_reasons'; printf '%s\\n' \"$out\"; "
+        f"else echo '## gpu clocks_throttle_reasons'; nvidia-smi --query-gpu={old} --format=csv,noheader,nounits 2>&1; fi; "
+        # The node's own ports: those with a device behind them, else the default route's, else all
+        # but lo (a network namespace's one veth). Bridges and veths of containers come and go.
+        "echo '## net'; r() { cat \"$1\" 2>/dev/null || echo -; }; "
+        "ports=$(for d in /sys/class/net/*; do [ -e \"$d/device\" ] && echo \"${d##*/}\"; done); "
+        "[ -n \"$ports\" ] || ports=$(awk '$2==\"00000000\"{print $1}' /proc/net/route 2>/dev/null | sort -u); "
+        "[ -n \"$ports\" ] || ports=$(ls /sys/class/net | grep -vx lo); "
+        "for n in $ports; do d=/sys/class/net/$n; "
+        "echo \"$n $(r $d/operstate) $(r $d/carrier_changes) $(r $d/statistics/rx_errors) "
+        "$(r $d/statistics/tx_errors) $(r $d/statistics/rx_dropped)\"; done"
+    )
+
+
+def sample(node: NodeHandle, timeout: float = SAMPLE_TIMEOUT_S) -> Telemetry:
+    """One sample of ``node`` (a transport error or a ParseError is the caller's to say)."""
+    result = node.run(sample_command(), timeout=timeout)
+    return parse_telemetry(result.stdout)
