@@ -20,4 +20,4 @@ def test_infiniband_profiles_set_an_absolute_cited_tcp_floor() -> None:
         judged.append(name)
         assert tcp.min is not None and not tcp.min.is_line_share, f"{name}: tcp_throughput.min is {tcp.min}"
         assert tcp.source, f"{name}: the TCP floor names no source"
-    assert judged == ["hdr200", "ndr400-large"], judged
+    assert judged == ["hdr200", "hdr200-8rail", "ndr400-large"], judged

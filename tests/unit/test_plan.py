@@ -346,13 +346,13 @@ def test_one_all_reduce_perf_run_is_its_start_and_the_probes_collectives_at_the_
 
 
 def test_nccl_checks_plan_the_runs_their_probes_make_not_a_declared_guess() -> None:
-    """ndr400-large: a pair's all_reduce is one run over 2 x 8 GPUs at 370 GB/s, a node's one over its
+    """ndr400-large: a pair's all_reduce is one run over 2 x 8 GPUs at 360 GB/s, a node's one over its
     8 GPUs at 460 GB/s; 16 GiB each."""
     profile = load_profile("ndr400-large", [])
     pair_spec, node_spec = profile.spec("inter_node", "nccl_allreduce"), profile.spec("intra_node", "nccl_allreduce")
-    assert nccl_runs("nccl_allreduce", pair_spec, gpus=8) == [(GIB16, 370e9, 16)]
+    assert nccl_runs("nccl_allreduce", pair_spec, gpus=8) == [(GIB16, 360e9, 16)]
     assert nccl_runs("node_nccl_allreduce", node_spec, gpus=8) == [(GIB16, 460e9, 8)]
-    assert measurement_seconds("nccl_allreduce", pair_spec, gpus=8) == pytest.approx(allreduce_seconds(GIB16, 370e9, 16))
+    assert measurement_seconds("nccl_allreduce", pair_spec, gpus=8) == pytest.approx(allreduce_seconds(GIB16, 360e9, 16))
     assert measurement_seconds("node_nccl_allreduce", node_spec, gpus=8) == pytest.approx(
         NCCL_START_S + 8 * NCCL_START_PER_RANK_S + 45 * GIB16 / (460e9 * 8 / 14))
     # the declared guesses are gone where the profile gives a size and a floor
@@ -364,14 +364,14 @@ def test_nccl_checks_plan_the_runs_their_probes_make_not_a_declared_guess() -> N
 
 def test_scaling_plans_every_run_scaling_makes_on_the_inventorys_nodes() -> None:
     """512 nodes: 3 baseline pairs and the curve at 4, 8, ... 512 nodes (8 counts), 3 runs each: 3 x 3 + 8 x 3.
-    The pairs at the 370 GB/s floor, the curve at 85% of it (the slowest a passing curve runs)."""
+    The pairs at the 360 GB/s floor, the curve at 85% of it (the slowest a passing curve runs)."""
     profile = load_profile("ndr400-large", [])
     source, share = profile.spec("inter_node", "nccl_allreduce"), profile.spec("inter_node", "scaling_efficiency")
     assert nccl.scaling_groups(512) == (3, [4, 8, 16, 32, 64, 128, 256, 512])
     runs = nccl_runs("scaling_efficiency", share, gpus=8, nodes=512, source=source)
     assert runs is not None and len(runs) == 3 * 3 + 8 * 3
-    assert runs[:9] == [(GIB16, 370e9, 16)] * 9
-    assert runs[9:] == [(GIB16, pytest.approx(0.85 * 370e9), 8 * n) for n in (4, 8, 16, 32, 64, 128, 256, 512)
+    assert runs[:9] == [(GIB16, 360e9, 16)] * 9
+    assert runs[9:] == [(GIB16, pytest.approx(0.85 * 360e9), 8 * n) for n in (4, 8, 16, 32, 64, 128, 256, 512)
                         for _ in range(3)]
     planned = measurement_seconds("scaling_efficiency", share, gpus=8, nodes=512, source=source)
     assert planned == pytest.approx(sum(allreduce_seconds(*run) for run in runs))
@@ -411,8 +411,8 @@ def test_plan_run_takes_the_nccl_checks_ranks_from_the_gpus_and_the_inventorys_n
     subjects = [PlannedSubject("inter_node", "nccl_allreduce", "pair", r) for r in range(4)]
     subjects.append(PlannedSubject("inter_node", "scaling_efficiency", "cluster"))
     by_check = {c.check: c for c in plan_run(subjects, specs, fanout=512, gpus=8, nodes=512).checks}
-    assert by_check["nccl_allreduce"].seconds == pytest.approx(allreduce_seconds(GIB16, 370e9, 16))
-    assert by_check["nccl_allreduce"].total_s == pytest.approx(4 * (allreduce_seconds(GIB16, 370e9, 16) + BATCH_S))
+    assert by_check["nccl_allreduce"].seconds == pytest.approx(allreduce_seconds(GIB16, 360e9, 16))
+    assert by_check["nccl_allreduce"].total_s == pytest.approx(4 * (allreduce_seconds(GIB16, 360e9, 16) + BATCH_S))
     assert by_check["scaling_efficiency"].seconds == pytest.approx(measurement_seconds(
         "scaling_efficiency", specs[("inter_node", "scaling_efficiency")], gpus=8, nodes=512,
         source=specs[("inter_node", "nccl_allreduce")]))

@@ -13,7 +13,7 @@ from pytest_fabric.units import Dimension, Quantity, parse_quantity
 from pytest_fabric.verdict import Op
 from pytest_fabric.yamlsource import SourceError
 
-BUNDLED = ["base", "hdr200", "localhost", "ndr400-large", "roce-small"]
+BUNDLED = ["base", "hdr200", "hdr200-8rail", "localhost", "ndr400-large", "roce-small"]
 
 
 def _write(path: Path, text: str) -> Path:
@@ -72,7 +72,7 @@ def test_hdr200_values() -> None:
     assert _only(profile, "inter_node", "rdma_bandwidth").value == Decimal("0.9")
     assert _only(profile, "inter_node", "port_rate").to("Gb/s") == 200
     assert _only(profile, "intra_node", "nvlink_bandwidth").to("GB/s") == 235
-    assert _only(profile, "intra_node", "nccl_allreduce").to("GB/s") == 228
+    assert _only(profile, "intra_node", "nccl_allreduce").to("GB/s") == 220
     assert _only(profile, "inter_node", "rdma_latency").to("us") == Decimal("2.5")
     (mtu,) = profile.expectations("inter_node", "mtu")
     assert mtu.op is Op.EQUAL and mtu.value == parse_quantity(4096)
