@@ -1,0 +1,101 @@
+"""judge/corroboration.py: a tool's figures against each other and against counters it does not keep."""
+
+from __future__ import annotations
+
+import dataclasses
+from pathlib import Path
+
+import pytest
+
+from pytest_fabric.judge import corroboration as c
+from pytest_fabric.parsers import fio, iperf3, perftest
+
+DATA = Path(__file__).resolve().parents[1] / "data"
+
+
+def test_perftest_window_is_the_duration_less_its_margins() -> None:
+    assert c.perftest_window_s(60) == 30
+    assert c.perftest_window_s(5) == 3
+    assert c.perftest_window_s(2) == 2
+
+
+def test_recorded_perftest_duration_run_agrees_with_itself() -> None:
+    # perftest issue 273, a real -D 60 run: 224958464 x 8 B over its 30 s window is its 0.48 Gb/s.
+    run = perftest.parse_bandwidth((DATA / "perftest" / "ib_write_bw-post-list-8B-D60-report_gbits-roce-perftest-issue-273.txt").read_text())
+    found = c.perftest_internal("gpu01", run.largest_row, 60)
+    assert found.status == c.AGREES, found.detail
+
+
+def test_perftest_bandwidth_edited_alone_is_uncorroborated() -> None:
+    run = perftest.parse_bandwidth((DATA / "perftest" / "ib_write_bw-post-list-8B-D60-report_gbits-roce-perftest-issue-273.txt").read_text())
+    inflated = dataclasses.replace(run.largest_row, bw_average_gbps=run.largest_row.bw_average_gbps * 4)
+    found = c.perftest_internal("gpu01", inflated, 60)
+    assert found.status == c.UNCORROBORATED and found.node == "gpu01"
+    assert "iterations" in found.detail
+
+
+def test_perftest_iteration_mode_says_why_it_is_not_run() -> None:
+    row = perftest.PerftestBandwidthRow(65536, 5000, None, 190.0, None)
+    assert c.perftest_internal("n", row, None).status == c.NOT_RUN
+
+
+def test_duration_must_cover_what_was_asked() -> None:
+    assert c.covers_duration("n", "ib_write_bw", 5, 5.3).status == c.AGREES
+    short = c.covers_duration("n", "ib_write_bw", 5, 0.4)
+    assert short.status == c.UNCORROBORATED and "0.40 s" in short.detail
+
+
+def test_recorded_fio_agrees_and_edited_bandwidth_does_not() -> None:
+    result = fio.parse((DATA / "fio" / "json-seqread-1M-8M-fio-3.33.json").read_text())
+    io = result.jobs[0].read
+    assert c.fio_internal("n", io, "read").status == c.AGREES
+    edited = dataclasses.replace(io, bw_bytes_per_s=io.bw_bytes_per_s * 3)
+    assert c.fio_internal("n", edited, "read").status == c.UNCORROBORATED
+
+
+@pytest.mark.parametrize("name", ["json-client-P4-loopback-3.12.json", "json-client-P2-bidir-loopback-3.21.json"])
+def test_recorded_iperf3_agrees_on_both_ends(name: str) -> None:
+    result = iperf3.parse((DATA / "iperf3" / name).read_text())
+    found = c.iperf3_internal("n", result)
+    assert {f.status for f in found} == {c.AGREES}, [f.detail for f in found]
+    assert len(found) == 2 * len(result.flows)
+
+
+def test_iperf3_rate_edited_without_bytes_is_uncorroborated() -> None:
+    result = iperf3.parse((DATA / "iperf3" / "json-client-P4-loopback-3.12.json").read_text())
+    edited = dataclasses.replace(result, received_bps=(result.received_bps or 0) * 2)
+    found = c.iperf3_internal("n", edited)
+    assert [f.status for f in found] == [c.AGREES, c.UNCORROBORATED]
+
+
+def test_counter_witness_allows_headers_and_other_traffic() -> None:
+    # The port carried more than the payload (headers, SSH): the claim stands.
+    found = c.counter_witness("interface counters", "a", "a tx", 1_000_000, 10, 10 + 1_050_000)
+    assert found.status == c.AGREES
+
+
+def test_counter_witness_catches_bytes_that_never_crossed() -> None:
+    found = c.counter_witness("interface counters", "a", "a tx", 4_000_000, 0, 1_000_000)
+    assert found.status == c.UNCORROBORATED and "x4.00" in found.detail
+    assert c.failure([found]) is not None and c.failure([found]).startswith("uncorroborated on a:")  # type: ignore[union-attr]
+
+
+def test_counter_witness_just_above_tolerance_fails() -> None:
+    assert c.counter_witness("w", "a", "x", 1_030_000, 0, 1_000_000).status == c.UNCORROBORATED
+    assert c.counter_witness("w", "a", "x", 1_019_000, 0, 1_000_000).status == c.AGREES
+
+
+def test_counter_unreadable_or_wrapped_is_not_run() -> None:
+    assert c.counter_witness("w", "a", "x", 5, None, 7).status == c.NOT_RUN
+    assert c.counter_witness("w", "a", "x", 5, 9, 7).status == c.NOT_RUN
+
+
+def test_summary_and_failure() -> None:
+    ok = c.counter_witness("interface counters", "a", "x", 1, 0, 10)
+    bad = c.counter_witness("interface counters", "b", "y", 100, 0, 10)
+    skipped = c.perftest_internal("a", perftest.PerftestBandwidthRow(8, 1, None, 1.0, None), None)
+    assert c.failure([ok, skipped]) is None
+    assert c.failure([ok, bad]) == f"uncorroborated on b: b: {bad.detail}"
+    assert c.summary([ok, bad, skipped]) == (
+        "corroborated by interface counters: 1 agrees, 1 uncorroborated; internal: 1 not run")
+    assert ok.to_dict()["status"] == "agrees"
