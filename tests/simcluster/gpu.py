@@ -15,7 +15,7 @@ node's model baked in, installed under each tool name (it dispatches on the
 name it was started as).  Outputs follow the real formats recorded in the
 shared corpus and tests/data (nvidia-smi ``-q -x``/``-q``/``topo -m``/
 ``nvlink --status``/``--query-gpu``/``-L``, nvbandwidth v0.7, nccl-tests,
-lspci ``-vv``).  A tool another stand-in set already put on the node (say the
+lspci ``-vv``, dcgmproftester ``-t 1004``).  A tool another stand-in set already put on the node (say the
 RDMA stand-ins' ``all_reduce_perf``) is moved aside while ours is installed and
 put back by :func:`uninstall_gpus`, so both sets can be used in one session.
 """
@@ -32,7 +32,7 @@ from simcluster.cluster import SimCluster, SimNode
 __all__ = ["GPU_TOOLS", "FakeGpus", "install_gpus", "installed_gpu_nodes", "uninstall_gpus"]
 
 STANDIN_SOURCE = Path(__file__).parent / "standins" / "gpu_standin.py"
-GPU_TOOLS: tuple[str, ...] = ("nvidia-smi", "nvbandwidth", "all_reduce_perf", "lspci")
+GPU_TOOLS: tuple[str, ...] = ("nvidia-smi", "nvbandwidth", "all_reduce_perf", "lspci", "dcgmproftester12")
 _SAVED_SUFFIX = ".pre-gpu"  # where a tool we replace waits to be put back
 # nvbandwidth's option table (tests/data/option-tables/nvbandwidth-<version>.txt, naming its source),
 # baked into the stand-in beside the model: the stand-in refuses what that version refuses.
@@ -61,6 +61,19 @@ NCCL_NVLS_EFFICIENCY = 0.61
 PCIE_EFFICIENCY = 0.83
 #: one PCIe lane one way after encoding, GB/s (8b/10b to Gen2, 128b/130b from Gen3)
 PCIE_LANE_GBYTES = {1: 0.25, 2: 0.5, 3: 0.985, 4: 1.969, 5: 3.938, 6: 7.877}
+
+
+# Dense FP16/BF16 tensor-core peak (TFLOP/s) and HBM bandwidth (GB/s) by model, from NVIDIA's datasheets
+# (A100 40GB: 312 and 1555; H100 SXM: 989 and 3350; H200 SXM: 989 and 4800; B200: 2250 and 8000), the
+# same table the checks' floors come from (pytest_fabric/checks/gpu_load.py).
+GEMM_TFLOPS: dict[str, float] = {"A100": 312.0, "H100": 989.0, "H200": 989.0, "B200": 2250.0}
+HBM_GBYTES: dict[str, float] = {"A100": 1555.0, "H100": 3350.0, "H200": 4800.0, "B200": 8000.0}
+# - dcgmproftester -t 1004 on an A100 reads 253 TFLOP/s of 312 (the DCGM user guide's run,
+#   tests/data/dcgmproftester/a100-1gpu-dcgm3-t1004-nvidia-user-guide.txt);
+GEMM_EFFICIENCY = 0.81
+# - nvbandwidth device_local_copy on 8 H100 SXM reads 1519 GB/s of HBM3's 3350 / 2 (Hugging Face's
+#   Smol Training Playbook; tests/data/nvbandwidth/h100-8gpu-v0.8-device-local-copy-gpu6-slow-constructed.txt).
+HBM_COPY_EFFICIENCY = 0.907
 
 
 def nvlink_of(model: str) -> tuple[int, float]:
@@ -121,6 +134,17 @@ class FakeGpus:
     # GPU -> (uncorrectable volatile DRAM ECC errors, row remap pending) nvidia-smi shows (a fault)
     memory: dict[int, tuple[int, bool]] = field(default_factory=dict)
     acs_on: bool = False  # ACS redirection on at the PCIe switch ports above each GPU and NIC (lspci -vvv)
+    # GPU -> its share of the model's tensor-core rate under dcgmproftester -t 1004 (a fault: 0.7)
+    gemm_scale: dict[int, float] = field(default_factory=dict)
+    # GPU -> its share of the model's HBM copy bandwidth under nvbandwidth device_local_copy (a fault)
+    hbm_scale: dict[int, float] = field(default_factory=dict)
+    # GPU -> clock-event reasons active while a GEMM runs, beyond the power cap every GPU reaches
+    # (a fault: ["hw_slowdown"])
+    throttle_under_load: dict[int, list[str]] = field(default_factory=dict)
+    # the driver's name for nvidia-smi's reason fields: clocks_throttle_reasons before R535
+    clock_event_prefix: str = "clocks_event_reasons"
+    gemm_efficiency: float = GEMM_EFFICIENCY
+    gemm_report_s: float = 1.0  # dcgmproftester's reading interval (its -r)
 
     @property
     def nvlink_gbytes(self) -> float:
@@ -151,6 +175,12 @@ class FakeGpus:
         data["fabric"] = {str(k): list(v) for k, v in self.fabric.items()}
         data["memory"] = {str(k): list(v) for k, v in self.memory.items()}
         data["pcie_only_pairs"] = [list(p) for p in self.pcie_only_pairs]
+        data["gemm_tflops"] = next((v for k, v in GEMM_TFLOPS.items() if k in self.model), 0.0)
+        data["hbm_gbytes"] = next((v for k, v in HBM_GBYTES.items() if k in self.model), 0.0)
+        data["hbm_copy_efficiency"] = HBM_COPY_EFFICIENCY
+        data["gemm_scale"] = {str(k): v for k, v in self.gemm_scale.items()}
+        data["hbm_scale"] = {str(k): v for k, v in self.hbm_scale.items()}
+        data["throttle_under_load"] = {str(k): list(v) for k, v in self.throttle_under_load.items()}
         return json.dumps(data, sort_keys=True)
 
 

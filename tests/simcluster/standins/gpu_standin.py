@@ -1,5 +1,5 @@
 # GPU stand-in for the simulated cluster (tests/simcluster/gpu.py writes MODEL_JSON and NVBANDWIDTH_TABLE above this line).
-"""GPU stand-in: nvidia-smi, nvbandwidth, all_reduce_perf and lspci for one fake node.
+"""GPU stand-in: nvidia-smi, nvbandwidth, all_reduce_perf, dcgmproftester12 and lspci for one fake node.
 
 Dispatches on the name it was started as and prints what the real tool prints
 for the model in MODEL_JSON (formats from the shared corpus: nvidia-smi 535/550,
@@ -37,15 +37,18 @@ def uuid(i):
     return f"GPU-5f3c1a2b-0000-4000-8000-{i:012d}"
 
 
-def under_load():
-    """True while an nvbandwidth host copy runs on this node (real GPUs wake to P0 for it)."""
+def under_load(prefix=""):
+    """True while an nvbandwidth host copy (or, with ``prefix`` "gemm-", a GEMM) runs on this node
+    (real GPUs wake to P0 for it)."""
     try:
         names = os.listdir(LOAD_DIR)
     except OSError:
         return False
     for name in names:
+        if not name.startswith(prefix):
+            continue
         try:
-            os.kill(int(name), 0)
+            os.kill(int(name.rpartition("-")[2]), 0)
             return True
         except (ValueError, OSError):
             continue
@@ -294,10 +297,44 @@ def smi_nvlink():
     return "\n".join(out) + "\n"
 
 
-QUERY_UNITS = {"utilization.gpu": "%", "memory.used": "MiB", "memory.total": "MiB", "power.draw": "W"}
+QUERY_UNITS = {"utilization.gpu": "%", "memory.used": "MiB", "memory.total": "MiB", "power.draw": "W", "clocks.sm": "MHz"}
+
+
+REASON_BITS = {"gpu_idle": 0x1, "applications_clocks_setting": 0x2, "sw_power_cap": 0x4, "hw_slowdown": 0x8,
+               "sync_boost": 0x10, "sw_thermal_slowdown": 0x20, "hw_thermal_slowdown": 0x40,
+               "hw_power_brake_slowdown": 0x80, "display_clock_setting": 0x100}
+
+
+def gemm_running():
+    """True while a dcgmproftester load runs on this node (its marker file names the pid)."""
+    return under_load("gemm-")
+
+
+def clock_events(i):
+    """GPU i's active clock-event reasons now: idle when nothing runs; under a GEMM every GPU is at
+    its power cap (as a full tensor-core load puts a real board), plus the faults the model sets."""
+    if not gemm_running():
+        return {"gpu_idle"} if resting(i) or not under_load() else set()
+    return {"sw_power_cap"} | set(MODEL.get("throttle_under_load", {}).get(str(i), []))
+
+
+def reason_value(field, i):
+    """clocks_event_reasons.X (R535+) or clocks_throttle_reasons.X (older), as the model's driver names them."""
+    prefix, _, reason = field.rpartition(".")
+    if prefix != MODEL.get("clock_event_prefix", "clocks_event_reasons") or (reason not in REASON_BITS
+                                                                              and reason not in ("active", "supported")):
+        return None
+    active = clock_events(i)
+    if reason == "active":
+        return f"0x{sum(REASON_BITS[r] for r in active):016X}"
+    if reason == "supported":
+        return "0x00000000000001FF"
+    return "Active" if reason in active else "Not Active"
 
 
 def query_value(field, i):
+    if "_reasons." in field:
+        return reason_value(field, i)
     gen, max_gen, width, max_width = link(i)
     values = {
         "index": i,
@@ -316,6 +353,8 @@ def query_value(field, i):
         "memory.total": 81559,
         "memory.used": 0,
         "count": COUNT,
+        "clocks.sm": (1110 if clock_events(i) & {"hw_slowdown", "hw_thermal_slowdown", "hw_power_brake_slowdown",
+                                                  "sw_thermal_slowdown"} else 1755) if gemm_running() else 345,
     }
     if field not in values:
         return None
@@ -377,10 +416,16 @@ def copy_gbytes(i):
     return MODEL["pcie_lane_gbytes"][str(gen)] * width * MODEL["pcie_efficiency"]
 
 
-def hold_load(seconds):
-    """Keep the GPUs busy for ``seconds``, as a host copy to every GPU does."""
+def local_copy(i):
+    """device_local_copy of GPU i (GB/s): half its HBM line (each byte is read and written, counted once)
+    x the copy's efficiency, x the fault's share where the model sets one."""
+    return MODEL["hbm_gbytes"] / 2 * MODEL["hbm_copy_efficiency"] * MODEL.get("hbm_scale", {}).get(str(i), 1.0)
+
+
+def hold_load(seconds, kind=""):
+    """Keep the GPUs busy for ``seconds``, as a host copy to every GPU does (``kind`` "gemm-": a GEMM)."""
     os.makedirs(LOAD_DIR, exist_ok=True)
-    marker = os.path.join(LOAD_DIR, str(os.getpid()))
+    marker = os.path.join(LOAD_DIR, f"{kind}{os.getpid()}")
     open(marker, "w").close()
     try:
         time.sleep(seconds)
@@ -561,6 +606,9 @@ def nvbandwidth(args):
         if name == "device_to_device_memcpy_read_ce":
             out += matrix_lines("memcpy CE GPU(row) -> GPU(column) bandwidth (GB/s)", gpus, gpus, d2d)
             total = sum(v for a in gpus for b in gpus if (v := d2d(a, b)) is not None)
+        elif name == "device_local_copy":
+            out += matrix_lines("memcpy local GPU(column) bandwidth (GB/s)", [0], gpus, lambda _r, c: local_copy(c))
+            total = sum(local_copy(c) for c in gpus)
         elif name in ("host_to_device_memcpy_ce", "device_to_host_memcpy_ce", "host_to_all_memcpy_ce"):
             if name == "host_to_all_memcpy_ce":
                 hold_load(MODEL.get("load_seconds", 1.0))  # every GPU copies at once, for a while
@@ -645,6 +693,54 @@ def all_reduce_perf(args):
     return 1 if wrong else 0
 
 
+# ----------------------------------------------------------------- dcgmproftester
+
+
+def gemm_gflops(i, sample):
+    """GPU i's tensor-core rate in one reading (GFLOP/s): the model's dense FP16 peak x the load's
+    efficiency x the fault's share, wobbling by 0.1% from reading to reading as the recorded runs do."""
+    rate = MODEL["gemm_tflops"] * 1000 * MODEL["gemm_efficiency"] * MODEL.get("gemm_scale", {}).get(str(i), 1.0)
+    if MODEL.get("throttle_under_load", {}).get(str(i)):
+        rate *= 1110 / 1755  # a slowed-down GPU computes at the SM clock it is held to
+    return rate * (1 + ((i * 3 + sample) % 5 - 2) * 0.001)
+
+
+def dcgmproftester(args):
+    """dcgmproftester12 --no-dcgm-validation -t 1004 -d N, in DCGM 3.3's layout: a reading a second from
+    every GPU's worker while the load runs, then each worker's bus id (tests/data/dcgmproftester)."""
+    field = arg_value(args, "-t", None) or arg_value(args, "--fieldId", None)
+    duration = float(arg_value(args, "-d", None) or arg_value(args, "--duration", "30"))
+    if field != "1004":
+        sys.stderr.write(f"gpu stand-in: dcgmproftester field {field} is not simulated\n")
+        return 1
+    if "--no-dcgm-validation" not in args:
+        sys.stdout.write("Error: unable to establish a connection to the specified host engine.\n")
+        return 1
+    out = sys.stdout
+    out.write("Skipping CreateDcgmGroups() since DCGM validation is disabled\n" * COUNT)
+    out.write("Skipping WatchFields() since DCGM validation is disabled\n")
+    out.flush()
+    os.makedirs(LOAD_DIR, exist_ok=True)
+    marker = os.path.join(LOAD_DIR, f"gemm-{os.getpid()}")
+    open(marker, "w").close()
+    try:
+        start = time.monotonic()
+        sample = 0
+        while time.monotonic() - start < duration:
+            time.sleep(min(MODEL.get("gemm_report_s", 1.0), max(0.0, duration - (time.monotonic() - start))))
+            for i in range(COUNT):
+                out.write(f"Worker {i}:0 [1004]: TensorEngineActive: generated ???, dcgm 0 ({gemm_gflops(i, sample):.3g} gflops).\n")
+            out.flush()
+            sample += 1
+    finally:
+        os.unlink(marker)
+    for i in range(COUNT):
+        out.write(f"Worker {i}:0[1004]: Message: Bus ID {bus_id(i)} mapped to cuda device ID {i}\n"
+                  "DCGM CudaContext Init completed successfully.\n\n")
+    out.write("Skipping UnwatchFields() since DCGM validation is disabled\n")
+    return 0
+
+
 # ----------------------------------------------------------------- lspci
 
 
@@ -698,7 +794,8 @@ def acs_bridges():
     return out
 
 
-TOOLS = {"nvidia-smi": nvidia_smi, "nvbandwidth": nvbandwidth, "all_reduce_perf": all_reduce_perf, "lspci": lspci}
+TOOLS = {"nvidia-smi": nvidia_smi, "nvbandwidth": nvbandwidth, "all_reduce_perf": all_reduce_perf, "lspci": lspci,
+         "dcgmproftester": dcgmproftester}
 
 if __name__ == "__main__":
     tool = os.path.basename(sys.argv[0])
