@@ -173,6 +173,29 @@ def test_ib_write_bw_pairs_see_port_rate_and_bad_cable(fabric: SimCluster) -> No
         assert server.row_at(EIGHT_MIB).bw_average_gbps == pytest.approx(expected, rel=0.01)
 
 
+def _port_data(cluster: SimCluster, node: str) -> dict[str, int]:
+    found = perfquery.parse_perfquery(ssh(cluster, node, "perfquery -x -C mlx5_1 -P 1").stdout)[0].counters
+    return {name: found[name] for name in ("PortXmitData", "PortRcvData")}
+
+
+def test_ib_write_bw_counts_on_both_ports_what_it_claims(fabric: SimCluster) -> None:
+    # The stand-in is honest: its ports' counters grow by what its table claims crossed them
+    # (PortXmitData on the writer, PortRcvData on the target, 4-octet units, headers included),
+    # and its iterations x size over perftest's window give its bandwidth.
+    before = {node: _port_data(fabric, node) for node in ("node01", "node02")}
+    srv, cli = _pair(fabric, "ib_write_bw", "node02", "node01",
+                     f"-d mlx5_1 -i 1 -p 18530 -F -s {EIGHT_MIB} -q 2 -D 5 --report_gbits")
+    (s_rc, _, s_err), (c_rc, c_out, c_err) = _finish(srv), _finish(cli)
+    assert (s_rc, c_rc) == (0, 0), s_err + c_err
+    after = {node: _port_data(fabric, node) for node in ("node01", "node02")}
+    row = perftest.parse_bandwidth(c_out).row_at(EIGHT_MIB)
+    claimed = row.bw_average_gbps * 1e9 / 8 * 5  # -D 5: traffic for all five seconds
+    sent = (after["node01"]["PortXmitData"] - before["node01"]["PortXmitData"]) * 4
+    received = (after["node02"]["PortRcvData"] - before["node02"]["PortRcvData"]) * 4
+    assert claimed <= sent <= claimed * 1.02 and claimed <= received <= claimed * 1.02
+    assert row.iterations * EIGHT_MIB * 8 / 3 / 1e9 == pytest.approx(row.bw_average_gbps, rel=0.01)
+
+
 def test_ib_write_bw_sweep_in_mb_per_s_and_trained_down_port(fabric: SimCluster) -> None:
     # node03's mlx5_0 runs at 100G: the pair gets the slower side's rate. MB/sec is 2^20 B/s.
     srv, cli = _pair(fabric, "ib_write_bw", "node03", "node04", "-d mlx5_0 -p 18520 -a -n 1000")

@@ -948,10 +948,48 @@ def _bw_rows(opts: dict[str, str], model: dict[str, float]) -> list[str]:
         bytes_per_s = gbps * 1e9 / 8
         value = gbps if gbits else bytes_per_s / 2**20
         peak = 0.0 if duration is not None else value * 1.0004
-        iters = int(bytes_per_s * duration / size) if duration else int(opts.get("iters", "5000"))
+        # -D counts iterations only in perftest's window: the duration less duration/4 at each end
+        iters = int(bytes_per_s * _window_s(duration) / size) if duration else int(opts.get("iters", "5000"))
         rows.append(f" {size:<10} {iters:<10}       {peak:<7.2f}            {value:<7.2f}"
                     f"\t\t   {bytes_per_s / size / 1e6:<7.6f}")
     return rows
+
+
+def _window_s(duration: float) -> float:
+    """perftest's measuring window in duration mode (margin = duration / 4, integer, at each end)."""
+    whole = int(duration)
+    return float(whole - 2 * (whole // 4)) or duration
+
+
+def _wire_bytes(kind: str, opts: dict[str, str], model: dict[str, float]) -> int:
+    """The bytes the run put on the link, headers included, as its table claims them: a -D run
+    sends for all of -D (margins too), a -n run its iterations on every QP; latency runs ping-pong."""
+    total = 0.0
+    for size in _sizes(opts, kind):
+        if kind == "lat":
+            total += int(opts.get("iters", "1000")) * size
+            continue
+        bytes_per_s = model["bw_gbps"] * size / (size + 256) * 1e9 / 8
+        if "bidirectional" in opts:
+            bytes_per_s *= 2
+        if "duration" in opts:
+            total += bytes_per_s * float(opts["duration"])
+        else:
+            total += int(opts.get("iters", "5000")) * int(opts.get("qp", "1")) * size
+    mtu = float(model.get("mtu") or 4096)
+    return int(total * (mtu + 30) / mtu)  # LRH, BTH, RETH and CRCs of every MTU-sized packet
+
+
+def _count_traffic(doc: Model, info: Model, xmit: bool, rcv: bool, nbytes: int) -> None:
+    """Add a run's bytes to this node's port counters (4-octet units, as PortXmitData/PortRcvData
+    count), so perfquery after the run shows what the run claims to have carried."""
+    port = info["port"]
+    grow = {}
+    if xmit:
+        grow["PortXmitData"], grow["PortXmitPkts"] = nbytes // 4, nbytes // 4096 + 1
+    if rcv:
+        grow["PortRcvData"], grow["PortRcvPkts"] = nbytes // 4, nbytes // 4096 + 1
+    _bump(doc, f"{info['node']}:{port['device']}:{port['port']}", port["counters"], grow, False)
 
 
 def _lat_rows(opts: dict[str, str], model: dict[str, float]) -> list[str]:
@@ -1053,6 +1091,11 @@ def _perftest_server(tool: str, kind: str, opts: dict[str, str], info: Model, do
         done = recv_line(conn, reader)  # the client says when its run is over
         if not done or not done.get("done"):
             die(" Failed to exchange data between server and clients", 1)
+    # What crossed the link, as the client counted it: the server's port received (or, for
+    # ib_read, sent) the same bytes.
+    reads = tool.startswith("ib_read")
+    _count_traffic(doc, info, xmit=reads or kind == "lat", rcv=not reads or kind == "lat",
+                   nbytes=int(done.get("wire_bytes", 0)))
     # The server prints the client's sizes and QPs: perftest agrees them during the exchange.
     merged = {**opts, **{k: v for k, v in client["opts"].items()
                          if k in ("size", "all", "qp", "iters", "duration")}}
@@ -1125,8 +1168,11 @@ def _perftest_client(tool: str, kind: str, opts: dict[str, str], info: Model, do
                 most_leaf = {leaf: max(most_leaf[leaf], count()) for leaf, count in per_leaf.items()}
             info = {**info, "concurrent": most, "cross_leaf": most_cross, "spine": spine,
                     "leaf_flows": most_leaf}
-        send_line(sock, {"done": True})
-    info = {**info, "transient": _transient(doc, info, server)}
+        info = {**info, "transient": _transient(doc, info, server)}
+        wire = _wire_bytes(kind, opts, _pair_model(info, server))
+        send_line(sock, {"done": True, "wire_bytes": wire})
+    reads = tool.startswith("ib_read")
+    _count_traffic(doc, info, xmit=not reads or kind == "lat", rcv=reads or kind == "lat", nbytes=wire)
     print("\n".join(_results(tool, kind, opts, info, server, info, server)))
     return 0
 
