@@ -134,6 +134,9 @@ class FakeGpus:
     # GPU -> (uncorrectable volatile DRAM ECC errors, row remap pending) nvidia-smi shows (a fault)
     memory: dict[int, tuple[int, bool]] = field(default_factory=dict)
     acs_on: bool = False  # ACS redirection on at the PCIe switch ports above each GPU and NIC (lspci -vvv)
+    # GPU -> (PCIe replays since reset at the first read, replays added on every later read of
+    # nvidia-smi -q / -q -x): a link that replays while it runs (a fault); the others 0
+    replays: dict[int, tuple[int, int]] = field(default_factory=dict)
     # GPU -> its share of the model's tensor-core rate under dcgmproftester -t 1004 (a fault: 0.7)
     gemm_scale: dict[int, float] = field(default_factory=dict)
     # GPU -> its share of the model's HBM copy bandwidth under nvbandwidth device_local_copy (a fault)
@@ -174,6 +177,7 @@ class FakeGpus:
         data["nic_pcie"] = {str(k): list(v) for k, v in self.nic_pcie.items()}
         data["fabric"] = {str(k): list(v) for k, v in self.fabric.items()}
         data["memory"] = {str(k): list(v) for k, v in self.memory.items()}
+        data["replays"] = {str(k): list(v) for k, v in self.replays.items()}
         data["pcie_only_pairs"] = [list(p) for p in self.pcie_only_pairs]
         data["gemm_tflops"] = next((v for k, v in GEMM_TFLOPS.items() if k in self.model), 0.0)
         data["hbm_gbytes"] = next((v for k, v in HBM_GBYTES.items() if k in self.model), 0.0)

@@ -92,6 +92,34 @@ def memory(i):
     return errors, pending
 
 
+# How many times this install's nvidia-smi printed the replay counters (the node's own /tmp),
+# keyed by the installed program's mtime so that a new install starts from its model's counts.
+REPLAY_STATE = "/tmp/.gpu-standin-replays.json"
+_replay_reads = None
+
+
+def replay_reads():
+    """The reads of the replay counters before this one (0 the first time), counted once a process."""
+    global _replay_reads
+    if _replay_reads is None:
+        key = str(os.stat(sys.argv[0]).st_mtime_ns)
+        try:
+            with open(REPLAY_STATE) as f:
+                state = json.load(f)
+        except (OSError, ValueError):
+            state = {}
+        _replay_reads = state.get("reads", 0) if state.get("key") == key else 0
+        with open(REPLAY_STATE, "w") as f:
+            json.dump({"key": key, "reads": _replay_reads + 1}, f)
+    return _replay_reads
+
+
+def replays(i):
+    """PCIe Replays Since Reset of GPU i: its model's start, plus its growth on every earlier read."""
+    start, growth = MODEL.get("replays", {}).get(str(i), (0, 0))
+    return start + growth * replay_reads() if (start or growth) else 0
+
+
 def smi_xml():
     out = [
         '<?xml version="1.0" ?>',
@@ -135,7 +163,7 @@ def smi_xml():
             f"\t\t\t\t\t<current_link_width>{width}x</current_link_width>",
             "\t\t\t\t</link_widths>",
             "\t\t\t</pci_gpu_link_info>",
-            "\t\t\t<replay_counter>0</replay_counter>",
+            f"\t\t\t<replay_counter>{replays(i)}</replay_counter>",
             "\t\t\t<replay_rollover_counter>0</replay_rollover_counter>",
             "\t\t</pci>",
             f"\t\t<performance_state>{pstate(i)}</performance_state>",
@@ -209,7 +237,7 @@ def smi_q():
             "            Link Width",
             kv(16, "Max", f"{max_width}x"),
             kv(16, "Current", f"{width}x"),
-            kv(8, "Replays Since Reset", 0),
+            kv(8, "Replays Since Reset", replays(i)),
             kv(8, "Replay Number Rollovers", 0),
             kv(4, "Fan Speed", "N/A"),
             kv(4, "Performance State", pstate(i)),
