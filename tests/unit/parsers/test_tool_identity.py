@@ -57,3 +57,13 @@ def test_no_listing_is_refused(text: str) -> None:
 def test_an_unknown_record_names_its_line() -> None:
     with pytest.raises(ParseError, match="line 2"):
         parse("tool\tfio\t/usr/bin/fio\t/usr/bin/fio\nbogus\tx\n")
+
+
+def test_interface_counters_parse() -> None:
+    from pytest_fabric.parsers import netdev_statistics
+
+    assert netdev_statistics.parse("tx_bytes 1234\nrx_bytes 99\n") == {"tx_bytes": 1234, "rx_bytes": 99}
+    with pytest.raises(ParseError, match="not a counter"):
+        netdev_statistics.parse("tx_bytes \n")
+    with pytest.raises(UnrecognizedOutput):
+        netdev_statistics.parse("")

@@ -1,0 +1,89 @@
+"""Which binary each tool name is on a node: one listing per node per run.
+
+The provider installs the tools and has root: a tool's own ``--version`` says what the provider's
+file says. This listing asks the node instead what file runs (``command -v``, ``readlink -f``), its
+SHA-256, its ELF build id (a script where an ELF is expected shows as a ``#!`` line), the package
+that owns it and the package manager's own verification of that file (``dpkg --verify`` /
+``rpm -V``), and what every process preloads (``LD_PRELOAD``, ``/etc/ld.so.preload``). What it
+proves, and what it cannot (a kernel that lies to ``sha256sum``), is in docs/report.md.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+
+from pytest_fabric.parsers import tool_identity
+from pytest_fabric.probes.base import MeasurementError, parse_or_raise
+from pytest_fabric.run.cluster import NodeHandle
+from pytest_fabric.run.once import Once
+from pytest_fabric.transport.results import CommandResult
+from pytest_fabric.transport.shellcmd import join
+
+__all__ = ["ONCE_KIND", "TOOL_IDENTITY_SCRIPT", "identity_command", "read_identity"]
+
+ONCE_KIND = "tool identity"
+
+# Shell syntax owned here; the tool names are the only values and arrive quoted by join().
+TOOL_IDENTITY_SCRIPT = r"""for t in {TOOLS}; do
+p=$(command -v -- "$t" 2>/dev/null) || p=
+case "$p" in /*) ;; *) printf 'tool\t%s\t-\t-\tmissing\n' "$t"; continue ;; esac
+r=$(readlink -f -- "$p" 2>/dev/null) || r=$p
+printf 'tool\t%s\t%s\t%s\n' "$t" "$p" "$r"
+printf 'sha256\t%s\n' "$(sha256sum -- "$r" 2>/dev/null | cut -d' ' -f1)"
+printf 'magic\t%s\n' "$(head -c 4 -- "$r" 2>/dev/null | od -An -tx1 | tr -d ' \n')"
+l=$(head -c 200 -- "$r" 2>/dev/null | head -n 1 | tr -d '\000\t\r')
+case "$l" in '#!'*) printf 'shebang\t%s\n' "$l" ;; esac
+b=$(readelf -n -- "$r" 2>/dev/null | sed -n 's/^ *Build ID: *\([0-9a-f]*\).*/\1/p' | head -n 1)
+[ -n "$b" ] || b=$(file -L -- "$r" 2>/dev/null | sed -n 's/.*BuildID\[[a-z0-9]*\]=\([0-9a-f]*\).*/\1/p' | head -n 1)
+printf 'build_id\t%s\n' "$b"
+k=; m=-
+if command -v dpkg >/dev/null 2>&1; then
+  m=dpkg; k=$(dpkg -S -- "$r" 2>/dev/null | head -n 1); [ -n "$k" ] || k=$(dpkg -S -- "$p" 2>/dev/null | head -n 1)
+  k=${k%%: *}; k=${k%%,*}
+  [ -z "$k" ] || { v=$(dpkg --verify -- "$k" 2>&1); c=$?; }
+elif command -v rpm >/dev/null 2>&1; then
+  m=rpm; k=$(rpm -qf -- "$r" 2>/dev/null | head -n 1)
+  case "$k" in *' '*|'') k= ;; esac
+  [ -z "$k" ] || { v=$(rpm -V -- "$k" 2>&1); c=$?; }
+fi
+if [ -n "$k" ]; then
+  printf 'package\t%s\t%s\n' "$m" "$k"
+  printf '%s\n' "$v" | grep -F -e "$r" -e "$p" | sed 's/^/verify\t/'
+  printf 'verify_rc\t%s\n' "$c"
+else
+  printf 'package\t%s\t-\n' "$m"
+fi
+done
+printf 'ld_preload\t%s\n' "${LD_PRELOAD-}"
+if [ -r /etc/ld.so.preload ]; then sed 's/^/ld_so_preload\t/' /etc/ld.so.preload; fi
+exit 0"""
+
+
+def identity_command(tools: Iterable[str]) -> str:
+    """The listing for ``tools`` (sorted, each once) as one command line."""
+    names = sorted(set(tools))
+    if not names:
+        raise ValueError("the tool identity listing needs at least one tool name")
+    return TOOL_IDENTITY_SCRIPT.replace("{TOOLS}", join(names))
+
+
+def read_identity(
+    node: NodeHandle, tools: Iterable[str], once: Once | None = None
+) -> tuple[tool_identity.NodeToolIdentity, CommandResult]:
+    """The node's tool identities (one command); with the run's ``once``, read once per node per run."""
+    names = tuple(sorted(set(tools)))
+
+    def read() -> tuple[tool_identity.NodeToolIdentity, CommandResult]:
+        result = node.run(identity_command(names), timeout=60, check=False)
+        if result.exit_code != 0:
+            raise MeasurementError(
+                node.name, f"the tool identity listing failed (exit {result.exit_code}): "
+                f"{(result.stderr or result.stdout).strip()[-300:]}",
+                command="command -v; readlink -f; sha256sum; readelf -n; dpkg -S / rpm -qf",
+                fix="run the listing by hand on the node; a login shell that prints text breaks it",
+            )
+        return parse_or_raise(tool_identity.parse, result), result
+
+    if once is None:
+        return read()
+    return once.get(ONCE_KIND, node.name, read)

@@ -1,0 +1,65 @@
+"""Counters a tool does not keep, read before and after it runs: the second witness of its figure.
+
+The kernel counts every byte an interface sends and receives (``/sys/class/net/IF/statistics``),
+the HCA every 4 octets a port sends and receives (PortXmitData / PortRcvData, read with
+``perfquery -x``), whatever program moved them. A wrapper that prints a larger figure than the
+tool measured does not move these counters; :mod:`pytest_fabric.judge.corroboration` compares
+the two. What this proves and what it cannot is in docs/report.md.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from pytest_fabric.parsers import netdev_statistics, perfquery
+from pytest_fabric.probes.base import parse_or_raise
+from pytest_fabric.run.cluster import NodeHandle
+from pytest_fabric.transport.results import CommandResult
+from pytest_fabric.transport.shellcmd import fill
+
+__all__ = ["PortBytes", "hca_port_bytes", "interface_bytes"]
+
+_INTERFACE = (
+    "cd /sys/class/net/{interface}/statistics && "
+    "for f in tx_bytes rx_bytes; do printf '%s %s\\n' \"$f\" \"$(cat \"$f\")\"; done"
+)
+
+
+@dataclass(frozen=True)
+class PortBytes:
+    """Bytes a port or interface has sent and received so far, as its counters say; ``None`` if unreadable."""
+
+    where: str
+    """``node01 eth0`` or ``node01 mlx5_0/1``."""
+    sent: int | None
+    received: int | None
+    evidence: CommandResult | None
+    problem: str | None = None
+
+
+def interface_bytes(node: NodeHandle, interface: str) -> PortBytes:
+    """The kernel's tx_bytes and rx_bytes of ``interface`` on ``node``; unreadable is a PortBytes with why, not an error."""
+    where = f"{node.name} {interface}"
+    result = node.run(fill(_INTERFACE, interface=interface), timeout=15, check=False)
+    if result.exit_code != 0:
+        return PortBytes(where, None, None, result, (result.stderr or result.stdout).strip()[-200:])
+    try:
+        found = parse_or_raise(netdev_statistics.parse, result)
+    except Exception as exc:  # a counter that cannot be read is a witness that did not run
+        return PortBytes(where, None, None, result, str(exc))
+    return PortBytes(where, found.get("tx_bytes"), found.get("rx_bytes"), result)
+
+
+def hca_port_bytes(node: NodeHandle, device: str, port: int) -> PortBytes:
+    """The HCA port's PortXmitData and PortRcvData (perfquery -x, 64-bit) as bytes (they count 4 octets each)."""
+    where = f"{node.name} {device}/{port}"
+    result = node.run(fill("perfquery -x -C {device} -P {port}", device=device, port=port), timeout=30, check=False)
+    if result.exit_code != 0:
+        return PortBytes(where, None, None, result, (result.stderr or result.stdout).strip()[-200:])
+    try:
+        ports = parse_or_raise(perfquery.parse_perfquery, result)
+    except Exception as exc:
+        return PortBytes(where, None, None, result, str(exc))
+    counters = ports[0].counters if ports else {}
+    sent, received = counters.get("PortXmitData"), counters.get("PortRcvData")
+    return PortBytes(where, None if sent is None else sent * 4, None if received is None else received * 4, result)
