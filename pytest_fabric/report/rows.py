@@ -36,7 +36,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from .summary import format_expected, format_margin, format_quantity, numeric_value
+from pytest_fabric.report.summary import format_expected, format_margin, format_quantity, numeric_value
 
 __all__ = [
     "COLUMNS", "COMMAND_CHARS", "SORTABLE", "SharedTexts", "compact_cell", "compact_cells", "evidence_html", "row_cells",
@@ -329,6 +329,10 @@ def evidence_html(c: Check, shared: SharedTexts | None = None, *, message_in_log
     if detail and detail not in message:
         parts.append(f"<p>{text(detail)}</p>")
     parts.append(_waiver(c))
+    # imported here: witnesses imports text() from this module
+    from pytest_fabric.report.witnesses import corroborations_html, tool_identity_html
+
+    parts += [corroborations_html(c), tool_identity_html(c)]
     items = list(c.get("evidence") or [])
     if items:
         parts.append(_commands(c, items, shared))

@@ -197,3 +197,25 @@ def test_verify_missing_evidence_cannot_be_read_edited_evidence_is_edited(tmp_pa
     evidence.unlink()
     result = check_file(tmp_path / "rec.json")
     assert result.status == "cannot read" and "is missing" in result.problems[0]
+
+
+def test_schema_holds_corroborations_and_tool_identity(tmp_path: Path) -> None:
+    record = json.loads(_write(tmp_path).read_text())
+    check = record["checks"][0]
+    check["extra"] = {
+        "corroborations": [{"witness": "interface counters", "node": "node01", "status": "uncorroborated",
+                            "detail": "x", "claimed": 4e9, "witnessed": 1e9, "unit": "B", "tolerance": 0.02}],
+        "tool_identity": {"node01": {"iperf3": {"path": "/usr/bin/iperf3", "resolved": "/usr/bin/iperf3",
+                                                "sha256": "e8" * 32, "elf": True, "script": None, "build_id": "48",
+                                                "package_manager": "dpkg", "package": "iperf3", "verify": [],
+                                                "verify_rc": 0}}},
+        "tool_flags": {"node01": []},
+    }
+    jsonschema.validate(record, _schema())
+    check["extra"]["corroborations"][0]["status"] = "probably fine"
+    with pytest.raises(jsonschema.ValidationError):
+        jsonschema.validate(record, _schema())
+    check["extra"]["corroborations"][0]["status"] = "agrees"
+    check["extra"]["tool_identity"]["node01"]["iperf3"]["sha256"] = "not a digest"
+    with pytest.raises(jsonschema.ValidationError):
+        jsonschema.validate(record, _schema())

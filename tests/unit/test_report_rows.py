@@ -76,3 +76,31 @@ def test_without_a_page_each_row_says_everything_itself() -> None:
     c = make_check("tcp_throughput", "a<->b", "passed", nodes=["a", "b"], evidence=[("b", PROBE, 0, "type 1\n")])
     html = rows.evidence_html(c)
     assert "more characters in the record" in html and "type 1" in html and "href" not in html
+
+
+def test_corroborations_and_tools_are_shown_escaped() -> None:
+    check = {
+        "subject": "node01->node02", "outcome": "failed", "message": "uncorroborated on node01", "evidence": [],
+        "extra": {
+            "corroborations": [
+                {"witness": "interface counters", "node": "node01", "status": "uncorroborated",
+                 "detail": "node02 eth0 rx_bytes: claims 4e9 B but <grew> 1e9 B"},
+                {"witness": "internal", "node": "node01", "status": "agrees", "detail": "iperf3 bytes/seconds"},
+            ],
+            "tool_identity": {"node01": {"iperf3": {"resolved": "/usr/local/bin/iperf3", "sha256": "ab" * 32,
+                                                    "elf": False, "script": "#!/bin/sh", "package": None,
+                                                    "package_manager": "dpkg", "build_id": None}}},
+            "tool_flags": {"node01": ["iperf3: no dpkg package owns /usr/local/bin/iperf3"]},
+        },
+    }
+    html = rows.evidence_html(check)
+    assert "interface counters on node01: UNCORROBORATED" in html and "&lt;grew>" in html
+    assert "internal on node01: agrees" in html
+    assert "/usr/local/bin/iperf3</td><td>abababababababab</td><td>script #!/bin/sh</td>" in html
+    assert "no dpkg owner" in html and "node01: iperf3: no dpkg package owns" in html
+
+
+def test_a_record_without_corroborations_shows_none_and_an_empty_list_says_so() -> None:
+    assert "Corroborations" not in rows.evidence_html({"outcome": "passed", "evidence": [], "detail": "x"})
+    said = rows.evidence_html({"outcome": "passed", "evidence": [], "detail": "x", "extra": {"corroborations": []}})
+    assert "Corroborations: none ran." in said
