@@ -42,7 +42,7 @@ sys.path[:0] = [str(_ROOT / "tests"), str(_ROOT / "tests" / "integration")]
 from loopback_sshd import LoopbackSshd, sshd_unavailable  # noqa: E402 - found through the path above
 from simcluster import SimCluster, missing_prerequisites  # noqa: E402
 
-from pytest_fabric.batches import fan_out  # noqa: E402
+from pytest_fabric.run.batches import fan_out  # noqa: E402
 from pytest_fabric.transport import SSHSettings, SSHTransport  # noqa: E402
 from pytest_fabric.transport.ssh.pacing import raise_open_files_limit  # noqa: E402
 

@@ -7,7 +7,7 @@ pairs: all, and the ratio.
 
 Then the retests outliers and attribution make at 512 nodes: suspects re-measured against two
 helpers each way, 3 samples a pair, one pair at a time (before issue 21) or in rounds of disjoint
-pairs (pytest_fabric.retests, --fabric-fanout 64: 32 pairs a round). Prints the measurements one
+pairs (pytest_fabric.run.retests, --fabric-fanout 64: 32 pairs a round). Prints the measurements one
 after another against the rounds, their ratio (the wall time of the retests, for a measurement of
 any length D), and what scheduling them costs the controller.
 
@@ -19,8 +19,8 @@ from __future__ import annotations
 import random
 import time
 
-from pytest_fabric.consistency import Population, outlier
-from pytest_fabric.retests import schedule, spread_helpers
+from pytest_fabric.judge.consistency import Population, outlier
+from pytest_fabric.run.retests import schedule, spread_helpers
 
 NODES = 512
 SAMPLE = 200  # judgements timed; a run makes one per pair

@@ -7,8 +7,8 @@ from __future__ import annotations
 
 __version__ = "0.1.0"
 
-from .units import Dimension, Quantity, QuantityError, parse_quantity
-from .verdict import Expectation, Measurement, Op, Verdict, judge
+from pytest_fabric.config.units import Dimension, Quantity, QuantityError, parse_quantity
+from pytest_fabric.judge.verdict import Expectation, Measurement, Op, Verdict, judge
 
 __all__ = [
     "__version__",

@@ -11,21 +11,21 @@ from typing import TYPE_CHECKING, Any
 import pytest
 
 if TYPE_CHECKING:
-    from .checks import Check
-    from .inventory import Node
-    from .pairs import Pair
-    from .transport.base import Transport
+    from pytest_fabric.checks.base import Check
+    from pytest_fabric.config.inventory import Node
+    from pytest_fabric.run.pairs import Pair
+    from pytest_fabric.transport.base import Transport
 
 hookspec = pytest.hookspec
 
 
 @hookspec
 def pytest_fabric_checks(config: pytest.Config) -> list[Check[Any]] | None:
-    """Return the checks this plugin adds: a :class:`~pytest_fabric.checks.Check` declaration each.
+    """Return the checks this plugin adds: a :class:`~pytest_fabric.checks.base.Check` declaration each.
 
     Called once, at configure time, before the profile is loaded: each declaration's profile key
     (``layer.key``) becomes a key profiles may set, typed and validated by the declaration's settings
-    model (a :class:`~pytest_fabric.profile.CheckSpec`); its test is ``test_<name>`` marked with its
+    model (a :class:`~pytest_fabric.config.profile.CheckSpec`); its test is ``test_<name>`` marked with its
     layer.  pytest-fabric's own plugin returns the built-in checks from this hook (``trylast``).
     Two plugins declaring one name, one key with two models, or overlapping port blocks are a usage
     error naming both plugins.  Every implementation is called, in registration order.

@@ -3,7 +3,7 @@
 ``pytest --cluster inv.yaml --profile hdr200`` loads the inventory and profile
 (stopping with a usage error that names file, line and field when either is
 wrong), collects the bundled conformance suite when no test paths are given,
-and attaches a :class:`~pytest_fabric.record.CheckRecord` to every conformance
+and attaches a :class:`~pytest_fabric.record.check_record.CheckRecord` to every conformance
 test's report.
 """
 
@@ -19,24 +19,24 @@ from typing import Any
 
 import pytest
 
-from . import __version__, hookspecs
-from .applicability import cannot_exist, unmeasurable
-from .batches import DEFAULT_FANOUT, BatchCache
-from .bundled import bundled_inventories, conformance_dir, inventory_path
-from .checks import BUILTIN, CHECKS, Check, CheckRegistry, RegistryError
-from .hostlist import fold
-from .inventory import Node, load_inventory, with_data_addresses
-from .pairs import make_pairs
-from .plugin_conflicts import refuse_conflicting_plugins
-from .profile import LAYERS, CheckSpec, bundled_profiles, load_profile, profile_schema
-from .record import PLANNED_KEY, REPORT_ATTRIBUTE, CheckRecord, PlannedCheck, quantity_json
-from .runinfo import RUN_INFO_KEY, RunInfo, utc_now
-from .state import CHECK_KEY, STATE_KEY, VERDICTS_KEY, CheckInfo, FabricState, get_state
-from .subjects import DEVICE_TESTS_UP_TO, SUBJECT_FIXTURES, is_subject, subject_id, subject_nodes
-from .transport.base import Transport, TransportError
-from .transport.ssh import hostname_lookup
-from .verdict import Op, Verdict, display_unit
-from .yamlsource import MissingFile, SourceError
+from pytest_fabric import __version__, hookspecs
+from pytest_fabric.judge.applicability import cannot_exist, unmeasurable
+from pytest_fabric.run.batches import DEFAULT_FANOUT, BatchCache
+from pytest_fabric.config.bundled import bundled_inventories, conformance_dir, inventory_path
+from pytest_fabric.checks.base import BUILTIN, CHECKS, Check, CheckRegistry, RegistryError
+from pytest_fabric.config.hostlist import fold
+from pytest_fabric.config.inventory import Node, load_inventory, with_data_addresses
+from pytest_fabric.run.pairs import make_pairs
+from pytest_fabric.session.plugin_conflicts import refuse_conflicting_plugins
+from pytest_fabric.config.profile import LAYERS, CheckSpec, bundled_profiles, load_profile, profile_schema
+from pytest_fabric.record.check_record import PLANNED_KEY, REPORT_ATTRIBUTE, CheckRecord, PlannedCheck, quantity_json
+from pytest_fabric.record.runinfo import RUN_INFO_KEY, RunInfo, utc_now
+from pytest_fabric.run.state import CHECK_KEY, STATE_KEY, VERDICTS_KEY, CheckInfo, FabricState, get_state
+from pytest_fabric.run.subjects import DEVICE_TESTS_UP_TO, SUBJECT_FIXTURES, is_subject, subject_id, subject_nodes
+from pytest_fabric.transport.base import Transport, TransportError
+from pytest_fabric.transport.ssh import hostname_lookup
+from pytest_fabric.judge.verdict import Op, Verdict, display_unit
+from pytest_fabric.config.yamlsource import MissingFile, SourceError
 
 ELAPSED_KEY = pytest.StashKey[float]()
 #: ``layer.key`` -> why a set check cannot exist on this inventory (a median of fewer than 3 pairs)
@@ -44,11 +44,11 @@ CANNOT_EXIST_KEY = pytest.StashKey[dict[str, str]]()
 STARTED_KEY = pytest.StashKey[str]()
 
 pytest_plugins = [
-    "pytest_fabric.rootdir",  # test ids and the cache that do not follow the inventory's folder
-    "pytest_fabric.lastfailed",  # --lf: deselect what passed, rather than leave it uncollected
-    "pytest_fabric.gcpause",  # collection without the cyclic collector (large inventories)
-    "pytest_fabric.stopping",  # SIGTERM and SIGHUP stop a run as Ctrl-C does
-    "pytest_fabric.fixtures",
+    "pytest_fabric.session.rootdir",  # test ids and the cache that do not follow the inventory's folder
+    "pytest_fabric.session.lastfailed",  # --lf: deselect what passed, rather than leave it uncollected
+    "pytest_fabric.session.gcpause",  # collection without the cyclic collector (large inventories)
+    "pytest_fabric.session.stopping",  # SIGTERM and SIGHUP stop a run as Ctrl-C does
+    "pytest_fabric.run.fixtures",
     "pytest_fabric.transport.slurm.drain",
     "pytest_fabric.measurements.intra_node",
     "pytest_fabric.measurements.inter_node",
@@ -280,14 +280,14 @@ def pytest_fabric_make_transport(node: Node, config: pytest.Config) -> Transport
     state = get_state(config)
     assert state is not None
     if node.transport == "local":
-        from .transport.local import LocalTransport
+        from pytest_fabric.transport.local import LocalTransport
 
         return LocalTransport(node.name)
     if node.transport == "slurm":
-        from .transport.slurm.session import slurm_transport
+        from pytest_fabric.transport.slurm.session import slurm_transport
 
         return slurm_transport(node, config)
-    from .transport.ssh import SSHSettings, SSHTransport
+    from pytest_fabric.transport.ssh import SSHSettings, SSHTransport
 
     return SSHTransport(
         node.name,
@@ -507,7 +507,7 @@ def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) ->
     # junitxml writes the properties it finds on the *teardown* report, which
     # pytest copies from the item: so they go on the item, once; only where the family allows them.
     # imported here: a report plugin this module imports at its top escapes assertion rewriting
-    from .report.junit import per_test_properties
+    from pytest_fabric.report.junit import per_test_properties
 
     if per_test_properties(item.config):
         item.user_properties.extend(_junit_properties(record))
@@ -587,9 +587,9 @@ def pytest_report_header(config: pytest.Config) -> list[str] | None:
     for key, why in sorted(config.stash.get(CANNOT_EXIST_KEY, {}).items()):
         lines.append(f"fabric: {key} cannot exist on this inventory ({why}): listed as not run, not blocking")
     if any(n.transport == "slurm" for n in state.inventory.nodes):
-        from .transport.slurm.gpus import describe
-        from .transport.slurm.session import expected_gpus
-        from .transport.slurm.settings import SlurmSettings
+        from pytest_fabric.transport.slurm.gpus import describe
+        from pytest_fabric.transport.slurm.session import expected_gpus
+        from pytest_fabric.transport.slurm.settings import SlurmSettings
 
         slurm = dataclasses.replace(state.inventory.slurm or SlurmSettings(), gpus_per_node=expected_gpus(p))
         lines.append(f"fabric: {describe(slurm)}")

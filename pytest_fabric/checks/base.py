@@ -23,7 +23,7 @@ from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Generic, Literal, TypeVar, get_args
 
-from . import profile as p
+from pytest_fabric.checks.base import profile as p
 
 __all__ = [
     "Batching",
@@ -351,7 +351,7 @@ class CheckRegistry:
 
     def settings_models(self) -> dict[str, dict[str, type[p.CheckSpec]]]:
         """layer -> key -> the settings model of that profile key: what the profile loader builds its
-        sections from (:func:`pytest_fabric.profile.profile_schema`)."""
+        sections from (:func:`pytest_fabric.config.profile.profile_schema`)."""
         out: dict[str, dict[str, type[p.CheckSpec]]] = {}
         for check in self.checks.values():
             if check.model is not None:
@@ -364,7 +364,7 @@ def _refuse_malformed(check: Any, plugin: str) -> None:
     where = f"plugin {plugin}"
     if not isinstance(check, Check):
         raise RegistryError(f"{where}: pytest_fabric_checks returned {check!r}; return a list of "
-                            "pytest_fabric.checks.Check declarations")
+                            "pytest_fabric.checks.base.Check declarations")
     if not _NAME_RE.match(check.name):
         raise RegistryError(f"{where}: check name {check.name!r}: lower-case letters, digits and _ (its test is "
                             "test_<name>)")
@@ -374,7 +374,7 @@ def _refuse_malformed(check: Any, plugin: str) -> None:
             raise RegistryError(f"{where}: check {check.name}: {what} {value!r} is not one of {', '.join(allowed)}")
     if check.model is not None and not (isinstance(check.model, type) and issubclass(check.model, p.CheckSpec)):
         raise RegistryError(f"{where}: check {check.name}: its model {check.model!r} is not a "
-                            "pytest_fabric.profile.CheckSpec subclass")
+                            "pytest_fabric.config.profile.CheckSpec subclass")
 
 
 #: the built-in checks alone: what a caller without a run's registry (a pure function's default) reads

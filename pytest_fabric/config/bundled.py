@@ -13,7 +13,7 @@ from pathlib import Path
 
 __all__ = ["conformance_dir", "profiles_dir", "inventories_dir", "bundled_inventories", "inventory_path"]
 
-_PACKAGE = Path(__file__).resolve().parent
+_PACKAGE = Path(__file__).resolve().parent.parent  # pytest_fabric/, where profiles/ and inventories/ are
 
 
 def _mapped_package(name: str, folder: str) -> Path:

@@ -2,7 +2,7 @@
 
 See docs/inventory.md.  ``load_inventory(path)`` returns an
 :class:`Inventory` of resolved :class:`Node` objects (hostlists expanded,
-defaults applied) or raises :class:`~pytest_fabric.yamlsource.SourceError`
+defaults applied) or raises :class:`~pytest_fabric.config.yamlsource.SourceError`
 naming the file, the line and the field.
 """
 
@@ -26,16 +26,16 @@ from pydantic import (
     field_validator,
 )
 
-from . import hostlist, yamlsource
-from .transport.slurm.settings import (
+from pytest_fabric.config import hostlist, yamlsource
+from pytest_fabric.config.transport.slurm.settings import (
     NoAllocationError,
     SlurmSection,
     SlurmSettings,
     current_allocation,
     settings_from,
 )
-from .units import Dimension, QuantityError, parse_quantity
-from .yamlsource import SourceError
+from pytest_fabric.config.units import Dimension, QuantityError, parse_quantity
+from pytest_fabric.config.yamlsource import SourceError
 
 __all__ = [
     "DEFAULT_EGRESS_CONCURRENCY",

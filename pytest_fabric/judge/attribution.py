@@ -24,9 +24,9 @@ The classes, in the order they are decided:
 Only measured pairs count.  The classification here is pure; re-measuring is
 done through the callables of :class:`Remeasure`, which take every retest one step of the
 rules needs at once (the fabric sample, every bad pair, every suspect with its helpers): the
-driver runs them in rounds of disjoint pairs (:mod:`pytest_fabric.retests`) and gives back
+driver runs them in rounds of disjoint pairs (:mod:`pytest_fabric.run.retests`) and gives back
 each pair's figures.  Helpers are spread across the healthy nodes
-(:func:`~pytest_fabric.retests.spread_helpers`), so no helper is in every retest.
+(:func:`~pytest_fabric.run.retests.spread_helpers`), so no helper is in every retest.
 """
 
 from __future__ import annotations
@@ -34,7 +34,7 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 
-from .retests import spread_helpers
+from pytest_fabric.judge.retests import spread_helpers
 
 __all__ = ["Attribution", "FabricAttribution", "NodeAttribution", "PairCheck", "PairsCheck", "Remeasure", "Retest", "attribute", "merge"]
 

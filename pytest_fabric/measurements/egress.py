@@ -3,7 +3,7 @@
 Each check runs in a wave over every node and target, under ``--fabric-fanout``. A target's server
 is someone else's: downloads and uploads to one server (host:port) run at most the inventory's
 ``egress.concurrency`` at a time (default 8; the check's ``concurrency:`` may lower it), whatever the
-fan-out (pytest_fabric/sharing.py, which the plan reads too). The detail says the cap.
+fan-out (pytest_fabric/run/sharing.py, which the plan reads too). The detail says the cap.
 A transfer moves the check's ``bytes:`` where the profile bounds it (a download asks for a Range).
 """
 
@@ -14,14 +14,15 @@ from collections.abc import Callable
 
 import pytest
 
-from .. import checks, sharing
-from ..batches import Share
-from ..fixtures import EgressTarget, SpecLookup
-from ..probes import egress
-from ..profile import EgressTransfer
-from ..state import FabricState, get_state
-from ..verdict import Measurement
-from ..waves import wave
+from pytest_fabric.checks import base as checks
+from pytest_fabric.run import sharing
+from pytest_fabric.run.batches import Share
+from pytest_fabric.run.fixtures import EgressTarget, SpecLookup
+from pytest_fabric.probes import egress
+from pytest_fabric.config.profile import EgressTransfer
+from pytest_fabric.run.state import FabricState, get_state
+from pytest_fabric.judge.verdict import Measurement
+from pytest_fabric.run.waves import wave
 
 
 def _server(check: str) -> Callable[[FabricState, EgressTarget], Share | None]:

@@ -1,22 +1,22 @@
 """GPUDirect RDMA bandwidth between node pairs, in the pair rounds, each GPU with its nearest NIC
 (see :mod:`~pytest_fabric.probes.gpudirect`). A round is batched like every pair check's
-(:func:`~pytest_fabric.waves.wave` over ``node_pair``): the selected pairs of the test's round at
+(:func:`~pytest_fabric.run.waves.wave` over ``node_pair``): the selected pairs of the test's round at
 once, the whole round under ``--lf``."""
 
 from __future__ import annotations
 
 import pytest
 
-from .. import checks
-from ..checks import GPUDIRECT_BANDWIDTH_PORTS
-from ..cluster import NodePair
-from ..fixtures import SpecLookup
-from ..probes import affinity, gpudirect, rdma
-from ..state import FabricState, get_state
-from ..verdict import Measurement
-from ..waves import wave
-from .affinity import node_topology
-from .inter_node import node_ports, rdma_traffic
+from pytest_fabric.checks import base as checks
+from pytest_fabric.checks.base import GPUDIRECT_BANDWIDTH_PORTS
+from pytest_fabric.run.cluster import NodePair
+from pytest_fabric.run.fixtures import SpecLookup
+from pytest_fabric.probes import affinity, gpudirect, rdma
+from pytest_fabric.run.state import FabricState, get_state
+from pytest_fabric.judge.verdict import Measurement
+from pytest_fabric.run.waves import wave
+from pytest_fabric.measurements.affinity import node_topology
+from pytest_fabric.measurements.inter_node import node_ports, rdma_traffic
 
 
 def _state(request: pytest.FixtureRequest) -> FabricState:

@@ -1,6 +1,6 @@
 """Inter-node measurements: ports, links, pair traffic (TCP, RDMA, NCCL) and whole-fabric checks.
 
-Pair measurements are batched by round (:mod:`~pytest_fabric.waves`, the one front door
+Pair measurements are batched by round (:mod:`~pytest_fabric.run.waves`, the one front door
 for waves and rounds): the first pair test of a round measures every selected pair of that
 round at once, and the consistency, attribution and aggregate checks reuse those results
 instead of measuring again. What is read once per run (a node's ports, the error counters
@@ -16,21 +16,23 @@ from typing import Any, TypeVar
 
 import pytest
 
-from .. import attribution as attribution_rules
-from .. import checks, consistency, retests
-from ..batches import Share
-from ..cluster import Cluster, NodeHandle, NodePair
-from ..fixtures import HcaHandle, SpecLookup
-from ..pairs import Pair, circle_rounds
-from ..probes import counters, nccl, netdev, qos, rdma, tcp
-from ..probes.base import MeasurementError
-from ..profile import CheckSpec
-from ..state import CHECK_KEY, FabricState, get_state
-from ..transport.base import AuthenticationFailed, HostKeyMismatch, NodeUnreachable
-from ..units import Quantity, parse_quantity
-from ..verdict import Measurement
-from ..verdict import judge as judge_measurement
-from ..waves import measure_batched, measure_subject, round_context, wave, whole_round
+from pytest_fabric.judge import attribution as attribution_rules
+from pytest_fabric.checks import base as checks
+from pytest_fabric.judge import consistency
+from pytest_fabric.run import retests
+from pytest_fabric.run.batches import Share
+from pytest_fabric.run.cluster import Cluster, NodeHandle, NodePair
+from pytest_fabric.run.fixtures import HcaHandle, SpecLookup
+from pytest_fabric.run.pairs import Pair, circle_rounds
+from pytest_fabric.probes import counters, nccl, netdev, qos, rdma, tcp
+from pytest_fabric.probes.base import MeasurementError
+from pytest_fabric.config.profile import CheckSpec
+from pytest_fabric.run.state import CHECK_KEY, FabricState, get_state
+from pytest_fabric.transport.base import AuthenticationFailed, HostKeyMismatch, NodeUnreachable
+from pytest_fabric.config.units import Quantity, parse_quantity
+from pytest_fabric.judge.verdict import Measurement
+from pytest_fabric.judge.verdict import judge as judge_measurement
+from pytest_fabric.run.waves import measure_batched, measure_subject, round_context, wave, whole_round
 
 S = TypeVar("S", bound=CheckSpec)
 
@@ -172,7 +174,7 @@ def _scheduled(pair: NodePair) -> Pair:
 def pair_measurement(request: pytest.FixtureRequest, check: str, pair: NodePair) -> Measurement:
     """``pair``'s measurement, its round measured at once; the detail says when that round was not the full one.
 
-    The round is batched as every pair check's (:func:`~pytest_fabric.waves.measure_subject`):
+    The round is batched as every pair check's (:func:`~pytest_fabric.run.waves.measure_subject`):
     under ``--lf`` the failing pairs run inside their whole round again, as in the first run.
     A pair that fails there is also re-measured alone, as attribution's retest does, and the
     message says which it is.
@@ -511,7 +513,7 @@ def _alone_sample(state: FabricState, check: str, sender: str, receiver: str, n:
 
 
 def _retest_apart(state: FabricState, pairs: list[tuple[str, str]], short: set[frozenset[str]]) -> dict[tuple[str, str], list[str]]:
-    """Retests that must not share a round (:func:`~pytest_fabric.retests.schedule`'s ``apart``).
+    """Retests that must not share a round (:func:`~pytest_fabric.run.retests.schedule`'s ``apart``).
 
     Where the inventory gives both ends' leaves, at most one retest a round crosses between the
     same two leaves (retests must not load an oversubscribed spine for each other, and two pairs
@@ -539,7 +541,7 @@ def retest_alone(
     """The first ``samples`` samples of every pair measured alone, in rounds of disjoint pairs.
 
     A round holds at most ``--fabric-fanout // 2`` pairs (the cap counts nodes) and no node twice;
-    sample k of every pair of a round runs together (:func:`~pytest_fabric.retests.run_rounds`).
+    sample k of every pair of a round runs together (:func:`~pytest_fabric.run.retests.run_rounds`).
     The samples are kept where :func:`measure_alone` reads them. ``short``: the pairs that fell
     short in the sweep (kept apart by round, :func:`_retest_apart`). Returns the rounds it made.
     """

@@ -22,15 +22,15 @@ import dataclasses
 
 import pytest
 
-from .. import checks
-from ..batches import Share
-from ..cluster import NodeHandle
-from ..fixtures import GpuHandle, SpecLookup
-from ..probes import gpu as gpu_probe
-from ..probes.base import MeasurementError
-from ..state import FabricState, get_state
-from ..verdict import Measurement
-from ..waves import wave
+from pytest_fabric.checks import base as checks
+from pytest_fabric.run.batches import Share
+from pytest_fabric.run.cluster import NodeHandle
+from pytest_fabric.run.fixtures import GpuHandle, SpecLookup
+from pytest_fabric.probes import gpu as gpu_probe
+from pytest_fabric.probes.base import MeasurementError
+from pytest_fabric.run.state import FabricState, get_state
+from pytest_fabric.judge.verdict import Measurement
+from pytest_fabric.run.waves import wave
 
 
 def _same_node(state: FabricState, gpu: GpuHandle) -> Share:

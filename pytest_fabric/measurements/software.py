@@ -17,19 +17,19 @@ from __future__ import annotations
 
 import pytest
 
-from .. import checks
-from ..cluster import Cluster, NodeHandle
-from ..fixtures import SpecLookup
-from ..hostlist import fold
-from ..probes import preflight as preflight_probe
-from ..probes import software as software_probe
-from ..probes.base import MeasurementError
-from ..state import CHECK_KEY, FabricState, get_state
-from ..transport.base import ToolMissing, TransportError
-from ..units import parse_quantity
-from ..verdict import Measurement
-from ..waves import wave
-from .intra_node import node_gpus
+from pytest_fabric.checks import base as checks
+from pytest_fabric.run.cluster import Cluster, NodeHandle
+from pytest_fabric.run.fixtures import SpecLookup
+from pytest_fabric.config.hostlist import fold
+from pytest_fabric.probes import preflight as preflight_probe
+from pytest_fabric.probes import software as software_probe
+from pytest_fabric.probes.base import MeasurementError
+from pytest_fabric.run.state import CHECK_KEY, FabricState, get_state
+from pytest_fabric.transport.base import ToolMissing, TransportError
+from pytest_fabric.config.units import parse_quantity
+from pytest_fabric.judge.verdict import Measurement
+from pytest_fabric.run.waves import wave
+from pytest_fabric.measurements.intra_node import node_gpus
 
 _PREFLIGHT = "preflight"
 

@@ -3,7 +3,7 @@ checkpoint), and every node writing to each shared mount at once.
 
 Each per-mount check runs in a wave, under ``--fabric-fanout``. On a node-local mount (or the temp
 dir) every node measures at once. On a shared mount the check's ``measured:`` says what a node's
-figure is (pytest_fabric/sharing.py): ``alone``, its nodes take turns (``concurrency:`` raises it),
+figure is (pytest_fabric/run/sharing.py): ``alone``, its nodes take turns (``concurrency:`` raises it),
 or ``together``, every node at once, each figure its share of the mount. Whether a mount is shared
 is decided once per run from its ``shared:`` and what findmnt shows on the nodes (mount_sharing.py,
 locality.py). The detail and ``extra["measured"]`` say which, and what decided it.
@@ -17,16 +17,18 @@ from typing import Any
 
 import pytest
 
-from .. import checks, mount_sharing, sharing
-from ..batches import Share
-from ..cluster import Cluster, NodeHandle
-from ..fixtures import MountHandle, SpecLookup
-from ..inventory import SHARED_FSTYPES, Mount
-from ..locality import MountSharing
-from ..probes import storage
-from ..state import FabricState, get_state
-from ..verdict import Expectation, Measurement, Op
-from ..waves import wave
+from pytest_fabric.checks import base as checks
+from pytest_fabric.run import mount_sharing
+from pytest_fabric.run import sharing
+from pytest_fabric.run.batches import Share
+from pytest_fabric.run.cluster import Cluster, NodeHandle
+from pytest_fabric.run.fixtures import MountHandle, SpecLookup
+from pytest_fabric.config.inventory import SHARED_FSTYPES, Mount
+from pytest_fabric.run.locality import MountSharing
+from pytest_fabric.probes import storage
+from pytest_fabric.run.state import FabricState, get_state
+from pytest_fabric.judge.verdict import Expectation, Measurement, Op
+from pytest_fabric.run.waves import wave
 
 _NO_MOUNTS = "the inventory lists no storage.mounts: the storage checks use a temp dir under /tmp, which is no mount to check"
 

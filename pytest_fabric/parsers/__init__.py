@@ -7,7 +7,7 @@ parsed capture as JSON.
 
 from __future__ import annotations
 
-from .base import (
+from pytest_fabric.parsers.base import (
     ParseError,
     Parser,
     ToolReportedError,

@@ -17,9 +17,9 @@ from decimal import Decimal
 from pathlib import Path
 from typing import Any
 
-from pytest_fabric.units import Quantity
+from pytest_fabric.config.units import Quantity
 
-from .base import ParseError, registry
+from pytest_fabric.parsers.base import ParseError, registry
 
 __all__ = ["to_jsonable", "main"]
 

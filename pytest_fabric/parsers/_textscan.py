@@ -10,7 +10,7 @@ from __future__ import annotations
 import re
 from decimal import Decimal
 
-from .base import ParseError, UnrecognizedOutput
+from pytest_fabric.parsers.base import ParseError, UnrecognizedOutput
 
 __all__ = ["split_lines", "to_int", "to_decimal", "DECIMAL_RE", "launcher_lines", "strip_launcher_prefixes"]
 

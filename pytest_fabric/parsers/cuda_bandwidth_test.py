@@ -12,7 +12,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-from .base import ToolReportedError, UnrecognizedOutput, register
+from pytest_fabric.parsers.base import ToolReportedError, UnrecognizedOutput, register
 
 __all__ = ["BandwidthSample", "BandwidthTestResult", "parse_cuda_bandwidth_test"]
 

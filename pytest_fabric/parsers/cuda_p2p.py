@@ -11,7 +11,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field
 
-from .base import ToolReportedError, UnrecognizedOutput, register
+from pytest_fabric.parsers.base import ToolReportedError, UnrecognizedOutput, register
 
 __all__ = ["P2pResult", "parse_cuda_p2p"]
 

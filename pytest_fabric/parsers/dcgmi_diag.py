@@ -24,8 +24,8 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field
 
-from ._textscan import json_document
-from .base import SkippedLines, ToolReportedError, UnrecognizedOutput, register
+from pytest_fabric.parsers._textscan import json_document
+from pytest_fabric.parsers.base import SkippedLines, ToolReportedError, UnrecognizedOutput, register
 
 __all__ = ["DcgmTest", "DcgmDiagResult", "parse_dcgmi_diag"]
 

@@ -16,8 +16,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from ._textscan import json_document
-from .base import ParseError, UnrecognizedOutput, register
+from pytest_fabric.parsers._textscan import json_document
+from pytest_fabric.parsers.base import ParseError, UnrecognizedOutput, register
 
 __all__ = ["FindmntFilesystem", "parse_findmnt"]
 

@@ -14,8 +14,8 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-from ._textscan import split_lines
-from .base import ParseError, UnrecognizedOutput, register
+from pytest_fabric.parsers._textscan import split_lines
+from pytest_fabric.parsers.base import ParseError, UnrecognizedOutput, register
 
 __all__ = ["Ibdev2netdevEntry", "parse_ibdev2netdev"]
 

@@ -17,10 +17,10 @@ import re
 from dataclasses import dataclass
 from decimal import Decimal
 
-from pytest_fabric.units import Quantity, bandwidth
+from pytest_fabric.config.units import Quantity, bandwidth
 
-from ._textscan import split_lines, to_decimal
-from .base import UnrecognizedOutput, register
+from pytest_fabric.parsers._textscan import split_lines, to_decimal
+from pytest_fabric.parsers.base import UnrecognizedOutput, register
 
 __all__ = ["IblinkinfoPort", "parse_iblinkinfo", "nominal_lane_rate_gbps"]
 

@@ -16,10 +16,10 @@ import re
 from dataclasses import dataclass
 from decimal import Decimal
 
-from pytest_fabric.units import Quantity, bandwidth
+from pytest_fabric.config.units import Quantity, bandwidth
 
-from ._textscan import split_lines, to_decimal, to_int
-from .base import ParseError, UnrecognizedOutput, register
+from pytest_fabric.parsers._textscan import split_lines, to_decimal, to_int
+from pytest_fabric.parsers.base import ParseError, UnrecognizedOutput, register
 
 __all__ = ["IbstatusPort", "parse_ibstatus"]
 

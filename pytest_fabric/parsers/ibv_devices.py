@@ -10,8 +10,8 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-from ._textscan import split_lines
-from .base import ParseError, ToolReportedError, UnrecognizedOutput, register
+from pytest_fabric.parsers._textscan import split_lines
+from pytest_fabric.parsers.base import ParseError, ToolReportedError, UnrecognizedOutput, register
 
 __all__ = ["IbvDeviceEntry", "parse_ibv_devices"]
 

@@ -12,10 +12,10 @@ import re
 from dataclasses import dataclass, field
 from decimal import Decimal
 
-from pytest_fabric.units import Quantity, bandwidth
+from pytest_fabric.config.units import Quantity, bandwidth
 
-from ._textscan import split_lines, to_decimal, to_int
-from .base import ParseError, ToolReportedError, UnrecognizedOutput, register
+from pytest_fabric.parsers._textscan import split_lines, to_decimal, to_int
+from pytest_fabric.parsers.base import ParseError, ToolReportedError, UnrecognizedOutput, register
 
 __all__ = ["IbvPort", "IbvDevice", "parse_ibv_devinfo"]
 

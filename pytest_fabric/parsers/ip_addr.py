@@ -19,7 +19,7 @@ import ipaddress
 import re
 from dataclasses import dataclass
 
-from .base import SkippedLines, UnrecognizedOutput, register
+from pytest_fabric.parsers.base import SkippedLines, UnrecognizedOutput, register
 
 __all__ = ["InterfaceAddress", "InterfaceAddresses", "parse_ip_addr", "interface_with_address"]
 

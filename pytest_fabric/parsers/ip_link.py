@@ -21,8 +21,8 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-from ._textscan import json_list, split_lines, to_int
-from .base import ParseError, SkippedLines, UnrecognizedOutput, register
+from pytest_fabric.parsers._textscan import json_list, split_lines, to_int
+from pytest_fabric.parsers.base import ParseError, SkippedLines, UnrecognizedOutput, register
 
 __all__ = ["IpLinkInterface", "IpLinkInterfaces", "parse_ip_link"]
 

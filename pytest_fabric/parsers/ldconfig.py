@@ -11,8 +11,8 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-from ._textscan import split_lines
-from .base import UnrecognizedOutput, register
+from pytest_fabric.parsers._textscan import split_lines
+from pytest_fabric.parsers.base import UnrecognizedOutput, register
 
 __all__ = ["CachedLibrary", "parse_ldconfig"]
 

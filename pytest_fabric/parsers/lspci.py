@@ -18,8 +18,8 @@ import re
 from dataclasses import dataclass
 from decimal import Decimal
 
-from ._textscan import split_lines
-from .base import UnrecognizedOutput, register
+from pytest_fabric.parsers._textscan import split_lines
+from pytest_fabric.parsers.base import UnrecognizedOutput, register
 
 __all__ = ["LspciDevice", "parse_lspci", "pcie_generation"]
 

@@ -18,8 +18,8 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-from ._textscan import split_lines
-from .base import UnrecognizedOutput, register
+from pytest_fabric.parsers._textscan import split_lines
+from pytest_fabric.parsers.base import UnrecognizedOutput, register
 
 __all__ = ["AcsControl", "PciDevice", "LspciAcs", "parse_lspci_acs", "REDIRECT_BITS"]
 

@@ -23,8 +23,8 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field
 
-from ._textscan import split_lines, to_int
-from .base import ParseError, SkippedLines, UnrecognizedOutput, register
+from pytest_fabric.parsers._textscan import split_lines, to_int
+from pytest_fabric.parsers.base import ParseError, SkippedLines, UnrecognizedOutput, register
 
 __all__ = ["MlnxQos", "MlnxQosTrafficClass", "parse_mlnx_qos"]
 

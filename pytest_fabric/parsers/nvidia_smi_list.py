@@ -8,8 +8,8 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-from ._textscan import split_lines
-from .base import ToolReportedError, UnrecognizedOutput, register
+from pytest_fabric.parsers._textscan import split_lines
+from pytest_fabric.parsers.base import ToolReportedError, UnrecognizedOutput, register
 
 __all__ = ["ListedGpu", "parse_nvidia_smi_list"]
 

@@ -17,7 +17,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field
 
-from .base import ToolReportedError, UnrecognizedOutput, register
+from pytest_fabric.parsers.base import ToolReportedError, UnrecognizedOutput, register
 
 __all__ = ["NvlinkLink", "NvlinkGpu", "NvlinkStatus", "parse_nvidia_smi_nvlink"]
 

@@ -18,7 +18,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field
 
-from ._nvidia_smi_gpu import (
+from pytest_fabric.parsers._nvidia_smi_gpu import (
     EccCounts,
     GpuInfo,
     NvidiaSmiReport,
@@ -28,7 +28,7 @@ from ._nvidia_smi_gpu import (
     to_int,
     width_to_int,
 )
-from .base import SkippedLines, ToolReportedError, UnrecognizedOutput, register
+from pytest_fabric.parsers.base import SkippedLines, ToolReportedError, UnrecognizedOutput, register
 
 __all__ = ["GpuInfo", "NvidiaSmiReport", "parse_nvidia_smi_q"]
 

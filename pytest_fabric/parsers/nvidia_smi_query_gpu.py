@@ -13,7 +13,7 @@ import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from .base import ToolReportedError, UnrecognizedOutput, register
+from pytest_fabric.parsers.base import ToolReportedError, UnrecognizedOutput, register
 
 __all__ = ["QueryGpuRow", "QueryGpuResult", "parse_nvidia_smi_query_gpu"]
 

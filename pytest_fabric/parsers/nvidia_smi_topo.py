@@ -12,7 +12,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-from .base import UnrecognizedOutput, register
+from pytest_fabric.parsers.base import UnrecognizedOutput, register
 
 __all__ = [
     "Link",

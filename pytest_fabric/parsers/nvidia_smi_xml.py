@@ -11,7 +11,7 @@ from __future__ import annotations
 import re
 import xml.etree.ElementTree as ElementTree
 
-from ._nvidia_smi_gpu import (
+from pytest_fabric.parsers._nvidia_smi_gpu import (
     EccCounts,
     GpuInfo,
     NvidiaSmiReport,
@@ -21,7 +21,7 @@ from ._nvidia_smi_gpu import (
     to_int,
     width_to_int,
 )
-from .base import ParseError, ToolReportedError, UnrecognizedOutput, register
+from pytest_fabric.parsers.base import ParseError, ToolReportedError, UnrecognizedOutput, register
 
 __all__ = ["GpuInfo", "NvidiaSmiReport", "parse_nvidia_smi_xml"]
 

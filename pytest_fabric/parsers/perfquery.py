@@ -16,8 +16,8 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field
 
-from ._textscan import split_lines, to_int
-from .base import ParseError, ToolReportedError, UnrecognizedOutput, register
+from pytest_fabric.parsers._textscan import split_lines, to_int
+from pytest_fabric.parsers.base import ParseError, ToolReportedError, UnrecognizedOutput, register
 
 __all__ = ["ERROR_COUNTERS", "PerfqueryPort", "parse_perfquery", "error_counters", "nonzero_error_counters"]
 

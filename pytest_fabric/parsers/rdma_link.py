@@ -13,8 +13,8 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field
 
-from ._textscan import json_list, split_lines, to_int
-from .base import ParseError, UnrecognizedOutput, register
+from pytest_fabric.parsers._textscan import json_list, split_lines, to_int
+from pytest_fabric.parsers.base import ParseError, UnrecognizedOutput, register
 
 __all__ = ["RdmaLink", "parse_rdma_link"]
 

@@ -13,8 +13,8 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 
-from ..parsers.nvidia_smi_topo import TopologyMatrix, nearest_nics
-from .software import odd_ones
+from pytest_fabric.parsers.nvidia_smi_topo import TopologyMatrix, nearest_nics
+from pytest_fabric.probes.software import odd_ones
 
 __all__ = ["GpuRail", "far_gpus", "rail_differences", "rails"]
 

@@ -25,9 +25,9 @@ import time
 from dataclasses import dataclass
 from typing import Any
 
-from ..cluster import NodeHandle
-from ..evidence import CommandResult
-from ..parsers import (
+from pytest_fabric.run.cluster import NodeHandle
+from pytest_fabric.transport.results import CommandResult
+from pytest_fabric.parsers import (
     lspci,
     nccl_tests,
     nvbandwidth,
@@ -37,13 +37,13 @@ from ..parsers import (
     nvidia_smi_topo,
     nvidia_smi_xml,
 )
-from ..parsers._nvidia_smi_gpu import GpuInfo, NvidiaSmiReport
-from ..parsers.base import ParseError
-from ..transport.outcome import judge as judge_result
-from ..units import bandwidth, parse_quantity
-from ..verdict import Measurement
-from . import nccl
-from .base import MeasurementError, parse_or_raise
+from pytest_fabric.parsers._nvidia_smi_gpu import GpuInfo, NvidiaSmiReport
+from pytest_fabric.parsers.base import ParseError
+from pytest_fabric.transport.outcome import judge as judge_result
+from pytest_fabric.config.units import bandwidth, parse_quantity
+from pytest_fabric.judge.verdict import Measurement
+from pytest_fabric.probes import nccl
+from pytest_fabric.probes.base import MeasurementError, parse_or_raise
 
 __all__ = [
     "D2D_TESTCASE",

@@ -36,8 +36,8 @@ import uuid
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from ..evidence import CommandResult
-from ..shellcmd import fill
+from pytest_fabric.transport.results import CommandResult
+from pytest_fabric.transport.shellcmd import fill
 
 __all__ = ["LEASE_S", "PREFIX", "Leftover", "Owner", "judge", "listing_and_mkdir", "parse_listing", "removal", "this_run"]
 

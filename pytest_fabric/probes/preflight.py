@@ -12,7 +12,7 @@
 - ``lspci -vvv`` cut to device lines, bus ranges and ACS lines (PCIe ACS redirection on a
   bridge above a GPU or NIC sends their peer traffic through the root complex).
 
-Which tools a check runs is in its declaration (:mod:`pytest_fabric.checks`); :func:`required_tools`
+Which tools a check runs is in its declaration (:mod:`pytest_fabric.checks.base`); :func:`required_tools`
 reads them for a profile.
 """
 
@@ -23,15 +23,15 @@ import re
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 
-from ..checks import BUILTIN, CheckRegistry
-from ..cluster import NodeHandle
-from ..evidence import CommandResult
-from ..parsers import lsmod, lspci_acs, nvidia_smi_list
-from ..parsers.base import ParseError
-from ..shellcmd import fill
-from ..transport.packages import package_for
-from .base import MeasurementError
-from .software import compare_versions, sections
+from pytest_fabric.checks.base import BUILTIN, CheckRegistry
+from pytest_fabric.run.cluster import NodeHandle
+from pytest_fabric.transport.results import CommandResult
+from pytest_fabric.parsers import lsmod, lspci_acs, nvidia_smi_list
+from pytest_fabric.parsers.base import ParseError
+from pytest_fabric.transport.shellcmd import fill
+from pytest_fabric.transport.packages import package_for
+from pytest_fabric.probes.base import MeasurementError
+from pytest_fabric.probes.software import compare_versions, sections
 
 __all__ = [
     "NodePreflight",

@@ -29,15 +29,15 @@ from dataclasses import dataclass, field
 from decimal import Decimal
 from itertools import zip_longest
 
-from ..cluster import NodeHandle, NodePair
-from ..evidence import CommandResult
-from ..parsers import ibstat, ibv_devinfo, perfquery, perftest
-from ..parsers.base import ParseError
-from ..shellcmd import fill, join, quote
-from ..transport.base import BackgroundProcess, CommandFailed, TransportError
-from ..units import Quantity, bandwidth, parse_quantity
-from ..verdict import Measurement
-from .base import MeasurementError, parse_or_raise
+from pytest_fabric.run.cluster import NodeHandle, NodePair
+from pytest_fabric.transport.results import CommandResult
+from pytest_fabric.parsers import ibstat, ibv_devinfo, perfquery, perftest
+from pytest_fabric.parsers.base import ParseError
+from pytest_fabric.transport.shellcmd import fill, join, quote
+from pytest_fabric.transport.base import BackgroundProcess, CommandFailed, TransportError
+from pytest_fabric.config.units import Quantity, bandwidth, parse_quantity
+from pytest_fabric.judge.verdict import Measurement
+from pytest_fabric.probes.base import MeasurementError, parse_or_raise
 
 __all__ = [
     "RdmaPort",

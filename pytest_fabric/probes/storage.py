@@ -37,19 +37,19 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from ..batches import ALL_AT_ONCE, fan_out
-from ..cluster import NodeHandle
-from ..evidence import CommandResult
-from ..inventory import Mount
-from ..parsers import fio
-from ..parsers.base import ParseError
-from ..parsers.findmnt import FindmntFilesystem, parse_findmnt
-from ..shellcmd import fill, quote
-from ..transport.base import CommandFailed, ToolMissing, TransportError
-from ..units import Quantity, bandwidth, parse_quantity
-from ..verdict import Measurement
-from . import leftovers
-from .base import MeasurementError, parse_or_raise
+from pytest_fabric.run.batches import ALL_AT_ONCE, fan_out
+from pytest_fabric.run.cluster import NodeHandle
+from pytest_fabric.transport.results import CommandResult
+from pytest_fabric.config.inventory import Mount
+from pytest_fabric.parsers import fio
+from pytest_fabric.parsers.base import ParseError
+from pytest_fabric.parsers.findmnt import FindmntFilesystem, parse_findmnt
+from pytest_fabric.transport.shellcmd import fill, quote
+from pytest_fabric.transport.base import CommandFailed, ToolMissing, TransportError
+from pytest_fabric.config.units import Quantity, bandwidth, parse_quantity
+from pytest_fabric.judge.verdict import Measurement
+from pytest_fabric.probes import leftovers
+from pytest_fabric.probes.base import MeasurementError, parse_or_raise
 
 __all__ = [
     "MEMORY_FSTYPES",
@@ -823,7 +823,7 @@ def _aggregate_one(nodes: list[NodeHandle], spec: Mount, settings: FioSettings, 
     """Each node's part of one mount's aggregate, all nodes writing at once; an error if a node lacks the mount.
 
     Every node writes at the same moment, whatever ``--fabric-fanout``: fewer at once would
-    not be the aggregate (:data:`~pytest_fabric.batches.ALL_AT_ONCE`). Its preparation and
+    not be the aggregate (:data:`~pytest_fabric.run.batches.ALL_AT_ONCE`). Its preparation and
     clean-up run as wide, so the writes start together rather than staggered by each node's
     round trips, and no node's files wait for a slot to be removed.
     """

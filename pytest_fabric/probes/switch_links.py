@@ -13,10 +13,10 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from decimal import Decimal
 
-from ..cluster import NodeHandle
-from ..evidence import CommandResult
-from ..parsers.iblinkinfo import IblinkinfoPort, parse_iblinkinfo
-from .base import parse_or_raise
+from pytest_fabric.run.cluster import NodeHandle
+from pytest_fabric.transport.results import CommandResult
+from pytest_fabric.parsers.iblinkinfo import IblinkinfoPort, parse_iblinkinfo
+from pytest_fabric.probes.base import parse_or_raise
 
 __all__ = ["BadLink", "bad_links", "read_links"]
 

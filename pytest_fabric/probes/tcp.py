@@ -8,7 +8,7 @@ sums what the receivers got.
 
 What a pair asks of each end that does not change during a run (its data
 interface, that interface's rate, its NUMA node) is asked once per node and run
-through the run's ``once`` (``pytest_fabric/once.py``); a pair then costs its
+through the run's ``once`` (``pytest_fabric/run/once.py``); a pair then costs its
 servers, one readiness wait and its clients.
 """
 
@@ -20,17 +20,17 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from decimal import Decimal
 
-from ..cluster import NodeHandle, NodePair
-from ..evidence import CommandResult
-from ..once import Once
-from ..parsers import iperf3
-from ..shellcmd import quote
-from ..transport.base import BackgroundProcess
-from ..units import Quantity, bandwidth
-from ..usage import FabricUsageWarning
-from ..verdict import Measurement
-from .base import MeasurementError, parse_or_raise
-from .netdev import LinkRate, data_interface, link_rate
+from pytest_fabric.run.cluster import NodeHandle, NodePair
+from pytest_fabric.transport.results import CommandResult
+from pytest_fabric.run.once import Once
+from pytest_fabric.parsers import iperf3
+from pytest_fabric.transport.shellcmd import quote
+from pytest_fabric.transport.base import BackgroundProcess
+from pytest_fabric.config.units import Quantity, bandwidth
+from pytest_fabric.session.usage import FabricUsageWarning
+from pytest_fabric.judge.verdict import Measurement
+from pytest_fabric.probes.base import MeasurementError, parse_or_raise
+from pytest_fabric.probes.netdev import LinkRate, data_interface, link_rate
 
 __all__ = ["IPOIB_LINE_SHARE", "TcpSettings", "line_rate", "measure_pair"]
 

@@ -18,7 +18,7 @@ from __future__ import annotations
 
 # verify is not imported here: ``python -m pytest_fabric.report.verify`` would then find it
 # already loaded and warn.
-from .run_verdict import Plan, RunVerdict, judge_run
-from .summary import nodeset, outcome_counts, send_back
+from pytest_fabric.report.run_verdict import Plan, RunVerdict, judge_run
+from pytest_fabric.report.summary import nodeset, outcome_counts, send_back
 
 __all__ = ["Plan", "RunVerdict", "judge_run", "nodeset", "outcome_counts", "send_back"]

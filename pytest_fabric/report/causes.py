@@ -17,7 +17,7 @@ from collections.abc import Set as AbstractSet
 from dataclasses import dataclass, field
 from typing import Any
 
-from .summary import nodeset
+from pytest_fabric.report.summary import nodeset
 
 __all__ = ["Cause", "by_layer", "cause_key", "group_by_cause", "one_cause", "reason"]
 

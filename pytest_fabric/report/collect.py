@@ -28,12 +28,12 @@ from typing import Any
 
 import pytest
 
-from ..record import PLANNED_KEY, REPORT_ATTRIBUTE, PlannedCheck
-from ..runinfo import get_run_info
-from .compare import annotate
-from .errors import TRACEBACK_ATTRIBUTE
-from .evidence import EVIDENCE_DIR_KEY, slim_evidence, write_output
-from .run_verdict import Plan, RunVerdict, judge_run
+from pytest_fabric.record.check_record import PLANNED_KEY, REPORT_ATTRIBUTE, PlannedCheck
+from pytest_fabric.record.runinfo import get_run_info
+from pytest_fabric.report.compare import annotate
+from pytest_fabric.report.errors import TRACEBACK_ATTRIBUTE
+from pytest_fabric.report.evidence import EVIDENCE_DIR_KEY, slim_evidence, write_output
+from pytest_fabric.report.run_verdict import Plan, RunVerdict, judge_run
 
 __all__ = ["CHECKS_KEY", "get_checks", "get_plan", "is_controller", "json_safe", "record_of", "final_verdict"]
 

@@ -31,11 +31,11 @@ from typing import Any
 
 import pytest
 
-from ..hostlist import fold
-from ..runinfo import RunInfo, get_run_info
-from ..units import Quantity, QuantityError, parse_quantity
-from .summary import format_number, higher_is_better, numeric_value
-from .untrusted import RECORD_MAX_BYTES, loads_strict, read_capped
+from pytest_fabric.config.hostlist import fold
+from pytest_fabric.record.runinfo import RunInfo, get_run_info
+from pytest_fabric.config.units import Quantity, QuantityError, parse_quantity
+from pytest_fabric.report.summary import format_number, higher_is_better, numeric_value
+from pytest_fabric.report.untrusted import RECORD_MAX_BYTES, loads_strict, read_capped
 
 __all__ = [
     "DEFAULT_CHECK_TOLERANCES", "PREVIOUS_KEY", "STATUSES", "Previous", "Tolerance", "Tolerances",

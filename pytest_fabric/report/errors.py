@@ -27,11 +27,11 @@ import pytest
 # pytest's own reports.  The excinfo comes from pytest.CallInfo, which is public.
 from _pytest._code.code import ReprFileLocation, TerminalRepr
 
-from ..runinfo import get_run_info
-from ..state import CHECK_KEY
-from ..transport.base import TransportError
-from .causes import cause_key
-from .safetext import safe_text
+from pytest_fabric.record.runinfo import get_run_info
+from pytest_fabric.run.state import CHECK_KEY
+from pytest_fabric.transport.base import TransportError
+from pytest_fabric.report.causes import cause_key
+from pytest_fabric.report.safetext import safe_text
 
 if TYPE_CHECKING:  # only toterminal's annotation: nothing of _pytest._io is needed at run time
     from _pytest._io import TerminalWriter

@@ -14,8 +14,8 @@ from typing import Any
 
 import pytest
 
-from ..runinfo import get_run_info
-from .collect import final_verdict, is_controller
+from pytest_fabric.record.runinfo import get_run_info
+from pytest_fabric.report.collect import final_verdict, is_controller
 
 __all__: list[str] = []
 

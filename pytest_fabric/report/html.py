@@ -36,13 +36,13 @@ from typing import Any
 
 import pytest
 
-from ..runinfo import get_run_info, utc_now
-from . import page, rows
-from .causes import cause_key
-from .collect import CHECKS_KEY, final_verdict, get_checks, is_controller, record_of
-from .compare import summary_line
-from .errors import MessageRepr
-from .record_json import timed_plan
+from pytest_fabric.record.runinfo import get_run_info, utc_now
+from pytest_fabric.report import page, rows
+from pytest_fabric.report.causes import cause_key
+from pytest_fabric.report.collect import CHECKS_KEY, final_verdict, get_checks, is_controller, record_of
+from pytest_fabric.report.compare import summary_line
+from pytest_fabric.report.errors import MessageRepr
+from pytest_fabric.report.record_json import timed_plan
 
 __all__ = ["FabricHtml"]
 
@@ -147,7 +147,7 @@ class FabricHtml:
 
     def pytest_html_results_summary(self, prefix: list[str], summary: list[str], postfix: list[str]) -> None:
         # .trust is a plugin of its own, registered after this one: imported when called
-        from .trust import host_key_decisions, host_keys_html
+        from pytest_fabric.report.trust import host_key_decisions, host_keys_html
 
         info = get_run_info(self.config)
         if info is None:

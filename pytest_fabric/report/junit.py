@@ -25,9 +25,9 @@ from __future__ import annotations
 import pytest
 from _pytest.junitxml import xml_key  # the LogXML object: pytest has no public accessor for it
 
-from ..runinfo import get_run_info
-from .collect import final_verdict, get_checks, is_controller
-from .summary import nodeset, send_back
+from pytest_fabric.record.runinfo import get_run_info
+from pytest_fabric.report.collect import final_verdict, get_checks, is_controller
+from pytest_fabric.report.summary import nodeset, send_back
 
 __all__ = ["per_test_properties"]
 
@@ -46,7 +46,7 @@ def per_test_properties(config: pytest.Config) -> bool:
 @pytest.hookimpl(tryfirst=True)  # before junitxml writes the file in its own sessionfinish
 def pytest_sessionfinish(session: pytest.Session) -> None:
     # .trust is a plugin of its own, registered after this one: imported when called
-    from .trust import host_key_decisions, junit_properties
+    from pytest_fabric.report.trust import host_key_decisions, junit_properties
 
     config = session.config
     info = get_run_info(config)

@@ -13,12 +13,12 @@ import html
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from ..runinfo import RunInfo
-from .causes import Cause, group_by_cause
-from .causes import reason as cause_reason
-from .heatmap import MAX_NODES, matrix_heatmaps, pair_heatmaps
-from .run_verdict import NOT_RUN_REASONS, RunVerdict
-from .summary import (
+from pytest_fabric.record.runinfo import RunInfo
+from pytest_fabric.report.causes import Cause, group_by_cause
+from pytest_fabric.report.causes import reason as cause_reason
+from pytest_fabric.report.heatmap import MAX_NODES, matrix_heatmaps, pair_heatmaps
+from pytest_fabric.report.run_verdict import NOT_RUN_REASONS, RunVerdict
+from pytest_fabric.report.summary import (
     LAYERS,
     cannot_tell,
     format_expected,

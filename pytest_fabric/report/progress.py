@@ -1,7 +1,7 @@
 """The run's progress in the terminal: what it will do, then where each wave or round stands.
 
 After collection, one line says what the run will do and about how long it takes
-(:mod:`pytest_fabric.plan`). While a wave or a round of pairs is measured, a live line
+(:mod:`pytest_fabric.run.plan`). While a wave or a round of pairs is measured, a live line
 (rewritten in place, on a terminal) shows the check, how many of its subjects are done,
 the time so far and the time left; when the batch ends, its line stays (a batch every member of
 which skipped, a check the profile does not set, leaves none). Without a
@@ -23,11 +23,13 @@ from typing import Any
 
 import pytest
 
-from .. import checks, mount_sharing, sharing
-from ..batches import BatchProgress
-from ..plan import CheckPlan, RunPlan, format_duration, plan_run, planned_subject
-from ..profile import Count
-from ..state import CHECK_KEY, get_state
+from pytest_fabric.checks import base as checks
+from pytest_fabric.run import mount_sharing
+from pytest_fabric.run import sharing
+from pytest_fabric.run.batches import BatchProgress
+from pytest_fabric.run.plan import CheckPlan, RunPlan, format_duration, plan_run, planned_subject
+from pytest_fabric.config.profile import Count
+from pytest_fabric.run.state import CHECK_KEY, get_state
 
 __all__ = ["PLAN_KEY", "ProgressLine", "describe", "plan_items"]
 
@@ -83,7 +85,7 @@ class ProgressLine:
         self._stop = threading.Event()
 
     def update(self, progress: BatchProgress) -> None:
-        """A batch's news: the callback :class:`~pytest_fabric.batches.BatchCache` calls."""
+        """A batch's news: the callback :class:`~pytest_fabric.run.batches.BatchCache` calls."""
         if progress.total <= 1:
             return  # one subject: its test's own outcome says as much
         with self._lock, self.uncaptured():

@@ -40,11 +40,11 @@ from typing import Any
 
 import pytest
 
-from ..runinfo import RunInfo, get_run_info, utc_now
-from .collect import CHECKS_KEY, final_verdict, get_checks, is_controller, record_of
-from .compare import PREVIOUS_KEY
-from .run_verdict import RunVerdict
-from .summary import (
+from pytest_fabric.record.runinfo import RunInfo, get_run_info, utc_now
+from pytest_fabric.report.collect import CHECKS_KEY, final_verdict, get_checks, is_controller, record_of
+from pytest_fabric.report.compare import PREVIOUS_KEY
+from pytest_fabric.report.run_verdict import RunVerdict
+from pytest_fabric.report.summary import (
     OUTCOMES,
     cannot_tell,
     nodeset,
@@ -54,7 +54,7 @@ from .summary import (
     send_back,
     tool_versions,
 )
-from .verify import canonical_json
+from pytest_fabric.report.verify import canonical_json
 
 __all__ = ["SCHEMA_VERSION", "WRITER_KEY", "RecordWriter", "build_run", "timed_plan"]
 
@@ -88,7 +88,7 @@ def build_run(
     ``outcome_counts(checks)`` and ``tool_versions(checks)`` (the writer keeps them as running tallies).
     ``comparison_warnings`` say how the ``--compare`` record asked another question (profile, nodes);
     ``host_keys`` what the connections did with each node's host key (verified, accepted new, ...).
-    ``plan``: what collection planned (:meth:`pytest_fabric.plan.RunPlan.to_json`); the record keeps
+    ``plan``: what collection planned (:meth:`pytest_fabric.run.plan.RunPlan.to_json`); the record keeps
     it with what the run took, overall and per phase (:func:`.summary.plan_vs_actual`), from
     ``plan_checks`` (default ``checks``): the records so far; ``took_s``: the run's wall time so far
     (default: from its ISO start to ``finished``, whole seconds).
@@ -261,7 +261,7 @@ WRITER_KEY = pytest.StashKey[RecordWriter]()
 
 def _planned(config: pytest.Config) -> dict[str, Any] | None:
     """The plan collection stated (None before collection ends, or without --cluster)."""
-    from .progress import PLAN_KEY  # a plugin of its own, registered beside this one
+    from pytest_fabric.report.progress import PLAN_KEY  # a plugin of its own, registered beside this one
 
     plan = config.stash.get(PLAN_KEY, None)
     return plan.to_json() if plan is not None else None
@@ -302,7 +302,7 @@ def _say(config: pytest.Config, text: str) -> None:
 @pytest.hookimpl(trylast=True)
 def pytest_sessionstart(session: pytest.Session) -> None:
     # .trust is a plugin of its own, registered after this one: imported when called
-    from .trust import host_key_decisions
+    from pytest_fabric.report.trust import host_key_decisions
 
     config = session.config
     config.stash[SESSION_START_KEY] = time.monotonic()

@@ -17,8 +17,8 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from ..record import PlannedCheck
-from .summary import outcome_counts
+from pytest_fabric.record.check_record import PlannedCheck
+from pytest_fabric.report.summary import outcome_counts
 
 __all__ = ["NOT_RUN_REASONS", "Plan", "RunVerdict", "VERDICTS", "judge_run"]
 

@@ -44,7 +44,7 @@ from typing import Any
 
 import pytest
 
-from .untrusted import RECORD_MAX_BYTES, SIGNERS_MAX_BYTES, read_capped
+from pytest_fabric.report.untrusted import RECORD_MAX_BYTES, SIGNERS_MAX_BYTES, read_capped
 
 __all__ = [
     "NAMESPACE", "Requirement", "SignatureCheck", "check_signatures", "fingerprint", "main", "required_signers", "sign",

@@ -1,7 +1,7 @@
 """Verdict, counts, worst checks, per-node rows and display strings.  Pure: records in, data out.
 
 Every function takes the check dicts of the record (``CheckRecord.to_dict()``
-shape, see :mod:`pytest_fabric.record`), so the terminal summary, the HTML page
+shape, see :mod:`pytest_fabric.record.check_record`), so the terminal summary, the HTML page
 and the JSON record agree on one reading of the same data.
 """
 
@@ -15,8 +15,8 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
 
-from ..hostlist import HostlistError, fold
-from ..plan import format_duration, phase_of
+from pytest_fabric.config.hostlist import HostlistError, fold
+from pytest_fabric.run.plan import format_duration, phase_of
 
 __all__ = [
     "LAYERS",
@@ -335,7 +335,7 @@ def seconds_between(started: str | None, finished: str | None) -> float | None:
 
 
 def plan_vs_actual(plan: Mapping[str, Any] | None, checks: Iterable[Check], took_s: float | None) -> dict[str, Any] | None:
-    """The plan (:meth:`pytest_fabric.plan.RunPlan.to_json`) with what the run took beside it.
+    """The plan (:meth:`pytest_fabric.run.plan.RunPlan.to_json`) with what the run took beside it.
 
     ``took_s``: the run's wall time. Each phase took what its tests took (setup, call and
     teardown: a wave or a round is measured in its first test's setup); the connections, and

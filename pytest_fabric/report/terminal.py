@@ -24,14 +24,14 @@ from typing import Any
 
 import pytest
 
-from ..runinfo import get_run_info
-from .causes import Cause, group_by_cause, one_cause
-from .collect import final_verdict, get_checks, is_controller
-from .compare import summary_line
-from .record_json import WRITER_KEY, timed_plan
-from .run_verdict import NOT_RUN_REASONS, RunVerdict
-from .safetext import safe_text
-from .summary import (
+from pytest_fabric.record.runinfo import get_run_info
+from pytest_fabric.report.causes import Cause, group_by_cause, one_cause
+from pytest_fabric.report.collect import final_verdict, get_checks, is_controller
+from pytest_fabric.report.compare import summary_line
+from pytest_fabric.report.record_json import WRITER_KEY, timed_plan
+from pytest_fabric.report.run_verdict import NOT_RUN_REASONS, RunVerdict
+from pytest_fabric.report.safetext import safe_text
+from pytest_fabric.report.summary import (
     cannot_tell,
     format_expected,
     format_margin,

@@ -2,8 +2,8 @@
 
 Like httpx's ``MockTransport`` beside its real transports: :func:`write_fake_project`
 writes a directory holding a ``conftest.py`` that does what the core does for
-the report modules -- put a :class:`~pytest_fabric.runinfo.RunInfo` in
-``config.stash``, a :class:`~pytest_fabric.record.PlannedCheck` on each item at
+the report modules -- put a :class:`~pytest_fabric.record.runinfo.RunInfo` in
+``config.stash``, a :class:`~pytest_fabric.record.check_record.PlannedCheck` on each item at
 collection, the host-key decisions the connections made (when given), and attach a record to
 each test report -- and one test per
 record that ends the way the record says (failed, skipped, error in setup,
@@ -18,10 +18,10 @@ import json
 from pathlib import Path
 from typing import Any
 
-from ..checks import check_of, profile_key_of
-from ..evidence import CommandResult
-from ..record import CheckRecord, evidence_from_results
-from ..runinfo import RunInfo
+from pytest_fabric.checks.base import check_of, profile_key_of
+from pytest_fabric.transport.results import CommandResult
+from pytest_fabric.record.check_record import CheckRecord, evidence_from_results
+from pytest_fabric.record.runinfo import RunInfo
 
 __all__ = ["make_check", "sample_cluster", "sample_run_info", "write_fake_project"]
 
@@ -142,9 +142,9 @@ def sample_cluster(n: int = 4, *, slow: str | None = "node03", down: str | None 
 _CONFTEST = '''
 import json, pathlib
 import pytest
-from pytest_fabric.record import PLANNED_KEY, PlannedCheck
+from pytest_fabric.record.check_record import PLANNED_KEY, PlannedCheck
 from pytest_fabric.report.trust import HOST_KEYS_KEY
-from pytest_fabric.runinfo import RUN_INFO_KEY, RunInfo
+from pytest_fabric.record.runinfo import RUN_INFO_KEY, RunInfo
 from pytest_fabric.transport.base import TransportError
 
 _HERE = pathlib.Path(__file__).parent

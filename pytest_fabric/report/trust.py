@@ -1,7 +1,7 @@
 """What the run trusted: the host-key policy and each node's key decision, in the terminal summary,
 the HTML report and the JUnit XML.
 
-The connections log every decision (:class:`~pytest_fabric.evidence.HostKeyLog`):
+The connections log every decision (:class:`~pytest_fabric.transport.results.HostKeyLog`):
 verified against known_hosts, accepted new and appended (``accept-new``), accepted although it
 differs from the file or is unknown to it (``ignore``), or refused.  Without these lines a run
 under ``--host-key-policy ignore`` against a changed key would end in ACCEPT and leave no trace.
@@ -25,10 +25,10 @@ from typing import Any
 
 import pytest
 
-from ..evidence import DECISIONS
-from ..hostlist import fold
-from ..runinfo import get_run_info
-from ..state import get_state
+from pytest_fabric.transport.results import DECISIONS
+from pytest_fabric.config.hostlist import fold
+from pytest_fabric.record.runinfo import get_run_info
+from pytest_fabric.run.state import get_state
 
 __all__ = ["HOST_KEYS_KEY", "host_key_decisions", "host_key_lines", "host_keys_html", "junit_properties"]
 

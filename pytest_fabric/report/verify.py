@@ -41,7 +41,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from .untrusted import (
+from pytest_fabric.report.untrusted import (
     RECORD_MAX_BYTES,
     SIGNERS_MAX_BYTES,
     RefusedFile,
@@ -243,7 +243,7 @@ def _checked(name: str, signers: Path | None, required: Sequence[str]) -> tuple[
     lines = [f"  {p}" for p in result.problems]
     if signers is None or result.status == "cannot read":
         return f"{name}: {word}", word, code, lines
-    from .sign import check_signatures, required_signers
+    from pytest_fabric.report.sign import check_signatures, required_signers
 
     checks = check_signatures(Path(name), signers)
     for c in checks:

@@ -30,8 +30,8 @@ from typing import Any, Final, Generic, Literal, TypeVar
 
 import pytest
 
-from .stopgate import stop_open_runs
-from .verdict import Measurement
+from pytest_fabric.run.stopgate import stop_open_runs
+from pytest_fabric.run.verdict import Measurement
 
 __all__ = [
     "ALL_AT_ONCE",

@@ -12,14 +12,14 @@ import contextlib
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 
-from .batches import DEFAULT_FANOUT
-from .evidence import CommandResult
-from .inventory import Inventory, Node
-from .profile import Profile
-from .stopgate import StopGate
-from .transport.base import BackgroundProcess, Transport, TransportError
-from .transport.gather import Coalescing, Together
-from .transport.pool import ConnectionPool
+from pytest_fabric.run.batches import DEFAULT_FANOUT
+from pytest_fabric.run.evidence import CommandResult
+from pytest_fabric.run.inventory import Inventory, Node
+from pytest_fabric.run.profile import Profile
+from pytest_fabric.run.stopgate import StopGate
+from pytest_fabric.run.transport.base import BackgroundProcess, Transport, TransportError
+from pytest_fabric.run.transport.gather import Coalescing, Together
+from pytest_fabric.run.transport.pool import ConnectionPool
 
 __all__ = ["Cluster", "NodeHandle", "NodePair"]
 

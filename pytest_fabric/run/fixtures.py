@@ -23,15 +23,15 @@ from typing import Any, Protocol, TypeVar, overload
 
 import pytest
 
-from .checks import Check
-from .cluster import Cluster, NodeHandle, NodePair
-from .pairs import Pair
-from .profile import CheckSpec
-from .state import CHECK_KEY, VERDICTS_KEY, get_state
-from .subjects import subject_id, subject_parts
-from .transport.base import Transport
-from .verdict import Expectation, Measurement, Verdict
-from .verdict import judge as judge_measurement
+from pytest_fabric.run.checks import Check
+from pytest_fabric.run.cluster import Cluster, NodeHandle, NodePair
+from pytest_fabric.run.pairs import Pair
+from pytest_fabric.run.profile import CheckSpec
+from pytest_fabric.run.state import CHECK_KEY, VERDICTS_KEY, get_state
+from pytest_fabric.run.subjects import subject_id, subject_parts
+from pytest_fabric.run.transport.base import Transport
+from pytest_fabric.run.verdict import Expectation, Measurement, Verdict
+from pytest_fabric.run.verdict import judge as judge_measurement
 
 __all__ = ["MountHandle", "EgressTarget", "GpuHandle", "HcaHandle", "NodeParts", "Judge"]
 
@@ -161,7 +161,7 @@ def _unset_at_scale(metafunc: pytest.Metafunc, state: Any) -> str | None:
     (above --fabric-device-tests-up-to nodes); None otherwise."""
     if len(state.inventory.node_names) <= state.device_tests_up_to:
         return None
-    from .plugin import layer_and_check  # the plugin imports this module
+    from pytest_fabric.run.plugin import layer_and_check  # the plugin imports this module
 
     found = layer_and_check(metafunc.definition, metafunc.function.__name__)
     if found is None or found[1] == "mount":  # the mount check is judged by what the inventory states
@@ -310,7 +310,7 @@ class Judge(Protocol):
 def judge(request: pytest.FixtureRequest) -> Judge:
     """``judge(measurement)``: every bound the profile sets for the test's check must hold.
 
-    The profile key is the one the check is declared with (:mod:`pytest_fabric.checks`:
+    The profile key is the one the check is declared with (:mod:`pytest_fabric.checks.base`:
     ``test_rdma_bandwidth_outlier`` is judged by ``inter_node.outlier``); a test of one's own
     names it (``judge(measurement, "inter_node.mtu")``).  A failed bound fails the test with the
     verdict's message; a failed bound whose expectation carries ``waiver:`` is reported as waived (an xfail) instead.

@@ -1,12 +1,12 @@
 """Whether a mount is one filesystem under every node (shared) or each node's own (node-local).
 
-Pure: from what the inventory states (:class:`~pytest_fabric.inventory.Mount`) and what findmnt
-shows at the path on each node. :mod:`pytest_fabric.mount_sharing` reads findmnt once per run
-and keeps the answer; :mod:`pytest_fabric.sharing` turns it into who takes turns.
+Pure: from what the inventory states (:class:`~pytest_fabric.config.inventory.Mount`) and what findmnt
+shows at the path on each node. :mod:`pytest_fabric.run.mount_sharing` reads findmnt once per run
+and keeps the answer; :mod:`pytest_fabric.run.sharing` turns it into who takes turns.
 
 What findmnt tells (:func:`from_findmnt`):
 
-- a network, parallel or cluster filesystem (:data:`~pytest_fabric.inventory.SHARED_FSTYPES`:
+- a network, parallel or cluster filesystem (:data:`~pytest_fabric.config.inventory.SHARED_FSTYPES`:
   lustre, gpfs, nfs, beegfs, ceph, wekafs, ...) on any node: **shared**;
 - a local block-device filesystem (:data:`LOCAL_FSTYPES`: ext4, xfs, btrfs, ...) from a different
   source on each node: **node-local**. These filesystems cannot be mounted read-write by two
@@ -29,8 +29,8 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass
 
-from .inventory import SHARED_FSTYPES, Mount
-from .parsers.findmnt import FindmntFilesystem
+from pytest_fabric.run.inventory import SHARED_FSTYPES, Mount
+from pytest_fabric.run.parsers.findmnt import FindmntFilesystem
 
 __all__ = ["LOCAL_FSTYPES", "MEMORY_FSTYPES", "Found", "MountSharing", "decide", "from_findmnt"]
 

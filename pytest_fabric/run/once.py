@@ -14,7 +14,7 @@ Every cache of the run's readings is one :class:`Once` on the run's state
 - Anything else (a pytest skip or failure, ``KeyboardInterrupt``, ``SystemExit``) is not kept:
   it belongs to the test that asked, and the next asker computes again.
 
-Batches of subjects (waves and rounds) have their own cache, :class:`~pytest_fabric.batches.BatchCache`,
+Batches of subjects (waves and rounds) have their own cache, :class:`~pytest_fabric.run.batches.BatchCache`,
 because a batch measures many keys in one go; everything else computed once goes through here.
 """
 

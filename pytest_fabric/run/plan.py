@@ -6,12 +6,12 @@ the first measurement::
 
     fabric: plan: 41,409 tests: 9 rounds x ~2.0 min + 31 waves ~8 min ~ 26 min (64 nodes at once)
 
-It is built from the same declarations the run uses (:mod:`pytest_fabric.checks`): a pair check
+It is built from the same declarations the run uses (:mod:`pytest_fabric.checks.base`): a pair check
 is measured a round of disjoint pairs at a time, ``fanout // 2`` pairs at once (``--fabric-fanout``
 counts nodes), every pair check of a round one after the other; a per-node check (node, GPU,
 port, mount, egress target) is one wave of at most ``fanout`` nodes at once, and subjects that
 share a resource (one node's GPUs, a shared mount measured alone, an egress server) at most that
-resource's limit at once: :mod:`pytest_fabric.sharing`, the rule the run's fixtures use. One
+resource's limit at once: :mod:`pytest_fabric.run.sharing`, the rule the run's fixtures use. One
 measurement takes the check's settings' time where the profile gives them (``duration`` x
 ``repeat``, fio ``runtime``, ``size`` over the floor; a read's files laid out first; a transfer's
 ``bytes`` over its floor) plus what
@@ -36,9 +36,9 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from .batches import DEFAULT_FANOUT, Share
-from .checks import BUILTIN, CheckRegistry
-from .probes import nccl
+from pytest_fabric.run.batches import DEFAULT_FANOUT, Share
+from pytest_fabric.run.checks import BUILTIN, CheckRegistry
+from pytest_fabric.run.probes import nccl
 
 __all__ = [
     "BATCH_S",
@@ -488,7 +488,7 @@ def planned_subject(
 
     The shares follow the measurement fixtures': one node's GPUs (or ports) take turns and the
     first reads the node for the others; ``share`` is what the subject holds with others of its
-    wave, as :func:`pytest_fabric.sharing.share_for` says (the rule the run's fixtures use: a
+    wave, as :func:`pytest_fabric.run.sharing.share_for` says (the rule the run's fixtures use: a
     shared mount measured alone, an egress server at ``egress.concurrency``); None: it runs under
     the fan-out only.
     """

@@ -3,7 +3,7 @@
 One answer, read by the measurement fixtures (the ``shares`` of their ``@wave``) and by the
 plan (how long a wave takes), so what the plan counts is what the run does.
 
-- **A shared mount** (as :mod:`pytest_fabric.locality` decides from ``shared:`` and what findmnt
+- **A shared mount** (as :mod:`pytest_fabric.run.locality` decides from ``shared:`` and what findmnt
   shows on the nodes: nfs, lustre, the same source on every node of no stated type, ...) is one
   filesystem under every node, so a per-node figure there depends on how many nodes
   use it at once. The check's ``measured:`` says which figure the profile asks for: ``alone`` (the
@@ -29,10 +29,10 @@ from collections.abc import Callable
 from typing import Any
 from urllib.parse import urlsplit
 
-from .batches import Share
-from .inventory import Inventory
-from .locality import MountSharing
-from .profile import Measured, Profile
+from pytest_fabric.run.batches import Share
+from pytest_fabric.run.inventory import Inventory
+from pytest_fabric.run.locality import MountSharing
+from pytest_fabric.run.profile import Measured, Profile
 
 __all__ = [
     "EGRESS_CAPPED",
@@ -56,7 +56,7 @@ MOUNT_LOADING = frozenset({"sequential_read", "sequential_write", "random_read_i
 
 def mount_is_shared(inventory: Inventory, path: str | None, found: MountSharing | None = None) -> bool:
     """Whether nodes measuring ``path`` share one filesystem: as the run decided from the inventory and
-    findmnt (``found``: :func:`pytest_fabric.locality.decide`), else stated so, or not stated as node-local.
+    findmnt (``found``: :func:`pytest_fabric.run.locality.decide`), else stated so, or not stated as node-local.
 
     A mount whose type the inventory does not state counts as shared: taking turns on a node-local
     disk is slower, never wrong; all at once on a shared one would judge a share as a node's own.

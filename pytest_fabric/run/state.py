@@ -7,19 +7,19 @@ from typing import TYPE_CHECKING, Any
 
 import pytest
 
-from .batches import BatchCache
-from .checks import BUILTIN, CheckRegistry
-from .evidence import HostKeyLog
-from .inventory import Inventory
-from .once import Once
-from .pairs import Pair
-from .profile import Profile
-from .subjects import DEVICE_TESTS_UP_TO, subject_id
-from .transport.ssh import JumpHosts
-from .verdict import Verdict
+from pytest_fabric.run.batches import BatchCache
+from pytest_fabric.run.checks import BUILTIN, CheckRegistry
+from pytest_fabric.run.evidence import HostKeyLog
+from pytest_fabric.run.inventory import Inventory
+from pytest_fabric.run.once import Once
+from pytest_fabric.run.pairs import Pair
+from pytest_fabric.run.profile import Profile
+from pytest_fabric.run.subjects import DEVICE_TESTS_UP_TO, subject_id
+from pytest_fabric.run.transport.ssh import JumpHosts
+from pytest_fabric.run.verdict import Verdict
 
 if TYPE_CHECKING:
-    from .cluster import Cluster
+    from pytest_fabric.run.cluster import Cluster
 
 __all__ = ["FabricState", "STATE_KEY", "get_state", "CheckInfo", "CHECK_KEY", "VERDICTS_KEY"]
 

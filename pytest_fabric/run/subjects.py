@@ -1,6 +1,6 @@
 """Subjects: what one conformance test is about, named the same in test ids and reports.
 
-A subject fixture's parameter is a node name (``node``), a :class:`~pytest_fabric.pairs.Pair`
+A subject fixture's parameter is a node name (``node``), a :class:`~pytest_fabric.run.pairs.Pair`
 (``node_pair``) or ``(node, what)`` (``mount``, ``egress_target``, ``gpu``, ``hca``).
 Pure: used at collection by the fixtures (ids) and the plugin (records).
 
@@ -14,8 +14,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from .pairs import Pair
-from .probes.egress import target_label
+from pytest_fabric.run.pairs import Pair
+from pytest_fabric.run.probes.egress import target_label
 
 __all__ = ["DEVICE_TESTS_UP_TO", "SUBJECT_FIXTURES", "is_subject", "subject_id", "subject_nodes", "subject_parts"]
 

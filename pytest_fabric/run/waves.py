@@ -14,13 +14,13 @@ at once; pairs of a round share no node, so each link is loaded once. Under ``--
 measured inside its whole round again, as in the first run: in a smaller round a failure that
 came from contention would "fix" itself. A pair measured in less than its full round says so.
 
-Both run in parallel up to ``--fabric-fanout``, through :class:`~pytest_fabric.batches.BatchCache`.
+Both run in parallel up to ``--fabric-fanout``, through :class:`~pytest_fabric.run.batches.BatchCache`.
 Every test still gets its own subject's measurement (or its own error), so verdicts stay per
 subject. ``shares`` names what members must not use all at once (a shared mount, the egress
 uplink). A measurement that is no fixture of its own (a pair check that another check's
 measurement needs, attribution's re-run of a round) calls :func:`measure_batched` or
 :func:`measure_subject`, the same path. What is selected comes from one registry,
-``state.selected_subjects`` (:meth:`~pytest_fabric.state.FabricState.selected`).
+``state.selected_subjects`` (:meth:`~pytest_fabric.run.state.FabricState.selected`).
 """
 
 from __future__ import annotations
@@ -34,11 +34,11 @@ from typing import Any, TypeVar
 
 import pytest
 
-from .batches import Member, Share
-from .pairs import Pair
-from .state import CHECK_KEY, FabricState, get_state
-from .subjects import subject_id, subject_nodes
-from .verdict import Measurement
+from pytest_fabric.run.batches import Member, Share
+from pytest_fabric.run.pairs import Pair
+from pytest_fabric.run.state import CHECK_KEY, FabricState, get_state
+from pytest_fabric.run.subjects import subject_id, subject_nodes
+from pytest_fabric.run.verdict import Measurement
 
 __all__ = ["RoundContext", "batch_of", "measure_batched", "measure_subject", "round_context", "wave", "whole_round"]
 
@@ -124,7 +124,7 @@ def measure_batched(
     the name the batch is kept under, when it is not ``check`` (a round measured again keeps the
     first results as they were).
     """
-    from .fixtures import handle_for  # fixtures imports this module's users
+    from pytest_fabric.run.fixtures import handle_for  # fixtures imports this module's users
 
     assert state.cluster is not None
     cluster = state.cluster  # narrowed here, for the closures below
@@ -221,7 +221,7 @@ def measure_subject(
 
 def _measure(fixture: Callable[..., Measurement], kwargs: dict[str, Any], subject: str, handle: Any) -> Measurement:
     """The fixture's measurement of ``handle``: of each part, one after the other, for a whole node's GPUs or ports."""
-    from .fixtures import NodeParts
+    from pytest_fabric.run.fixtures import NodeParts
 
     if isinstance(handle, NodeParts):
         return Measurement.of_parts([(part_id, fixture(**{**kwargs, subject: part})) for part_id, part in handle.parts])

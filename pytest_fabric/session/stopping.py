@@ -6,7 +6,7 @@ commands still running on the nodes until their own timeouts, and an allocation 
 held until Slurm's time limit.  While pytest-fabric measures a cluster (``--cluster``), the first
 SIGTERM or SIGHUP raises ``KeyboardInterrupt`` in the main thread instead, so pytest's own
 interrupt path runs, the same as Ctrl-C: a wave, round or fan-out in worker threads has its remote
-commands killed and nothing new started on a node (:mod:`~pytest_fabric.stopgate`), the session finishes as
+commands killed and nothing new started on a node (:mod:`~pytest_fabric.run.stopgate`), the session finishes as
 interrupted (every node's foreground commands killed, background servers stopped), every report
 is written saying ``interrupted``, and at unconfigure the Slurm allocation is cancelled.
 
@@ -29,7 +29,7 @@ from typing import Any
 
 import pytest
 
-from .state import get_state
+from pytest_fabric.session.state import get_state
 
 __all__ = ["STOPPER_KEY", "Stopper"]
 

@@ -8,5 +8,5 @@ __all__ = ["FabricUsageWarning"]
 class FabricUsageWarning(UserWarning):
     """A profile or inventory value that runs but is likely a mistake (shown in pytest's warnings summary).
 
-    Turn it into an error with ``-W error::pytest_fabric.usage.FabricUsageWarning``.
+    Turn it into an error with ``-W error::pytest_fabric.session.usage.FabricUsageWarning``.
     """

@@ -6,7 +6,7 @@ SSH is the :mod:`.ssh` package.  Slurm's transport (:mod:`.slurm`) is not import
 
 from __future__ import annotations
 
-from .base import (
+from pytest_fabric.transport.base import (
     AuthenticationFailed,
     BackgroundProcess,
     CommandFailed,
@@ -18,11 +18,11 @@ from .base import (
     Transport,
     TransportError,
 )
-from .local import LocalBackgroundProcess, LocalTransport
-from .mock import CannedCommand, MockTransport
-from .packages import PACKAGES, package_for
-from .pool import ConnectionPool
-from .ssh import HOST_KEY_POLICIES, HostKeyPolicy, SSHBackgroundProcess, SSHSettings, SSHTransport
+from pytest_fabric.transport.local import LocalBackgroundProcess, LocalTransport
+from pytest_fabric.transport.mock import CannedCommand, MockTransport
+from pytest_fabric.transport.packages import PACKAGES, package_for
+from pytest_fabric.transport.pool import ConnectionPool
+from pytest_fabric.transport.ssh import HOST_KEY_POLICIES, HostKeyPolicy, SSHBackgroundProcess, SSHSettings, SSHTransport
 
 __all__ = [
     "HOST_KEY_POLICIES",

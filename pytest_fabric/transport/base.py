@@ -13,8 +13,8 @@ from typing import Protocol, runtime_checkable
 
 # How a command ended is evidence, read by the verdicts and the reports without the transports:
 # it lives in a leaf module and is re-exported here for the transports (and code that took it from here).
-from ..evidence import CommandResult
-from ..outputcap import MESSAGE_CHARS, cap_text
+from pytest_fabric.transport.results import CommandResult
+from pytest_fabric.transport.outputcap import MESSAGE_CHARS, cap_text
 
 __all__ = [
     "CommandResult",

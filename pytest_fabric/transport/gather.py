@@ -23,7 +23,7 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Protocol, runtime_checkable
 
-from .base import CommandResult, TransportError
+from pytest_fabric.transport.base import CommandResult, TransportError
 
 __all__ = ["Coalescing", "Gathering", "RunMany", "StepOutcome", "Together"]
 

@@ -15,12 +15,12 @@ import threading
 import time
 from collections.abc import Callable
 
-from .base import CommandResult, CommandTimeout
-from .cmdlog import log_failed, log_ran, log_started, node_logger
-from .outcome import judge
-from .packages import missing_tool
-from .pipes import PipeCapture
-from .shellwrap import KILL_AFTER_S
+from pytest_fabric.transport.base import CommandResult, CommandTimeout
+from pytest_fabric.transport.cmdlog import log_failed, log_ran, log_started, node_logger
+from pytest_fabric.transport.outcome import judge
+from pytest_fabric.transport.packages import missing_tool
+from pytest_fabric.transport.pipes import PipeCapture
+from pytest_fabric.transport.shellwrap import KILL_AFTER_S
 
 __all__ = ["LocalBackgroundProcess", "LocalTransport"]
 

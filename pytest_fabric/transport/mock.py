@@ -21,8 +21,8 @@ import re
 from collections.abc import Mapping
 from dataclasses import dataclass
 
-from .base import CommandResult, CommandTimeout
-from .outcome import judge
+from pytest_fabric.transport.base import CommandResult, CommandTimeout
+from pytest_fabric.transport.outcome import judge
 
 __all__ = ["CannedCommand", "MockTransport", "MockBackgroundProcess", "UnexpectedCommand"]
 

@@ -6,8 +6,8 @@ tool, a failure and a timeout in exactly the same words.
 
 from __future__ import annotations
 
-from .base import CommandFailed, CommandResult, ToolMissing
-from .packages import missing_tool, package_for
+from pytest_fabric.transport.base import CommandFailed, CommandResult, ToolMissing
+from pytest_fabric.transport.packages import missing_tool, package_for
 
 __all__ = ["TIMEOUT_EXIT_CODES", "is_wrapper_timeout", "judge"]
 

@@ -1,4 +1,4 @@
-"""A local process's stdout and stderr read as they come, each kept with :class:`~pytest_fabric.outputcap.CappedBuffer`.
+"""A local process's stdout and stderr read as they come, each kept with :class:`~pytest_fabric.transport.outputcap.CappedBuffer`.
 
 ``Popen.communicate`` keeps every byte a process prints; what the local transport's commands and
 Slurm's ``srun`` steps print comes from nodes, so it is read here instead, in two threads, each
@@ -12,7 +12,7 @@ import threading
 import time
 from typing import IO
 
-from ..outputcap import KEEP_BYTES, CappedBuffer
+from pytest_fabric.transport.outputcap import KEEP_BYTES, CappedBuffer
 
 __all__ = ["PipeCapture"]
 
@@ -25,7 +25,7 @@ def _read_into(pipe: IO[bytes], buffer: CappedBuffer) -> None:
 
 class PipeCapture:
     """Reads ``proc``'s stdout and stderr (both PIPEs) until they close, each kept up to ``limit``
-    bytes (:data:`~pytest_fabric.outputcap.KEEP_BYTES` unless given)."""
+    bytes (:data:`~pytest_fabric.transport.outputcap.KEEP_BYTES` unless given)."""
 
     def __init__(self, proc: subprocess.Popen[bytes], limit: int | None = None) -> None:
         self.stdout = CappedBuffer(KEEP_BYTES if limit is None else limit)

@@ -13,7 +13,7 @@ import threading
 from collections.abc import Callable, Iterable
 from concurrent.futures import ThreadPoolExecutor
 
-from .base import Transport, TransportError
+from pytest_fabric.transport.base import Transport, TransportError
 
 __all__ = ["ConnectionPool"]
 

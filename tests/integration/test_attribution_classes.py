@@ -19,7 +19,7 @@ import pytest
 from simcluster import NodeBreaker, SimCluster, missing_prerequisites
 from simcluster.hardware import FakeHardware, default_ports, hardware_installed
 
-from pytest_fabric.pairs import make_pairs
+from pytest_fabric.run.pairs import make_pairs
 
 # One rail per node keeps a 16-node sweep (120 pairs) short on two cores; the
 # collision needs flows that overlap, so those nodes run perftest for its real -D.
@@ -290,7 +290,7 @@ def test_retests_of_disjoint_pairs_run_together_and_no_node_is_in_two_at_once(
     disjoint pairs (one at a time before issue 21: no two retests ever overlapped)."""
     from simcluster.breaker import read_iperf3_runs
 
-    from pytest_fabric import checks as declared
+    from pytest_fabric.checks import base as declared
 
     nodes = simcluster.nodes[:6]
     inventory = simcluster.write_inventory(tmp_path / "inventory.yaml", nodes=nodes)

@@ -24,7 +24,7 @@ from simcluster.hardware import FakeHardware, FakePort, default_ports, hardware_
 from simcluster.sdiag import STEPS_CHECKS, step_creations
 from simcluster.slurm import SlurmSim
 
-from pytest_fabric.hostlist import expand
+from pytest_fabric.config.hostlist import expand
 from pytest_fabric.transport.base import (
     AuthenticationFailed,
     CommandResult,

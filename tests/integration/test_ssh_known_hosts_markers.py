@@ -16,7 +16,7 @@ from typing import Any
 
 import pytest
 
-from pytest_fabric.evidence import HostKeyLog
+from pytest_fabric.transport.results import HostKeyLog
 from pytest_fabric.transport import HostKeyMismatch, SSHSettings, SSHTransport
 
 try:  # tests/ is not a package: pytest puts this directory on sys.path

@@ -21,7 +21,7 @@ from typing import Any
 
 import pytest
 
-from pytest_fabric.evidence import HostKeyLog
+from pytest_fabric.transport.results import HostKeyLog
 from pytest_fabric.transport import (
     AuthenticationFailed,
     BackgroundProcess,
@@ -846,7 +846,7 @@ def test_data_traffic_goes_where_ssh_connects_for_an_alias(
 
 
 def test_data_address_in_the_inventory_wins_over_ssh_config(tmp_path: Path) -> None:
-    from pytest_fabric.inventory import load_inventory, with_data_addresses
+    from pytest_fabric.config.inventory import load_inventory, with_data_addresses
     from pytest_fabric.transport.ssh import hostname_lookup
 
     config = tmp_path / "ssh_config"

@@ -92,7 +92,7 @@ def left_out(wheel_names: set[str], tracked: list[Path]) -> list[str]:
 def test_the_comparison_notices_a_module_left_out(wheel: Path) -> None:
     """The check below must fail when the wheel lacks one module, of the plugin or of the suite."""
     names = set(zipfile.ZipFile(wheel).namelist())
-    for dropped in ("pytest_fabric/verdict.py", "pytest_fabric/conformance/storage/test_mount.py",
+    for dropped in ("pytest_fabric/judge/verdict.py", "pytest_fabric/conformance/storage/test_mount.py",
                     "pytest_fabric/profiles/hdr200.yaml"):
         assert left_out(names - {dropped}, _tracked_files()) == [dropped]
 

@@ -5,8 +5,8 @@ from __future__ import annotations
 import itertools
 from dataclasses import dataclass, field
 
-from pytest_fabric.attribution import Remeasure, attribute, merge
-from pytest_fabric.pairs import make_pairs
+from pytest_fabric.judge.attribution import Remeasure, attribute, merge
+from pytest_fabric.run.pairs import make_pairs
 
 NODES = [f"n{i}" for i in range(8)]
 ALL = list(itertools.combinations(NODES, 2))
@@ -231,7 +231,7 @@ def test_verdicts_of_several_checks_merge_worst_first() -> None:
 
 def test_a_retest_whose_repeats_straddle_the_floor_is_cannot_attribute_not_a_link_fault() -> None:
     # hdr200 on six identical nodes: three "link faults" came from one-sample retests near the floor.
-    from pytest_fabric.attribution import Remeasure, Retest
+    from pytest_fabric.judge.attribution import Remeasure, Retest
 
     bad_pair = ("n5", "n6")
 

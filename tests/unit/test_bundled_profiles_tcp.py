@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from importlib import resources
 
-from pytest_fabric.profile import load_profile
+from pytest_fabric.config.profile import load_profile
 
 
 def test_infiniband_profiles_set_an_absolute_cited_tcp_floor() -> None:

@@ -7,9 +7,9 @@ from pathlib import Path
 
 import pytest
 
-from pytest_fabric.ceilings import pcie_gbytes
-from pytest_fabric.profile import bundled_profiles, load_profile
-from pytest_fabric.yamlsource import SourceError
+from pytest_fabric.judge.ceilings import pcie_gbytes
+from pytest_fabric.config.profile import bundled_profiles, load_profile
+from pytest_fabric.config.yamlsource import SourceError
 
 
 @pytest.mark.parametrize("name", sorted(bundled_profiles()))

@@ -7,12 +7,12 @@ from pathlib import Path
 import pytest
 
 from pytest_fabric import Dimension, Op
-from pytest_fabric.checks import CHECKS, Check, CheckRegistry, PortBlock, RegistryError
-from pytest_fabric.plan import PlannedSubject, measurement_seconds, phase_of, plan_run
+from pytest_fabric.checks.base import CHECKS, Check, CheckRegistry, PortBlock, RegistryError
+from pytest_fabric.run.plan import PlannedSubject, measurement_seconds, phase_of, plan_run
 from pytest_fabric.probes.preflight import required_tools
-from pytest_fabric.profile import BUILTIN_SCHEMA, CheckSpec, Mtu, load_profile, profile_schema
-from pytest_fabric.units import QuantityField
-from pytest_fabric.yamlsource import SourceError
+from pytest_fabric.config.profile import BUILTIN_SCHEMA, CheckSpec, Mtu, load_profile, profile_schema
+from pytest_fabric.config.units import QuantityField
+from pytest_fabric.config.yamlsource import SourceError
 
 
 class LinkFlaps(CheckSpec):
@@ -73,7 +73,7 @@ def test_an_extensions_key_is_typed_by_its_model_and_extends_still_works(tmp_pat
      "ports of near_rdma (PortBlock(base=18600, size=4), plugin ext) overlap those of rdma_bandwidth"),
     (Check("flaps", "fabric", LinkFlaps, "node", "wave"), "layer 'fabric' is not one of software, intra_node"),  # type: ignore[arg-type]
     (Check("Link-Flaps", "inter_node", LinkFlaps, "node", "wave"), "check name 'Link-Flaps'"),
-    (Check("flaps", "inter_node", dict, "node", "wave"), "is not a pytest_fabric.profile.CheckSpec subclass"),  # type: ignore[type-var]
+    (Check("flaps", "inter_node", dict, "node", "wave"), "is not a pytest_fabric.config.profile.CheckSpec subclass"),  # type: ignore[type-var]
     ("link_flaps", "pytest_fabric_checks returned 'link_flaps'"),
 ])
 def test_declarations_that_cannot_all_hold_are_refused_naming_the_plugins(extra: object, words: str) -> None:

@@ -8,10 +8,10 @@ from pathlib import Path
 
 import pytest
 
-from pytest_fabric import checks
-from pytest_fabric.bundled import conformance_dir
-from pytest_fabric.profile import LAYERS, CheckSpec, ProfileDocument
-from pytest_fabric.subjects import SUBJECT_FIXTURES
+from pytest_fabric.checks import base as checks
+from pytest_fabric.config.bundled import conformance_dir
+from pytest_fabric.config.profile import LAYERS, CheckSpec, ProfileDocument
+from pytest_fabric.run.subjects import SUBJECT_FIXTURES
 
 
 def _conformance_tests() -> list[tuple[str, str, str, Path]]:
@@ -37,7 +37,7 @@ def test_every_conformance_test_is_a_declared_check_with_its_layer_and_subject()
     assert len(tests) >= 40
     for layer, name, subject, path in tests:
         declared = checks.check_of(name)
-        assert declared is not None, f"{path.name}::test_{name} has no declaration in pytest_fabric/checks.py"
+        assert declared is not None, f"{path.name}::test_{name} has no declaration in pytest_fabric/checks/base.py"
         assert (declared.layer, declared.subject) == (layer, subject), f"test_{name} in {path}"
     assert {name for _, name, _, _ in tests} == set(checks.CHECKS), "a declaration without its test"
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from pytest_fabric.consistency import above_median, below_median
+from pytest_fabric.judge.consistency import above_median, below_median
 
 
 def test_one_slow_pair_stands_out_even_above_the_floor() -> None:
@@ -26,7 +26,7 @@ def test_latency_above_the_median() -> None:
 
 
 def test_concurrency_ratio_shows_a_blocking_fabric() -> None:
-    from pytest_fabric.consistency import concurrency_ratio
+    from pytest_fabric.judge.consistency import concurrency_ratio
 
     alone = [196e9] * 4
     assert concurrency_ratio(alone, [195e9] * 4) == pytest.approx(0.995, abs=0.001)  # non-blocking
@@ -38,7 +38,7 @@ def test_concurrency_ratio_shows_a_blocking_fabric() -> None:
 def test_a_single_sample_a_little_below_the_median_is_noise_not_a_cable() -> None:
     # The reproduced case: a healthy cluster whose pairs scatter by a few percent, one pair 7.3 %
     # below the median from one sample, against a 7 % limit.  Within the pairs' own spread.
-    from pytest_fabric.consistency import outlier
+    from pytest_fabric.judge.consistency import outlier
 
     spread = [100.0, 97.0, 103.0, 98.5, 101.5, 99.0, 102.0, 96.5, 100.5, 103.5, 97.5, 101.0, 99.5, 98.0]
     values = {f"p{i}": v * 1e9 for i, v in enumerate(spread)} | {"unlucky": 99.5e9 * (1 - 0.073)}  # median 99.5
@@ -50,7 +50,7 @@ def test_a_single_sample_a_little_below_the_median_is_noise_not_a_cable() -> Non
 
 
 def test_an_outlier_is_judged_on_the_median_of_its_re_measurements() -> None:
-    from pytest_fabric.consistency import outlier
+    from pytest_fabric.judge.consistency import outlier
 
     values = {f"p{i}": 196e9 for i in range(27)} | {"pair": 150e9}
     gone = outlier(values, "pair", [195e9, 196e9, 194e9])  # one bad sample, then fine
@@ -60,7 +60,7 @@ def test_an_outlier_is_judged_on_the_median_of_its_re_measurements() -> None:
 
 
 def test_noisy_re_measurements_widen_the_band() -> None:
-    from pytest_fabric.consistency import outlier
+    from pytest_fabric.judge.consistency import outlier
 
     values = {f"p{i}": 196e9 for i in range(27)} | {"pair": 170e9}
     finding = outlier(values, "pair", [150e9, 180e9, 182e9])  # the repeats disagree by 32 Gb/s
@@ -69,7 +69,7 @@ def test_noisy_re_measurements_widen_the_band() -> None:
 
 
 def test_latency_outliers_are_above_the_median() -> None:
-    from pytest_fabric.consistency import outlier
+    from pytest_fabric.judge.consistency import outlier
 
     values = {"a": 1.6e-6, "b": 1.6e-6, "c": 1.6e-6, "bad": 3.2e-6}
     finding = outlier(values, "bad", [3.2e-6, 3.2e-6], lower_is_better=True)

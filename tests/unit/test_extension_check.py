@@ -42,7 +42,7 @@ def test_an_extensions_check_is_collected_measured_judged_planned_and_recorded(p
                   "--conformance-json", "record.json")
     result.assert_outcomes(passed=1)
     result.stdout.fnmatch_lines(["PASSED *test_host_memory.py::test_host_memory[[]local[]]"])
-    assert "cannot be rewritten; pytest_fabric.fixtures" not in result.stdout.str()  # the example's imports
+    assert "cannot be rewritten; pytest_fabric.run.fixtures" not in result.stdout.str()  # the example's imports
     record = json.loads((pytester.path / "record.json").read_text())
     (check,) = [c for c in record["checks"] if c["check"] == "host_memory"]
     assert (check["layer"], check["subject"], check["outcome"]) == ("intra_node", "local", "passed")
@@ -84,7 +84,7 @@ def test_without_the_plugin_its_key_is_unknown(pytester: pytest.Pytester) -> Non
 def test_two_plugins_declaring_one_check_name_is_a_usage_error(pytester: pytest.Pytester) -> None:
     _write_extension(pytester)
     (pytester.path / "other_meminfo.py").write_text(
-        "from pytest_fabric.checks import Check\n"
+        "from pytest_fabric.checks.base import Check\n"
         "from fabric_meminfo import HostMemory\n\n"
         "def pytest_fabric_checks():\n"
         "    return [Check('host_memory', 'intra_node', HostMemory, 'node', 'wave', typical_s=2.0)]\n"
@@ -98,8 +98,8 @@ def test_two_plugins_declaring_one_check_name_is_a_usage_error(pytester: pytest.
 
 def test_a_plugin_redeclaring_a_builtin_check_is_a_usage_error(pytester: pytest.Pytester) -> None:
     (pytester.path / "mtu_again.py").write_text(
-        "from pytest_fabric.checks import Check\n"
-        "from pytest_fabric.profile import Mtu\n\n"
+        "from pytest_fabric.checks.base import Check\n"
+        "from pytest_fabric.config.profile import Mtu\n\n"
         "def pytest_fabric_checks(config):\n"
         "    return [Check('mtu', 'inter_node', Mtu, 'node', 'wave')]\n"
     )

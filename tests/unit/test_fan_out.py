@@ -7,7 +7,7 @@ import time
 
 import pytest
 
-from pytest_fabric.batches import ALL_AT_ONCE, BatchCache, fan_out
+from pytest_fabric.run.batches import ALL_AT_ONCE, BatchCache, fan_out
 
 
 class Peak:

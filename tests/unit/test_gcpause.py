@@ -28,7 +28,7 @@ def _suite(pytester: pytest.Pytester) -> None:
 
 
 def test_collection_pauses_the_collector_and_freezes_the_items(pytester: pytest.Pytester) -> None:
-    """Fails without pytest_fabric.gcpause: the collector runs during collection, nothing is frozen."""
+    """Fails without pytest_fabric.session.gcpause: the collector runs during collection, nothing is frozen."""
     _suite(pytester)
     before = gc.get_freeze_count()
     result = pytester.runpytest("--cluster", "inv.yaml", "--profile", "prof.yaml", "--collect-only", "-q")

@@ -42,7 +42,7 @@ def test_pairs_hook_replaces_the_strategy(pytester: pytest.Pytester) -> None:
     pytester.makefile(".yaml", prof="name: tiny\ninter_node:\n  tcp_throughput: {min: 1 Gb/s}\n")
     pytester.makeconftest(
         """
-        from pytest_fabric.pairs import Pair
+        from pytest_fabric.run.pairs import Pair
 
         def pytest_fabric_pairs(nodes, strategy, labels, config):
             return [Pair(0, 0, nodes[0], nodes[-1])]

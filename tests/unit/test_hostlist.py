@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 from ClusterShell.NodeSet import RESOLVER_NOGROUP, NodeSet
 
-from pytest_fabric.hostlist import HostlistError, expand, fold, is_expression
+from pytest_fabric.config.hostlist import HostlistError, expand, fold, is_expression
 
 
 def test_zero_padding_follows_the_lower_bound() -> None:

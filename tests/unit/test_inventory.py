@@ -8,8 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from pytest_fabric.inventory import Inventory, load_inventory
-from pytest_fabric.yamlsource import SourceError
+from pytest_fabric.config.inventory import Inventory, load_inventory
+from pytest_fabric.config.yamlsource import SourceError
 
 
 def _write(tmp_path: Path, text: str, name: str = "inv.yaml") -> Path:
@@ -473,8 +473,8 @@ def test_merge_keys_work(tmp_path: Path) -> None:
 
 
 def test_rdma_ports_are_normalised_and_checked(tmp_path: Path) -> None:
-    from pytest_fabric.inventory import load_inventory
-    from pytest_fabric.yamlsource import SourceError
+    from pytest_fabric.config.inventory import load_inventory
+    from pytest_fabric.config.yamlsource import SourceError
 
     good = tmp_path / "good.yaml"
     good.write_text("nodes:\n  - name: gpu[1-2]\n    rdma_ports: [mlx5_0, mlx5_1/2]\n")
@@ -575,7 +575,7 @@ def test_yaml_tab_error_says_to_use_spaces(tmp_path: Path) -> None:
 
 
 def test_egress_concurrency_defaults_small_and_a_bad_value_names_its_line(tmp_path: Path) -> None:
-    from pytest_fabric.inventory import DEFAULT_EGRESS_CONCURRENCY
+    from pytest_fabric.config.inventory import DEFAULT_EGRESS_CONCURRENCY
 
     plain = _load(tmp_path, """
         nodes: [{name: n1, host: 10.0.0.1}]

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from pytest_fabric.inventory import load_inventory
-from pytest_fabric.yamlsource import loads
+from pytest_fabric.config.inventory import load_inventory
+from pytest_fabric.config.yamlsource import loads
 
 INVENTORY = """\
 name: 2024

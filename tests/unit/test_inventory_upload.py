@@ -6,8 +6,8 @@ from pathlib import Path
 
 import pytest
 
-from pytest_fabric.inventory import load_inventory
-from pytest_fabric.yamlsource import SourceError
+from pytest_fabric.config.inventory import load_inventory
+from pytest_fabric.config.yamlsource import SourceError
 
 
 def _write(tmp_path: Path, targets: str) -> Path:

@@ -102,28 +102,31 @@ def _rel(path: Path) -> str:
     return path.relative_to(PACKAGE).as_posix()
 
 
-def test_command_result_is_taken_from_the_evidence_module_outside_the_transports() -> None:
+RESULTS = f"{TRANSPORT}.results"
+
+
+def test_command_result_is_taken_from_the_results_module_outside_the_transports() -> None:
     wrong = [
         f"{_rel(path)}: from {module} import CommandResult"
         for path in _modules()
         if not _is_under(_module_of(path), TRANSPORT)
         for module, names in _imports(path)
-        if _is_under(module, TRANSPORT) and "CommandResult" in names
+        if _is_under(module, TRANSPORT) and module != RESULTS and "CommandResult" in names
     ]
-    assert not wrong, f"import CommandResult from {NAME}.evidence: {wrong}"
+    assert not wrong, f"import CommandResult from {RESULTS}: {wrong}"
 
 
 def test_the_evidence_module_is_a_leaf() -> None:
-    path = PACKAGE / "evidence.py"
+    path = PACKAGE / "transport" / "results.py"
     inside = {module for module, _ in _imports(path) if _is_under(module, NAME)}
-    assert inside <= {f"{NAME}.units"}, f"evidence.py imports {sorted(inside)}"
+    assert inside <= {f"{NAME}.config.units"}, f"transport/results.py imports {sorted(inside)}"
 
 
 SLURM_SETTINGS = PACKAGE / "transport" / "slurm" / "settings.py"
 
 
 def test_the_inventory_reaches_no_module_that_runs_subprocesses() -> None:
-    running = sorted(m for m in _reach(PACKAGE / "inventory.py") if _imports_subprocess(m))
+    running = sorted(m for m in _reach(PACKAGE / "config" / "inventory.py") if _imports_subprocess(m))
     assert not running, f"inventory.py loads modules that import subprocess: {running}"
 
 
@@ -138,14 +141,17 @@ def test_the_slurm_settings_module_imports_no_subprocess_running_code() -> None:
 # TransportError, the base of every error a transport raises.  It is not evidence but the error
 # itself, and stays where the transports define it.
 ALLOWED = {("report/errors.py", f"{TRANSPORT}.base"): {"TransportError"}}
+# How a command ended and how much of its output is kept are plain data every layer reads; these two
+# modules import nothing that connects or runs (test_the_evidence_module_is_a_leaf).
+DATA_LEAVES = {RESULTS, f"{TRANSPORT}.outputcap"}
 
 
 def test_the_verdict_the_record_and_the_report_do_not_import_the_transports() -> None:
-    readers = [PACKAGE / "verdict.py", PACKAGE / "record.py", *sorted((PACKAGE / "report").glob("*.py"))]
+    readers = [PACKAGE / "judge" / "verdict.py", PACKAGE / "record" / "check_record.py", *sorted((PACKAGE / "report").glob("*.py"))]
     wrong = []
     for path in readers:
         for module, names in _imports(path):
-            if not _is_under(module, TRANSPORT):
+            if not _is_under(module, TRANSPORT) or module in DATA_LEAVES:
                 continue
             allowed = ALLOWED.get((_rel(path), module), set())
             if not names or not names <= allowed:
@@ -154,6 +160,6 @@ def test_the_verdict_the_record_and_the_report_do_not_import_the_transports() ->
 
 
 def test_the_verdict_and_the_record_do_not_reach_the_transports_at_all() -> None:
-    for path in (PACKAGE / "verdict.py", PACKAGE / "record.py"):
-        reached = sorted(m for m in _reach(path) if _is_under(m, TRANSPORT))
+    for path in (PACKAGE / "judge" / "verdict.py", PACKAGE / "record" / "check_record.py"):
+        reached = sorted(m for m in _reach(path) if _is_under(m, TRANSPORT) and m not in DATA_LEAVES)
         assert not reached, f"{_rel(path)} loads {reached}"

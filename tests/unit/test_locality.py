@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from pytest_fabric.inventory import Mount
-from pytest_fabric.locality import decide, from_findmnt
+from pytest_fabric.config.inventory import Mount
+from pytest_fabric.run.locality import decide, from_findmnt
 from pytest_fabric.parsers.findmnt import FindmntFilesystem
 
 

@@ -7,7 +7,7 @@ import time
 
 import pytest
 
-from pytest_fabric.once import Once
+from pytest_fabric.run.once import Once
 from pytest_fabric.transport.base import NodeUnreachable
 
 

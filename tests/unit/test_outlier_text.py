@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from pytest_fabric import consistency
+from pytest_fabric.judge import consistency
 from pytest_fabric.report import page
 from pytest_fabric.report.terminal import problem_line
 from pytest_fabric.report.testing import make_check

@@ -6,8 +6,8 @@ import hashlib
 
 import pytest
 
-from pytest_fabric.evidence import CommandResult
-from pytest_fabric.outputcap import CappedBuffer, cap_text
+from pytest_fabric.transport.results import CommandResult
+from pytest_fabric.transport.outputcap import CappedBuffer, cap_text
 from pytest_fabric.transport.base import CommandFailed
 from pytest_fabric.transport.local import LocalTransport
 
@@ -71,8 +71,8 @@ def test_the_local_transport_keeps_a_bounded_output(monkeypatch: pytest.MonkeyPa
 
 
 def test_a_verdict_and_the_record_quote_a_huge_value_from_a_node_bounded() -> None:
-    from pytest_fabric.record import quantity_json
-    from pytest_fabric.verdict import Expectation, Measurement, Op, judge
+    from pytest_fabric.record.check_record import quantity_json
+    from pytest_fabric.judge.verdict import Expectation, Measurement, Op, judge
 
     name = "H100 " + "x" * 5_000_000  # a GPU name, as a node's nvidia-smi may print it
     model = Expectation("intra_node", "gpu_model", Op.CONTAINS, "A100", "intra_node.gpu_model.value")

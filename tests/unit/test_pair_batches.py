@@ -15,11 +15,11 @@ from typing import Any
 
 import pytest
 
-from pytest_fabric.cluster import NodePair
-from pytest_fabric.pairs import Pair
-from pytest_fabric.state import CHECK_KEY, STATE_KEY, CheckInfo, FabricState
-from pytest_fabric.verdict import Measurement
-from pytest_fabric.waves import measure_batched, wave
+from pytest_fabric.run.cluster import NodePair
+from pytest_fabric.run.pairs import Pair
+from pytest_fabric.run.state import CHECK_KEY, STATE_KEY, CheckInfo, FabricState
+from pytest_fabric.judge.verdict import Measurement
+from pytest_fabric.run.waves import measure_batched, wave
 
 
 class FakeNode:
@@ -133,8 +133,8 @@ import pytest
 
 from pytest_fabric.measurements import gpudirect as measured
 from pytest_fabric.transport.mock import MockTransport
-from pytest_fabric.units import parse_quantity
-from pytest_fabric.verdict import Measurement
+from pytest_fabric.config.units import parse_quantity
+from pytest_fabric.judge.verdict import Measurement
 
 
 @pytest.hookimpl(tryfirst=True)

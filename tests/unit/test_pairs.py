@@ -7,7 +7,7 @@ import time
 
 import pytest
 
-from pytest_fabric.pairs import (
+from pytest_fabric.run.pairs import (
     Pair,
     Strategy,
     circle_rounds,
@@ -190,7 +190,7 @@ def test_other_strategies_balance_who_sends(strategy: str) -> None:
 
 
 def test_balanced_keeps_every_pair_and_turns_them_for_balance() -> None:
-    from pytest_fabric.pairs import balanced
+    from pytest_fabric.run.pairs import balanced
 
     star = [("hub", f"s{i}") for i in range(6)]  # the hub sends to everyone as written
     turned = balanced(star)

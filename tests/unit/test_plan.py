@@ -8,8 +8,8 @@ from typing import Any
 
 import pytest
 
-from pytest_fabric.pairs import make_pairs
-from pytest_fabric.plan import (
+from pytest_fabric.run.pairs import make_pairs
+from pytest_fabric.run.plan import (
     BATCH_S,
     CONNECT_S,
     NCCL_START_PER_RANK_S,
@@ -32,7 +32,7 @@ from pytest_fabric.plan import (
     start_seconds,
 )
 from pytest_fabric.probes import nccl
-from pytest_fabric.profile import load_profile
+from pytest_fabric.config.profile import load_profile
 
 
 def _specs(name: str) -> dict[tuple[str, str], Any]:
@@ -102,8 +102,8 @@ def test_the_fanout_cap_and_shared_resources_make_slots() -> None:
 
 
 def test_planned_subject_follows_the_measurement_fixtures_shares() -> None:
-    from pytest_fabric.batches import Share
-    from pytest_fabric.pairs import Pair
+    from pytest_fabric.run.batches import Share
+    from pytest_fabric.run.pairs import Pair
 
     assert planned_subject("inter_node", "tcp_throughput", "node_pair", Pair(3, 0, "a", "b")).round == 3
     gpu = planned_subject("intra_node", "gpu_pcie", "gpu", ("n1", 2))
@@ -129,7 +129,7 @@ def test_a_pairs_bandwidth_rails_run_at_once_and_latency_and_aggregate_go_rail_b
     # hdr200 has 4 rails a pair. rdma_bandwidth and gpudirect_bandwidth run them (its GPUs) at once:
     # 3 x 5 s whatever the rails; rdma_latency goes rail by rail, and aggregate_rdma_bandwidth
     # measures each rail alone once, one after the other: the plan multiplies those by 4.
-    from pytest_fabric.pairs import make_pairs as pairs_of
+    from pytest_fabric.run.pairs import make_pairs as pairs_of
 
     specs = _specs("hdr200")
     pairs = pairs_of(["a", "b"], "all")
@@ -164,7 +164,7 @@ def test_the_plan_is_kept_per_phase_in_the_order_the_run_reaches_them() -> None:
 
 
 def test_attribution_retests_are_an_expected_share_in_retest_rounds_unless_it_does_not_retest(tmp_path: Any) -> None:
-    from pytest_fabric.pairs import make_pairs as pairs_of
+    from pytest_fabric.run.pairs import make_pairs as pairs_of
 
     nodes = [f"n{i:03d}" for i in range(512)]
     pairs = pairs_of(nodes, "random:4")
@@ -386,8 +386,8 @@ def test_scaling_groups_are_the_runs_scaling_makes(monkeypatch: pytest.MonkeyPat
     """The plan's count comes from the probe: every allreduce scaling() starts, by node count."""
     from types import SimpleNamespace
 
-    from pytest_fabric.units import bandwidth
-    from pytest_fabric.verdict import Measurement
+    from pytest_fabric.config.units import bandwidth
+    from pytest_fabric.judge.verdict import Measurement
 
     started: list[int] = []
 

@@ -5,8 +5,8 @@ from __future__ import annotations
 
 import pytest
 
-from pytest_fabric.cluster import NodeHandle
-from pytest_fabric.inventory import Node
+from pytest_fabric.run.cluster import NodeHandle
+from pytest_fabric.config.inventory import Node
 from pytest_fabric.probes.egress import UPLOAD_BYTES, CurlStats, download, range_outcome, upload
 from pytest_fabric.transport.mock import CannedCommand, MockTransport
 from pytest_fabric.transport.pool import ConnectionPool

@@ -11,8 +11,8 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 import pytest
 
-from pytest_fabric.cluster import NodeHandle
-from pytest_fabric.inventory import Node
+from pytest_fabric.run.cluster import NodeHandle
+from pytest_fabric.config.inventory import Node
 from pytest_fabric.probes.egress import download, upload
 from pytest_fabric.transport.local import LocalTransport
 from pytest_fabric.transport.pool import ConnectionPool

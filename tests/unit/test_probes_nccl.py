@@ -7,14 +7,14 @@ from pathlib import Path
 
 import pytest
 
-from pytest_fabric.cluster import NodeHandle
-from pytest_fabric.inventory import Node
+from pytest_fabric.run.cluster import NodeHandle
+from pytest_fabric.config.inventory import Node
 from pytest_fabric.probes import nccl
 from pytest_fabric.transport.base import CommandFailed
 from pytest_fabric.transport.mock import Answer, CannedCommand, MockTransport
 from pytest_fabric.transport.pool import ConnectionPool
-from pytest_fabric.units import parse_quantity
-from pytest_fabric.verdict import Expectation, Op, judge
+from pytest_fabric.config.units import parse_quantity
+from pytest_fabric.judge.verdict import Expectation, Op, judge
 
 DATA = Path(__file__).resolve().parents[1] / "data" / "nccl-tests"
 SIZE = 16777216  # a row of every sample below
@@ -140,7 +140,7 @@ def test_scaling_takes_the_median_of_its_samples() -> None:
     class Varying(MockTransport):
         def run(self, command: str, *, timeout: float, check: bool = True):  # type: ignore[no-untyped-def]
             self.calls.append(command)
-            from pytest_fabric.evidence import CommandResult
+            from pytest_fabric.transport.results import CommandResult
 
             return CommandResult(self.node, command, 0, next(runs), "")
 
@@ -185,7 +185,7 @@ def test_the_launch_line_carries_the_environment_the_hcas_and_the_roce_class() -
 
 
 def test_roce_profiles_give_perftest_and_nccl_the_same_class_and_gid() -> None:
-    from pytest_fabric.profile import Roce
+    from pytest_fabric.config.profile import Roce
 
     roce = Roce(pfc_priorities=[3], ecn=True, trust="dscp", gid_index=3)
     assert roce.perftest_args() == ("--tclass=106", "--gid-index=3")

@@ -10,14 +10,14 @@ from pathlib import Path
 
 import pytest
 
-from pytest_fabric.cluster import NodeHandle, NodePair
-from pytest_fabric.inventory import Node
+from pytest_fabric.run.cluster import NodeHandle, NodePair
+from pytest_fabric.config.inventory import Node
 from pytest_fabric.probes import rdma
 from pytest_fabric.probes.base import MeasurementError
-from pytest_fabric.profile import load_profile
+from pytest_fabric.config.profile import load_profile
 from pytest_fabric.transport.mock import CannedCommand, MockTransport
 from pytest_fabric.transport.pool import ConnectionPool
-from pytest_fabric.verdict import judge
+from pytest_fabric.judge.verdict import judge
 
 DATA = Path(__file__).resolve().parents[1] / "data" / "perftest"
 BW = (DATA / "ib_write_bw-D5-report_gbits-8M-q4-hdr-constructed.txt").read_text()
@@ -198,7 +198,7 @@ def test_roce_tests_run_in_the_lossless_class_the_profile_requires(tmp_path: Pat
 
 
 def test_a_traffic_class_outside_the_pfc_priorities_is_a_profile_error(tmp_path: Path) -> None:
-    from pytest_fabric.yamlsource import SourceError
+    from pytest_fabric.config.yamlsource import SourceError
 
     profile = tmp_path / "bad.yaml"
     profile.write_text("name: bad\ninter_node:\n  roce: {pfc_priorities: [3], trust: dscp, traffic_class: 0}\n")
@@ -330,7 +330,7 @@ def test_a_p99_bound_on_a_run_without_percentiles_is_an_error_not_the_typical_fi
 
 
 def test_a_p99_needs_at_least_ten_thousand_iterations(tmp_path: Path) -> None:
-    from pytest_fabric.yamlsource import SourceError
+    from pytest_fabric.config.yamlsource import SourceError
 
     profile = tmp_path / "few.yaml"
     profile.write_text("name: few\ninter_node:\n  rdma_latency: {p99: 4 us, iterations: 1000}\n")

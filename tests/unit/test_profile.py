@@ -8,10 +8,10 @@ from pathlib import Path
 
 import pytest
 
-from pytest_fabric.profile import LAYERS, Profile, bundled_profiles, load_profile
-from pytest_fabric.units import Dimension, Quantity, parse_quantity
-from pytest_fabric.verdict import Op
-from pytest_fabric.yamlsource import SourceError
+from pytest_fabric.config.profile import LAYERS, Profile, bundled_profiles, load_profile
+from pytest_fabric.config.units import Dimension, Quantity, parse_quantity
+from pytest_fabric.judge.verdict import Op
+from pytest_fabric.config.yamlsource import SourceError
 
 BUNDLED = ["base", "hdr200", "hdr200-8rail", "localhost", "ndr400-large", "roce-small"]
 

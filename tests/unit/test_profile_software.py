@@ -6,8 +6,8 @@ from pathlib import Path
 
 import pytest
 
-from pytest_fabric.profile import LAYERS, load_profile
-from pytest_fabric.yamlsource import SourceError
+from pytest_fabric.config.profile import LAYERS, load_profile
+from pytest_fabric.config.yamlsource import SourceError
 
 
 def write(tmp_path: Path, text: str) -> Path:

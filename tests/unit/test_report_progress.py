@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from pytest_fabric.batches import BatchProgress
+from pytest_fabric.run.batches import BatchProgress
 from pytest_fabric.report.progress import ProgressLine, describe
 
 

@@ -9,7 +9,7 @@ from typing import Any
 
 import pytest
 
-from pytest_fabric.record import PlannedCheck
+from pytest_fabric.record.check_record import PlannedCheck
 from pytest_fabric.report.run_verdict import Plan, judge_run
 from pytest_fabric.report.testing import make_check
 

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from pytest_fabric.evidence import HostKeyDecision, HostKeyLog
+from pytest_fabric.transport.results import HostKeyDecision, HostKeyLog
 from pytest_fabric.report.trust import host_key_lines
 
 

@@ -8,9 +8,9 @@ from collections import Counter
 
 import pytest
 
-from pytest_fabric.attribution import Remeasure, attribute
-from pytest_fabric.pairs import make_pairs
-from pytest_fabric.retests import Pair, rounds_needed, run_rounds, schedule, spread_helpers
+from pytest_fabric.judge.attribution import Remeasure, attribute
+from pytest_fabric.run.pairs import make_pairs
+from pytest_fabric.run.retests import Pair, rounds_needed, run_rounds, schedule, spread_helpers
 
 NODES_512 = [f"n{i:03d}" for i in range(512)]
 

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from pytest_fabric.bundled import inventories_dir
+from pytest_fabric.config.bundled import inventories_dir
 
 
 def _inventory_elsewhere(pytester: pytest.Pytester) -> Path:

@@ -1,6 +1,6 @@
 """Rounds: a round is measured once, concurrently, and each pair gets its own result or error.
 
-A round is a batch of the same front door as a wave (:func:`pytest_fabric.waves.measure_batched`).
+A round is a batch of the same front door as a wave (:func:`pytest_fabric.run.waves.measure_batched`).
 """
 
 from __future__ import annotations
@@ -11,11 +11,11 @@ from typing import Any
 
 import pytest
 
-from pytest_fabric.cluster import NodePair
-from pytest_fabric.pairs import Pair
-from pytest_fabric.state import FabricState
-from pytest_fabric.verdict import Measurement
-from pytest_fabric.waves import measure_batched
+from pytest_fabric.run.cluster import NodePair
+from pytest_fabric.run.pairs import Pair
+from pytest_fabric.run.state import FabricState
+from pytest_fabric.judge.verdict import Measurement
+from pytest_fabric.run.waves import measure_batched
 
 
 class FakeNode:

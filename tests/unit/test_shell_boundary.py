@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from pytest_fabric import shellcmd
+from pytest_fabric.transport import shellcmd
 from pytest_fabric.probes.preflight import preflight_script
 
 #: what a shared profile or inventory could hold: each would create a file if a shell read it as code

@@ -6,9 +6,9 @@ from pathlib import Path
 
 import pytest
 
-from pytest_fabric.inventory import load_inventory
+from pytest_fabric.config.inventory import load_inventory
 from pytest_fabric.transport.slurm.drain import drain_lines
-from pytest_fabric.yamlsource import SourceError
+from pytest_fabric.config.yamlsource import SourceError
 
 
 def _record(check: str, outcome: str, *nodes: str) -> dict[str, object]:
@@ -90,8 +90,8 @@ def test_nodes_connecting_at_once_share_one_allocation(monkeypatch: pytest.Monke
     import time
     from types import SimpleNamespace
 
-    from pytest_fabric.profile import load_profile
-    from pytest_fabric.state import STATE_KEY
+    from pytest_fabric.config.profile import load_profile
+    from pytest_fabric.run.state import STATE_KEY
     from pytest_fabric.transport import slurm
     from pytest_fabric.transport.slurm import session as slurm_session
 

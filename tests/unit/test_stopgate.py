@@ -1,4 +1,4 @@
-"""The one stop every node command passes (pytest_fabric/stopgate.py): refused once the run stops,
+"""The one stop every node command passes (pytest_fabric/run/stopgate.py): refused once the run stops,
 clean-ups still let through with a short timeout, and what passed before the stop killed until gone."""
 
 from __future__ import annotations
@@ -9,10 +9,10 @@ import time
 
 import pytest
 
-from pytest_fabric.batches import fan_out
-from pytest_fabric.cluster import NodeHandle
-from pytest_fabric.inventory import Node
-from pytest_fabric.stopgate import CLEANUP_TIMEOUT_S, RunStopped, StopGate
+from pytest_fabric.run.batches import fan_out
+from pytest_fabric.run.cluster import NodeHandle
+from pytest_fabric.config.inventory import Node
+from pytest_fabric.run.stopgate import CLEANUP_TIMEOUT_S, RunStopped, StopGate
 from pytest_fabric.transport.local import LocalTransport
 from pytest_fabric.transport.pool import ConnectionPool
 

@@ -1,4 +1,4 @@
-"""SIGTERM and SIGHUP stop a ``--cluster`` run as Ctrl-C does (pytest_fabric/stopping.py), on this machine.
+"""SIGTERM and SIGHUP stop a ``--cluster`` run as Ctrl-C does (pytest_fabric/session/stopping.py), on this machine.
 
 The runs are subprocesses that signal themselves; the simulated cluster's test of a real round
 (remote commands killed, the Slurm allocation cancelled) is tests/integration/test_sigterm.py.
@@ -13,7 +13,7 @@ from collections.abc import Iterator
 
 import pytest
 
-from pytest_fabric.stopping import Stopper
+from pytest_fabric.session.stopping import Stopper
 
 STOPPED_BY_ITSELF = """
 import os, signal, time

@@ -9,7 +9,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from pytest_fabric.units import Dimension, Quantity, QuantityError, bandwidth, parse_quantity
+from pytest_fabric.config.units import Dimension, Quantity, QuantityError, bandwidth, parse_quantity
 
 
 @pytest.mark.parametrize(

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from pytest_fabric.units import infiniband_data_rate, parse_quantity
+from pytest_fabric.config.units import infiniband_data_rate, parse_quantity
 
 
 @pytest.mark.parametrize(("reported", "speed", "data"), [

@@ -6,8 +6,8 @@ from decimal import Decimal
 
 import pytest
 
-from pytest_fabric.units import parse_quantity as q
-from pytest_fabric.verdict import Expectation, Measurement, Op, display_unit, judge
+from pytest_fabric.config.units import parse_quantity as q
+from pytest_fabric.judge.verdict import Expectation, Measurement, Op, display_unit, judge
 
 
 def _expect(op: Op, value: str, key: str = "inter_node.rdma_bandwidth.min", **kwargs: object) -> Expectation:

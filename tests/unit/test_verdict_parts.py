@@ -5,8 +5,8 @@ from __future__ import annotations
 import pytest
 
 from pytest_fabric.plugin import _closest_to_limit
-from pytest_fabric.units import parse_quantity as q
-from pytest_fabric.verdict import Expectation, Measurement, Op, judge
+from pytest_fabric.config.units import parse_quantity as q
+from pytest_fabric.judge.verdict import Expectation, Measurement, Op, judge
 
 
 def _expect(op: Op, value: str, key: str) -> Expectation:
@@ -15,7 +15,7 @@ def _expect(op: Op, value: str, key: str) -> Expectation:
 
 
 def test_of_parts_keeps_each_part_and_the_node_evidence_once() -> None:
-    from pytest_fabric.evidence import CommandResult
+    from pytest_fabric.transport.results import CommandResult
 
     ibstat = CommandResult(node="n1", command="ibstat", exit_code=0, stdout="", stderr="", duration_s=0.1)
     parts = [(f"n1:port{i}", Measurement(q("200 Gb/s"), evidence=(ibstat,))) for i in range(4)]

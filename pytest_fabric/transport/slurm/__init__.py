@@ -16,14 +16,14 @@ cycle.  Import them as ``pytest_fabric.transport.slurm.session`` and ``...slurm.
 
 from __future__ import annotations
 
-from .settings import (
+from pytest_fabric.transport.slurm.settings import (
     NoAllocationError,
     SlurmSection,
     SlurmSettings,
     current_allocation,
     settings_from,
 )
-from .transport import (
+from pytest_fabric.transport.slurm.transport import (
     NoAllocation,
     NodeNotAvailable,
     SlurmAllocation,

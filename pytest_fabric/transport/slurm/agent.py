@@ -40,7 +40,7 @@ from typing import IO, Any
 DEFAULT_GRACE_S = 5.0
 # A command whose group is dead but whose pipes an escaped process still holds: give up after this.
 _PIPE_WAIT_S = 5.0
-# Bytes of each stream sent back when the request names none (pytest_fabric.outputcap.KEEP_BYTES).
+# Bytes of each stream sent back when the request names none (pytest_fabric.transport.outputcap.KEEP_BYTES).
 DEFAULT_KEEP = 32 * 1024 * 1024
 
 

@@ -22,9 +22,9 @@ from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from ...outputcap import KEEP_BYTES
-from ..base import TransportError
-from ..shellwrap import KILL_AFTER_S
+from pytest_fabric.transport.outputcap import KEEP_BYTES
+from pytest_fabric.transport.base import TransportError
+from pytest_fabric.transport.shellwrap import KILL_AFTER_S
 
 __all__ = ["AGENT_SOURCE", "AgentStep", "Request", "restated"]
 

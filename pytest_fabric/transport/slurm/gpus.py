@@ -21,8 +21,8 @@ import re
 import subprocess
 from collections.abc import Callable, Sequence
 
-from ...hostlist import fold
-from .settings import SlurmSettings
+from pytest_fabric.config.hostlist import fold
+from pytest_fabric.transport.slurm.settings import SlurmSettings
 
 __all__ = ["gpu_counts", "gpu_option", "gpu_request"]
 

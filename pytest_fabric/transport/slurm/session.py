@@ -13,12 +13,12 @@ import threading
 
 import pytest
 
-from ... import checks
-from ...inventory import Node
-from ...profile import Profile
-from ...state import get_state
-from .settings import SlurmSettings, allocation_minutes
-from .transport import SlurmAllocation, SlurmTransport
+from pytest_fabric.checks import base as checks
+from pytest_fabric.config.inventory import Node
+from pytest_fabric.config.profile import Profile
+from pytest_fabric.run.state import get_state
+from pytest_fabric.transport.slurm.settings import SlurmSettings, allocation_minutes
+from pytest_fabric.transport.slurm.transport import SlurmAllocation, SlurmTransport
 
 __all__ = ["ALLOCATION_KEY", "slurm_transport"]
 
@@ -48,7 +48,7 @@ def _allocation_for(config: pytest.Config) -> SlurmAllocation:
         if settings.time_limit_min is None:
             # Not written: as long as the run's plan, with a margin (the default of 120 minutes was
             # shorter than many plans, and a run cut at its time limit loses its last checks).
-            from ...report.progress import PLAN_KEY  # the plan is made after collection
+            from pytest_fabric.report.progress import PLAN_KEY  # the plan is made after collection
 
             plan = config.stash.get(PLAN_KEY, None)
             minutes = allocation_minutes(plan.total_s) if plan is not None else 120  # no plan: no terminal

@@ -26,7 +26,7 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
-from ..gather import DEFAULT_WINDOW_S
+from pytest_fabric.transport.gather import DEFAULT_WINDOW_S
 
 __all__ = ["NoAllocationError", "SlurmSection", "SlurmSettings", "current_allocation", "settings_from"]
 

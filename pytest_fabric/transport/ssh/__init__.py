@@ -16,11 +16,11 @@ paramiko's records go to the ``pytest_fabric.transport.ssh.paramiko`` logger.
 
 from __future__ import annotations
 
-from .background import SSHBackgroundProcess
-from .config import hostname_lookup
-from .hostkeys import HOST_KEY_POLICIES, HostKeyPolicy
-from .jumphosts import JumpHosts
-from .transport import SSHSettings, SSHTransport
+from pytest_fabric.transport.ssh.background import SSHBackgroundProcess
+from pytest_fabric.transport.ssh.config import hostname_lookup
+from pytest_fabric.transport.ssh.hostkeys import HOST_KEY_POLICIES, HostKeyPolicy
+from pytest_fabric.transport.ssh.jumphosts import JumpHosts
+from pytest_fabric.transport.ssh.transport import SSHSettings, SSHTransport
 
 __all__ = [
     "HOST_KEY_POLICIES",

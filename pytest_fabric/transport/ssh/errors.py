@@ -14,8 +14,8 @@ from pathlib import Path
 
 import paramiko
 
-from ..base import AuthenticationFailed, NodeUnreachable, TransportError
-from .hostkeys import changed_key_error
+from pytest_fabric.transport.base import AuthenticationFailed, NodeUnreachable, TransportError
+from pytest_fabric.transport.ssh.hostkeys import changed_key_error
 
 __all__ = ["Endpoint", "connect_error", "dropped_before_banner", "dropped_error", "lost_error"]
 

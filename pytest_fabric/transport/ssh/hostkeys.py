@@ -22,7 +22,7 @@ plain key is not listed, is asked for its host certificate first, which :mod:`.h
 (signed by that CA, for this host name, valid now).  A certificate that fails those checks is
 refused under ``strict`` and ``accept-new`` with the reason.
 
-What was trusted is kept in a :class:`~pytest_fabric.evidence.HostKeyLog` (one per run): each node's key
+What was trusted is kept in a :class:`~pytest_fabric.transport.results.HostKeyLog` (one per run): each node's key
 as verified against the file, accepted new (and appended), accepted although it
 differs from the file or is unknown to it (``ignore``), or refused.  Under
 ``ignore`` the file is still read, only to say which keys did not match it.
@@ -43,10 +43,10 @@ import paramiko
 from paramiko.hostkeys import HostKeys
 
 # The decisions are plain data the report reads: they are defined there, with the other evidence.
-from ...evidence import DECISIONS, HostKeyDecision, HostKeyLog
-from ..base import HostKeyMismatch
-from .hostcert import CERT_SUFFIX, certificate_problem, parse_certificate
-from .knownhosts import CA_MARKER, KnownHosts, parse_known_hosts
+from pytest_fabric.transport.results import DECISIONS, HostKeyDecision, HostKeyLog
+from pytest_fabric.transport.base import HostKeyMismatch
+from pytest_fabric.transport.ssh.hostcert import CERT_SUFFIX, certificate_problem, parse_certificate
+from pytest_fabric.transport.ssh.knownhosts import CA_MARKER, KnownHosts, parse_known_hosts
 
 __all__ = [
     "DECISIONS",

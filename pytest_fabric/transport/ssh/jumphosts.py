@@ -13,7 +13,7 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
-    from .transport import SSHTransport
+    from pytest_fabric.transport.ssh.transport import SSHTransport
 
 __all__ = ["JumpHosts"]
 

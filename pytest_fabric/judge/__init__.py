@@ -1,0 +1,1 @@
+"""Judging what was measured: verdicts, consistency across subjects, attribution. Pure functions."""

@@ -1,0 +1,1 @@
+"""Running the checks: run state, subject handles, scheduling (waves, rounds, batches, retests), the plan."""
