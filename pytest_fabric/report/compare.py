@@ -36,10 +36,12 @@ from pytest_fabric.record.runinfo import RunInfo, get_run_info
 from pytest_fabric.config.units import Quantity, QuantityError, parse_quantity
 from pytest_fabric.report.summary import format_number, higher_is_better, numeric_value
 from pytest_fabric.report.untrusted import RECORD_MAX_BYTES, loads_strict, read_capped
+from pytest_fabric.report.verify import check_file
 
 __all__ = [
     "DEFAULT_CHECK_TOLERANCES", "PREVIOUS_KEY", "STATUSES", "Previous", "Tolerance", "Tolerances",
-    "compare_check", "comparison_warnings", "index_checks", "load_previous", "parse_tolerances", "summary_line",
+    "compare_check", "comparison_warnings", "index_checks", "load_previous", "parse_tolerances", "seal_warning",
+    "summary_line",
 ]
 
 # In the order the terminal line lists them: what needs attention first.
@@ -128,6 +130,13 @@ class Previous:
     tolerance: Tolerances | float
     #: what differs between the two runs' profile, cluster or nodes (empty: the same question)
     warnings: list[str] = field(default_factory=list)
+    #: why the previous record's figures may not be what its run wrote (EDITED, not sealed); None: intact
+    seal: str | None = None
+
+    @property
+    def all_warnings(self) -> list[str]:
+        """What the record keeps as ``comparison_warnings``: the seal's first, then the question's."""
+        return ([self.seal] if self.seal else []) + self.warnings
 
 
 PREVIOUS_KEY = pytest.StashKey[Previous]()
@@ -172,8 +181,26 @@ def pytest_sessionstart(session: pytest.Session) -> None:
         raise pytest.UsageError(str(exc)) from None
     run, checks = load_record(path)
     config.stash[PREVIOUS_KEY] = Previous(
-        Path(path), index_checks(checks), tolerances, comparison_warnings(run, _run_of(info))
+        Path(path), index_checks(checks), tolerances, comparison_warnings(run, _run_of(info)), seal_warning(path)
     )
+
+
+def seal_warning(path: str | Path) -> str | None:
+    """Why a previous record's figures may not be the ones its run wrote; None when its seal holds.
+
+    Whoever holds a record can edit it; a change since it was sealed (or a record with no seal) is said
+    wherever the comparison is, so a tenant does not read an edited "before" as the provider's.
+    """
+    name = Path(path).name
+    result = check_file(path)
+    how = f"python -m pytest_fabric.report.verify {name} says why"
+    if result.status == "edited":
+        return f"{name} is EDITED: its content does not match its seal, so its figures may not be its run's ({how})"
+    if result.status == "not sealed":
+        return f"{name} is not sealed (no sha256): nothing shows its figures are its run's ({how})"
+    if result.status == "cannot read":
+        return f"{name}'s seal cannot be checked: " + "; ".join(result.problems[:3])
+    return None
 
 
 def load_record(path: str | Path) -> tuple[Mapping[str, Any], list[Mapping[str, Any]]]:
@@ -367,6 +394,8 @@ def summary_line(config: pytest.Config, checks: Iterable[Mapping[str, Any]]) -> 
     if missing:
         parts.append(f"{missing} not run this time")
     line = f"compared with {prev.path.name}: " + (", ".join(parts) or "nothing to compare")
+    if prev.seal:
+        line += f" -- WARNING: {prev.seal}"
     if prev.warnings:
         line += " -- WARNING, not the same question: " + "; ".join(prev.warnings)
     return line

@@ -8,7 +8,8 @@ It does nothing without ``--cluster``.  What it adds:
 - top of the summary: the run's verdict in big type (ACCEPT, REJECT, INCOMPLETE,
   INTERRUPTED or NO VERDICT, as the terminal, JUnit and JSON say it), counts,
   what did not run and why, cluster, profile
-  (name, sha256, extends), nodes, start/end, versions of pytest-fabric and of
+  (name, sha256, extends), the conformance record's seal (its sha256, or that nothing seals the page),
+  nodes, start/end, versions of pytest-fabric and of
   the tools the nodes ran, the host-key policy and what it did with each node's key
   (every key accepted new, changed or refused listed with its fingerprint, :mod:`.trust`),
   and each expected value once with its source
@@ -42,7 +43,7 @@ from pytest_fabric.report.causes import cause_key
 from pytest_fabric.report.collect import CHECKS_KEY, final_verdict, get_checks, is_controller, record_of
 from pytest_fabric.report.compare import summary_line
 from pytest_fabric.report.errors import MessageRepr
-from pytest_fabric.report.record_json import timed_plan
+from pytest_fabric.report.record_json import seal_record, timed_plan
 
 __all__ = ["FabricHtml"]
 
@@ -155,9 +156,15 @@ class FabricHtml:
         checks = get_checks(self.config)
         verdict = final_verdict(self.config)
         finished = info.finished or utc_now()
+        # The record's final write, made now if its own hook has not run yet: the page names that seal.
+        writer = seal_record(self.config)
+        seal = page.seal_html(writer.path.name if writer is not None else None,
+                              writer.sha256 if writer is not None else None,
+                              writer.failure if writer is not None else None)
         prefix.extend([
             page.STYLE,
             page.verdict_banner(verdict, _took(info.started, finished)),
+            seal,
             page.not_run_table(verdict, checks, info.nodes),
             page.run_table(info, checks, finished, summary_line(self.config, checks),
                            timed_plan(self.config, checks, finished)),

@@ -36,7 +36,7 @@ from pytest_fabric.report.summary import (
 
 __all__ = [
     "STYLE", "cause_anchor", "expectations_table", "heatmaps_html", "layer_tables", "node_table", "not_run_table",
-    "not_set", "run_table", "send_back_line", "verdict_banner",
+    "not_set", "run_table", "seal_html", "send_back_line", "verdict_banner",
 ]
 
 Check = Mapping[str, Any]
@@ -239,6 +239,24 @@ def _reason(c: Check) -> str:
     if outcome == "waived":
         return str(c.get("waiver") or "")
     return ""
+
+
+def seal_html(record: str | None, sha256: str | None, failure: str | None) -> str:
+    """Whether a record seals the figures on this page: its name and sha256, and how to check them.
+
+    ``record``: the --conformance-json file's name (None: none was asked for); ``sha256``: its seal as
+    written; ``failure``: why the last write failed.
+    """
+    if record is None:
+        return ('<p class="fabric-seal"><b>This page is not sealed: no conformance record was written '
+                "(--conformance-json PATH)</b>; nothing but this file shows what the run measured.</p>")
+    name = _e(record)
+    if failure or not sha256:
+        return (f'<p class="fabric-seal"><b>Record {name} was not written</b> ({_e(failure or "no write")}): '
+                "nothing seals this page's figures.</p>")
+    return (f'<p class="fabric-seal">Record {name}: sealed, sha256 <code>{_e(sha256)}</code>. '
+            f"<code>python -m pytest_fabric.report.verify {name}</code> checks the record and its evidence "
+            "against the seal (EDITED when they no longer match); the figures on this page are the record's.</p>")
 
 
 def cause_anchor(layer: str, key: str) -> str:

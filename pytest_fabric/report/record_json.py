@@ -56,7 +56,7 @@ from pytest_fabric.report.summary import (
 )
 from pytest_fabric.report.verify import canonical_json
 
-__all__ = ["SCHEMA_VERSION", "WRITER_KEY", "RecordWriter", "build_run", "timed_plan"]
+__all__ = ["SCHEMA_VERSION", "WRITER_KEY", "RecordWriter", "build_run", "seal_record", "timed_plan"]
 
 SCHEMA_VERSION = 1
 MIN_INTERVAL_S = 0.2
@@ -168,6 +168,10 @@ class RecordWriter:
         #: why the last rewrite failed (None: it was written)
         self.failure: str | None = None
         self._said = False
+        #: the sha256 of the last record written (None: none yet)
+        self.sha256: str | None = None
+        #: whether the final write (with the run's verdict) was made: :func:`seal_record` makes it once
+        self.sealed = False
 
     def add(self, nodeid: str, check: dict[str, Any]) -> None:
         """Take in one check (a re-reported test replaces its earlier record); rewrite unless just written."""
@@ -222,6 +226,7 @@ class RecordWriter:
             return
         self.failure = None
         self.writes += 1
+        self.sha256 = hasher.hexdigest()
 
     def _failed(self, exc: OSError, needed: int) -> None:
         """Keep why the rewrite failed; say it the first time, with what it needed and what to do."""
@@ -317,7 +322,7 @@ def pytest_sessionstart(session: pytest.Session) -> None:
     cmp, ev = config.getoption("compare", None), config.getoption("evidence_dir", None)
     previous = config.stash.get(PREVIOUS_KEY, None)  # loaded before this hook (tryfirst there)
     writer = RecordWriter(target, info, compared_with=str(cmp) if cmp else None, evidence_dir=str(ev) if ev else None,
-                          comparison_warnings=previous.warnings if previous is not None else (),
+                          comparison_warnings=previous.all_warnings if previous is not None else (),
                           host_keys=partial(host_key_decisions, config), plan=partial(_planned, config),
                           took=partial(session_seconds, config), on_failure=partial(_say, config))
     config.stash[WRITER_KEY] = writer
@@ -325,9 +330,20 @@ def pytest_sessionstart(session: pytest.Session) -> None:
     writer.write()  # a record exists from the start, even if the first check never ends
 
 
+def seal_record(config: pytest.Config) -> RecordWriter | None:
+    """Write the record with the run's verdict, once, and return its writer (None: no record this run).
+
+    Called at the session's end by this module and by the HTML report, whichever comes first (both are
+    ``trylast``): the page names the seal of the file as written, so the two must be one write.
+    """
+    writer = config.stash.get(WRITER_KEY, None)
+    if writer is None or writer.sealed:
+        return writer
+    writer.write(final_verdict(config), finished=utc_now(), checks=get_checks(config))
+    writer.sealed = True
+    return writer
+
+
 @pytest.hookimpl(trylast=True)
 def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
-    writer = session.config.stash.get(WRITER_KEY, None)
-    if writer is None:
-        return
-    writer.write(final_verdict(session.config), finished=utc_now(), checks=get_checks(session.config))
+    seal_record(session.config)
