@@ -23,7 +23,7 @@ from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Generic, Literal, TypeVar, get_args
 
-from pytest_fabric.checks.base import profile as p
+from pytest_fabric.config import profile as p
 
 __all__ = [
     "Batching",

@@ -26,8 +26,9 @@ from pydantic import (
     field_validator,
 )
 
-from pytest_fabric.config import hostlist, yamlsource
-from pytest_fabric.config.transport.slurm.settings import (
+from pytest_fabric.config import hostlist
+from pytest_fabric.config import yamlsource
+from pytest_fabric.transport.slurm.settings import (
     NoAllocationError,
     SlurmSection,
     SlurmSettings,

@@ -34,14 +34,14 @@ from pydantic import (
 from pytest_fabric.config import yamlsource
 from pytest_fabric.config.bundled import profiles_dir
 from pytest_fabric.config.units import Dimension, Quantity, QuantityField, parse_quantity
-from pytest_fabric.config.verdict import Expectation, Op
+from pytest_fabric.judge.verdict import Expectation, Op
 from pytest_fabric.config.yamlsource import SourceError
 
 __all__ = ["Profile", "load_profile", "bundled_profiles", "ProfileDocument", "ProfileSchema", "profile_schema", "LAYERS"]
 
 # software first: it is checked before any measurement (README "The software layer")
 if TYPE_CHECKING:
-    from pytest_fabric.config.checks import Check
+    from pytest_fabric.checks.base import Check
 
 LAYERS = ("software", "intra_node", "inter_node", "storage", "egress")
 
@@ -842,7 +842,7 @@ class InterNode(_Section):
     @field_validator("pairs")
     @classmethod
     def _pairs(cls, value: str) -> str:
-        from pytest_fabric.config.pairs import resolve_strategy
+        from pytest_fabric.run.pairs import resolve_strategy
 
         resolve_strategy(value, 0)  # checks both halves of a size rule
         return value
@@ -1144,7 +1144,7 @@ def load_profile(reference: str, overrides: list[str] | None = None, schema: Pro
         document = schema.document.model_validate(data)
     except ValidationError as exc:
         raise SourceError(_describe(exc, where, path, schema)) from None
-    from pytest_fabric.config.ceilings import impossible  # it reads this module's models
+    from pytest_fabric.judge.ceilings import impossible  # it reads this module's models
 
     refused = impossible(document)
     if refused:

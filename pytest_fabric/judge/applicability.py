@@ -15,10 +15,10 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from pytest_fabric.judge import checks
-from pytest_fabric.judge.inventory import Inventory
-from pytest_fabric.judge.pairs import Pair
-from pytest_fabric.judge.profile import Profile
+from pytest_fabric.checks import base as checks
+from pytest_fabric.config.inventory import Inventory
+from pytest_fabric.run.pairs import Pair
+from pytest_fabric.config.profile import Profile
 
 __all__ = ["cannot_exist", "unmeasurable"]
 

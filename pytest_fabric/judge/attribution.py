@@ -34,7 +34,7 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 
-from pytest_fabric.judge.retests import spread_helpers
+from pytest_fabric.run.retests import spread_helpers
 
 __all__ = ["Attribution", "FabricAttribution", "NodeAttribution", "PairCheck", "PairsCheck", "Remeasure", "Retest", "attribute", "merge"]
 

@@ -24,7 +24,7 @@ from collections.abc import Iterator
 from decimal import Decimal
 from typing import Any
 
-from pytest_fabric.judge.units import Quantity
+from pytest_fabric.config.units import Quantity
 
 __all__ = ["impossible", "pcie_gbytes", "NVLINK_GBYTES"]
 

@@ -17,10 +17,10 @@ from typing import Any
 
 import pytest
 
-from pytest_fabric.record.check_record.evidence import CommandResult
-from pytest_fabric.record.check_record.outputcap import MESSAGE_CHARS, cap_text
-from pytest_fabric.record.check_record.units import Dimension, Quantity
-from pytest_fabric.record.check_record.verdict import Verdict, display_unit
+from pytest_fabric.transport.results import CommandResult
+from pytest_fabric.transport.outputcap import MESSAGE_CHARS, cap_text
+from pytest_fabric.config.units import Dimension, Quantity
+from pytest_fabric.judge.verdict import Verdict, display_unit
 
 __all__ = [
     "CheckRecord", "EvidenceItem", "PLANNED_KEY", "PlannedCheck", "REPORT_ATTRIBUTE", "quantity_json",

@@ -31,7 +31,7 @@ from typing import Any, Final, Generic, Literal, TypeVar
 import pytest
 
 from pytest_fabric.run.stopgate import stop_open_runs
-from pytest_fabric.run.verdict import Measurement
+from pytest_fabric.judge.verdict import Measurement
 
 __all__ = [
     "ALL_AT_ONCE",

@@ -29,8 +29,8 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass
 
-from pytest_fabric.run.inventory import SHARED_FSTYPES, Mount
-from pytest_fabric.run.parsers.findmnt import FindmntFilesystem
+from pytest_fabric.config.inventory import SHARED_FSTYPES, Mount
+from pytest_fabric.parsers.findmnt import FindmntFilesystem
 
 __all__ = ["LOCAL_FSTYPES", "MEMORY_FSTYPES", "Found", "MountSharing", "decide", "from_findmnt"]
 

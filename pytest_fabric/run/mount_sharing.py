@@ -14,8 +14,8 @@ import pytest
 
 from pytest_fabric.run.cluster import Cluster, NodeHandle
 from pytest_fabric.run.locality import MountSharing, decide
-from pytest_fabric.run.parsers.findmnt import FindmntFilesystem
-from pytest_fabric.run.probes.storage import MountState, check_mount
+from pytest_fabric.parsers.findmnt import FindmntFilesystem
+from pytest_fabric.probes.storage import MountState, check_mount
 from pytest_fabric.run.state import FabricState, get_state
 
 __all__ = ["decided", "decide_before_plan", "mount_reading", "mount_sharing"]

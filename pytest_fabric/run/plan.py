@@ -37,8 +37,8 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from pytest_fabric.run.batches import DEFAULT_FANOUT, Share
-from pytest_fabric.run.checks import BUILTIN, CheckRegistry
-from pytest_fabric.run.probes import nccl
+from pytest_fabric.checks.base import BUILTIN, CheckRegistry
+from pytest_fabric.probes import nccl
 
 __all__ = [
     "BATCH_S",

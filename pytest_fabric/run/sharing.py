@@ -30,9 +30,9 @@ from typing import Any
 from urllib.parse import urlsplit
 
 from pytest_fabric.run.batches import Share
-from pytest_fabric.run.inventory import Inventory
+from pytest_fabric.config.inventory import Inventory
 from pytest_fabric.run.locality import MountSharing
-from pytest_fabric.run.profile import Measured, Profile
+from pytest_fabric.config.profile import Measured, Profile
 
 __all__ = [
     "EGRESS_CAPPED",

@@ -25,7 +25,7 @@ import time
 import weakref
 from collections.abc import Callable, Iterator
 
-from pytest_fabric.run.transport.base import TransportError
+from pytest_fabric.transport.base import TransportError
 
 __all__ = ["CLEANUP_TIMEOUT_S", "DRAIN_S", "RunStopped", "StopGate", "stop_open_runs"]
 

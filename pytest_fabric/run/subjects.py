@@ -15,7 +15,7 @@ from __future__ import annotations
 from typing import Any
 
 from pytest_fabric.run.pairs import Pair
-from pytest_fabric.run.probes.egress import target_label
+from pytest_fabric.probes.egress import target_label
 
 __all__ = ["DEVICE_TESTS_UP_TO", "SUBJECT_FIXTURES", "is_subject", "subject_id", "subject_nodes", "subject_parts"]
 

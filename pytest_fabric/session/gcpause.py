@@ -18,7 +18,7 @@ from collections.abc import Generator
 
 import pytest
 
-from pytest_fabric.session.state import get_state
+from pytest_fabric.run.state import get_state
 
 __all__ = ["PAUSED_KEY"]
 

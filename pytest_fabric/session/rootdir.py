@@ -28,7 +28,7 @@ from pathlib import Path
 import pytest
 from _pytest.config.findpaths import locate_config  # no public equivalent
 
-from pytest_fabric.session.bundled import conformance_dir
+from pytest_fabric.config.bundled import conformance_dir
 
 #: set where this plugin moved the rootdir to the installed package
 MOVED_KEY = pytest.StashKey[bool]()

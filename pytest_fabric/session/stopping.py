@@ -29,7 +29,7 @@ from typing import Any
 
 import pytest
 
-from pytest_fabric.session.state import get_state
+from pytest_fabric.run.state import get_state
 
 __all__ = ["STOPPER_KEY", "Stopper"]
 
