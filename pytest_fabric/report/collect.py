@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import math
 import os
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -33,9 +34,10 @@ from pytest_fabric.record.runinfo import get_run_info
 from pytest_fabric.report.compare import annotate
 from pytest_fabric.report.errors import TRACEBACK_ATTRIBUTE
 from pytest_fabric.report.evidence import EVIDENCE_DIR_KEY, slim_evidence, write_output
-from pytest_fabric.report.run_verdict import Plan, RunVerdict, judge_run
+from pytest_fabric.report.run_verdict import Plan, RunVerdict, judge_run, with_soak
 
-__all__ = ["CHECKS_KEY", "get_checks", "get_plan", "is_controller", "json_safe", "record_of", "final_verdict"]
+__all__ = ["CHECKS_KEY", "SOAK_KEY", "get_checks", "get_plan", "is_controller", "json_safe", "record_of", "final_verdict",
+           "soak_record"]
 
 CHECKS_KEY = pytest.StashKey[dict[str, dict[str, Any]]]()
 PLAN_KEY = pytest.StashKey[Plan]()
@@ -69,7 +71,20 @@ def run_stopped(config: pytest.Config) -> bool:
 def final_verdict(config: pytest.Config) -> RunVerdict:
     """The run's verdict, as the terminal, HTML, JUnit and JSON outputs all show it (at the session's end)."""
     status = "interrupted" if run_stopped(config) else "complete"
-    return judge_run(get_checks(config), get_plan(config), status=status)
+    verdict = judge_run(get_checks(config), get_plan(config), status=status)
+    soak = soak_record(config)
+    return with_soak(verdict, (soak.get("judgement") or {}).get("verdict")) if soak is not None else verdict
+
+
+#: with ``--soak``: what gives the record's ``run.soak`` (session/soak.py puts it here; ``force``:
+#: built afresh now, not the copy of the last few seconds)
+SOAK_KEY = pytest.StashKey[Callable[..., dict[str, Any]]]()
+
+
+def soak_record(config: pytest.Config, *, force: bool = False) -> dict[str, Any] | None:
+    """The record's ``run.soak`` (None without ``--soak``): cycles, figures per cycle, telemetry, judgement."""
+    soak = config.stash.get(SOAK_KEY, None)
+    return soak(force=force) if soak is not None else None
 
 
 def record_of(report: pytest.TestReport) -> dict[str, Any] | None:

@@ -14,13 +14,13 @@ so a check that never produced a record still counts against ACCEPT.  Pure: no p
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from pytest_fabric.record.check_record import PlannedCheck
 from pytest_fabric.report.summary import outcome_counts
 
-__all__ = ["NOT_RUN_REASONS", "Plan", "RunVerdict", "VERDICTS", "judge_run"]
+__all__ = ["NOT_RUN_REASONS", "Plan", "RunVerdict", "VERDICTS", "judge_run", "with_soak"]
 
 VERDICTS = ("accept", "reject", "incomplete", "interrupted")
 
@@ -169,3 +169,18 @@ def judge_run(checks: Iterable[Check], plan: Plan | None = None, *, status: str 
     else:
         verdict = "accept"
     return RunVerdict(verdict, status, counts, {r: v for r, v in not_run.items() if v}, skip_reasons)
+
+
+def with_soak(verdict: RunVerdict, soak: str | None) -> RunVerdict:
+    """The run's verdict joined with a ``--soak``'s judgement over time (``judge/soak.py``).
+
+    The records hold each test's last cycle; a fault the soak found in an earlier cycle (a failure,
+    a drift, a telemetry fault) makes the run ``reject`` whatever the last cycle said, interrupted
+    or not (a fault found is a fault); a cycle that could not measure makes an ``accept``
+    ``incomplete``. Otherwise the run's verdict stands.
+    """
+    if soak == "reject" and verdict.verdict != "reject":
+        return replace(verdict, verdict="reject")
+    if soak == "incomplete" and verdict.verdict == "accept":
+        return replace(verdict, verdict="incomplete")
+    return verdict

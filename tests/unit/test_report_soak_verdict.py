@@ -1,0 +1,26 @@
+"""run_verdict.with_soak: a soak's judgement over time joined with the run's verdict (issue 31)."""
+
+from __future__ import annotations
+
+import pytest
+
+from pytest_fabric.report.run_verdict import RunVerdict, with_soak
+
+
+def _run(verdict: str | None, status: str = "complete") -> RunVerdict:
+    return RunVerdict(verdict, status, {"passed": 2}, {})
+
+
+@pytest.mark.parametrize(("run", "status", "soak", "expected"), [
+    ("accept", "complete", "accept", "accept"),
+    ("accept", "complete", "reject", "reject"),  # a fault in cycle 3; the last cycle passed
+    ("interrupted", "interrupted", "reject", "reject"),  # a fault found is a fault, interrupted or not
+    ("interrupted", "interrupted", "accept", "interrupted"),  # what ran was fine, but it did not run its length
+    ("accept", "complete", "incomplete", "incomplete"),  # a cycle that could not measure
+    ("reject", "complete", "incomplete", "reject"),
+    ("accept", "complete", None, "accept"),
+])
+def test_a_soak_fault_rejects_and_an_unmeasured_cycle_leaves_it_incomplete(run: str, status: str, soak: str | None,
+                                                                          expected: str) -> None:
+    joined = with_soak(_run(run, status), soak)
+    assert joined.verdict == expected and joined.status == status
