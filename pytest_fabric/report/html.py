@@ -40,10 +40,18 @@ import pytest
 from pytest_fabric.record.runinfo import get_run_info, utc_now
 from pytest_fabric.report import page, rows
 from pytest_fabric.report.causes import cause_key
-from pytest_fabric.report.collect import CHECKS_KEY, final_verdict, get_checks, is_controller, record_of
+from pytest_fabric.report.collect import (
+    CHECKS_KEY,
+    final_verdict,
+    get_checks,
+    is_controller,
+    record_of,
+    soak_record,
+)
 from pytest_fabric.report.compare import summary_line
 from pytest_fabric.report.errors import MessageRepr
 from pytest_fabric.report.record_json import seal_record, timed_plan
+from pytest_fabric.report.soak_charts import soak_section
 
 __all__ = ["FabricHtml"]
 
@@ -166,6 +174,7 @@ class FabricHtml:
             page.verdict_banner(verdict, _took(info.started, finished)),
             seal,
             page.not_run_table(verdict, checks, info.nodes),
+            _soak_html(self.config),
             page.run_table(info, checks, finished, summary_line(self.config, checks),
                            timed_plan(self.config, checks, finished)),
             host_keys_html(info.host_key_policy, host_key_decisions(self.config)),
@@ -173,6 +182,12 @@ class FabricHtml:
         ])
         postfix.extend([page.layer_tables(checks, info.nodes), page.node_table(info, checks),
                         page.heatmaps_html(info, checks), self.shared.section_html(), page.send_back_line(checks)])
+
+
+def _soak_html(config: pytest.Config) -> str:
+    """``--soak``: each figure and telemetry series over time (report/soak_charts.py); empty without it."""
+    soak = soak_record(config)
+    return soak_section(soak) if soak is not None else ""
 
 
 def _message_in_log(report: pytest.TestReport, rec: dict[str, Any]) -> bool:

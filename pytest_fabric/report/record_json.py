@@ -41,7 +41,15 @@ from typing import Any
 import pytest
 
 from pytest_fabric.record.runinfo import RunInfo, get_run_info, utc_now
-from pytest_fabric.report.collect import CHECKS_KEY, final_verdict, get_checks, is_controller, record_of
+from pytest_fabric.report.collect import (
+    CHECKS_KEY,
+    SOAK_KEY,
+    final_verdict,
+    get_checks,
+    is_controller,
+    record_of,
+    soak_record,
+)
 from pytest_fabric.report.compare import PREVIOUS_KEY
 from pytest_fabric.report.run_verdict import RunVerdict
 from pytest_fabric.report.summary import (
@@ -79,7 +87,7 @@ def build_run(
     counts: dict[str, int] | None = None, tools: dict[str, list[str]] | None = None,
     comparison_warnings: Sequence[str] = (), host_keys: Sequence[dict[str, Any]] = (),
     plan: dict[str, Any] | None = None, plan_checks: Sequence[dict[str, Any]] | None = None,
-    took_s: float | None = None,
+    took_s: float | None = None, soak: dict[str, Any] | None = None,
 ) -> dict[str, Any]:
     """The ``run`` object: what was tested against what, when, with which versions, and the verdict.
 
@@ -91,7 +99,8 @@ def build_run(
     ``plan``: what collection planned (:meth:`pytest_fabric.run.plan.RunPlan.to_json`); the record keeps
     it with what the run took, overall and per phase (:func:`.summary.plan_vs_actual`), from
     ``plan_checks`` (default ``checks``): the records so far; ``took_s``: the run's wall time so far
-    (default: from its ISO start to ``finished``, whole seconds).
+    (default: from its ISO start to ``finished``, whole seconds). ``soak``: a ``--soak``'s cycles, figures,
+    telemetry and judgement (``run.soak``; the nodes its faults name are sent back too).
     """
     counts = counts if counts is not None else outcome_counts(checks)
     checks_for_plan = checks if plan_checks is None else plan_checks
@@ -112,7 +121,7 @@ def build_run(
         "started": info.started,
         "finished": finished or info.finished,
         **judged,
-        "send_back": nodeset(send_back(checks)) if verdict is not None else None,
+        "send_back": nodeset(send_back(checks) + _soak_nodes(soak)) if verdict is not None else None,
         "cannot_tell": cannot_tell(checks) if verdict is not None else [],
         "counts": counts,
         "pytest_fabric_version": info.pytest_fabric_version,
@@ -127,7 +136,14 @@ def build_run(
         "evidence_dir": evidence_dir,
         "plan": plan_vs_actual(plan, checks_for_plan,
                                took_s if took_s is not None else seconds_between(info.started, finished or utc_now())),
+        **({"soak": soak} if soak is not None else {}),
     }
+
+
+def _soak_nodes(soak: dict[str, Any] | None) -> list[str]:
+    """The nodes a soak's faults name (a failure, a drift, a telemetry fault; not an unmeasured cycle)."""
+    faults = ((soak or {}).get("judgement") or {}).get("faults") or []
+    return [str(n) for f in faults if f.get("kind") != "errored" for n in f.get("nodes") or []]
 
 
 class RecordWriter:
@@ -145,7 +161,8 @@ class RecordWriter:
                  host_keys: Callable[[], Sequence[dict[str, Any]]] | None = None,
                  plan: Callable[[], dict[str, Any] | None] | None = None,
                  took: Callable[[], float | None] | None = None,
-                 on_failure: Callable[[str], None] | None = None) -> None:
+                 on_failure: Callable[[str], None] | None = None,
+                 soak: Callable[[], dict[str, Any] | None] | None = None) -> None:
         self.path = path
         self.info = info
         self.compared_with = compared_with
@@ -153,6 +170,7 @@ class RecordWriter:
         self.host_keys = host_keys
         self.plan = plan
         self.took = took
+        self.soak = soak  # --soak: run.soak as it stands (session/soak.py)
         self._timings: dict[str, dict[str, Any]] = {}  # nodeid -> what plan_vs_actual reads of the check
         self.evidence_dir = evidence_dir
         self.min_interval_s = min_interval_s
@@ -204,7 +222,7 @@ class RecordWriter:
             finished=finished, counts=dict(self._counts), tools={t: sorted(v) for t, v in sorted(self._tools.items())},
             comparison_warnings=self.comparison_warnings, host_keys=self.host_keys() if self.host_keys else (),
             plan=self.plan() if self.plan else None, plan_checks=list(self._timings.values()),
-            took_s=self.took() if self.took else None,
+            took_s=self.took() if self.took else None, soak=self.soak() if self.soak else None,
         )).encode("ascii")
         # The hash is over canonical_json({"checks": [...], "run": {...}}) byte for byte (keys sorted,
         # compact), so verify.record_sha256 of the loaded file reproduces it.
@@ -324,7 +342,8 @@ def pytest_sessionstart(session: pytest.Session) -> None:
     writer = RecordWriter(target, info, compared_with=str(cmp) if cmp else None, evidence_dir=str(ev) if ev else None,
                           comparison_warnings=previous.all_warnings if previous is not None else (),
                           host_keys=partial(host_key_decisions, config), plan=partial(_planned, config),
-                          took=partial(session_seconds, config), on_failure=partial(_say, config))
+                          took=partial(session_seconds, config), on_failure=partial(_say, config),
+                          soak=partial(soak_record, config) if config.stash.get(SOAK_KEY, None) else None)
     config.stash[WRITER_KEY] = writer
     config.pluginmanager.register(_JsonPlugin(config, writer), "fabric-report-json")
     writer.write()  # a record exists from the start, even if the first check never ends
