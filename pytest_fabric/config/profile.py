@@ -863,6 +863,57 @@ class Egress(_Section):
     upload: EgressTransfer | None = None
 
 
+class Soak(BaseModel):
+    """``soak:``: how a ``--soak`` burn-in is judged over time and sampled (docs/running.md, "A burn-in").
+
+    ``max_drift``: a figure more than this much worse than its best earlier cycle fails the soak,
+    even above its floor (``10%``; unset: drift is not judged). ``interval``: telemetry every this
+    long (GPU temperature, clocks, clock-event reasons, power, ECC, ports). ``load``: between two
+    cycles, the tensor-core GEMM on every GPU of every node for this long (probes/gpu_load.py;
+    unset: no load between cycles, only the checks' own).
+    """
+
+    model_config = ConfigDict(extra="forbid")
+
+    max_drift: QuantityField | None = None
+    interval: QuantityField = Field(default_factory=lambda: parse_quantity("30 s"))
+    load: QuantityField | None = None
+    source: str = ""
+
+    @field_validator("max_drift")
+    @classmethod
+    def _a_share(cls, value: Quantity | None) -> Quantity | None:
+        if value is None:
+            return None
+        share = parse_quantity(value, dimension=Dimension.PERCENT)
+        if not 0 < share.value < 1:
+            raise ValueError(f"max_drift {share.text or share}: give a share between 0% and 100%, e.g. '10%'")
+        return share
+
+    @field_validator("interval", "load")
+    @classmethod
+    def _seconds(cls, value: Quantity | None) -> Quantity | None:
+        if value is None:
+            return None
+        seconds = float(parse_quantity(value, dimension=Dimension.TIME).to("s"))
+        if seconds < 1:
+            raise ValueError(f"{value.text or value}: give at least '1 s'")
+        return value
+
+    @property
+    def max_drift_fraction(self) -> float | None:
+        """``max_drift`` as a fraction (0.1 for 10%), None when unset."""
+        return float(self.max_drift.value) if self.max_drift is not None else None
+
+    @property
+    def interval_s(self) -> float:
+        return float(self.interval.to("s"))
+
+    @property
+    def load_s(self) -> float | None:
+        return float(self.load.to("s")) if self.load is not None else None
+
+
 class ProfileDocument(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
@@ -874,6 +925,8 @@ class ProfileDocument(BaseModel):
     inter_node: InterNode = Field(default_factory=InterNode)
     storage: Storage = Field(default_factory=Storage)
     egress: Egress = Field(default_factory=Egress)
+    #: --soak's settings: judged over time (not a layer: no check of its own)
+    soak: Soak = Field(default_factory=Soak)
 
 
 _SECTION_MODELS: dict[str, type[BaseModel]] = {

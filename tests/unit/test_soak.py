@@ -1,0 +1,124 @@
+"""``--soak DURATION`` on this machine (``--cluster local``): cycles, one verdict, run.soak, the charts, SIGTERM.
+
+Kept short (a few seconds a soak): two cycles show what forty would.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from pytest_fabric.judge.soak import Figure
+from pytest_fabric.session.soak import cycles_left, progress_text
+
+LOCAL = ("--cluster", "local", "-p", "no:cacheprovider")
+# loopback TCP for 1 s and the MTU: a cycle of ~2 s; drift judged loosely (a loaded machine's loopback varies)
+QUICK = """name: quick-soak
+inter_node:
+  mtu: {min: 1500, source: Ethernet minimum}
+  tcp_throughput: {min: 100 Mb/s, streams: 1, duration: 1 s, source: a sanity floor for loopback}
+soak: {max_drift: 95%, interval: 1 s}
+"""
+
+
+@pytest.fixture
+def quick(pytester: pytest.Pytester) -> str:
+    return str(pytester.makefile(".yaml", **{"quick-soak": QUICK}))
+
+
+def test_a_short_soak_runs_cycles_to_one_verdict_records_them_and_draws_them(pytester: pytest.Pytester, quick: str) -> None:
+    result = pytester.runpytest_subprocess(*LOCAL, "--profile", quick, "-k", "mtu or tcp_throughput and not outlier",
+                                           "--soak", "5s", "--conformance-json=record.json", "--html=report.html",
+                                           "--self-contained-html")
+    out = result.stdout.str()
+    assert result.ret == 0, out
+    assert out.count("ACCEPT:") == 1, out  # one verdict, however many cycles
+    assert "soak: cycle 1 of about" in out and "worst of the cycle:" in out
+    record = json.loads((pytester.path / "record.json").read_text())
+    soak = record["run"]["soak"]
+    assert soak["cycles"] >= 2 and soak["status"] == "complete"
+    assert record["run"]["verdict"] == "accept" and soak["judgement"]["verdict"] == "accept"
+    tcp = next(s for s in soak["figures"] if s["key"] == "inter_node.tcp_throughput")
+    assert len(tcp["points"]) >= 2 and {p[0] for p in tcp["points"]} >= {1, 2}
+    assert all(p[2] and p[2] > 0 for p in tcp["points"]) and tcp["unit"]
+    assert soak["telemetry"]["series"], soak["telemetry"]  # the machine's ports at least
+    assert "no nvidia-smi" in " ".join(soak["telemetry"]["not_sampled"].values()) or any(
+        s["series"].endswith("temperature") for s in soak["telemetry"]["series"])
+    page = (pytester.path / "report.html").read_text()
+    assert page.count('class="fabric-soak-chart"') >= 2
+    assert "inter_node.tcp_throughput: higher is better" in page
+
+
+def test_a_soak_needs_a_duration(pytester: pytest.Pytester, quick: str) -> None:
+    result = pytester.runpytest(*LOCAL, "--profile", quick, "--soak", "soon")
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    result.stderr.fnmatch_lines(["*--soak soon: give a duration such as 40s, 30m or 24h*"])
+
+
+def test_sigterm_ends_a_soak_keeping_its_sealed_cycles(pytester: pytest.Pytester, quick: str) -> None:
+    run = subprocess.Popen(
+        [sys.executable, "-m", "pytest", *LOCAL, "--profile", quick, "-k", "mtu or tcp_throughput and not outlier",
+         "--soak", "120s", "--conformance-json=record.json"],
+        cwd=pytester.path, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+        env={**os.environ, "FABRIC_TEST_CHECKOUT": "1"})
+    record = pytester.path / "record.json"
+    try:
+        deadline = time.monotonic() + 60
+        cycles = 0
+        while time.monotonic() < deadline and run.poll() is None and cycles < 2:
+            time.sleep(0.2)
+            try:
+                cycles = json.loads(record.read_text())["run"].get("soak", {}).get("cycles", 0)
+            except (OSError, ValueError):
+                continue
+        assert cycles >= 2, run.communicate(timeout=5)[0] if run.poll() is not None else "no 2 cycles in 60 s"
+        run.send_signal(signal.SIGTERM)
+        output, _ = run.communicate(timeout=20)
+    finally:
+        if run.poll() is None:
+            run.kill()
+            run.communicate()
+    run_json = json.loads(record.read_text())["run"]
+    assert run_json["status"] == "interrupted", output
+    assert run_json["soak"]["status"] == "interrupted" and run_json["soak"]["cycles"] >= 2
+    assert run_json["soak"]["judgement"]["cycles"] == run_json["soak"]["cycles"]
+    assert run_json["verdict"] == "interrupted", output
+    assert "soak: " in output and "INTERRUPTED" in output
+
+
+def _figure(outcome: str = "passed", value: float = 12.1, margin: float = 11.1) -> Figure:
+    return Figure(2, 10.0, "t", "inter_node.tcp_throughput", "local", ("local",), outcome, value, "Gb/s", True, margin)
+
+
+def test_progress_says_the_cycle_of_about_n_the_time_left_and_the_worst_figure() -> None:
+    assert cycles_left(10, 40, 5) == 6 and cycles_left(40, 40, 5) == 0 and cycles_left(39.5, 40, 5) == 1
+    text = progress_text(2, 10.0, 40.0, 5.0, _figure())
+    assert text == ("soak: cycle 2 of about 8 done in 5 s; 30 s left; worst of the cycle: local "
+                    "inter_node.tcp_throughput 12.1 Gb/s (+1110% from its limit)")
+    assert progress_text(3, 41.0, 40.0, 5.0, _figure("failed", 0.5, -0.5)).endswith("(-50% from its limit) FAILED")
+    assert "no time left" in progress_text(3, 41.0, 40.0, 5.0, None)
+
+
+def test_the_record_schema_knows_run_soak() -> None:
+    schema = json.loads((Path(__import__("pytest_fabric.report", fromlist=["x"]).__file__).parent
+                         / "record.schema.json").read_text())
+    assert "soak" in json.dumps(schema)
+
+
+def test_the_profile_soak_section_is_typed_and_its_mistakes_named(pytester: pytest.Pytester) -> None:
+    from pytest_fabric.config.profile import Soak
+
+    soak = Soak(max_drift="10%", interval="2 s", load="1 min")
+    assert (soak.max_drift_fraction, soak.interval_s, soak.load_s) == (0.1, 2.0, 60.0)
+    assert Soak().max_drift_fraction is None and Soak().interval_s == 30.0
+    pytester.makefile(".yaml", drift="name: drift\nsoak: {max_drift: 10 s}\n")
+    result = pytester.runpytest(*LOCAL, "--profile", "drift.yaml", "--soak", "5s")
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    result.stderr.fnmatch_lines(["*drift.yaml:2*soak.max_drift*expected a percent such as '10%'*"])
