@@ -34,7 +34,10 @@ from pytest_fabric.record.runinfo import RUN_INFO_KEY, RunInfo, utc_now
 from pytest_fabric.run.state import CHECK_KEY, STATE_KEY, VERDICTS_KEY, CheckInfo, FabricState, get_state
 from pytest_fabric.run.subjects import DEVICE_TESTS_UP_TO, SUBJECT_FIXTURES, is_subject, subject_id, subject_nodes
 from pytest_fabric.transport.base import Transport, TransportError
-from pytest_fabric.transport.ssh import hostname_lookup
+from pytest_fabric.transport.local import LocalTransport
+from pytest_fabric.transport.slurm.gpus import describe
+from pytest_fabric.transport.slurm.settings import SlurmSettings
+from pytest_fabric.transport.ssh import SSHSettings, SSHTransport, hostname_lookup
 from pytest_fabric.judge.verdict import Op, Verdict, display_unit
 from pytest_fabric.config.yamlsource import MissingFile, SourceError
 
@@ -49,7 +52,6 @@ pytest_plugins = [
     "pytest_fabric.session.gcpause",  # collection without the cyclic collector (large inventories)
     "pytest_fabric.session.stopping",  # SIGTERM and SIGHUP stop a run as Ctrl-C does
     "pytest_fabric.run.fixtures",
-    "pytest_fabric.transport.slurm.drain",
     "pytest_fabric.measurements.intra_node",
     "pytest_fabric.measurements.inter_node",
     "pytest_fabric.measurements.storage",
@@ -72,6 +74,7 @@ pytest_plugins = [
     "pytest_fabric.report.trust",
     "pytest_fabric.report.sign",
     "pytest_fabric.report.exit_status",  # --require-accept
+    "pytest_fabric.slurm.drain",  # after report/: it reads the records through report/collect.py
 ]
 
 LAYER_HELP = {
@@ -280,15 +283,13 @@ def pytest_fabric_make_transport(node: Node, config: pytest.Config) -> Transport
     state = get_state(config)
     assert state is not None
     if node.transport == "local":
-        from pytest_fabric.transport.local import LocalTransport
-
         return LocalTransport(node.name)
     if node.transport == "slurm":
-        from pytest_fabric.transport.slurm.session import slurm_transport
+        # Here, not at the top: slurm/ reads report/progress.py's plan, and a report module imported
+        # with this one, before pytest registers the report plugins, could not be assertion-rewritten.
+        from pytest_fabric.slurm.allocation import slurm_transport
 
         return slurm_transport(node, config)
-    from pytest_fabric.transport.ssh import SSHSettings, SSHTransport
-
     return SSHTransport(
         node.name,
         SSHSettings(
@@ -587,9 +588,8 @@ def pytest_report_header(config: pytest.Config) -> list[str] | None:
     for key, why in sorted(config.stash.get(CANNOT_EXIST_KEY, {}).items()):
         lines.append(f"fabric: {key} cannot exist on this inventory ({why}): listed as not run, not blocking")
     if any(n.transport == "slurm" for n in state.inventory.nodes):
-        from pytest_fabric.transport.slurm.gpus import describe
-        from pytest_fabric.transport.slurm.session import expected_gpus
-        from pytest_fabric.transport.slurm.settings import SlurmSettings
+        # Here, not at the top: as in pytest_fabric_make_transport.
+        from pytest_fabric.slurm.allocation import expected_gpus
 
         slurm = dataclasses.replace(state.inventory.slurm or SlurmSettings(), gpus_per_node=expected_gpus(p))
         lines.append(f"fabric: {describe(slurm)}")

@@ -4,14 +4,12 @@
   it; plain data, imported by the inventory, importing nothing that runs a command;
 - :mod:`.transport`: :class:`SlurmAllocation` and :class:`SlurmTransport`, which run srun,
   salloc and scancel;
-- :mod:`.session`: the run's one allocation, shared by every Slurm node
-  (``pytest_fabric_make_transport`` asks it for a node's transport);
-- :mod:`.drain`: the ``scontrol update ... state=drain`` lines for failed nodes (a plugin:
-  ``--slurm-drain``).
+- :mod:`.gpus`: the GPUs an allocation asks for;
+- :mod:`.agent`, :mod:`.agent_step`: the step that stays on each node and runs its commands.
 
-Only the first two are re-exported here.  The session and the drain plugin import the inventory
-and the run's state, which import the settings from this package: importing them here would be a
-cycle.  Import them as ``pytest_fabric.transport.slurm.session`` and ``...slurm.drain``.
+Transport only: nothing here imports above transport/ (tests/unit/test_layering.py).  The run's
+one allocation and the drain lines, which read the inventory, the profile, the run's state and
+its records, are the Slurm integration in :mod:`pytest_fabric.slurm`.
 """
 
 from __future__ import annotations

@@ -20,6 +20,7 @@ from typing import Any
 import pytest
 
 from pytest_fabric.config.hostlist import fold
+from pytest_fabric.report.collect import get_checks, is_controller
 from pytest_fabric.run.state import get_state
 
 __all__ = ["DrainLine", "drain_lines"]
@@ -85,8 +86,6 @@ def pytest_addoption(parser: pytest.Parser) -> None:
 
 @pytest.hookimpl(trylast=True)  # after the fabric summary it belongs to
 def pytest_terminal_summary(terminalreporter: Any, exitstatus: int, config: pytest.Config) -> None:
-    from pytest_fabric.report.collect import get_checks, is_controller
-
     state = get_state(config)
     if state is None or not is_controller(config):
         return

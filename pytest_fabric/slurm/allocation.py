@@ -1,7 +1,8 @@
 """The run's Slurm allocation: made on first use, shared by every Slurm node, released at the end.
 
-``pytest_fabric_make_transport`` asks here for a node written ``transport: slurm`` (or under a
-``slurm:`` section).  All such nodes share one :class:`~.transport.SlurmAllocation`, kept
+Part of the Slurm integration (``slurm/``, above the transport it uses and the run's state it
+reads): ``pytest_fabric_make_transport`` asks here for a node written ``transport: slurm`` (or
+under a ``slurm:`` section).  All such nodes share one :class:`~.transport.SlurmAllocation`, kept
 in ``config.stash``; the allocation is released (the job cancelled if the run asked for it,
 else this run's steps) when pytest unconfigures, after every transport has closed.
 """
@@ -16,6 +17,7 @@ import pytest
 from pytest_fabric.checks import base as checks
 from pytest_fabric.config.inventory import Node
 from pytest_fabric.config.profile import Profile
+from pytest_fabric.report.progress import PLAN_KEY
 from pytest_fabric.run.state import get_state
 from pytest_fabric.transport.slurm.settings import SlurmSettings, allocation_minutes
 from pytest_fabric.transport.slurm.transport import SlurmAllocation, SlurmTransport
@@ -48,8 +50,6 @@ def _allocation_for(config: pytest.Config) -> SlurmAllocation:
         if settings.time_limit_min is None:
             # Not written: as long as the run's plan, with a margin (the default of 120 minutes was
             # shorter than many plans, and a run cut at its time limit loses its last checks).
-            from pytest_fabric.report.progress import PLAN_KEY  # the plan is made after collection
-
             plan = config.stash.get(PLAN_KEY, None)
             minutes = allocation_minutes(plan.total_s) if plan is not None else 120  # no plan: no terminal
             settings = dataclasses.replace(settings, time_limit_min=minutes)
