@@ -61,6 +61,7 @@ pytest_plugins = [
     "pytest_fabric.measurements.gpu_health",
     "pytest_fabric.measurements.switch_links",
     "pytest_fabric.measurements.gpudirect",
+    "pytest_fabric.checks.gpu_load",  # GEMM, HBM and clock throttling per GPU (a family: its own declarations)
     # reporting, one feature per module (report/): order matters only for assertion rewriting
     "pytest_fabric.report.errors",
     "pytest_fabric.report.evidence",

@@ -7,6 +7,7 @@ import typing
 from pathlib import Path
 
 import pytest
+from unit.bundled_registry import bundled_registry
 
 from pytest_fabric.checks import base as checks
 from pytest_fabric.config.bundled import conformance_dir
@@ -35,11 +36,13 @@ def _conformance_tests() -> list[tuple[str, str, str, Path]]:
 def test_every_conformance_test_is_a_declared_check_with_its_layer_and_subject() -> None:
     tests = _conformance_tests()
     assert len(tests) >= 40
+    registry = bundled_registry()
     for layer, name, subject, path in tests:
-        declared = checks.check_of(name)
-        assert declared is not None, f"{path.name}::test_{name} has no declaration in pytest_fabric/checks/base.py"
+        declared = registry.check_of(name)
+        assert declared is not None, (f"{path.name}::test_{name} has no declaration in pytest_fabric/checks/base.py "
+                                      "or a check family's module")
         assert (declared.layer, declared.subject) == (layer, subject), f"test_{name} in {path}"
-    assert {name for _, name, _, _ in tests} == set(checks.CHECKS), "a declaration without its test"
+    assert {name for _, name, _, _ in tests} == set(registry.checks), "a declaration without its test"
 
 
 def _section_fields(layer: str) -> dict[str, type[CheckSpec]]:

@@ -7,13 +7,14 @@ from decimal import Decimal
 from pathlib import Path
 
 import pytest
+from unit.bundled_registry import bundled_schema
 
 from pytest_fabric.config.profile import LAYERS, Profile, bundled_profiles, load_profile
 from pytest_fabric.config.units import Dimension, Quantity, parse_quantity
 from pytest_fabric.judge.verdict import Op
 from pytest_fabric.config.yamlsource import SourceError
 
-BUNDLED = ["base", "hdr200", "hdr200-8rail", "localhost", "ndr400-large", "roce-small"]
+BUNDLED = ["base", "hdr200-8rail", "hdr200", "localhost", "ndr400-burn-in", "ndr400-large", "roce-small"]
 
 
 def _write(path: Path, text: str) -> Path:
@@ -43,7 +44,7 @@ def test_bundled_profiles_are_listed() -> None:
 
 @pytest.mark.parametrize("name", BUNDLED)
 def test_bundled_profile_loads(name: str) -> None:
-    profile = load_profile(name)
+    profile = load_profile(name, schema=bundled_schema())  # the check families' keys too (ndr400-burn-in)
     assert profile.name == name
     assert profile.path == bundled_profiles()[name]
     assert len(profile.sha256) == 64
