@@ -51,6 +51,7 @@ VERSION_FLAGS = {
     "ib_write_lat": "--version", "mpirun": "--version", "curl": "--version", "ibstat": "-V",
     "perfquery": "-V", "iblinkinfo": "-V", "lspci": "--version", "ethtool": "--version",
     "getent": "--version", "dcgmi": "--version", "mlnx_qos": "--version", "rdma": "-V",
+    "dcgmproftester12": "--version",  # TCLAP's: prints the version and exits, no load
 }
 _VERSION = re.compile(r"(?<![0-9A-Za-z.])v?([0-9]+(?:\.[0-9]+)+)")
 _KERNEL_DMABUF = "5.12"  # the first kernel whose RDMA stack takes dma-buf memory (ib_umem_dmabuf)

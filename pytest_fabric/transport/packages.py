@@ -75,6 +75,10 @@ PACKAGES: Mapping[str, str] = MappingProxyType(
         "all_gather_perf": "nccl-tests (build from https://github.com/NVIDIA/nccl-tests)",
         "alltoall_perf": "nccl-tests (build from https://github.com/NVIDIA/nccl-tests)",
         "dcgmi": "datacenter-gpu-manager",
+        # DCGM's load generator, one build per CUDA major (the GEMM and clock-throttling checks' load)
+        "dcgmproftester11": "datacenter-gpu-manager (DCGM 3.x or 4.x)",
+        "dcgmproftester12": "datacenter-gpu-manager (DCGM 3.x or 4.x)",
+        "dcgmproftester13": "datacenter-gpu-manager (DCGM 4.x)",
         "mpirun": "openmpi-bin",
         "mpiexec": "openmpi-bin",
         # egress and name resolution

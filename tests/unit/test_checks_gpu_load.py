@@ -60,3 +60,32 @@ def test_declared_through_the_hook_as_node_checks() -> None:
         ("intra_node.clock_throttling", "node", "wave"),
     ]
     assert all("nvidia-smi" in c.tools for c in declared)
+
+
+def test_preflight_looks_for_the_load_tools_and_names_their_package() -> None:
+    from unit.bundled_registry import bundled_registry
+
+    from pytest_fabric.probes.preflight import install_hint, required_tools
+
+    keys = ["intra_node.gemm_throughput", "intra_node.clock_throttling", "intra_node.memory_bandwidth"]
+    needed = required_tools(keys, None, checks=bundled_registry())
+    assert needed["dcgmproftester12"] == ["intra_node.gemm_throughput", "intra_node.clock_throttling"]
+    assert needed["nvbandwidth"] == ["intra_node.memory_bandwidth"]
+    assert "datacenter-gpu-manager" in install_hint(["dcgmproftester12"])
+
+
+def test_a_profile_setting_every_issue_30_key_collects_one_test_per_check_on_local(pytester: pytest.Pytester) -> None:
+    profile = pytester.path / "burn.yaml"
+    profile.write_text(
+        "name: burn\nextends: localhost\n"
+        "intra_node:\n  gpu_health: 3\n  gemm_throughput: {}\n  clock_throttling: {}\n  memory_bandwidth: {}\n"
+        "  xid_errors: {}\n  pcie_errors: {}\ninter_node:\n  link_history: {}\n"
+    )
+    keys = ("gpu_health", "gemm_throughput", "clock_throttling", "memory_bandwidth", "xid_errors", "pcie_errors",
+            "link_history")
+    result = pytester.runpytest_subprocess(
+        "--cluster", "local", "--profile", str(profile), "-p", "no:cacheprovider", "--collect-only", "-q",
+        "-k", " or ".join(keys))
+    assert result.ret == pytest.ExitCode.OK, result.stdout.str() + result.stderr.str()
+    collected = [line for line in result.stdout.lines if "::test_" in line]
+    assert sorted(line.split("::test_")[1] for line in collected) == sorted(f"{k}[local]" for k in keys), collected

@@ -426,3 +426,12 @@ def test_a_check_declares_what_starting_its_tools_costs() -> None:
     assert start_seconds("rdma_bandwidth") == OVERHEAD_S
     spec = _specs("hdr200")[("inter_node", "tcp_throughput")]
     assert measurement_seconds("tcp_throughput", spec) == pytest.approx(10.25)
+
+
+@pytest.mark.parametrize(("level", "seconds"), [(1, 120.0), (2, 240.0), (3, 1020.0), (4, 3720.0)])
+def test_the_plan_prices_each_dcgm_level(level: int, seconds: float) -> None:
+    from pytest_fabric.config.profile import GpuHealth
+    from pytest_fabric.run.plan import measurement_seconds
+
+    # NVIDIA's dcgmi diag reference: seconds, ~2 min, ~15 min, longer; each with a level-1 run's 2 min
+    assert measurement_seconds("gpu_health", GpuHealth(level=level)) == seconds
