@@ -51,6 +51,7 @@ pytest_plugins = [
     "pytest_fabric.session.lastfailed",  # --lf: deselect what passed, rather than leave it uncollected
     "pytest_fabric.session.gcpause",  # collection without the cyclic collector (large inventories)
     "pytest_fabric.session.stopping",  # SIGTERM and SIGHUP stop a run as Ctrl-C does
+    "pytest_fabric.session.soak",  # --soak DURATION: the checks in cycles, judged over time
     "pytest_fabric.run.fixtures",
     "pytest_fabric.measurements.intra_node",
     "pytest_fabric.measurements.inter_node",

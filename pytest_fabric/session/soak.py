@@ -32,12 +32,13 @@ from typing import Any
 import pytest
 
 from pytest_fabric.judge.soak import Figure, Sample, SoakVerdict, judge_soak
+from pytest_fabric.parsers.telemetry import THROTTLE_REASONS
 from pytest_fabric.run.batches import BatchCache, fan_out
 from pytest_fabric.run.once import Once
 from pytest_fabric.run.plan import format_duration
 from pytest_fabric.run.state import VERDICTS_KEY, FabricState, get_state
 
-__all__ = ["SOAK_KEY", "SoakLog", "cycles_left", "progress_text", "soak_seconds"]
+__all__ = ["SOAK_KEY", "SoakLog", "allocation_plan_s", "cycles_left", "progress_text", "soak_seconds"]
 
 #: telemetry every this many seconds unless the profile's soak.interval says otherwise
 DEFAULT_INTERVAL_S = 30.0
@@ -60,6 +61,14 @@ def soak_seconds(config: pytest.Config) -> float | None:
     if seconds <= 0:
         raise pytest.UsageError(f"--soak {text}: give a duration longer than 0 s")
     return seconds
+
+
+def allocation_plan_s(plan_s: float | None, soak_s: float | None) -> float | None:
+    """What a Slurm allocation must hold for a run: its plan, or with ``--soak`` the soak's length and one
+    more cycle (a cycle starts while time is left, so the last may begin just before the end)."""
+    if not soak_s:
+        return plan_s
+    return soak_s + (plan_s or 0.0)
 
 
 def cycles_left(elapsed: float, duration: float, cycle_s: float) -> int:
@@ -127,6 +136,8 @@ class SoakLog:
         self.verdict: SoakVerdict | None = None
         self._lock = threading.Lock()
         self._limits: dict[str, float] = {}  # nodeid -> the check's floor or ceiling, in the figure's unit
+        self.load_runs = 0
+        self.load_not_run: dict[str, str] = {}
         self._snapshot: dict[str, Any] | None = None
         self._snapshot_at = 0.0
 
@@ -171,6 +182,24 @@ class SoakLog:
             self.figures.append(figure)
             if limit is not None and (expected.get("unit") or "") == figure.unit:
                 self._limits[nodeid] = limit
+
+    def add_load(self, cycle: int, load: Any) -> None:
+        """One node's GEMM load after ``cycle`` (a ``GemmLoad``): each GPU's rate, and its throttling."""
+        at = self.elapsed()
+        with self._lock:
+            self.load_runs += 1
+            for rate in load.rates:
+                subject = f"{load.node}:gpu{rate.index}"
+                self.figures.append(Figure(cycle, at, f"soak load {subject}", "soak.gemm_load", subject, (load.node,),
+                                           "passed", float(rate.tflops), "TFLOP/s", True))
+            for index, reasons in load.reasons.items():
+                throttled = sorted(r for r in reasons if r in THROTTLE_REASONS)
+                self.samples.append(Sample(at, load.node, f"gpu{index} throttled under load",
+                                           1.0 if throttled else 0.0, "", "flag", ", ".join(throttled)))
+
+    def add_load_error(self, node: str, why: str) -> None:
+        with self._lock:
+            self.load_not_run.setdefault(node, why)
 
     def add_samples(self, samples: list[Sample], not_sampled: dict[str, str]) -> None:
         with self._lock:
@@ -222,6 +251,8 @@ class SoakLog:
             "cycles": sum(1 for s in spans if s["end_s"] is not None),
             "cycle_spans": spans,
             "max_drift": self.max_drift,
+            "load": None if not (self.load_runs or self.load_not_run) else {
+                "runs": self.load_runs, "not_run": dict(sorted(self.load_not_run.items()))},
             "figures": list(series.values()),
             "telemetry": {"interval_s": self.interval_s, "series": list(telemetry.values()), "not_sampled": not_sampled},
             "judgement": self.verdict.to_json() if self.verdict is not None else None,
@@ -299,9 +330,10 @@ def _fresh_item(item: pytest.Item) -> None:
     """A test runs again: its verdicts, its time and its fixtures' request start over."""
     from pytest_fabric.plugin import ELAPSED_KEY, STARTED_KEY
 
-    for key in (VERDICTS_KEY, ELAPSED_KEY, STARTED_KEY):
+    keys: tuple[pytest.StashKey[Any], ...] = (VERDICTS_KEY, ELAPSED_KEY, STARTED_KEY)
+    for key in keys:
         if key in item.stash:
-            del item.stash[key]  # type: ignore[attr-defined]
+            del item.stash[key]
     initrequest: Callable[[], None] | None = getattr(item, "_initrequest", None)
     if initrequest is not None:  # pytest.Function: a fresh FixtureRequest, as pytest-rerunfailures does
         initrequest()
@@ -310,10 +342,31 @@ def _fresh_item(item: pytest.Item) -> None:
 class SoakPlugin:
     """Registered with ``--soak``: runs the cycles, gathers each cycle's figures, samples telemetry."""
 
-    def __init__(self, config: pytest.Config, log: SoakLog) -> None:
+    def __init__(self, config: pytest.Config, log: SoakLog, load_s: float | None = None) -> None:
         self.config = config
         self.log = log
         self.cycle = 0
+        self.load_s = load_s  # the profile's soak.load: the GEMM on every GPU between cycles
+
+    def _load(self, state: FabricState, seconds: float) -> None:
+        """The GEMM load on every node between two cycles (probes/gpu_load.py); each GPU's rate is a
+        figure of the soak (judged for drift like a check's), its throttling a telemetry flag."""
+        from pytest_fabric.probes.gpu_load import run_gemm_load
+
+        cluster = state.cluster
+        if cluster is None or seconds < 1:
+            return
+        cycle = self.cycle
+
+        def one(node: Any) -> None:
+            try:
+                load = run_gemm_load(node, seconds)
+            except Exception as exc:  # no dcgmproftester, no GPU: said, and the soak goes on without it
+                self.log.add_load_error(node.name, str(exc).splitlines()[0][:300] if str(exc) else type(exc).__name__)
+                return
+            self.log.add_load(cycle, load)
+
+        fan_out(cluster.nodes, one, state.batches.fanout)
 
     @pytest.hookimpl(tryfirst=True)
     def pytest_runtestloop(self, session: pytest.Session) -> bool | None:
@@ -361,6 +414,8 @@ class SoakPlugin:
             self._progress()
             if self.log.elapsed() >= self.log.duration_s or not items:
                 return
+            if self.load_s:
+                self._load(state, min(self.load_s, self.log.duration_s - self.log.elapsed()))
 
     def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
         # report/ is imported when called: imported at the top, it escapes assertion rewriting (plugin.py)
@@ -406,14 +461,19 @@ class SoakPlugin:
         verdict = self.log.verdict
         if verdict is None:
             return
+        said = verdict.verdict.upper()
+        if self.log.status == "interrupted" and verdict.verdict == "accept":
+            said = "interrupted; no fault in the cycles that ran to their end"
         terminalreporter.write_sep("-", f"soak: {self.log.complete_cycles} cycles in "
-                                        f"{format_duration(self.log.elapsed())}: {verdict.verdict.upper()}")
+                                        f"{format_duration(self.log.elapsed())}: {said}")
         if verdict.max_drift is None:
             terminalreporter.write_line("drift not judged: the profile sets no soak.max_drift")
         for fault in verdict.faults:
             terminalreporter.write_line(fault.message, red=fault.kind != "errored", yellow=fault.kind == "errored")
         for node, why in sorted(self.log.not_sampled.items()):
             terminalreporter.write_line(f"telemetry not sampled on {node}: {why}")
+        for node, why in sorted(self.log.load_not_run.items()):
+            terminalreporter.write_line(f"soak.load not run on {node}: {why}")
 
 
 SOAK_KEY = pytest.StashKey[SoakLog]()
@@ -443,7 +503,7 @@ def pytest_configure(config: pytest.Config) -> None:
     log = SoakLog(duration, interval, max_drift)
     config.stash[SOAK_KEY] = log
     config.stash[RECORD_SOAK_KEY] = log.snapshot  # what the record, the verdict and the page read
-    config.pluginmanager.register(SoakPlugin(config, log), "fabric-soak")
+    config.pluginmanager.register(SoakPlugin(config, log, getattr(settings, "load_s", None)), "fabric-soak")
 
 
 def get_soak(config: pytest.Config) -> SoakLog | None:

@@ -122,3 +122,12 @@ def test_the_profile_soak_section_is_typed_and_its_mistakes_named(pytester: pyte
     result = pytester.runpytest(*LOCAL, "--profile", "drift.yaml", "--soak", "5s")
     assert result.ret == pytest.ExitCode.USAGE_ERROR
     result.stderr.fnmatch_lines(["*drift.yaml:2*soak.max_drift*expected a percent such as '10%'*"])
+
+
+def test_a_slurm_allocation_holds_the_soak_and_one_more_cycle() -> None:
+    from pytest_fabric.session.soak import allocation_plan_s
+    from pytest_fabric.transport.slurm.settings import allocation_minutes
+
+    assert allocation_plan_s(300.0, None) == 300.0 and allocation_plan_s(None, None) is None
+    assert allocation_plan_s(300.0, 8 * 3600.0) == 8 * 3600.0 + 300.0
+    assert allocation_minutes(allocation_plan_s(300.0, 8 * 3600.0) or 0) >= 8 * 60 + 5  # not the plan's 18 min
