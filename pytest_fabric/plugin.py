@@ -32,7 +32,14 @@ from pytest_fabric.config.profile import LAYERS, CheckSpec, bundled_profiles, lo
 from pytest_fabric.record.check_record import PLANNED_KEY, REPORT_ATTRIBUTE, CheckRecord, PlannedCheck, quantity_json
 from pytest_fabric.record.runinfo import RUN_INFO_KEY, RunInfo, utc_now
 from pytest_fabric.run.state import CHECK_KEY, STATE_KEY, VERDICTS_KEY, CheckInfo, FabricState, get_state
-from pytest_fabric.run.subjects import DEVICE_TESTS_UP_TO, SUBJECT_FIXTURES, is_subject, subject_id, subject_nodes
+from pytest_fabric.run.subjects import (
+    DEVICE_TESTS_UP_TO,
+    SUBJECT_FIXTURES,
+    is_subject,
+    layer_and_check,
+    subject_id,
+    subject_nodes,
+)
 from pytest_fabric.transport.base import Transport, TransportError
 from pytest_fabric.transport.local import LocalTransport
 from pytest_fabric.transport.slurm.gpus import describe
@@ -319,12 +326,6 @@ class _TestFunction:
     check: str
     fixture: str | None  # the subject fixture it is parametrized by
     measured_by: tuple[str, ...]
-
-
-def layer_and_check(node: pytest.Item, function_name: str) -> tuple[str, str] | None:
-    """A conformance test's layer (its marker) and check (``test_mtu``: ``mtu``); None for other tests."""
-    layers = [m.name for m in node.iter_markers() if m.name in LAYERS]
-    return (layers[0], function_name.removeprefix("test_")) if layers else None
 
 
 def _test_function(item: pytest.Function) -> _TestFunction | None:

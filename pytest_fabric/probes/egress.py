@@ -44,7 +44,6 @@ __all__ = [
     "parse_curl_stats",
     "range_outcome",
     "target_host",
-    "target_label",
     "target_port",
     "upload",
 ]
@@ -76,17 +75,6 @@ def target_host(target: str) -> str:
     """The host part of ``https://host/path`` or ``host:port``."""
     parts = urlsplit(target if "://" in target else f"tcp://{target}")
     return parts.hostname or target
-
-
-def target_label(target: str) -> str:
-    """The target as a subject names it: ``mirror.example.com/100MB.bin``, ``10.0.0.1:8080/put``, ``host:443``.
-
-    The whole target but its scheme, so three URLs on one host are three names, not one host.
-    """
-    if "://" not in target:
-        return target
-    parts = urlsplit(target)
-    return f"{parts.netloc}{parts.path}" + (f"?{parts.query}" if parts.query else "")
 
 
 def target_port(target: str) -> int | None:

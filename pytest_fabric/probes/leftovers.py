@@ -30,12 +30,12 @@ it was and how much.
 from __future__ import annotations
 
 import os
-import platform
 import time
-import uuid
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+from pytest_fabric.run.owner import Owner, this_run
+from pytest_fabric.run.owner import process_start as _process_start
 from pytest_fabric.transport.results import CommandResult
 from pytest_fabric.transport.shellcmd import fill
 
@@ -51,55 +51,11 @@ _REMOVED = "@@removed"
 
 
 @dataclass(frozen=True)
-class Owner:
-    """Who made a directory, from its ``.owner`` line (fields it lacks are empty)."""
-
-    run: str
-    controller: str
-    pid: int
-    pidstart: str
-    started: int
-    until: int
-
-    def line(self) -> str:
-        return (f"run={self.run} controller={self.controller} pid={self.pid} pidstart={self.pidstart} "
-                f"started={self.started}")
-
-    @classmethod
-    def parse(cls, text: str) -> Owner | None:
-        fields = dict(part.split("=", 1) for part in text.split() if "=" in part)
-        try:
-            return cls(fields["run"], fields.get("controller", ""), int(fields.get("pid", "0")),
-                       fields.get("pidstart", ""), int(fields.get("started", "0")), int(fields["until"]))
-        except (KeyError, ValueError):
-            return None
-
-
-@dataclass(frozen=True)
 class Leftover:
     """Another run's directory under the path, as the node listed it."""
 
     directory: str
     owner: Owner | None
-
-
-def _process_start(pid: int) -> str:
-    """The process's start time in clock ticks since boot (Linux), '' where it cannot be read."""
-    try:
-        with open(f"/proc/{pid}/stat", encoding="ascii", errors="replace") as f:
-            stat = f.read()
-    except OSError:
-        return ""
-    # The command name (field 2) may hold spaces and parentheses: count from its closing one.
-    return stat.rsplit(")", 1)[-1].split()[19] if ")" in stat else ""
-
-
-_THIS_RUN = Owner(uuid.uuid4().hex[:12], platform.node(), os.getpid(), _process_start(os.getpid()), int(time.time()), 0)
-
-
-def this_run() -> Owner:
-    """This controller process's mark (one per process: a run is a pytest process)."""
-    return _THIS_RUN
 
 
 def listing_and_mkdir(parent: str, run: Owner) -> str:

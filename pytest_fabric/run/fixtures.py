@@ -28,7 +28,7 @@ from pytest_fabric.run.cluster import Cluster, NodeHandle, NodePair
 from pytest_fabric.run.pairs import Pair
 from pytest_fabric.config.profile import CheckSpec
 from pytest_fabric.run.state import CHECK_KEY, VERDICTS_KEY, get_state
-from pytest_fabric.run.subjects import subject_id, subject_parts
+from pytest_fabric.run.subjects import layer_and_check, subject_id, subject_parts
 from pytest_fabric.transport.base import Transport
 from pytest_fabric.judge.verdict import Expectation, Measurement, Verdict
 from pytest_fabric.judge.verdict import judge as judge_measurement
@@ -161,8 +161,6 @@ def _unset_at_scale(metafunc: pytest.Metafunc, state: Any) -> str | None:
     (above --fabric-device-tests-up-to nodes); None otherwise."""
     if len(state.inventory.node_names) <= state.device_tests_up_to:
         return None
-    from pytest_fabric.plugin import layer_and_check  # the plugin imports this module
-
     found = layer_and_check(metafunc.definition, metafunc.function.__name__)
     if found is None or found[1] == "mount":  # the mount check is judged by what the inventory states
         return None

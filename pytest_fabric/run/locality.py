@@ -1,7 +1,7 @@
 """Whether a mount is one filesystem under every node (shared) or each node's own (node-local).
 
 Pure: from what the inventory states (:class:`~pytest_fabric.config.inventory.Mount`) and what findmnt
-shows at the path on each node. :mod:`pytest_fabric.run.mount_sharing` reads findmnt once per run
+shows at the path on each node. :mod:`pytest_fabric.probes.mount_sharing` reads findmnt once per run
 and keeps the answer; :mod:`pytest_fabric.run.sharing` turns it into who takes turns.
 
 What findmnt tells (:func:`from_findmnt`):

@@ -13,11 +13,11 @@ from typing import Any, cast
 
 import pytest
 
-from pytest_fabric.probes.leftovers import this_run as storage_mark
 from pytest_fabric.run import cluster_lock
 from pytest_fabric.run.batches import fan_out
 from pytest_fabric.run.cluster import Cluster
 from pytest_fabric.run.fixtures import make_transport_for
+from pytest_fabric.run.owner import this_run
 from pytest_fabric.run.state import FabricState, get_state
 
 __all__ = ["LOCKED_EXIT", "LOCK_KEY", "LockPlugin", "open_cluster"]
@@ -50,7 +50,7 @@ def open_cluster(config: pytest.Config, state: FabricState) -> Cluster:
     reachable = [n for n in cluster.nodes if n.spec.transport == "ssh" and cluster.pool.failure(n.name) is None]
     try:
         taken = cluster_lock.take_cluster(
-            reachable, cluster_lock.this_run(storage_mark().run), mode=mode,
+            reachable, cluster_lock.this_run(this_run().run), mode=mode,
             fan_out=lambda items, fn: fan_out(items, fn, state.batches.fanout),
             say=lambda line: _say(config, "cluster lock: " + line),
         )

@@ -13,17 +13,46 @@ checks otherwise, most of a collection's time, and a node is what is sent back.
 from __future__ import annotations
 
 from typing import Any
+from urllib.parse import urlsplit
 
+import pytest
+
+from pytest_fabric.config.profile import LAYERS
 from pytest_fabric.run.pairs import Pair
-from pytest_fabric.probes.egress import target_label
 
-__all__ = ["DEVICE_TESTS_UP_TO", "SUBJECT_FIXTURES", "is_subject", "subject_id", "subject_nodes", "subject_parts"]
+__all__ = [
+    "DEVICE_TESTS_UP_TO",
+    "SUBJECT_FIXTURES",
+    "is_subject",
+    "layer_and_check",
+    "subject_id",
+    "subject_nodes",
+    "subject_parts",
+    "target_label",
+]
 
 #: subject fixtures, most specific first: a test asking for several is about the first
 SUBJECT_FIXTURES = ("node_pair", "mount", "egress_target", "gpu", "hca", "node")
 
 #: up to this many nodes each GPU and RDMA port is a test of its own; above, each node's are one
 DEVICE_TESTS_UP_TO = 256
+
+
+def layer_and_check(node: pytest.Item, function_name: str) -> tuple[str, str] | None:
+    """A conformance test's layer (its marker) and check (``test_mtu``: ``mtu``); None for other tests."""
+    layers = [m.name for m in node.iter_markers() if m.name in LAYERS]
+    return (layers[0], function_name.removeprefix("test_")) if layers else None
+
+
+def target_label(target: str) -> str:
+    """The target as a subject names it: ``mirror.example.com/100MB.bin``, ``10.0.0.1:8080/put``, ``host:443``.
+
+    The whole target but its scheme, so three URLs on one host are three names, not one host.
+    """
+    if "://" not in target:
+        return target
+    parts = urlsplit(target)
+    return f"{parts.netloc}{parts.path}" + (f"?{parts.query}" if parts.query else "")
 
 
 def is_subject(name: str, param: Any) -> bool:

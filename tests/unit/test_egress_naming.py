@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from pytest_fabric.probes.egress import _shown, _write_out, connect_error, target_label
+from pytest_fabric.probes.egress import _shown, _write_out, connect_error
+from pytest_fabric.run.subjects import target_label
 from pytest_fabric.run.subjects import subject_id
 
 
