@@ -151,6 +151,14 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         "one test per node and check judges all of a node's and names each that fails (0: always per node)",
     )
     group.addoption(
+        "--fabric-no-witness",
+        dest="fabric_no_witness",
+        action="store_true",
+        default=False,
+        help="do not read the interface and HCA port counters before and after each TCP and RDMA measurement: "
+        "cheaper, but each figure is then its tool's word alone (the record says no witness ran)",
+    )
+    group.addoption(
         "--ssh-config",
         dest="fabric_ssh_config",
         metavar="PATH",
@@ -222,6 +230,7 @@ def pytest_configure(config: pytest.Config) -> None:
         ssh_config=config.getoption("fabric_ssh_config"),
         batches=BatchCache(fanout),
         device_tests_up_to=config.getoption("fabric_device_tests_up_to"),
+        witnesses=not config.getoption("fabric_no_witness"),
     )
     # Checks that cannot exist on a cluster this small (a median of two pairs): said at load, in the header.
     config.stash[CANNOT_EXIST_KEY] = dict(cannot_exist(profile, inventory, state.pairs))

@@ -108,6 +108,8 @@ def measure_function(state: FabricState, check: str, *, port_offset: int = 0) ->
                 duration_s=float(tcp_spec.duration.to("s")),
                 processes=tcp_spec.processes,
                 port=checks.TCP_THROUGHPUT_PORTS.port(port_offset + pair.slot * tcp_spec.processes),
+                corroborate=True,
+                witness=state.witnesses,
             )
             return tcp.measure_pair(pair, settings, need_line_rate=need_line, once=state.once)
 
@@ -163,6 +165,8 @@ def rdma_settings(
         traffic=rdma_traffic(state),
         port=port,
         ports=ports,
+        corroborate=True,
+        witness=state.witnesses,
     )
 
 

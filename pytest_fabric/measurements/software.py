@@ -23,6 +23,10 @@ from pytest_fabric.run.fixtures import SpecLookup
 from pytest_fabric.config.hostlist import fold
 from pytest_fabric.probes import preflight as preflight_probe
 from pytest_fabric.probes import software as software_probe
+from pytest_fabric.probes import tool_identity as identity_probe
+from pytest_fabric.judge import tool_identity as identity_judge
+from pytest_fabric.parsers.tool_identity import NodeToolIdentity
+from pytest_fabric.record.check_record import REPORT_ATTRIBUTE
 from pytest_fabric.probes.base import MeasurementError
 from pytest_fabric.run.state import CHECK_KEY, FabricState, get_state
 from pytest_fabric.transport.base import ToolMissing, TransportError
@@ -205,12 +209,32 @@ def all_stacks(request: pytest.FixtureRequest, cluster: Cluster) -> tuple[dict[s
     return stacks, errors
 
 
+def all_identities(state: FabricState, cluster: Cluster) -> dict[str, NodeToolIdentity]:
+    """Every node's tool identity listing (one command per node per run, in parallel where not read yet);
+    a node that could not be read is left out (its own checks say why)."""
+    tools = sorted(_required(state))
+    if not tools:
+        return {}
+
+    def one(node: NodeHandle) -> NodeToolIdentity | None:
+        try:
+            return identity_probe.read_identity(node, tools, state.once)[0]
+        except TransportError:
+            return None
+
+    found = state.batches.fan_out(cluster.nodes, one)
+    return {node.name: ident for node, ident in zip(cluster.nodes, found) if ident is not None}
+
+
 @pytest.fixture
 def software_consistency(request: pytest.FixtureRequest, cluster: Cluster, spec: SpecLookup) -> Measurement:
-    """The same kernel, driver, CUDA, NCCL, OFED, rdma-core and HCA firmware on every node."""
+    """The same kernel, driver, CUDA, NCCL, OFED, rdma-core and HCA firmware on every node, and the same
+    file (SHA-256) under each tool name the profile's checks run."""
     settings = spec(checks.SOFTWARE_CONSISTENCY)
     stacks, errors = all_stacks(request, cluster)
     findings = software_probe.consistency(stacks, settings.components)
+    identities = all_identities(_state(request), cluster)
+    findings += identity_judge.hash_differences(identities)
     unread = "; ".join(f"{n}: {why}" for n, why in sorted(errors.items()))
     if not findings and errors:
         raise MeasurementError(
@@ -219,12 +243,40 @@ def software_consistency(request: pytest.FixtureRequest, cluster: Cluster, spec:
             fix="make those nodes reachable and run again",
         )
     same = {software_probe.LABELS[c]: sorted({s.shown(c) for s in stacks.values()}) for c in settings.components}
-    extra = {"software": {n: dict(s.versions) for n, s in sorted(stacks.items())}}
+    extra: dict[str, object] = {"software": {n: dict(s.versions) for n, s in sorted(stacks.items())}}
+    if identities:
+        extra["tool_identity"] = {n: i.to_dict()["tools"] for n, i in sorted(identities.items())}
+        extra["tool_flags"] = {n: identity_judge.flags(i) for n, i in sorted(identities.items())}
     if findings:
         detail = "; ".join(findings) + (f" (not read: {unread})" if errors else "")
         return Measurement(value="inconsistent", detail=detail, extra=extra)
     detail = ", ".join(f"{label} {values[0]}" for label, values in same.items())
     return Measurement(value="consistent", detail=f"all {len(stacks)} nodes: {detail}", extra=extra)
+
+
+@pytest.hookimpl(wrapper=True, tryfirst=True)  # outermost: the plugin's record is on the report by now
+def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) -> object:
+    """A check's record names the file each tool it ran was, on each of its nodes (path, SHA-256, build id,
+    package), and what looks wrong about it: read once per node per run, the first time a check asks."""
+    report = yield
+    record = getattr(report, REPORT_ATTRIBUTE, None)
+    state = get_state(item.config)
+    info = item.stash.get(CHECK_KEY, None)
+    if not isinstance(record, dict) or state is None or info is None or state.cluster is None:
+        return report
+    key = f"{info.layer}.{state.checks.profile_key_of(info.check, info.layer)}"
+    tools = sorted(t for t, keys in _required(state).items() if key in keys)
+    if not tools or not info.nodes:
+        return report
+    identities = all_identities(state, state.cluster)
+    extra = record.setdefault("extra", {})
+    extra["tool_identity"] = {n: {t: identities[n].tools[t].to_dict() for t in tools if t in identities[n].tools}
+                              for n in info.nodes if n in identities}
+    # a flag of another tool is that tool's checks'; a preload is every check's
+    extra["tool_flags"] = {n: [f for f in identity_judge.flags(identities[n])
+                               if f.split(":", 1)[0] in tools or f.split(":", 1)[0] not in identities[n].tools]
+                           for n in info.nodes if n in identities}
+    return report
 
 
 @pytest.hookimpl(tryfirst=True)

@@ -38,6 +38,8 @@ from pytest_fabric.transport.base import BackgroundProcess, CommandFailed, Trans
 from pytest_fabric.config.units import Quantity, bandwidth, parse_quantity
 from pytest_fabric.judge.verdict import Measurement
 from pytest_fabric.probes.base import MeasurementError, parse_or_raise
+from pytest_fabric.probes.witness import PortBytes, hca_port_bytes
+from pytest_fabric.judge import corroboration
 
 __all__ = [
     "RdmaPort",
@@ -140,6 +142,11 @@ class RdmaSettings:
     #: --tclass=N or --sl=N: the RoCE traffic class the profile's ``roce`` check requires
     traffic: tuple[str, ...] = ()
     extra_args: tuple[str, ...] = field(default_factory=tuple)
+    #: judge perftest's iterations x size over its window against its bandwidth (a run always does)
+    corroborate: bool = False
+    #: read both ports' PortXmitData/PortRcvData before and after each run (the witness perftest does not
+    #: control); a run sets it from --fabric-no-witness (on unless asked off)
+    witness: bool = False
 
     @property
     def lane_ports(self) -> tuple[int, ...]:
@@ -378,21 +385,45 @@ class LaneResult:
     samples: tuple[Quantity, ...]
     evidence: tuple[CommandResult, ...]
     notes: tuple[NumaNote, ...]
+    #: each run's corroborations: perftest's own figures against each other, the ports' counters against them
+    corroborations: tuple[corroboration.Corroboration, ...] = ()
 
 
 def _bandwidth_sample(
     pair: NodePair, lane: Lane, settings: RdmaSettings, port: int, binding: _Binding
-) -> tuple[Quantity, list[CommandResult]]:
+) -> tuple[Quantity, list[CommandResult], list[corroboration.Corroboration]]:
     run = dataclasses.replace(settings, extra_args=(*settings.extra_args, *lane.extra_args))
     args = f"-s {settings.size_bytes} -q {settings.qps} --report_gbits {settings.run_args}"
+    # Each lane's own two ports: lanes run at once never share one (lane_groups), so the growth is this run's.
+    before = _port_bytes(pair, lane) if settings.witness else ()
     client, server_evidence = _run_pair(pair, lane.a_port, lane.b_port, run, port, args, binding)
+    after = _port_bytes(pair, lane) if settings.witness else ()
+    witnessed = [r.evidence for r in (*before, *after) if r.evidence is not None]
     if client.exit_code != 0 and not _has_bandwidth_table(client.stdout):
         # No table at all: perftest's own words (Couldn't allocate MR, a refused option on stderr
         # while its usage goes to stdout, ...) say more than the parser.
         raise CommandFailed(client)
     parsed = parse_or_raise(perftest.parse_bandwidth, client)
     row = parsed.row_at(settings.size_bytes) if any(r.size_bytes == settings.size_bytes for r in parsed.rows) else parsed.largest_row
-    return bandwidth(row.bw_average_gbps, "Gb/s"), [client, *server_evidence]
+    duration = None if settings.iterations is not None else settings.duration_s
+    found = [corroboration.perftest_internal(pair.a.name, row, duration)] if settings.corroborate else []
+    if before and after:
+        # perftest sends for all of -D, its margins too; a -n run its iterations on every QP.
+        claimed = (row.bw_average_gbps * 1e9 / 8 * duration if duration is not None
+                   else row.iterations * row.size_bytes * settings.qps)
+        (a0, b0), (a1, b1) = before, after
+        witness = "HCA port counters"
+        found += [
+            corroboration.counter_witness(witness, pair.a.name, f"{a1.where} PortXmitData", claimed, a0.sent, a1.sent),
+            corroboration.counter_witness(witness, pair.a.name, f"{b1.where} PortRcvData", claimed, b0.received,
+                                          b1.received),
+        ]
+    return bandwidth(row.bw_average_gbps, "Gb/s"), [client, *server_evidence, *witnessed], found
+
+
+def _port_bytes(pair: NodePair, lane: Lane) -> tuple[PortBytes, PortBytes]:
+    return (hca_port_bytes(pair.a, lane.a_port.device, lane.a_port.port),
+            hca_port_bytes(pair.b, lane.b_port.device, lane.b_port.port))
 
 
 def lane_groups(lanes: Sequence[Lane], width: int) -> list[list[int]]:
@@ -432,7 +463,8 @@ def lanes_at_once(
     ports = settings.lane_ports
     groups = lane_groups(lanes, len(ports))
 
-    def sample(lane: Lane, port: int, binding: _Binding) -> tuple[Quantity, list[CommandResult]]:
+    def sample(lane: Lane, port: int, binding: _Binding
+               ) -> tuple[Quantity, list[CommandResult], list[corroboration.Corroboration]]:
         try:
             return _bandwidth_sample(pair, lane, settings, port, binding)
         except TransportError as exc:
@@ -447,12 +479,14 @@ def lanes_at_once(
         bindings = list(pool.map(lambda lane: _bind(pair, lane.a_port, lane.b_port), lanes))
         samples: list[list[Quantity]] = [[] for _ in lanes]
         evidence: list[list[CommandResult]] = [list(b.evidence) for b in bindings]
+        found: list[list[corroboration.Corroboration]] = [[] for _ in lanes]
         for group in groups:
             for _ in range(settings.repeat):
                 done = list(pool.map(sample, [lanes[i] for i in group], ports, [bindings[i] for i in group]))
-                for k, (value, ran) in enumerate(done):
+                for k, (value, ran, said) in enumerate(done):
                     samples[group[k]].append(value)
                     evidence[group[k]] += ran
+                    found[group[k]] += said
     return [
         LaneResult(
             lane,
@@ -460,6 +494,7 @@ def lanes_at_once(
             tuple(samples[i]),
             tuple(evidence[i]),
             tuple(bindings[i].notes),
+            tuple(found[i]),
         )
         for i, lane in enumerate(lanes)
     ]
@@ -564,10 +599,12 @@ def pair_bandwidth(
     by_name = {r.name: r for r in rails}
     results = []
     notes: list[NumaNote] = []
+    found: list[corroboration.Corroboration] = []
     for lane_result in done:
         rail = by_name[lane_result.lane.name]
         evidence += lane_result.evidence
         notes += lane_result.notes
+        found += lane_result.corroborations
         line = min(lane_result.lane.a_port.rate, lane_result.lane.b_port.rate)
         median, samples = lane_result.median, list(lane_result.samples)
         results.append((median.value / line.value, median, samples, line, rail))
@@ -577,6 +614,8 @@ def pair_bandwidth(
         "rails": [{"a": r.a_name, "b": r.b_name, "gbps": float(m.to("Gb/s"))} for _, m, _, _, r in results],
         "rails_at_once": together,
     }
+    if settings.corroborate or settings.witness:
+        extra["corroborations"] = [f.to_dict() for f in found]
     at_once = f"{together} rails at once, " if together > 1 else ""
     how = (
         f"ib_write_bw {settings.size_bytes // 2**20} MiB x {settings.qps} QP for {settings.duration_s} s"
@@ -590,6 +629,8 @@ def pair_bandwidth(
     numa = _numa_summary(notes)
     if numa:
         detail += f"; {numa}"
+    if settings.corroborate or settings.witness:
+        detail += "; " + corroboration.summary(found)
     # Peers are compared on the slowest rail in absolute terms: a port that trained
     # at 100G meets '90% line' of its own rate but is still half its peers.
     extra["consistency_value"] = float(min(m.value for _, m, _, _, _ in results))
@@ -601,6 +642,7 @@ def pair_bandwidth(
         line_rate=line,
         evidence=tuple(evidence),
         samples=tuple(samples),
+        missing=corroboration.failure(found),
         extra=extra,
     )
 

@@ -31,6 +31,8 @@ from pytest_fabric.session.usage import FabricUsageWarning
 from pytest_fabric.judge.verdict import Measurement
 from pytest_fabric.probes.base import MeasurementError, parse_or_raise
 from pytest_fabric.probes.netdev import LinkRate, data_interface, link_rate
+from pytest_fabric.probes.witness import PortBytes, interface_bytes
+from pytest_fabric.judge import corroboration
 
 __all__ = ["IPOIB_LINE_SHARE", "TcpSettings", "line_rate", "measure_pair"]
 
@@ -55,6 +57,11 @@ class TcpSettings:
     duration_s: float = 10.0
     processes: int = 1
     port: int = 5201  # first port; process i uses port + i
+    #: judge iperf3's bytes over seconds against its rates (a run always does; see judge/corroboration.py)
+    corroborate: bool = False
+    #: read both ends' interface counters before and after (the witness iperf3 does not control);
+    #: a run sets it from --fabric-no-witness (on unless asked off)
+    witness: bool = False
 
 
 def ready_command(ports: list[int]) -> str:
@@ -211,6 +218,9 @@ def measure_pair(
     pin_notes.append(note)
 
     ports = [settings.port + i for i in range(settings.processes)]
+    # Read before any server starts, so the counters' growth covers every byte of the test.
+    ends = _witness_ends(pair, once) if settings.witness else []
+    before = [interface_bytes(node, iface) for node, iface in ends]
     streams_each = max(1, -(-settings.streams // settings.processes))
     duration = max(1, round(settings.duration_s))
     budget = duration + 30
@@ -238,10 +248,13 @@ def measure_pair(
     finally:
         for server in servers:
             evidence.append(server.stop())
-    evidence = results + evidence
+    after = [interface_bytes(node, iface) for node, iface in ends]
+    evidence = results + evidence + [r.evidence for r in before + after if r.evidence is not None]
     received = Decimal(0)
     per_process = []
     version = None
+    found: list[corroboration.Corroboration] = []
+    sent_bytes = received_bytes = 0
     for result in results:
         parsed = parse_or_raise(
             iperf3.parse, result, fix=f"check that {pair.a.name} can reach {pair.b.address} (firewall, routing)"
@@ -251,6 +264,12 @@ def measure_pair(
         received += Decimal(str(parsed.received_bps))
         per_process.append(parsed.received_bps)
         version = version or parsed.version
+        if settings.corroborate:
+            found += corroboration.iperf3_internal(pair.a.name, parsed)
+        sent_bytes += parsed.sent_bytes or 0
+        received_bytes += parsed.received_bytes or 0
+    if settings.witness:
+        found += _counter_findings(pair.a.name, before, after, sent_bytes, received_bytes)
     measured = bandwidth(received, "b/s")
     detail = f"iperf3 {pair.a.name} -> {pair.b.name}, {settings.processes} process(es) x {streams_each} stream(s), {duration} s"
     if len(per_process) > 1:
@@ -262,10 +281,37 @@ def measure_pair(
         detail += "; a line share over IPoIB is a usage warning (see the warnings summary): write an absolute floor"
     if pin_notes:
         detail += "; " + ", ".join(pin_notes)
+    extra: dict[str, object] = {"tool_versions": {"iperf3": version} if version else {}}
+    if settings.corroborate or settings.witness:
+        detail += "; " + corroboration.summary(found)
+        extra["corroborations"] = [f.to_dict() for f in found]
     return Measurement(
         value=measured,
         detail=detail,
         line_rate=rate,
         evidence=tuple(evidence),
-        extra={"tool_versions": {"iperf3": version} if version else {}},
+        missing=corroboration.failure(found),
+        extra=extra,
     )
+
+
+def _witness_ends(pair: NodePair, once: Once | None) -> list[tuple[NodeHandle, str]]:
+    """The sender's and the receiver's data interface; an end whose interface is not found has none."""
+    ends = []
+    for node in (pair.a, pair.b):
+        try:
+            ends.append((node, data_interface(node, once)[0]))
+        except MeasurementError:
+            ends.append((node, ""))
+    return ends
+
+
+def _counter_findings(claimant: str, before: list[PortBytes], after: list[PortBytes], sent: int,
+                      received: int) -> list[corroboration.Corroboration]:
+    """iperf3's bytes against the sender's tx_bytes and the receiver's rx_bytes over the test."""
+    (a0, b0), (a1, b1) = before, after
+    witness = "interface counters"
+    return [
+        corroboration.counter_witness(witness, claimant, f"{a1.where} tx_bytes", sent, a0.sent, a1.sent),
+        corroboration.counter_witness(witness, claimant, f"{b1.where} rx_bytes", received, b0.received, b1.received),
+    ]

@@ -14,6 +14,7 @@ from dataclasses import dataclass
 from pytest_fabric.parsers import netdev_statistics, perfquery
 from pytest_fabric.probes.base import parse_or_raise
 from pytest_fabric.run.cluster import NodeHandle
+from pytest_fabric.transport.base import TransportError
 from pytest_fabric.transport.results import CommandResult
 from pytest_fabric.transport.shellcmd import fill
 
@@ -40,7 +41,10 @@ class PortBytes:
 def interface_bytes(node: NodeHandle, interface: str) -> PortBytes:
     """The kernel's tx_bytes and rx_bytes of ``interface`` on ``node``; unreadable is a PortBytes with why, not an error."""
     where = f"{node.name} {interface}"
-    result = node.run(fill(_INTERFACE, interface=interface), timeout=15, check=False)
+    try:
+        result = node.run(fill(_INTERFACE, interface=interface), timeout=15, check=False)
+    except TransportError as exc:  # the measurement reports an unreachable node; the witness did not run
+        return PortBytes(where, None, None, None, str(exc).splitlines()[0])
     if result.exit_code != 0:
         return PortBytes(where, None, None, result, (result.stderr or result.stdout).strip()[-200:])
     try:
@@ -53,7 +57,11 @@ def interface_bytes(node: NodeHandle, interface: str) -> PortBytes:
 def hca_port_bytes(node: NodeHandle, device: str, port: int) -> PortBytes:
     """The HCA port's PortXmitData and PortRcvData (perfquery -x, 64-bit) as bytes (they count 4 octets each)."""
     where = f"{node.name} {device}/{port}"
-    result = node.run(fill("perfquery -x -C {device} -P {port}", device=device, port=port), timeout=30, check=False)
+    try:
+        result = node.run(fill("perfquery -x -C {device} -P {port}", device=device, port=port), timeout=30,
+                          check=False)
+    except TransportError as exc:
+        return PortBytes(where, None, None, None, str(exc).splitlines()[0])
     if result.exit_code != 0:
         return PortBytes(where, None, None, result, (result.stderr or result.stdout).strip()[-200:])
     try:

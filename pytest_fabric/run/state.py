@@ -46,6 +46,8 @@ class FabricState:
     jump_hosts: JumpHosts = field(default_factory=JumpHosts)
     #: which host keys the run's connections verified, accepted new or accepted although they differ
     host_keys: HostKeyLog = field(default_factory=HostKeyLog)
+    #: read counters the tools do not keep before and after each measurement (--fabric-no-witness: off)
+    witnesses: bool = True
     #: everything else computed once per run: a node's ports, topology, preflight, the error
     #: counters before any traffic, attribution, ... (one error policy: see once.py)
     once: Once = field(default_factory=Once)
