@@ -166,6 +166,8 @@ def _fmt(value: Decimal) -> str:
     if value == value.to_integral_value():
         return str(int(value))
     magnitude = abs(value)
+    if magnitude < Decimal("0.001"):
+        return f"{float(value):.3g}"  # a bit error ratio: three decimals would show it as 0
     digits = 1 if magnitude >= 100 else 2 if magnitude >= 1 else 3
     return f"{float(value):.{digits}f}".rstrip("0").rstrip(".")
 

@@ -235,3 +235,10 @@ def test_round_trip_is_exact(x: Decimal, unit: str) -> None:
 def test_bits_and_bytes_never_confused(x: Decimal) -> None:
     assert parse_quantity(f"{x} GB/s").to("Gb/s") == 8 * x
     assert parse_quantity(f"{x} Gb/s").to("GB/s") * 8 == x
+
+
+def test_a_tiny_count_is_shown_in_three_significant_digits_not_as_zero() -> None:
+    # a bit error ratio (link_history's ber_max) read "measured 0, does not meet <= 0"
+    assert parse_quantity(6.94e-11).display() == "6.94e-11"
+    assert parse_quantity("1e-12").display() == "1e-12"
+    assert parse_quantity(0.0123).display() == "0.012"
