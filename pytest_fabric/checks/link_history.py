@@ -154,7 +154,8 @@ def link_history_measurement(node: str, ports: list[PortHistory], log: KernelLog
     windowed, undated = since(log.log, window_start(log.now_epoch, seconds), uptime_start=log.uptime_s - seconds)
     downs = [e for e in link_events(windowed) if e.down]
     evidence = log.evidence + tuple(e for p in ports for e in p.counters.evidence)
-    span = f"in the last {settings.window} ({log.source}" + (f"; {undated} undated line(s) counted" if undated else "") + ")"
+    shown = f"{seconds / 3600:g} h" if seconds >= 3600 else str(settings.window)
+    span = f"in the last {shown} ({log.source}" + (f"; {undated} undated line(s) counted" if undated else "") + ")"
     parts: list[tuple[str, Measurement]] = []
     for history in ports:
         mine = [e for e in downs if _owner(e, ports) is history]

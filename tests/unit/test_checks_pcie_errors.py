@@ -1,0 +1,71 @@
+"""intra_node.pcie_errors judged on readings before and after the run: replays growing, uncorrectable AER."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from pytest_fabric.checks.pcie_errors import PcieErrors, PcieReading, pcie_measurement
+from pytest_fabric.config.units import parse_quantity
+from pytest_fabric.judge.verdict import Expectation, judge
+from pytest_fabric.parsers.aer_sysfs import parse_aer_sysfs
+from pytest_fabric.probes.base import MeasurementError
+
+AER = Path(__file__).resolve().parents[1] / "data" / "aer-sysfs" / "2gpu-2cx7-nonfatal-gpu1-fatal-nic1-constructed.txt"
+GPUS = ("0000:18:00.0", "0000:2a:00.0")
+
+
+def reading(replays: dict[str, int], *, at: float, aer: bool = True, uptime: float = 86400.0) -> PcieReading:
+    devices = {d.bdf: d for d in parse_aer_sysfs(AER.read_text())} if aer else {}
+    return PcieReading("gpu07", replays, devices, uptime, (), at)
+
+
+def failures(settings: PcieErrors, before: PcieReading, after: PcieReading) -> list[str]:
+    measured = pcie_measurement(before, after, settings)
+    out = []
+    for name, op, value in settings.bounds():
+        expectation = Expectation("intra_node", "pcie_errors", op, value, f"intra_node.pcie_errors.{name}")
+        out += [v.message for part, m in measured.parts if not (v := judge(part, m, expectation)).passed]
+    return out
+
+
+def test_defaults_are_dcgms_replay_rate_and_no_uncorrectable_error() -> None:
+    settings = PcieErrors()
+    assert (settings.replays_per_minute, settings.aer_uncorrectable_max) == (parse_quantity(8), parse_quantity(0))
+    assert settings.aer_correctable_per_minute is None and settings.aer is True
+    assert [name for name, _, _ in PcieErrors(aer=False).bounds()] == ["replays_per_minute"]
+
+
+def test_replays_growing_during_the_run_fail_that_gpu() -> None:
+    before = reading({GPUS[0]: 120, GPUS[1]: 0}, at=1000.0, aer=False)
+    after = reading({GPUS[0]: 120, GPUS[1]: 400}, at=1060.0, aer=False)  # 400 in a minute
+    (message,) = failures(PcieErrors(aer=False), before, after)
+    assert message.startswith("gpu07 GPU 0000:2a:00.0: replays_per_minute measured ")
+    assert "+400 in 60 s of the run" in message
+
+
+def test_a_few_replays_since_boot_pass() -> None:
+    before = reading({GPUS[0]: 120, GPUS[1]: 58}, at=1000.0, aer=False)
+    after = reading({GPUS[0]: 121, GPUS[1]: 58}, at=1060.0, aer=False)
+    assert failures(PcieErrors(aer=False), before, after) == []
+
+
+def test_uncorrectable_aer_fails_the_gpu_and_the_nic_named_by_bus_id() -> None:
+    before = reading({GPUS[0]: 0, GPUS[1]: 0}, at=1000.0)
+    after = reading({GPUS[0]: 0, GPUS[1]: 0}, at=1060.0)
+    messages = failures(PcieErrors(), before, after)
+    assert [m.split(": ", 1)[0] for m in messages] == ["gpu07 GPU 0000:2a:00.0", "gpu07 NIC 0000:29:00.0"]
+    assert "aer_uncorrectable_max measured 2" in messages[0] and "CmpltTO 2" in messages[0]
+    assert "SDES 1" in messages[1]
+
+
+def test_a_counter_that_went_down_is_an_error_not_a_pass() -> None:
+    with pytest.raises(MeasurementError, match="went from 50 to 3 during the run"):
+        pcie_measurement(reading({GPUS[0]: 50}, at=0.0, aer=False), reading({GPUS[0]: 3}, at=60.0, aer=False),
+                         PcieErrors(aer=False))
+
+
+def test_no_reading_from_before_the_run_is_an_error() -> None:
+    with pytest.raises(MeasurementError, match="no PCIe reading from before the run"):
+        pcie_measurement(None, reading({GPUS[0]: 0}, at=60.0), PcieErrors())
