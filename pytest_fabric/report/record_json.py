@@ -141,9 +141,10 @@ def build_run(
 
 
 def _soak_nodes(soak: dict[str, Any] | None) -> list[str]:
-    """The nodes a soak's faults name (a failure, a drift, a telemetry fault; not an unmeasured cycle)."""
+    """The nodes a soak's faults are about: a node's own check or telemetry (a failure, a drift, a counter;
+    not an unmeasured cycle). A pair's fault names no end, as a lone failed pair does not (send_back)."""
     faults = ((soak or {}).get("judgement") or {}).get("faults") or []
-    return [str(n) for f in faults if f.get("kind") != "errored" for n in f.get("nodes") or []]
+    return [str(f["nodes"][0]) for f in faults if f.get("kind") != "errored" and len(f.get("nodes") or []) == 1]
 
 
 class RecordWriter:

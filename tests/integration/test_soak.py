@@ -40,12 +40,13 @@ def test_a_link_slowing_after_the_second_cycle_fails_the_soak_with_the_cycle_and
     soak = record["run"]["soak"]
     assert soak["cycles"] >= 3, out
     assert record["run"]["verdict"] == "reject", out
-    assert [p[3] for p in soak["figures"][0]["points"]][:3] == ["passed"] * 3  # above its floor all along
-    fault = soak["judgement"]["faults"][0]
-    assert (fault["kind"], fault["cycle"], fault["subject"]) == ("drift", 3, f"{a}<->{b}"), soak["judgement"]
-    assert f"drifted" in fault["message"] and "in cycle 3" in fault["message"] and fault["when"] in out
-    assert record["run"]["send_back"] == f"{a},{b}" or a in str(record["run"]["send_back"])
-    assert "REJECT" in out and out.count("REJECT:") == 1
+    tcp = soak["figures"][0]
+    mbps = [p[2] * {"Mb/s": 1, "Gb/s": 1000}[tcp["unit"]] for p in tcp["points"]]
+    assert min(mbps) > 10, mbps  # above its 10 Mb/s floor all along: only the drift judges it
+    drift = next(f for f in soak["judgement"]["faults"] if f["kind"] == "drift")
+    assert (drift["cycle"], drift["subject"]) == (3, f"{a}<->{b}"), soak["judgement"]
+    assert "drifted" in drift["message"] and "in cycle 3" in drift["message"] and drift["when"] in out
+    assert out.count("REJECT:") == 1
     page = (pytester.path / "report.html").read_text()
     assert "fabric-soak-fault" in page and "cycle 3" in page
 
