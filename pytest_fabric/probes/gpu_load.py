@@ -82,7 +82,7 @@ class GemmLoad:
     reasons: dict[int, Counter[str]]
     bus_ids: dict[int, str]
     samples: int
-    field_prefix: str | None
+    field_prefix: str
     tool_version: str | None
     evidence: tuple[CommandResult, ...] = field(default_factory=tuple)
 
@@ -116,6 +116,29 @@ def _sample(node: NodeHandle, prefix: str) -> CommandResult:
     return node.run(f"nvidia-smi --query-gpu={','.join(query_fields(prefix))} --format=csv", timeout=60, check=False)
 
 
+def _reason_fields(node: NodeHandle) -> tuple[str, tuple[CommandResult, ...]]:
+    """The spelling of the reason fields this node's nvidia-smi knows (R535 renamed them), asked once."""
+    asked: list[CommandResult] = []
+    for prefix in PREFIXES:
+        result = _sample(node, prefix)
+        asked.append(result)
+        if result.exit_code == 127:
+            raise ToolMissing(node.name, "nvidia-smi", command=result.command, package="the NVIDIA driver")
+        if not _NOT_A_FIELD.search(result.stdout + result.stderr):
+            return prefix, tuple(asked)
+    raise MeasurementError(
+        node.name, "nvidia-smi knows neither clocks_event_reasons.* nor clocks_throttle_reasons.*",
+        command=asked[-1].command, fix="update the NVIDIA driver (R450 or later)")
+
+
+def _idle_bus_ids(result: CommandResult) -> dict[int, str]:
+    """Each GPU's bus id from the reading taken before the load (so a load too short to sample still names them)."""
+    try:
+        return {gpu.index: gpu.bus_id for gpu in parse_clock_events(result.stdout) if gpu.bus_id}
+    except ParseError:
+        return {}  # the samples under load say why, or the load's own output names the GPUs
+
+
 def run_gemm_load(node: NodeHandle, seconds: float, *, interval_s: float = 1.0) -> GemmLoad:
     """Run the tensor-core GEMM on every GPU of ``node`` for ``seconds``, sampling clock-event reasons.
 
@@ -124,23 +147,19 @@ def run_gemm_load(node: NodeHandle, seconds: float, *, interval_s: float = 1.0) 
     printed no reading; nvidia-smi could not be read) naming the node, the command and the fix.
     """
     tool, found = _find_gemm_tool(node)
+    prefix, asked = _reason_fields(node)  # before the load: its seconds are for samples
     command = gemm_command(tool, round(seconds))
     load = node.start(command, timeout=seconds + GEMM_GRACE_S)
     sampled: list[CommandResult] = []
     reasons: dict[int, Counter[str]] = {}
-    bus_ids: dict[int, str] = {}
-    prefix: str | None = PREFIXES[0]
+    bus_ids = _idle_bus_ids(asked[-1])
     samples = 0
+    # the node kills the load at its timeout; sampling stops then too, whatever the transport says
+    deadline = time.monotonic() + seconds + GEMM_GRACE_S
     try:
         time.sleep(min(interval_s, 1.0))  # the workers start their CUDA contexts first
-        while load.is_running() and prefix is not None:
+        while load.is_running() and time.monotonic() < deadline:
             result = _sample(node, prefix)
-            if result.exit_code != 0 and _NOT_A_FIELD.search(result.stdout + result.stderr):
-                # A driver before R535: the same reasons under their older names.
-                later = PREFIXES.index(prefix) + 1
-                prefix = PREFIXES[later] if later < len(PREFIXES) else None
-                sampled.append(result)
-                continue
             if not load.is_running():
                 break  # read after the load ended: not a sample of it
             sampled.append(result)
@@ -155,16 +174,12 @@ def run_gemm_load(node: NodeHandle, seconds: float, *, interval_s: float = 1.0) 
             time.sleep(interval_s)
     finally:
         finished = load.stop() if load.is_running() else load.wait(timeout=GEMM_GRACE_S)
-    if prefix is None:
-        raise MeasurementError(
-            node.name, "nvidia-smi knows neither clocks_event_reasons.* nor clocks_throttle_reasons.*",
-            command=sampled[-1].command if sampled else "nvidia-smi --query-gpu", fix="update the NVIDIA driver (R450 or later)")
     parsed = _read_load(node, command, finished)
     rates = _rates(parsed, bus_ids)
     kept = sampled if len(sampled) <= _KEEP_SAMPLES else sampled[: _KEEP_SAMPLES // 2] + sampled[-_KEEP_SAMPLES // 2:]
     return GemmLoad(
         node=node.name, command=command, duration_s=seconds, rates=rates, reasons=reasons, bus_ids=bus_ids,
-        samples=samples, field_prefix=prefix, tool_version=tool, evidence=(found, *kept, finished),
+        samples=samples, field_prefix=prefix, tool_version=tool, evidence=(found, *asked, *kept, finished),
     )
 
 

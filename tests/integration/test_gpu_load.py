@@ -2,7 +2,8 @@
 slowdown under the GEMM, fails that node naming the GPU by bus id and sends back only that node.
 
 Three nodes, one run: a healthy one, one whose GPU 3 computes at 0.7 of its siblings and whose
-GPU 5 shows HW Slowdown while loaded, one whose GPU 6's HBM copies at 0.7.  The GEMM runs 2 s.
+GPU 5 shows HW Slowdown while loaded (on a pre-R535 driver's field names), one whose GPU 6's HBM
+copies at 0.7.  The GEMM runs 2 s.
 """
 
 from __future__ import annotations
@@ -25,7 +26,9 @@ def test_slow_gemm_hbm_and_hw_slowdown_fail_their_node_by_gpu(
     healthy, gemm_bad, hbm_bad = (n.name for n in simcluster.nodes[:3])
     faults = {
         healthy: FakeGpus(gemm_report_s=0.5),
-        gemm_bad: FakeGpus(gemm_report_s=0.5, gemm_scale={3: 0.7}, throttle_under_load={5: ["hw_slowdown"]}),
+        # a driver before R535 (clocks_throttle_reasons.*): the probe falls back to that spelling
+        gemm_bad: FakeGpus(gemm_report_s=0.5, gemm_scale={3: 0.7}, throttle_under_load={5: ["hw_slowdown"]},
+                           clock_event_prefix="clocks_throttle_reasons"),
         hbm_bad: FakeGpus(gemm_report_s=0.5, hbm_scale={6: 0.7}),
     }
     try:
@@ -53,6 +56,7 @@ def test_slow_gemm_hbm_and_hw_slowdown_fail_their_node_by_gpu(
     assert "GPU3 (00000000:5D:00.0)" in gemm and "30% below the median" in gemm, gemm
     assert "GPU5 (00000000:AB:00.0)" in gemm and "GPU4 (" not in gemm.split("; all:")[0], gemm
     clocks = str(outcomes[("clock_throttling", gemm_bad)]["message"])
+    assert "nvidia-smi clocks_throttle_reasons.* samples" in clocks, clocks
     assert "GPU5 (00000000:AB:00.0): HW Slowdown in" in clocks and "GPU3 (" not in clocks.split("(reported)")[0], clocks
     hbm = str(outcomes[("memory_bandwidth", hbm_bad)]["message"])
     assert "GPU6 (00000000:ba:00)" in hbm and "30% below the median" in hbm, hbm
