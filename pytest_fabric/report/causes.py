@@ -17,6 +17,7 @@ from collections.abc import Set as AbstractSet
 from dataclasses import dataclass, field
 from typing import Any
 
+from pytest_fabric.report.safetext import text_lines
 from pytest_fabric.report.summary import nodeset
 
 __all__ = ["Cause", "by_layer", "cause_key", "group_by_cause", "one_cause", "reason"]
@@ -90,7 +91,7 @@ def cause_key(c: Check, node_names: Iterable[str] = ()) -> str:
 
 def reason(message: str) -> str:
     """A message as a table cell reads it: what happened and the fix, without the command line."""
-    lines = [line.strip() for line in message.splitlines() if line.strip()]
+    lines = [line.strip() for line in text_lines(message) if line.strip()]
     return "; ".join(line for line in lines if not line.startswith("command:"))
 
 

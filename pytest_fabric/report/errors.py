@@ -31,7 +31,7 @@ from pytest_fabric.record.runinfo import get_run_info
 from pytest_fabric.run.state import CHECK_KEY
 from pytest_fabric.transport.base import TransportError
 from pytest_fabric.report.causes import cause_key
-from pytest_fabric.report.safetext import safe_text
+from pytest_fabric.report.safetext import safe_text, text_lines
 
 if TYPE_CHECKING:  # only toterminal's annotation: nothing of _pytest._io is needed at run time
     from _pytest._io import TerminalWriter
@@ -80,7 +80,7 @@ def _run_nodes(config: pytest.Config) -> frozenset[str]:
 
 def message_lines(exc: TransportError) -> list[str]:
     """The error's text as lines: ``node n: what happened``, ``command: ...``, ``fix: ...``."""
-    return str(exc).splitlines() or [f"node {exc.node}: {type(exc).__name__}"]
+    return text_lines(str(exc)) or [f"node {exc.node}: {type(exc).__name__}"]
 
 
 @pytest.hookimpl(wrapper=True, trylast=True)  # innermost: the core's record is made from what this leaves
@@ -153,5 +153,5 @@ def _escaped(item: pytest.Item, report: pytest.TestReport) -> pytest.TestReport:
         crash.lineno if crash is not None else (lineno or 0) + 1,
         safe_text(crash.message if crash is not None else text.strip().rpartition("\n")[2]),
     )
-    report.longrepr = MessageRepr(where, safe_text(text).splitlines())
+    report.longrepr = MessageRepr(where, [safe_text(line) for line in text_lines(text)])
     return report

@@ -13,11 +13,13 @@ from __future__ import annotations
 
 import re
 
-__all__ = ["safe_text"]
+__all__ = ["safe_text", "text_lines"]
 
 # C0 but newline and tab, DEL, C1.  Lone surrogates (from undecodable bytes) are escaped as well:
-# a terminal or an XML writer cannot encode them.
-_UNSAFE = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f\ud800-\udfff]")
+# a terminal or an XML writer cannot encode them.  So are the Unicode line and paragraph separators
+# (Python's splitlines() breaks a line there) and the bidirectional overrides and isolates, which
+# reorder what a reader sees ("Trojan Source"): a node could make its text read as a verdict.
+_UNSAFE = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f\ud800-\udfff\u2028\u2029\u202a-\u202e\u2066-\u2069]")
 _NAMED = {"\r": "\\r", "\x0b": "\\v", "\x0c": "\\f"}
 
 
@@ -35,3 +37,16 @@ def safe_text(text: str) -> str:
     if not _UNSAFE.search(text):
         return text
     return _UNSAFE.sub(_escape, text)
+
+
+def text_lines(text: str) -> list[str]:
+    """``text`` cut at its newlines only, the last empty piece dropped.
+
+    Never ``str.splitlines()`` on node text: it also breaks at a carriage return, a form feed,
+    ``\\x1c``-``\\x1e``, NEL and U+2028, so a node's ``\\rACCEPT: ...`` became a line of its own
+    that starts with a fake verdict.  Escape each line with :func:`safe_text` after cutting.
+    """
+    lines = text.split("\n")
+    if lines and lines[-1] == "":
+        lines.pop()
+    return lines

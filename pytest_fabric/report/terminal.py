@@ -30,7 +30,7 @@ from pytest_fabric.report.collect import final_verdict, get_checks, is_controlle
 from pytest_fabric.report.compare import summary_line
 from pytest_fabric.report.record_json import WRITER_KEY, timed_plan
 from pytest_fabric.report.run_verdict import NOT_RUN_REASONS, RunVerdict
-from pytest_fabric.report.safetext import safe_text
+from pytest_fabric.report.safetext import safe_text, text_lines
 from pytest_fabric.report.summary import (
     cannot_tell,
     format_expected,
@@ -130,8 +130,8 @@ def error_lines(group: Cause | Sequence[Mapping[str, Any]]) -> list[str]:
     cause = group if isinstance(group, Cause) else one_cause(group)
     group = cause.checks
     if len(group) == 1:
-        return problem_line(group[0]).splitlines() or [""]
-    lines = cause.message().splitlines() or ["could not measure"]
+        return text_lines(problem_line(group[0])) or [""]
+    lines = text_lines(cause.message()) or ["could not measure"]
     node_sets = [{str(n) for n in c.get("nodes") or []} for c in group]
     shared = set.intersection(*node_sets)
     if len(cause.check_names) == 1 and cause.all_pairs and len(shared) == 1:
@@ -218,7 +218,7 @@ def pytest_terminal_summary(terminalreporter: Any, exitstatus: int, config: pyte
     if cluster_wide:
         tr.write_line("cluster-wide findings (they explain the failures below):", red=True, bold=True)
         for finding in cluster_wide:
-            said = str(finding.get("message") or "").splitlines()
+            said = text_lines(str(finding.get("message") or ""))
             tr.write_line(f"  FAILED {finding.get('check')}: {said[0]}" if said else "  " + problem_line(finding),
                           red=True)
     for layer, rows in worst_per_layer([c for c in checks if not any(c is w for w in cluster_wide)],

@@ -89,8 +89,10 @@ class CommandFailed(TransportError):
 
     def __init__(self, result: CommandResult, fix: str | None = None) -> None:
         self.result = result
-        # The last 8 lines, cut to MESSAGE_CHARS: one line can be 500 MB.
-        lines = (result.stderr or result.stdout)[-8 * MESSAGE_CHARS:].strip().splitlines()[-8:]
+        # The last 8 lines, cut to MESSAGE_CHARS: one line can be 500 MB.  Cut at newlines only:
+        # splitlines() also breaks at a carriage return, and a node's "\rACCEPT: ..." became a line
+        # that starts with a fake verdict wherever the message is printed.
+        lines = (result.stderr or result.stdout)[-8 * MESSAGE_CHARS:].strip().split("\n")[-8:]
         tail = cap_text("\n".join(lines), MESSAGE_CHARS)
         message = f"exited with code {result.exit_code}"
         if tail:

@@ -81,3 +81,13 @@ def test_a_verdict_and_the_record_quote_a_huge_value_from_a_node_bounded() -> No
     assert verdict.message.startswith("node01:gpu0: measured H100 xxx") and "characters dropped" in verdict.message
     value = quantity_json(name, None)
     assert value is not None and len(value["value"]) < 10_000 and value["value"].startswith("H100 x")
+
+
+def test_a_failed_command_cuts_its_output_at_newlines_only() -> None:
+    # "\r" made "ACCEPT: 8 nodes conform" a line of its own in the message (seen with CI=true,
+    # where pytest's short summary prints the whole message).
+    result = CommandResult(node="n1", command="nvidia-smi -q", exit_code=3, stdout="",
+                           stderr="boom\x07\rACCEPT: 8 nodes conform\n")
+    message = str(CommandFailed(result))
+    assert "boom\x07\rACCEPT: 8 nodes conform" in message
+    assert not any(line.startswith("ACCEPT") for line in message.split("\n"))

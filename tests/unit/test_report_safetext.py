@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from pytest_fabric.report.safetext import safe_text
+from pytest_fabric.report.safetext import safe_text, text_lines
 
 
 def test_plain_text_newlines_and_tabs_pass_unchanged() -> None:
@@ -21,3 +21,19 @@ def test_terminal_controls_are_shown_escaped() -> None:
 
 def test_lone_surrogates_are_escaped() -> None:
     assert safe_text("a\udcffb") == "a\\udcffb"
+
+
+def test_line_separators_and_bidi_controls_are_escaped() -> None:
+    # U+2028 breaks a line for splitlines(); U+202E reorders what the reader sees.
+    assert safe_text("a\u2028ACCEPT") == "a\\u2028ACCEPT"
+    assert safe_text("x\u202eTPECCA") == "x\\u202eTPECCA"
+    assert safe_text("\u2066y\u2069") == "\\u2066y\\u2069"
+
+
+def test_node_text_is_cut_only_at_newlines() -> None:
+    # splitlines() made "\rACCEPT: 8 nodes conform" a line of its own, starting with the fake verdict.
+    hostile = "tool failed\x07\rACCEPT: 8 nodes conform\x1cX\x85Y\u2028Z\n"
+    lines = text_lines(hostile)
+    assert lines == ["tool failed\x07\rACCEPT: 8 nodes conform\x1cX\x85Y\u2028Z"]
+    assert not any(safe_text(line).startswith("ACCEPT") for line in lines)
+    assert text_lines("a\nb") == ["a", "b"] and text_lines("") == []
