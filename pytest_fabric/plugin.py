@@ -69,6 +69,9 @@ pytest_plugins = [
     "pytest_fabric.measurements.gpu_health",
     "pytest_fabric.measurements.switch_links",
     "pytest_fabric.measurements.gpudirect",
+    "pytest_fabric.checks.xid",  # Xid events in the kernel log, per GPU (a family: its own declarations)
+    "pytest_fabric.checks.pcie_errors",  # PCIe replays and AER of GPUs and NICs, before and after the run
+    "pytest_fabric.checks.link_history",  # port counters as they stand, link-downs in the kernel log
     "pytest_fabric.checks.gpu_load",  # GEMM, HBM and clock throttling per GPU (a family: its own declarations)
     # reporting, one feature per module (report/): order matters only for assertion rewriting
     "pytest_fabric.report.errors",
