@@ -24,11 +24,12 @@ from pytest_fabric.run.batches import Share
 from pytest_fabric.run.cluster import Cluster, NodeHandle, NodePair
 from pytest_fabric.run.fixtures import HcaHandle, SpecLookup
 from pytest_fabric.run.pairs import Pair, circle_rounds
-from pytest_fabric.probes import counters, nccl, netdev, qos, rdma, tcp
+from pytest_fabric.probes import counters, nccl, netdev, qos, rdma, reachability, tcp
 from pytest_fabric.probes.base import MeasurementError
 from pytest_fabric.config.profile import CheckSpec
 from pytest_fabric.run.state import CHECK_KEY, FabricState, get_state
-from pytest_fabric.transport.base import AuthenticationFailed, HostKeyMismatch, NodeUnreachable
+from pytest_fabric.run.stopgate import RunStopped
+from pytest_fabric.transport.base import AuthenticationFailed, CommandFailed, HostKeyMismatch, NodeUnreachable, TransportError
 from pytest_fabric.config.units import Quantity, parse_quantity
 from pytest_fabric.judge.verdict import Measurement
 from pytest_fabric.judge.verdict import judge as judge_measurement
@@ -92,6 +93,38 @@ def _set(spec: S | None, check: checks.Check[S]) -> S:
 # --------------------------------------------------------------------------- pair measurement
 
 
+def _charging(measure: Callable[[NodePair], Measurement], what: str) -> Callable[[NodePair], Measurement]:
+    """``measure``, its client's failure charged to the server when the server proves unreachable
+    (its link went down, its sshd died): the client only waited on it (probes/reachability.py)."""
+    def charged(pair: NodePair) -> Measurement:
+        try:
+            return measure(pair)
+        except RunStopped:
+            raise
+        except TransportError as exc:
+            if exc.node != pair.a.name:
+                raise
+            raise reachability.charge_peer(exc, [pair.b], f"{pair.a.name}'s {what} to it failed") from exc
+    return charged
+
+
+def _charging_launch(measure: Callable[[NodePair], Measurement]) -> Callable[[NodePair], Measurement]:
+    """``measure`` (a launch from ``pair.a`` across both nodes), a failed launch charged to the host
+    mpirun could not reach once that host proves unreachable (probes/reachability.py)."""
+    def charged(pair: NodePair) -> Measurement:
+        try:
+            return measure(pair)
+        except RunStopped:
+            raise
+        except TransportError as exc:
+            if exc.node != pair.a.name:
+                raise
+            result = exc.result if isinstance(exc, CommandFailed) else None
+            output = f"{result.stdout}\n{result.stderr}" if result is not None else ""
+            raise reachability.charge_launch(exc, output, pair.a, [pair.a, pair.b]) from exc
+    return charged
+
+
 def measure_function(state: FabricState, check: str, *, port_offset: int = 0) -> Callable[[NodePair], Measurement]:
     """How to measure one pair for ``check`` with the profile's settings."""
     profile = state.profile
@@ -113,7 +146,7 @@ def measure_function(state: FabricState, check: str, *, port_offset: int = 0) ->
             )
             return tcp.measure_pair(pair, settings, need_line_rate=need_line, once=state.once)
 
-        return measure_tcp
+        return _charging(measure_tcp, "iperf3 client")
     if check == "rdma_bandwidth":
 
         def measure_rdma(pair: NodePair) -> Measurement:
@@ -122,7 +155,7 @@ def measure_function(state: FabricState, check: str, *, port_offset: int = 0) ->
             settings = rdma_settings(state, port=lanes[0], ports=lanes)
             return rdma.pair_bandwidth(pair, settings, link_layer=link_layer, names=names, expected=ports)
 
-        return measure_rdma
+        return _charging(measure_rdma, "ib_write_bw client")
     if check == "rdma_latency":
         lat_spec = _set(profile.spec_of(checks.RDMA_LATENCY), checks.RDMA_LATENCY)
 
@@ -139,7 +172,7 @@ def measure_function(state: FabricState, check: str, *, port_offset: int = 0) ->
                 pair, settings, link_layer=link_layer, names=names, expected=ports, need_p99=lat_spec.p99 is not None
             )
 
-        return measure_latency
+        return _charging(measure_latency, "ib_write_lat client")
     if check == "nccl_allreduce":
         nccl_spec = _set(profile.spec_of(checks.NCCL_ALLREDUCE), checks.NCCL_ALLREDUCE)
 
@@ -147,7 +180,7 @@ def measure_function(state: FabricState, check: str, *, port_offset: int = 0) ->
             return nccl.allreduce([pair.a, pair.b], size_bytes=int(nccl_spec.size.to("B")),
                                   gpus_per_node=_gpus_per_node(state), launch=nccl_launch(state, [pair.a, pair.b]))
 
-        return measure_nccl
+        return _charging_launch(measure_nccl)
     raise KeyError(check)
 
 

@@ -21,8 +21,9 @@ from pytest_fabric.transport.base import TransportError
 
 __all__ = ["PROBE_TIMEOUT_S", "charge_launch", "charge_peer", "unreachable"]
 
-#: how long a node has to run ``true`` before it counts as unreachable (a loaded node answers in seconds)
-PROBE_TIMEOUT_S = 20.0
+#: how long a node has to run ``true`` before it counts as unreachable (a loaded node answers within a
+#: second or two; a link that is down holds the command until this passes)
+PROBE_TIMEOUT_S = 10.0
 
 
 def unreachable(node: NodeHandle, timeout_s: float = PROBE_TIMEOUT_S) -> TransportError | None:

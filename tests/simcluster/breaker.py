@@ -91,6 +91,18 @@ class NodeBreaker:
         """The node's sshd killed inside the block: connection refused."""
         return self.cluster.stopped(self._node(node))
 
+    def stop_sshd(self, node: SimNode | str) -> SimNode:
+        """Kill the node's sshd now, mid-run (everything it runs ends); started again when the test ends."""
+        resolved = self._node(node)
+        self.cluster.stop_sshd(resolved)
+        return resolved
+
+    def link_down(self, node: SimNode | str) -> SimNode:
+        """Take the node's link down now, mid-run (a pulled cable); up again when the test ends."""
+        resolved = self._node(node)
+        self.cluster.set_link(resolved, False)
+        return resolved
+
     def mtu(self, node: SimNode | str, mtu: int) -> contextlib.AbstractContextManager[SimNode]:
         """The node's link MTU changed inside the block."""
         return self.cluster.mtu(self._node(node), mtu)

@@ -125,6 +125,7 @@ class SimNode:
     disk_mbps: float | None = None
     disk_iops: float | None = None
     frozen: bool = False
+    link_down: bool = False  # its veth taken down (set_link): a pulled cable
     _launcher: subprocess.Popen[bytes] | None = field(default=None, repr=False)
 
     @property
@@ -497,9 +498,18 @@ class SimCluster:
         finally:
             self.thaw_sshd(node)
 
-    def restore(self, node: SimNode | str) -> None:
-        """Undo every break on the node: thaw, start sshd, unshape, MTU 1500."""
+    def set_link(self, node: SimNode | str, up: bool) -> None:
+        """Take the node's link down (the bridge side of its veth: its eth0 loses carrier, as with a
+        pulled cable; its sshd runs on, unreachable) or bring it back up."""
         node = self._resolve(node)
+        _run(["ip", "link", "set", node.host_veth, "up" if up else "down"])
+        node.link_down = not up
+
+    def restore(self, node: SimNode | str) -> None:
+        """Undo every break on the node: link up, thaw, start sshd, unshape, MTU 1500."""
+        node = self._resolve(node)
+        if node.link_down:
+            self.set_link(node, True)
         if node.frozen:
             self.thaw_sshd(node)
         if node.sshd_pid is None:
