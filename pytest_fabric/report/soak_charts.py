@@ -111,11 +111,17 @@ def line_chart(title: str, lines: Sequence[Line], *, unit: str = "", marks: Sequ
         out.append(f'<line class="fabric-soak-limit" x1="{_LEFT}" x2="{_LEFT + plot_w}" y1="{y(limit):.1f}" '
                    f'y2="{y(limit):.1f}" stroke="#888" stroke-dasharray="6 3"><title>limit {_e(_number(limit))} '
                    f'{_e(unit)}</title></line>')
-    for mark in marks:
-        out.append(f'<g class="fabric-soak-fault"><title>{_e(mark.label)}</title><line x1="{x(mark.at):.1f}" '
-                   f'x2="{x(mark.at):.1f}" y1="{_TOP}" y2="{_TOP + plot_h}" stroke="#d00000" stroke-width="2" '
-                   f'stroke-dasharray="4 2"/><text x="{x(mark.at) + 3:.1f}" y="{_TOP + 11}" fill="#d00000">'
-                   f'{_e(mark.label.split(":")[0])}</text></g>')
+    at_once: dict[float, list[Mark]] = {}
+    for mark in marks:  # faults that began at one moment (a failure and a drift) share one line
+        at_once.setdefault(round(mark.at, 1), []).append(mark)
+    for group in at_once.values():
+        mx = x(group[0].at)
+        tips = "\n".join(m.label for m in group)
+        labels = "".join(f'<text x="{mx + 3:.1f}" y="{_TOP + 11 + 12 * i}" fill="#d00000">{_e(m.label.split(":")[0])}'
+                         "</text>" for i, m in enumerate(group))
+        out.append(f'<g class="fabric-soak-fault"><title>{_e(tips)}</title><line x1="{mx:.1f}" x2="{mx:.1f}" '
+                   f'y1="{_TOP}" y2="{_TOP + plot_h}" stroke="#d00000" stroke-width="2" stroke-dasharray="4 2"/>'
+                   f"{labels}</g>")
     shown = list(lines[:MAX_LINES])
     for i in reversed(range(len(shown))):  # the worst last: on top
         line, colour = shown[i], _COLOURS[i % len(_COLOURS)]
@@ -202,10 +208,15 @@ def soak_section(soak: Mapping[str, Any]) -> str:
     by_series: dict[str, list[Mapping[str, Any]]] = {}
     for series in telemetry.get("series") or []:
         by_series.setdefault(str(series.get("series")), []).append(series)
+    steady: dict[str, set[str]] = {}  # series -> nodes on which it never changed (and no fault)
     for name, group in by_series.items():
         kind = str(group[0].get("kind") or "level")
         lines = [Line(str(s.get("node")), [(float(p[0]), p[1], False) for p in s.get("points") or []]) for s in group]
         marks, faulty = _fault_marks(faults, name, {ln.label for ln in lines})
+        if not faulty and all(len({p[1] for p in ln.points}) <= 1 for ln in lines):
+            # a flat line per node says nothing a sentence cannot: said once below the charts
+            steady.setdefault(f"{name} ({kind})", set()).update(ln.label for ln in lines)
+            continue
         for line in lines:
             line.fault = line.label in faulty
         # a counter or flag is worse higher; a level (temperature, power) too: the hottest first
@@ -225,8 +236,11 @@ def soak_section(soak: Mapping[str, Any]) -> str:
                                                                        "soak.max_drift)") + "</p>")
     if faults:
         head.append("<ul class='fabric-soak-faults'>" + "".join(
-            f"<li>{_e(f.get('message'))}</li>" for f in faults) + "</ul>")
+            f"<li style='color:#b00000'>{_e(f.get('message'))}</li>" for f in faults) + "</ul>")
     for node, why in sorted((telemetry.get("not_sampled") or {}).items()):
         head.append(f"<p class='fabric-soak-unsampled'>telemetry not sampled on {_e(node)}: {_e(why)}</p>")
     body = "".join(f'<div class="fabric-soak-chart-box">{svg}</div>' for _, svg in charts)
+    if steady:
+        body += ("<p class='fabric-soak-steady'>steady throughout (the same reading in every sample): "
+                 + "; ".join(f"{_e(name)} on {_e(', '.join(sorted(nodes)))}" for name, nodes in steady.items()) + "</p>")
     return f'<div class="fabric-soak">{"".join(head)}{body}</div>'

@@ -88,7 +88,9 @@ def progress_text(cycle: int, elapsed: float, duration: float, cycle_s: float, w
         from pytest_fabric.report.summary import format_number
 
         figure = f"{format_number(worst.value)} {worst.unit}".strip() if worst.value is not None else worst.outcome
-        margin = f" ({worst.margin * 100:+.0f}% from its limit)" if worst.margin is not None else ""
+        room = worst.headroom
+        margin = "" if room is None else (f" ({room * 100:.0f}% inside its limit)" if room >= 0
+                                          else f" ({-room * 100:.0f}% beyond its limit)")
         text += f"; worst of the cycle: {worst.subject} {worst.key} {figure}{margin}"
         if worst.outcome != "passed":
             text += f" {worst.outcome.upper()}"

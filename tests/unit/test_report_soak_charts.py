@@ -22,6 +22,7 @@ def _soak() -> dict[str, object]:
         ],
         "telemetry": {"series": [
             {"node": "n1", "series": "eth0 state", "kind": "state", "unit": "", "points": [[0, 1, "up"], [30, 1, "up"]]},
+            {"node": "n1", "series": "gpu0 temperature", "kind": "level", "unit": "C", "points": [[0, 40, ""], [30, 71, ""]]},
         ], "not_sampled": {"n2": "no nvidia-smi on the node"}},
         "judgement": {"verdict": "reject", "max_drift": 0.1, "faults": [
             {"kind": "drift", "cycle": 3, "at_s": 180.0, "when": "2027-01-15T08:03:00+00:00", "subject": "n3<->n4",
@@ -48,7 +49,9 @@ def test_the_section_puts_the_faulty_chart_first_its_faulty_subject_first_and_sa
     assert "drifted 80.0% from its best in cycle 3 &lt;b&gt;" in html and "<b>\n" not in html
     assert "telemetry not sampled on n2: no nvidia-smi on the node" in html
     first_chart = html.index("inter_node.tcp_throughput: higher is better")
-    assert first_chart < html.index("eth0 state (state)")
+    assert first_chart < html.index("gpu0 temperature (level)") < html.index("steady throughout")
+    assert "steady throughout (the same reading in every sample): eth0 state (state) on n1" in html
+    assert "<title>eth0 state" not in html  # a flat series is said, not drawn
     chart = html[html.index("<svg", first_chart - 400): html.index("</svg>", first_chart)]
     root = ET.fromstring(chart + "</svg>")
     legend = [t.text for t in root.findall(f"{SVG}text") if t.text in ("n1<->n2", "n3<->n4")]

@@ -101,9 +101,11 @@ def test_progress_says_the_cycle_of_about_n_the_time_left_and_the_worst_figure()
     assert cycles_left(10, 40, 5) == 6 and cycles_left(40, 40, 5) == 0 and cycles_left(39.5, 40, 5) == 1
     text = progress_text(2, 10.0, 40.0, 5.0, _figure())
     assert text == ("soak: cycle 2 of about 8 done in 5 s; 30 s left; worst of the cycle: local "
-                    "inter_node.tcp_throughput 12.1 Gb/s (+1110% from its limit)")
-    assert progress_text(3, 41.0, 40.0, 5.0, _figure("failed", 0.5, -0.5)).endswith("(-50% from its limit) FAILED")
+                    "inter_node.tcp_throughput 12.1 Gb/s (1110% inside its limit)")
+    assert progress_text(3, 41.0, 40.0, 5.0, _figure("failed", 0.5, -0.5)).endswith("(50% beyond its limit) FAILED")
     assert "no time left" in progress_text(3, 41.0, 40.0, 5.0, None)
+    ceiling = Figure(1, 1.0, "d", "egress.dns_resolve", "local", ("local",), "passed", 34.0, "ms", False, -0.93)
+    assert progress_text(1, 1.0, 40.0, 5.0, ceiling).endswith("34 ms (93% inside its limit)")
 
 
 def test_the_record_schema_knows_run_soak() -> None:
