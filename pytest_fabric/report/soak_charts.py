@@ -117,7 +117,9 @@ def line_chart(title: str, lines: Sequence[Line], *, unit: str = "", marks: Sequ
     for group in at_once.values():
         mx = x(group[0].at)
         tips = "\n".join(m.label for m in group)
-        labels = "".join(f'<text x="{mx + 3:.1f}" y="{_TOP + 11 + 12 * i}" fill="#d00000">{_e(m.label.split(":")[0])}'
+        # right of the line, or left of it in the plot's right half (the legend is beyond the plot)
+        side = f'x="{mx + 3:.1f}"' if mx < _LEFT + plot_w / 2 else f'x="{mx - 3:.1f}" text-anchor="end"'
+        labels = "".join(f'<text {side} y="{_TOP + 11 + 12 * i}" fill="#d00000">{_e(m.label.split(":")[0])}'
                          "</text>" for i, m in enumerate(group))
         out.append(f'<g class="fabric-soak-fault"><title>{_e(tips)}</title><line x1="{mx:.1f}" x2="{mx:.1f}" '
                    f'y1="{_TOP}" y2="{_TOP + plot_h}" stroke="#d00000" stroke-width="2" stroke-dasharray="4 2"/>'

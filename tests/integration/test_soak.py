@@ -35,7 +35,7 @@ def test_a_link_slowing_after_the_second_cycle_fails_the_soak_with_the_cycle_and
     # one iperf3 client run a cycle: the first two at full speed, every later one at 100 Mbit/s
     with break_node.noisy(a, b, [10_000, 10_000] + [100] * 40):
         result, record = run_with_record(pytester, pytester.path / "inventory.yaml", pytester.path / "soak-link.yaml",
-                                         *ONLY_TCP, "--soak", "9s", "--html=report.html", "--self-contained-html")
+                                         *ONLY_TCP, "--soak", "12s", "--html=report.html", "--self-contained-html")
     out = result.stdout.str()
     soak = record["run"]["soak"]
     assert soak["cycles"] >= 3, out
