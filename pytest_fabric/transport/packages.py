@@ -81,6 +81,9 @@ PACKAGES: Mapping[str, str] = MappingProxyType(
         "dcgmproftester13": "datacenter-gpu-manager (DCGM 4.x)",
         "mpirun": "openmpi-bin",
         "mpiexec": "openmpi-bin",
+        # the kernel log (xid_errors, link_history)
+        "dmesg": "util-linux",
+        "journalctl": "systemd",
         # egress and name resolution
         "getent": "libc-bin",
         "dig": "dnsutils (bind9-dnsutils)",

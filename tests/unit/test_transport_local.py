@@ -192,6 +192,7 @@ def test_package_table() -> None:
     assert package_for("ibv_devinfo") == "ibverbs-utils" and package_for("rdma") == "iproute2"
     assert "NVIDIA driver" in (package_for("nvidia-smi") or "")
     assert "nccl-tests" in (package_for("all_reduce_perf") or "")
+    assert package_for("dmesg") == "util-linux" and package_for("journalctl") == "systemd"  # the kernel-log checks
     assert package_for("no-such-tool") is None
 
 
