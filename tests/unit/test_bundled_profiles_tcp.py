@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from importlib import resources
 
+from unit.bundled_registry import bundled_schema
+
 from pytest_fabric.config.profile import load_profile
 
 
@@ -12,7 +14,7 @@ def test_infiniband_profiles_set_an_absolute_cited_tcp_floor() -> None:
                    if p.name.endswith(".yaml"))
     judged = []
     for name in names:
-        profile = load_profile(name, [])
+        profile = load_profile(name, [], bundled_schema())  # the check families' keys too (ndr400-burn-in)
         tcp = profile.spec("inter_node", "tcp_throughput")
         link_layer = profile.spec("inter_node", "link_layer")
         if tcp is None or "infiniband" not in str(getattr(link_layer, "equal", link_layer)).lower():
@@ -20,4 +22,4 @@ def test_infiniband_profiles_set_an_absolute_cited_tcp_floor() -> None:
         judged.append(name)
         assert tcp.min is not None and not tcp.min.is_line_share, f"{name}: tcp_throughput.min is {tcp.min}"
         assert tcp.source, f"{name}: the TCP floor names no source"
-    assert judged == ["hdr200", "hdr200-8rail", "ndr400-large"], judged
+    assert judged == ["hdr200", "hdr200-8rail", "ndr400-burn-in", "ndr400-large"], judged
