@@ -31,7 +31,16 @@ from pytest_fabric.session.plugin_conflicts import refuse_conflicting_plugins
 from pytest_fabric.config.profile import LAYERS, CheckSpec, bundled_profiles, load_profile, profile_schema
 from pytest_fabric.record.check_record import PLANNED_KEY, REPORT_ATTRIBUTE, CheckRecord, PlannedCheck, quantity_json
 from pytest_fabric.record.runinfo import RUN_INFO_KEY, RunInfo, utc_now
-from pytest_fabric.run.state import CHECK_KEY, STATE_KEY, VERDICTS_KEY, CheckInfo, FabricState, get_state
+from pytest_fabric.run.state import (
+    CHECK_KEY,
+    ELAPSED_KEY,
+    STARTED_KEY,
+    STATE_KEY,
+    VERDICTS_KEY,
+    CheckInfo,
+    FabricState,
+    get_state,
+)
 from pytest_fabric.run.subjects import (
     DEVICE_TESTS_UP_TO,
     SUBJECT_FIXTURES,
@@ -48,10 +57,8 @@ from pytest_fabric.transport.ssh import SSHSettings, SSHTransport, hostname_look
 from pytest_fabric.judge.verdict import Op, Verdict, display_unit
 from pytest_fabric.config.yamlsource import MissingFile, SourceError
 
-ELAPSED_KEY = pytest.StashKey[float]()
 #: ``layer.key`` -> why a set check cannot exist on this inventory (a median of fewer than 3 pairs)
 CANNOT_EXIST_KEY = pytest.StashKey[dict[str, str]]()
-STARTED_KEY = pytest.StashKey[str]()
 
 pytest_plugins = [
     "pytest_fabric.session.rootdir",  # test ids and the cache that do not follow the inventory's folder

@@ -15,7 +15,7 @@ import hashlib
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated, Any, ClassVar, Literal, TypeVar
+from typing import Annotated, Any, ClassVar, Literal, Protocol, TypeVar
 
 import yaml
 from pydantic import (
@@ -34,15 +34,14 @@ from pydantic import (
 from pytest_fabric.config import yamlsource
 from pytest_fabric.config.bundled import profiles_dir
 from pytest_fabric.config.units import Dimension, Quantity, QuantityField, parse_quantity
+from pytest_fabric.judge.ceilings import impossible
 from pytest_fabric.judge.verdict import Expectation, Op
+from pytest_fabric.run.pairs import resolve_strategy
 from pytest_fabric.config.yamlsource import SourceError
 
 __all__ = ["Profile", "load_profile", "bundled_profiles", "ProfileDocument", "ProfileSchema", "profile_schema", "LAYERS"]
 
 # software first: it is checked before any measurement (README "The software layer")
-if TYPE_CHECKING:
-    from pytest_fabric.checks.base import Check
-
 LAYERS = ("software", "intra_node", "inter_node", "storage", "egress")
 
 
@@ -119,6 +118,22 @@ def _bounds(*spec: tuple[str, Op, Dimension]) -> Any:
 
 
 S = TypeVar("S", bound=CheckSpec)
+S_co = TypeVar("S_co", bound=CheckSpec, covariant=True)
+
+
+class Declared(Protocol[S_co]):
+    """What the profile reads of a check's declaration (a :class:`pytest_fabric.checks.base.Check`):
+    its layer, its key there and its settings model.  A protocol, not the class: checks/base.py
+    declares checks with this module's models, so importing it here would be a loop."""
+
+    @property
+    def layer(self) -> str: ...
+
+    @property
+    def setting(self) -> str: ...
+
+    @property
+    def model(self) -> type[S_co] | None: ...
 
 
 class BandwidthFloor(CheckSpec):
@@ -842,8 +857,6 @@ class InterNode(_Section):
     @field_validator("pairs")
     @classmethod
     def _pairs(cls, value: str) -> str:
-        from pytest_fabric.run.pairs import resolve_strategy
-
         resolve_strategy(value, 0)  # checks both halves of a size rule
         return value
 
@@ -1049,7 +1062,7 @@ class Profile:
         value = getattr(self.section(layer), check, None)
         return value if isinstance(value, CheckSpec) else None  # `pairs` is a setting, not a check
 
-    def spec_of(self, check: Check[S]) -> S | None:
+    def spec_of(self, check: Declared[S]) -> S | None:
         """The settings of a declared check, typed as its model (None: the profile does not set it)."""
         value = getattr(self.section(check.layer), check.setting, None)
         return value if check.model is not None and isinstance(value, check.model) else None
@@ -1197,8 +1210,6 @@ def load_profile(reference: str, overrides: list[str] | None = None, schema: Pro
         document = schema.document.model_validate(data)
     except ValidationError as exc:
         raise SourceError(_describe(exc, where, path, schema)) from None
-    from pytest_fabric.judge.ceilings import impossible  # it reads this module's models
-
     refused = impossible(document)
     if refused:
         raise SourceError(f"profile {document.name} asks for more than the hardware it describes can carry:\n  "

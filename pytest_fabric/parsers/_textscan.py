@@ -7,6 +7,7 @@ the line, never a bare ``ValueError`` from ``int()``.
 
 from __future__ import annotations
 
+import json
 import re
 from decimal import Decimal
 
@@ -57,8 +58,6 @@ def json_document(tool: str, text: str) -> object:
 
     Invalid or absurdly nested JSON becomes :class:`UnrecognizedOutput` naming the tool.
     """
-    import json
-
     if not isinstance(text, str):
         raise UnrecognizedOutput(tool, f"expected text, got {type(text).__name__}")
     start = text.find("{")
@@ -75,8 +74,6 @@ def json_document(tool: str, text: str) -> object:
 
 def json_list(tool: str, text: str, what: str) -> list[object]:
     """``text`` as a JSON list (iproute2's ``-j`` output), or a ParseError naming the tool."""
-    import json
-
     try:
         data = json.loads(text)
     except (ValueError, RecursionError) as exc:

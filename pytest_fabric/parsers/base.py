@@ -8,8 +8,11 @@ subclass whose message says what the tool said.
 
 from __future__ import annotations
 
+import importlib
+import pkgutil
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any, TypeVar
 
 __all__ = [
@@ -121,15 +124,11 @@ def registry() -> dict[str, Parser]:
 
 def _import_all_parser_modules() -> None:
     # Each parser module registers itself on import; importing them all here
-    # means a new tool needs only its own module, no central list to edit.
-    import importlib
-    import pkgutil
-
-    from pytest_fabric import parsers
-
-    for module in pkgutil.iter_modules(parsers.__path__):
+    # means a new tool needs only its own module, no central list to edit.  The folder is this
+    # module's own: the package (pytest_fabric.parsers) imports this module, not the reverse.
+    for module in pkgutil.iter_modules([str(Path(__file__).parent)]):
         if not module.name.startswith("_") and module.name != "base":
-            importlib.import_module(f"pytest_fabric.parsers.{module.name}")
+            importlib.import_module(f"{__package__}.{module.name}")
 
 
 def get_parser(tool: str) -> Parser:

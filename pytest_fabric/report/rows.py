@@ -36,7 +36,9 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from pytest_fabric.report.htmltext import text
 from pytest_fabric.report.summary import format_expected, format_margin, format_quantity, numeric_value
+from pytest_fabric.report.witnesses import corroborations_html, tool_identity_html
 
 __all__ = [
     "COLUMNS", "COMMAND_CHARS", "SORTABLE", "SharedTexts", "compact_cell", "compact_cells", "evidence_html", "row_cells",
@@ -70,15 +72,6 @@ _RECORD_CUT = re.compile(r"\[\.\.\. (\d+) characters cut \.\.\.\]\n")  # record.
 COLUMNS = ("measured", "expected", "margin", "outcome")
 #: of those, the ones pytest-html sorts (it keeps a second copy of every sortable cell on every row)
 SORTABLE = ("measured", "margin", "change")
-
-
-def text(x: object) -> str:
-    """``x`` as HTML text: ``&`` and ``<`` escaped, the two characters text content needs escaped.
-
-    Not for attribute values.  ``>`` and quotes stay as they are: each would cost 4 to 8 bytes
-    more once pytest-html has put the row into its JSON attribute.
-    """
-    return ("" if x is None else str(x)).replace("&", "&amp;").replace("<", "&lt;")
 
 
 def compact_cell(cell: str) -> str:
@@ -329,9 +322,6 @@ def evidence_html(c: Check, shared: SharedTexts | None = None, *, message_in_log
     if detail and detail not in message:
         parts.append(f"<p>{text(detail)}</p>")
     parts.append(_waiver(c))
-    # imported here: witnesses imports text() from this module
-    from pytest_fabric.report.witnesses import corroborations_html, tool_identity_html
-
     parts += [corroborations_html(c), tool_identity_html(c)]
     items = list(c.get("evidence") or [])
     if items:

@@ -243,6 +243,8 @@ def _checked(name: str, signers: Path | None, required: Sequence[str]) -> tuple[
     lines = [f"  {p}" for p in result.problems]
     if signers is None or result.status == "cannot read":
         return f"{name}: {word}", word, code, lines
+    # Here, not at the top: sign.py is a pytest plugin, and checking a seal alone (no --signers)
+    # loads no pytest.
     from pytest_fabric.report.sign import check_signatures, required_signers
 
     checks = check_signatures(Path(name), signers)

@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from pytest_fabric.report.rows import text
+from pytest_fabric.report.htmltext import text
 
 __all__ = ["corroborations_html", "tool_identity_html"]
 

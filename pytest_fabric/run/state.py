@@ -15,7 +15,7 @@ from pytest_fabric.run.once import Once
 from pytest_fabric.run.pairs import Pair
 from pytest_fabric.config.profile import Profile
 from pytest_fabric.run.subjects import DEVICE_TESTS_UP_TO, subject_id
-from pytest_fabric.transport.ssh import JumpHosts
+from pytest_fabric.transport.ssh import JumpHosts, SSHTransport
 from pytest_fabric.judge.verdict import Verdict
 
 if TYPE_CHECKING:
@@ -43,7 +43,7 @@ class FabricState:
     #: waves and rounds: subjects measured as a batch (see waves.py)
     batches: BatchCache = field(default_factory=BatchCache)
     #: connections to jump hosts, shared by every node behind them
-    jump_hosts: JumpHosts = field(default_factory=JumpHosts)
+    jump_hosts: JumpHosts[SSHTransport] = field(default_factory=JumpHosts)
     #: which host keys the run's connections verified, accepted new or accepted although they differ
     host_keys: HostKeyLog = field(default_factory=HostKeyLog)
     #: read counters the tools do not keep before and after each measurement (--fabric-no-witness: off)
@@ -95,6 +95,9 @@ class CheckInfo:
 STATE_KEY = pytest.StashKey[FabricState]()
 CHECK_KEY = pytest.StashKey[CheckInfo]()
 VERDICTS_KEY = pytest.StashKey[list[Verdict]]()  # in the order judged
+#: an item's time in setup and call (what its record says it took) and when its call began
+ELAPSED_KEY = pytest.StashKey[float]()
+STARTED_KEY = pytest.StashKey[str]()
 
 
 def get_state(config: pytest.Config) -> FabricState | None:

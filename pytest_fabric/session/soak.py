@@ -36,7 +36,7 @@ from pytest_fabric.parsers.telemetry import THROTTLE_REASONS
 from pytest_fabric.run.batches import BatchCache, fan_out
 from pytest_fabric.run.once import Once
 from pytest_fabric.run.plan import format_duration
-from pytest_fabric.run.state import VERDICTS_KEY, FabricState, get_state
+from pytest_fabric.run.state import ELAPSED_KEY, STARTED_KEY, VERDICTS_KEY, FabricState, get_state
 
 __all__ = ["SOAK_KEY", "SoakLog", "allocation_plan_s", "cycles_left", "progress_text", "soak_seconds"]
 
@@ -330,8 +330,6 @@ def _fresh_caches(state: FabricState) -> None:
 
 def _fresh_item(item: pytest.Item) -> None:
     """A test runs again: its verdicts, its time and its fixtures' request start over."""
-    from pytest_fabric.plugin import ELAPSED_KEY, STARTED_KEY
-
     keys: tuple[pytest.StashKey[Any], ...] = (VERDICTS_KEY, ELAPSED_KEY, STARTED_KEY)
     for key in keys:
         if key in item.stash:

@@ -10,23 +10,28 @@ from __future__ import annotations
 
 import threading
 from collections.abc import Callable
-from typing import TYPE_CHECKING
-
-if TYPE_CHECKING:
-    from pytest_fabric.transport.ssh.transport import SSHTransport
+from typing import Generic, Protocol, TypeVar
 
 __all__ = ["JumpHosts"]
 
 
-class JumpHosts:
+class _Connection(Protocol):
+    def close(self) -> None: ...
+
+
+# The SSH transport, which uses this module: generic over it rather than importing it back.
+T = TypeVar("T", bound=_Connection)
+
+
+class JumpHosts(Generic[T]):
     """The run's connections to jump hosts, one per (hop, credentials); closed at the end of the run."""
 
     def __init__(self) -> None:
         self._lock = threading.Lock()
-        self._hosts: dict[tuple[object, ...], SSHTransport] = {}
+        self._hosts: dict[tuple[object, ...], T] = {}
         self._connecting: dict[tuple[object, ...], threading.Lock] = {}
 
-    def get(self, key: tuple[object, ...], make: Callable[[], SSHTransport]) -> SSHTransport:
+    def get(self, key: tuple[object, ...], make: Callable[[], T]) -> T:
         """The shared transport for ``key``, made by ``make()`` the first time."""
         with self._lock:
             found = self._hosts.get(key)

@@ -189,7 +189,7 @@ class SSHTransport:
     """
 
     def __init__(
-        self, node: str, settings: SSHSettings, *, jump_hosts: JumpHosts | None = None, _tcp_nodelay: bool = True
+        self, node: str, settings: SSHSettings, *, jump_hosts: JumpHosts[SSHTransport] | None = None, _tcp_nodelay: bool = True
     ) -> None:
         self.node = node
         self.settings = settings
