@@ -100,7 +100,7 @@ class LinkHistory(CheckSpec):
 #: before any traffic of the run (phase -20: the run's own load must not add to what stood before)
 LINK_HISTORY: Check[LinkHistory] = Check(
     "link_history", "inter_node", LinkHistory, "node", "wave", phase=-20, typical_s=2.0,
-    tools_by_link_layer={"infiniband": ("ibstat", "perfquery", "dmesg"), "ethernet": ("ibstat", "rdma", "ethtool", "dmesg")})
+    tools_by_link_layer={"infiniband": ("ibstat", "perfquery", "iblinkinfo", "dmesg"), "ethernet": ("ibstat", "rdma", "ethtool", "dmesg")})
 
 
 def pytest_fabric_checks(config: pytest.Config) -> list[Check[Any]]:
