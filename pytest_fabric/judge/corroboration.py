@@ -144,14 +144,16 @@ def iperf3_internal(node: str, result: Iperf3Result, *, tolerance: float = INTER
 
 
 def counter_witness(witness: str, node: str, what: str, claimed_bytes: float, before: int | None,
-                    after: int | None, *, tolerance: float = COUNTER_TOLERANCE) -> Corroboration:
+                    after: int | None, *, tolerance: float = COUNTER_TOLERANCE,
+                    why: str | None = None) -> Corroboration:
     """The bytes a tool claims against a counter's growth over the measurement (read before and after).
 
     The counter carries headers and other traffic too, so it may read more than the claim; a claim
     above it by more than ``tolerance`` is bytes that never crossed the port.
     """
     if before is None or after is None:
-        return Corroboration(witness, node, NOT_RUN, f"{what}: counter not readable before and after",
+        said = f" ({why})" if why else ""
+        return Corroboration(witness, node, NOT_RUN, f"{what}: counter not readable before and after{said}",
                              claimed_bytes, None, "B", tolerance)
     seen = after - before
     if seen < 0:

@@ -414,9 +414,10 @@ def _bandwidth_sample(
         (a0, b0), (a1, b1) = before, after
         witness = "HCA port counters"
         found += [
-            corroboration.counter_witness(witness, pair.a.name, f"{a1.where} PortXmitData", claimed, a0.sent, a1.sent),
+            corroboration.counter_witness(witness, pair.a.name, f"{a1.where} PortXmitData", claimed, a0.sent, a1.sent,
+                                          why=a0.problem or a1.problem),
             corroboration.counter_witness(witness, pair.a.name, f"{b1.where} PortRcvData", claimed, b0.received,
-                                          b1.received),
+                                          b1.received, why=b0.problem or b1.problem),
         ]
     return bandwidth(row.bw_average_gbps, "Gb/s"), [client, *server_evidence, *witnessed], found
 

@@ -312,6 +312,8 @@ def _counter_findings(claimant: str, before: list[PortBytes], after: list[PortBy
     (a0, b0), (a1, b1) = before, after
     witness = "interface counters"
     return [
-        corroboration.counter_witness(witness, claimant, f"{a1.where} tx_bytes", sent, a0.sent, a1.sent),
-        corroboration.counter_witness(witness, claimant, f"{b1.where} rx_bytes", received, b0.received, b1.received),
+        corroboration.counter_witness(witness, claimant, f"{a1.where} tx_bytes", sent, a0.sent, a1.sent,
+                                      why=a0.problem or a1.problem),
+        corroboration.counter_witness(witness, claimant, f"{b1.where} rx_bytes", received, b0.received, b1.received,
+                                      why=b0.problem or b1.problem),
     ]

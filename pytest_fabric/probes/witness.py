@@ -54,8 +54,18 @@ def interface_bytes(node: NodeHandle, interface: str) -> PortBytes:
     return PortBytes(where, found.get("tx_bytes"), found.get("rx_bytes"), result)
 
 
+_SYSFS_PORT = (
+    "cd /sys/class/infiniband/{device}/ports/{port}/counters && "
+    "for f in port_xmit_data port_rcv_data; do printf '%s %s\\n' \"$f\" \"$(cat \"$f\")\"; done"
+)
+
+
 def hca_port_bytes(node: NodeHandle, device: str, port: int) -> PortBytes:
-    """The HCA port's PortXmitData and PortRcvData (perfquery -x, 64-bit) as bytes (they count 4 octets each)."""
+    """The HCA port's PortXmitData and PortRcvData (perfquery -x, 64-bit) as bytes (they count 4 octets each).
+
+    Where perfquery cannot read the port (RoCE has no subnet management; perfquery not installed),
+    the same counters from sysfs (``/sys/class/infiniband/DEV/ports/N/counters``, 64-bit on mlx5).
+    """
     where = f"{node.name} {device}/{port}"
     try:
         result = node.run(fill("perfquery -x -C {device} -P {port}", device=device, port=port), timeout=30,
@@ -63,7 +73,7 @@ def hca_port_bytes(node: NodeHandle, device: str, port: int) -> PortBytes:
     except TransportError as exc:
         return PortBytes(where, None, None, None, str(exc).splitlines()[0])
     if result.exit_code != 0:
-        return PortBytes(where, None, None, result, (result.stderr or result.stdout).strip()[-200:])
+        return _sysfs_port_bytes(node, device, port, where, (result.stderr or result.stdout).strip()[-200:])
     try:
         ports = parse_or_raise(perfquery.parse_perfquery, result)
     except Exception as exc:
@@ -71,3 +81,18 @@ def hca_port_bytes(node: NodeHandle, device: str, port: int) -> PortBytes:
     counters = ports[0].counters if ports else {}
     sent, received = counters.get("PortXmitData"), counters.get("PortRcvData")
     return PortBytes(where, None if sent is None else sent * 4, None if received is None else received * 4, result)
+
+
+def _sysfs_port_bytes(node: NodeHandle, device: str, port: int, where: str, why: str) -> PortBytes:
+    try:
+        result = node.run(fill(_SYSFS_PORT, device=device, port=port), timeout=15, check=False)
+    except TransportError as exc:
+        return PortBytes(where, None, None, None, f"perfquery: {why}; sysfs: {str(exc).splitlines()[0]}")
+    try:
+        found = parse_or_raise(netdev_statistics.parse, result) if result.exit_code == 0 else None
+    except Exception:  # an unreadable counter is a witness that did not run
+        found = None
+    if not found or "port_xmit_data" not in found:
+        said = (result.stderr or result.stdout).strip()[-200:]
+        return PortBytes(where, None, None, result, f"perfquery: {why}; sysfs: {said or 'no counters'}")
+    return PortBytes(where, found["port_xmit_data"] * 4, found.get("port_rcv_data", 0) * 4, result)

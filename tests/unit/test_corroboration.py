@@ -86,7 +86,8 @@ def test_counter_witness_just_above_tolerance_fails() -> None:
 
 
 def test_counter_unreadable_or_wrapped_is_not_run() -> None:
-    assert c.counter_witness("w", "a", "x", 5, None, 7).status == c.NOT_RUN
+    unread = c.counter_witness("w", "a", "x", 5, None, 7, why="perfquery: Failed to open 'mlx5_0'")
+    assert unread.status == c.NOT_RUN and "Failed to open" in unread.detail
     assert c.counter_witness("w", "a", "x", 5, 9, 7).status == c.NOT_RUN
 
 
