@@ -450,6 +450,11 @@ def _one_measurement(layer: str, check: str, specs: Mapping[tuple[str, str], Any
                                   source=specs.get(("inter_node", "nccl_allreduce")), checks=checks)
     if layer == "storage":
         seconds += layout_seconds(check, specs)
+    gemm = specs.get(("intra_node", "gemm_throughput"))
+    if check == "clock_throttling" and gemm is not None:
+        # One GEMM load a node serves both checks (checks/gpu_load.py), as long as the longer of their
+        # durations: it is gemm_throughput's time; this check adds only what its duration runs past it.
+        seconds = max(READING_S, seconds - measurement_seconds("gemm_throughput", gemm, checks=checks))
     declared = checks.check_of(check)
     if declared is not None and declared.one_at_a_time is not None:
         seconds *= max(1, rails if declared.one_at_a_time == "rails" else gpus)

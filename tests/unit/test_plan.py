@@ -435,3 +435,19 @@ def test_the_plan_prices_each_dcgm_level(level: int, seconds: float) -> None:
 
     # NVIDIA's dcgmi diag reference: seconds, ~2 min, ~15 min, longer; each with a level-1 run's 2 min
     assert measurement_seconds("gpu_health", GpuHealth(level=level)) == seconds
+
+
+def test_gemm_and_clock_throttling_share_one_load_in_the_plan() -> None:
+    from unit.bundled_registry import bundled_registry
+
+    from pytest_fabric.checks.gpu_load import ClockThrottling, GemmThroughput
+    from pytest_fabric.run.plan import _one_measurement
+
+    registry = bundled_registry()
+    gemm, clocks = GemmThroughput.model_validate({"duration": "60 s"}), ClockThrottling.model_validate({"duration": "90 s"})
+    both = {("intra_node", "gemm_throughput"): gemm, ("intra_node", "clock_throttling"): clocks}
+    g = _one_measurement("intra_node", "gemm_throughput", both, 1, 8, checks=registry)
+    c = _one_measurement("intra_node", "clock_throttling", both, 1, 8, checks=registry)
+    assert g == 70.0 and c == 30.0  # 60 s + the load's 10 s start, then the 30 s the longer duration adds
+    alone = {("intra_node", "clock_throttling"): clocks}
+    assert _one_measurement("intra_node", "clock_throttling", alone, 1, 8, checks=registry) == 100.0
