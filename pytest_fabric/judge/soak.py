@@ -189,7 +189,17 @@ def _check_faults(figures: Sequence[Figure], started: float, max_drift: float | 
     return faults
 
 
-def _telemetry_faults(samples: Iterable[Sample], started: float) -> list[Fault]:
+def _cycle_at(at: float, spans: Sequence[tuple[int, float, float | None]]) -> tuple[int | None, str]:
+    """The cycle running at ``at`` (``during cycle 3``), else the last one ended before it (``after cycle 2``)."""
+    for cycle, start, end in spans:
+        if start <= at and (end is None or at <= end):
+            return cycle, f"during cycle {cycle}"
+    before = [c for c, _, end in spans if end is not None and end < at]
+    return (max(before), f"after cycle {max(before)}") if before else (None, "before cycle 1")
+
+
+def _telemetry_faults(samples: Iterable[Sample], started: float,
+                      spans: Sequence[tuple[int, float, float | None]] = ()) -> list[Fault]:
     faults: list[Fault] = []
     first: dict[tuple[str, str], Sample] = {}
     done: set[tuple[str, str]] = set()
@@ -199,7 +209,8 @@ def _telemetry_faults(samples: Iterable[Sample], started: float) -> list[Fault]:
             continue
         base = first.setdefault(key, s)
         what = f"{s.node}: {s.series}"
-        when = f"({_clock(s.at)}, {_when(started, s.at)})"
+        cycle, during = _cycle_at(s.at, spans)
+        when = f"({during}, {_clock(s.at)}, {_when(started, s.at)})" if spans else f"({_clock(s.at)}, {_when(started, s.at)})"
         message = ""
         if s.kind == "counter" and s.value is not None and base.value is not None and s.value > base.value:
             message = f"{what} grew from {_number(base.value, s.unit)} to {_number(s.value, s.unit)} {when}"
@@ -209,20 +220,22 @@ def _telemetry_faults(samples: Iterable[Sample], started: float) -> list[Fault]:
             message = f"{what} raised {when}" + (f": {s.text}" if s.text else "")
         if message:
             done.add(key)
-            faults.append(Fault(s.kind, s.at, _when(started, s.at), s.node, (s.node,), s.series, message))
+            faults.append(Fault(s.kind, s.at, _when(started, s.at), s.node, (s.node,), s.series, message, cycle))
     return faults
 
 
 def judge_soak(figures: Sequence[Figure], samples: Sequence[Sample] = (), *, cycles: int, started: float,
-               max_drift: float | None = None) -> SoakVerdict:
+               max_drift: float | None = None, spans: Sequence[tuple[int, float, float | None]] = ()) -> SoakVerdict:
     """The soak's verdict from every complete cycle's figures and the telemetry sampled meanwhile.
 
     ``cycles``: the cycles that ran to their end (figures of a cycle cut short are left to the
     caller: pass only complete ones); ``started``: the soak's start, epoch seconds (each fault's
     time is told from it); ``max_drift``: the profile's ``soak.max_drift`` as a fraction (0.1 for
-    10%), None where the profile sets none.  Faults are in the order they began.
+    10%), None where the profile sets none; ``spans``: each cycle's (number, start, end) in seconds into the
+    soak, so a telemetry fault is placed ``during cycle 3`` or ``after cycle 2``.  Faults are in the order
+    they began.
     """
-    faults = _check_faults(figures, started, max_drift) + _telemetry_faults(samples, started)
+    faults = _check_faults(figures, started, max_drift) + _telemetry_faults(samples, started, spans)
     faults.sort(key=lambda f: (f.at, FAULT_KINDS.index(f.kind)))
     spreads: dict[str, float] = {}
     by_test: dict[str, list[Figure]] = {}

@@ -3,9 +3,9 @@
 The sampling command (``pytest_fabric.probes.telemetry``) prints sections, each headed by a line
 that starts with ``## ``:
 
-- ``## gpu clocks_event_reasons`` (or ``clocks_throttle_reasons`` on drivers before R535), then
-  ``nvidia-smi --query-gpu=<gpu_fields(prefix)> --format=csv,noheader,nounits`` (or the tool's
-  error);
+- ``## gpu clocks_event_reasons full`` (``clocks_throttle_reasons`` on drivers before R535;
+  ``basic`` where the driver refuses a field of the full set, e.g. ``remapped_rows`` before R450),
+  then ``nvidia-smi --query-gpu=<gpu_fields(prefix, set)> --format=csv,noheader,nounits``;
 - ``## gpu none: <why>`` where the node has no ``nvidia-smi``;
 - ``## net``, then one line per interface but ``lo``: name, operstate, carrier_changes, rx_errors,
   tx_errors, rx_dropped (``-`` where sysfs has no such file).
@@ -23,7 +23,7 @@ from pytest_fabric.parsers.base import ParseError, UnrecognizedOutput
 from pytest_fabric.parsers.nvidia_smi_clock_events import REASON_BITS
 from pytest_fabric.parsers.nvidia_smi_query_gpu import parse_nvidia_smi_query_gpu
 
-__all__ = ["THROTTLE_REASONS", "Reading", "Telemetry", "gpu_fields", "parse_telemetry"]
+__all__ = ["GPU_FIELD_SETS", "THROTTLE_REASONS", "Reading", "Telemetry", "gpu_fields", "parse_telemetry"]
 
 TOOL = "telemetry"
 
@@ -46,9 +46,15 @@ _NET_SERIES = (("carrier changes", "counter"), ("rx errors", "counter"), ("tx er
                ("rx dropped", "counter"))
 
 
-def gpu_fields(prefix: str) -> tuple[str, ...]:
-    """The ``--query-gpu`` fields of one sample, with the clock-event reasons' ``prefix``."""
-    return ("index", *_GPU_SERIES, f"{prefix}.active")
+#: what every driver answers: the clocks and why they are held back
+_BASIC = ("clocks.sm",)
+GPU_FIELD_SETS = ("full", "basic")
+
+
+def gpu_fields(prefix: str, which: str = "full") -> tuple[str, ...]:
+    """The ``--query-gpu`` fields of one sample: the clock-event reasons' ``prefix``, the ``full`` set or
+    the ``basic`` one (the SM clock and the reasons only)."""
+    return ("index", *(_GPU_SERIES if which == "full" else _BASIC), f"{prefix}.active")
 
 
 @dataclass(frozen=True)
@@ -77,13 +83,18 @@ def _number(text: str) -> float | None:
         return None
 
 
-def _gpu(prefix: str, body: list[str]) -> list[Reading]:
-    fields = gpu_fields(prefix)
+def _gpu(head: str, body: list[str]) -> list[Reading]:
+    prefix, _, which = head.partition(" ")
+    fields = gpu_fields(prefix, which.strip() or "full")
     result = parse_nvidia_smi_query_gpu("\n".join(body), fields)
-    out: list[Reading] = []
+    # a GPU that falls off the bus leaves the list: the count is a state that must hold
+    out: list[Reading] = [Reading("nvidia-smi answers", 1.0, "", "state", "yes"),
+                          Reading("GPUs seen", float(len(result.rows)), "", "state", str(len(result.rows)))]
     for number, row in enumerate(result.rows):
         gpu = f"gpu{row.index if row.index is not None else number}"
         for field, (name, unit, kind) in _GPU_SERIES.items():
+            if field not in row.values:
+                continue
             value = row.get_float(field)
             if value is not None:
                 out.append(Reading(f"{gpu} {name}", value, unit, kind))
@@ -127,12 +138,16 @@ def parse_telemetry(text: str) -> Telemetry:
     not_sampled: dict[str, str] = {}
     for head, body in sections:
         if head.startswith("gpu none"):
-            not_sampled["gpu"] = head.partition(":")[2].strip() or "no nvidia-smi on the node"
+            why = head.partition(":")[2].strip() or "no nvidia-smi on the node"
+            not_sampled["gpu"] = why
+            if why.startswith("nvidia-smi:"):  # there, but failing: a fault once it answered before
+                readings.append(Reading("nvidia-smi answers", 0.0, "", "state", f"no: {why}"))
         elif head.startswith("gpu "):
             try:
                 readings += _gpu(head[4:].strip(), body)
             except ParseError as exc:  # the node's nvidia-smi failed: its ports are still sampled
                 not_sampled["gpu"] = f"nvidia-smi: {exc}"
+                readings.append(Reading("nvidia-smi answers", 0.0, "", "state", f"no: {exc}"))
         elif head == "net":
             readings += _net(body)
             if not body:

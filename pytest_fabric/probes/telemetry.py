@@ -10,7 +10,8 @@ from sysfs. It reads only: nothing on the node changes.
 
 from __future__ import annotations
 
-from pytest_fabric.parsers.telemetry import Telemetry, gpu_fields, parse_telemetry
+from pytest_fabric.parsers.nvidia_smi_clock_events import PREFIXES
+from pytest_fabric.parsers.telemetry import GPU_FIELD_SETS, Telemetry, gpu_fields, parse_telemetry
 from pytest_fabric.run.cluster import NodeHandle
 
 __all__ = ["SAMPLE_TIMEOUT_S", "sample", "sample_command"]
@@ -21,14 +22,15 @@ SAMPLE_TIMEOUT_S = 20.0
 
 def sample_command() -> str:
     """The shell command one sample runs (no value of the profile or inventory is part of it)."""
-    new, old = ",".join(gpu_fields("clocks_event_reasons")), ",".join(gpu_fields("clocks_throttle_reasons"))
+    # The first set the driver answers: the newer reason names, then the older; all fields, then the basic.
+    sets = " ".join(f"{prefix}:{which}:{','.join(gpu_fields(prefix, which))}"
+                    for which in GPU_FIELD_SETS for prefix in PREFIXES)
     return (
         "if ! command -v nvidia-smi >/dev/null 2>&1; then echo '## gpu none: no nvidia-smi on the node'; "
-        f"elif out=$(nvidia-smi --query-gpu={new} --format=csv,noheader,nounits 2>&1); then "
-        "echo '## gpu clocks_event_reasons'; printf '%s\\n' \"$out\"; "
-        f"else echo '## gpu clocks_throttle_reasons'; nvidia-smi --query-gpu={old} --format=csv,noheader,nounits 2>&1; fi; "
-        # The node's own ports: those with a device behind them, else the default route's, else all
-        # but lo (a network namespace's one veth). Bridges and veths of containers come and go.
+        f"else got=; for q in {sets}; do p=${{q%%:*}}; rest=${{q#*:}}; w=${{rest%%:*}}; f=${{rest#*:}}; "
+        "if out=$(nvidia-smi --query-gpu=$f --format=csv,noheader,nounits 2>&1); then "
+        "echo \"## gpu $p $w\"; printf '%s\\n' \"$out\"; got=1; break; fi; done; "
+        "[ -n \"$got\" ] || echo \"## gpu none: nvidia-smi: $(printf '%s' \"$out\" | head -n 1)\"; fi; "
         "echo '## net'; r() { cat \"$1\" 2>/dev/null || echo -; }; "
         "ports=$(for d in /sys/class/net/*; do [ -e \"$d/device\" ] && echo \"${d##*/}\"; done); "
         "[ -n \"$ports\" ] || ports=$(awk '$2==\"00000000\"{print $1}' /proc/net/route 2>/dev/null | sort -u); "

@@ -215,7 +215,9 @@ class SoakLog:
             done = {s.cycle for s in self.spans if s.end is not None}
             figures = [f for f in self.figures if f.cycle in done]
             samples = list(self.samples)
-        self.verdict = judge_soak(figures, samples, cycles=len(done), started=self.started, max_drift=self.max_drift)
+            spans = [(s.cycle, s.start, s.end) for s in self.spans]
+        self.verdict = judge_soak(figures, samples, cycles=len(done), started=self.started, max_drift=self.max_drift,
+                                  spans=spans)
         return self.verdict
 
     def snapshot(self, *, force: bool = False) -> dict[str, Any]:

@@ -92,3 +92,14 @@ def test_spread_of_too_few_values_or_a_zero_best_is_none() -> None:
     assert spread([1.0]) is None
     assert spread([0.0, 0.0]) is None
     assert spread([2.0, 3.0], higher_is_better=False) == 0.5
+
+
+def test_a_telemetry_fault_is_placed_during_or_after_a_cycle() -> None:
+    samples = [Sample(0, "n1", "gpu0 throttled", 0, kind="flag"), Sample(25, "n1", "gpu0 throttled", 1, kind="flag"),
+               Sample(0, "n2", "eth0 state", 1, kind="state", text="up"),
+               Sample(12, "n2", "eth0 state", 0, kind="state", text="down")]
+    spans = [(1, 0.0, 10.0), (2, 10.0, 20.0), (3, 30.0, None)]
+    verdict = judge_soak([], samples, cycles=2, started=STARTED, spans=spans)
+    assert [(f.subject, f.cycle) for f in verdict.faults] == [("n2", 2), ("n1", 2)]
+    assert "(during cycle 2, +0m12s" in verdict.faults[0].message
+    assert "(after cycle 2, +0m25s" in verdict.faults[1].message
