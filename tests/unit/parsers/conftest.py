@@ -11,18 +11,20 @@ from collections.abc import Callable
 from pathlib import Path
 
 import pytest
-from unit.parsers.corpus import corpus_root
+from unit.parsers.corpus import UNREAD, corpus_root
 
 REPO = Path(__file__).resolve().parents[3]
 DATA = REPO / "tests" / "data"
 
 
 def corpus_files() -> list[Path]:
-    """Every recorded output in the corpus (SOURCES.md is its index, not an output)."""
+    """Every recorded output in the corpus that a parser reads (SOURCES.md is its index, not an
+    output; the folders in ``UNREAD`` are tools no check runs)."""
     root = corpus_root()
     if not root.is_dir():
         return []
-    return sorted(p for p in root.rglob("*") if p.is_file() and p.name != "SOURCES.md")
+    return sorted(p for p in root.rglob("*")
+                  if p.is_file() and p.name != "SOURCES.md" and p.relative_to(root).parts[0] not in UNREAD)
 
 
 @pytest.fixture(scope="session")

@@ -13,6 +13,15 @@ import pytest
 
 REPO = Path(__file__).resolve().parents[3]
 
+#: corpus folders of tools no check runs, read by no parser: their parsers (ping, sockperf, qperf,
+#: iperf2, ibstatus, ibv_devices, CUDA's bandwidthTest and p2pBandwidthLatencyTest; 962 lines)
+#: were removed because no probe used them (issue 28).  The captures stay, for whoever adds a
+#: check that runs one of these tools, with its parser.
+UNREAD = frozenset({
+    "cuda-bandwidthTest", "cuda-p2pBandwidthLatencyTest", "ibstatus", "ibv_devices", "iperf2", "ping", "qperf",
+    "sockperf",
+})
+
 
 def corpus_root() -> Path:
     """The corpus folder, present or not."""
