@@ -223,13 +223,14 @@ def _finding(judged: gpu_peers.PeerJudgement, head: str, evidence: tuple[Any, ..
 def gemm_throughput(request: pytest.FixtureRequest, node: NodeHandle, spec: SpecLookup) -> Measurement:
     """Every GPU's dense FP16 GEMM rate: at least the floor, and within max_below_peers of its siblings."""
     settings = spec(GEMM_THROUGHPUT)
-    load = node_gemm_load(request, node)
+    # the floor first: a model without one errors before the GPUs are loaded for nothing
     floor, whose = _floor(request, node, settings.min_tflops, "intra_node.gemm_throughput.min_tflops", "GEMM")
+    load = node_gemm_load(request, node)
     figures = [gpu_peers.GpuFigure(r.index, r.bus_id, r.tflops) for r in load.rates]
     judged = gpu_peers.judge_figures(figures, floor=floor, max_below_peers=float(settings.max_below_peers.value),
                                      unit="TFLOP/s")
     extra = {"tflops": {f"GPU{r.index}": round(r.tflops, 1) for r in load.rates}, "floor_tflops": floor,
-             "tool_versions": {"dcgmproftester": load.tool_version or ""}}
+             "load_tool": load.tool}
     head = f"{load.command} (median of each GPU's readings; floor {floor:.0f} TFLOP/s, {whose})"
     return _finding(judged, head, load.evidence, extra)
 
@@ -263,6 +264,6 @@ def memory_bandwidth(request: pytest.FixtureRequest, node: NodeHandle, spec: Spe
     judged = gpu_peers.judge_figures(figures, floor=floor, max_below_peers=float(settings.max_below_peers.value),
                                      unit="GB/s")
     extra = {"gbytes_per_s": {f"GPU{i}": v for i, v in sorted(copy.gbytes_per_s.items())}, "floor_gbytes_per_s": floor,
-             "tool_versions": {"nvbandwidth": copy.version or ""}}
+             **({"tool_versions": {"nvbandwidth": copy.version}} if copy.version else {})}
     head = f"nvbandwidth -t device_local_copy (each byte counted once; floor {floor:.0f} GB/s, {whose})"
     return _finding(judged, head, copy.evidence, extra)

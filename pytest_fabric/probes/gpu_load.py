@@ -83,7 +83,7 @@ class GemmLoad:
     bus_ids: dict[int, str]
     samples: int
     field_prefix: str
-    tool_version: str | None
+    tool: str  # the dcgmproftester build the node had (dcgmproftester12: CUDA 12)
     evidence: tuple[CommandResult, ...] = field(default_factory=tuple)
 
 
@@ -179,7 +179,7 @@ def run_gemm_load(node: NodeHandle, seconds: float, *, interval_s: float = 1.0) 
     kept = sampled if len(sampled) <= _KEEP_SAMPLES else sampled[: _KEEP_SAMPLES // 2] + sampled[-_KEEP_SAMPLES // 2:]
     return GemmLoad(
         node=node.name, command=command, duration_s=seconds, rates=rates, reasons=reasons, bus_ids=bus_ids,
-        samples=samples, field_prefix=prefix, tool_version=tool, evidence=(found, *asked, *kept, finished),
+        samples=samples, field_prefix=prefix, tool=tool, evidence=(found, *asked, *kept, finished),
     )
 
 
