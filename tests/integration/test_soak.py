@@ -1,5 +1,6 @@
-"""``--soak`` on the simulated cluster (issue 31): a link that slows after the second cycle fails the soak,
-naming the cycle and the time; a healthy soak passes.
+"""``--soak`` on the simulated cluster (issue 31): a link that slows after the second cycle, or a stand-in
+GPU that starts throttling under the soak's load, fails the soak naming the cycle and the time; a
+healthy soak passes.
 
 Two nodes, one pair, tcp_throughput for 1 s a cycle. The slowed link stays above the check's floor
 (10 Mb/s): only the soak's drift judgement (soak.max_drift) can catch it, as it would a link that
@@ -8,9 +9,18 @@ falls from 90 to 70 Gb/s overnight against a 50 Gb/s floor.
 
 from __future__ import annotations
 
+import contextlib
+import json
+import os
+import subprocess
+import sys
+import time
+from datetime import datetime
+
 import pytest
 from simcluster import NodeBreaker, SimCluster
 from simcluster.fabric_run import run_with_record
+from simcluster.gpu import FakeGpus, install_gpus, uninstall_gpus
 
 PROFILE = """name: soak-link
 inter_node:
@@ -58,3 +68,56 @@ def test_a_healthy_soak_passes(pytester: pytest.Pytester, two_nodes: tuple[str, 
     assert soak["cycles"] >= 2 and soak["judgement"]["faults"] == [], result.stdout.str()
     assert record["run"]["verdict"] == "accept", result.stdout.str()
     assert {s["node"] for s in soak["telemetry"]["series"]} == set(two_nodes)
+
+
+GPU_PROFILE = """name: soak-gpu
+inter_node:
+  mtu: {min: 1500, source: Ethernet minimum}
+soak: {interval: 1 s, load: 2 s}
+"""
+
+
+def test_a_gpu_that_starts_throttling_under_the_load_fails_the_soak_with_its_cycle_and_time(
+    pytester: pytest.Pytester, simcluster: SimCluster
+) -> None:
+    """The soak's GEMM load runs between cycles; after the second cycle GPU 1 of the node starts to show
+    HW Slowdown under it. The soak fails naming the node, the GPU, the cycle and the time."""
+    node = simcluster.nodes[2]
+    inventory = simcluster.write_inventory(pytester.path / "inventory.yaml", nodes=[node])
+    pytester.makefile(".yaml", **{"soak-gpu": GPU_PROFILE})
+    record = pytester.path / "record.json"
+    try:
+        install_gpus(simcluster, node, FakeGpus(count=2, gemm_report_s=0.5))
+        run = subprocess.Popen(
+            [sys.executable, "-m", "pytest", "--cluster", str(inventory), "--profile", "soak-gpu.yaml",
+             "-p", "no:cacheprovider", "-k", "test_mtu", "--soak", "12s", f"--conformance-json={record}"],
+            cwd=pytester.path, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+            env={**os.environ, "FABRIC_TEST_CHECKOUT": "1"})
+        try:
+            deadline, cycles = time.monotonic() + 60, 0
+            while time.monotonic() < deadline and run.poll() is None and cycles < 2:
+                time.sleep(0.1)
+                with contextlib.suppress(OSError, ValueError):
+                    cycles = json.loads(record.read_text())["run"].get("soak", {}).get("cycles", 0)
+            throttled_from = time.time()
+            install_gpus(simcluster, node, FakeGpus(count=2, gemm_report_s=0.5, throttle_under_load={1: ["hw_slowdown"]}))
+            output, _ = run.communicate(timeout=90)
+        finally:
+            if run.poll() is None:
+                run.kill()
+                run.communicate()
+    finally:
+        uninstall_gpus(simcluster, node)
+    soak = json.loads(record.read_text())["run"]["soak"]
+    assert cycles >= 2 and soak["cycles"] >= 3, output[-3000:]
+    faults = [f for f in soak["judgement"]["faults"] if f["kind"] == "flag"]
+    assert faults, soak["judgement"]
+    first = min(faults, key=lambda f: f["at_s"])
+    assert first["subject"] == node.name and first["what"].startswith("gpu1 throttled"), first
+    assert first["cycle"] >= 2 and "hw slowdown" in first["message"] and first["when"] in output
+    started = datetime.fromisoformat(soak["started"]).timestamp()
+    assert started + first["at_s"] >= throttled_from - 1  # not before the GPU began to throttle
+    load = soak["load"]
+    assert load["runs"] >= 2 and load["not_run"] == {}
+    assert any(s["series"] == "gpu0 SM clock" for s in soak["telemetry"]["series"])  # the basic set: the stand-in's
+    assert json.loads(record.read_text())["run"]["verdict"] == "reject"
