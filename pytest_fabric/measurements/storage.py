@@ -110,6 +110,7 @@ def _settings(spec: Any, rw: str, check: str) -> storage.FioSettings:
         ioengine=spec.ioengine,
         runtime_s=float(runtime.to("s")) if runtime is not None else None,
         check=check,
+        corroborate=True,
     )
 
 
@@ -214,6 +215,7 @@ def random_read_iops(request: pytest.FixtureRequest, mount: MountHandle, cluster
         runtime_s=float(settings.runtime.to("s")),
         direct=settings.direct,
         check="storage.random_read_iops",
+        corroborate=True,
     )
     measured = _measure(request, "random_read_iops", mount, "random_read", fio_settings, lambda: storage.random_read(
         mount.node, _spec_of(request, mount), fio_settings, _peers(cluster, mount.node)))
@@ -237,6 +239,7 @@ def checkpoint_write(request: pytest.FixtureRequest, mount: MountHandle, spec: S
         iodepth=settings.iodepth or 1,  # the profile fills it in (psync, 1: buffered writers)
         ioengine=settings.ioengine,
         fsync_on_close=True,
+        corroborate=True,
         # Together applies here too, time-based: each node's buffered writers loop over their
         # files for `runtime`, then fsync (fio's end_fsync runs after the time_based loop and
         # counts in the job's runtime), so the figure is still data made durable, and every

@@ -50,6 +50,7 @@ from pytest_fabric.config.units import Quantity, bandwidth, parse_quantity
 from pytest_fabric.judge.verdict import Measurement
 from pytest_fabric.probes import leftovers
 from pytest_fabric.probes.base import MeasurementError, parse_or_raise
+from pytest_fabric.judge import corroboration
 
 __all__ = [
     "MEMORY_FSTYPES",
@@ -94,6 +95,8 @@ class FioSettings:
     runtime_s: float | None = None
     fsync_on_close: bool = False  # end the writes with fsync, counted in the run (fio end_fsync=1)
     check: str = "storage"  # the profile key, for messages that say what to change
+    #: judge each job's io_bytes over its runtime against its bandwidth (a run always does)
+    corroborate: bool = False
 
     @property
     def writes(self) -> bool:
@@ -518,6 +521,19 @@ def _extra(parsed: fio.FioResult, settings: FioSettings, run: _Run, **more: Any)
     return extra
 
 
+def _corroborated(node: NodeHandle, settings: FioSettings, run: _Run, direction: str, measured: Measurement) -> Measurement:
+    """``measured`` with fio's own figures judged against each other, job by job (judge/corroboration.py)."""
+    if not settings.corroborate:
+        return measured
+    found = [corroboration.fio_internal(node.name, getattr(job, direction), f"{job.name} {direction}")
+             for job in run.parsed.jobs if getattr(job, direction).active]
+    return dataclasses.replace(
+        measured, detail=f"{measured.detail}; {corroboration.summary(found)}",
+        missing=corroboration.failure(found),
+        extra={**measured.extra, "corroborations": [f.to_dict() for f in found]},
+    )
+
+
 def sequential(node: NodeHandle, spec: Mount | None, settings: FioSettings, peers: Sequence[NodeHandle] = ()) -> Measurement:
     """Sequential read or write bandwidth under the mount; reads read files ``node`` did not just write."""
     run = _write_in(node, spec, settings) if settings.writes else _read_in(node, spec, settings, peers)
@@ -528,12 +544,12 @@ def _sequential_figure(node: NodeHandle, spec: Mount | None, settings: FioSettin
     io = run.parsed.write if settings.writes else run.parsed.read
     if io.bw_bytes_per_s <= 0:
         raise MeasurementError(node.name, f"fio reported no {settings.rw} throughput", command=run.evidence[-2].command)
-    return Measurement(
+    return _corroborated(node, settings, run, "write" if settings.writes else "read", Measurement(
         value=bandwidth(io.bw_bytes_per_s, "B/s"),
         detail=_detail(settings.rw, _label(spec, run), settings, run),
         evidence=tuple(run.evidence),
         extra=_extra(run.parsed, settings, run, iops=io.iops),
-    )
+    ))
 
 
 def random_read(node: NodeHandle, spec: Mount | None, settings: FioSettings, peers: Sequence[NodeHandle] = ()) -> Measurement:
@@ -545,12 +561,12 @@ def _random_read_figure(node: NodeHandle, spec: Mount | None, settings: FioSetti
     io = run.parsed.read
     if io.iops <= 0:
         raise MeasurementError(node.name, "fio reported no random-read I/O", command=run.evidence[-2].command)
-    return Measurement(
+    return _corroborated(node, settings, run, "read", Measurement(
         value=parse_quantity(round(io.iops)),
         detail=_detail(settings.rw, _label(spec, run), settings, run),
         evidence=tuple(run.evidence),
         extra=_extra(run.parsed, settings, run, bandwidth_bytes_per_s=io.bw_bytes_per_s),
-    )
+    ))
 
 
 def checkpoint_write(node: NodeHandle, spec: Mount | None, settings: FioSettings) -> Measurement:
@@ -568,12 +584,12 @@ def _checkpoint_figure(node: NodeHandle, spec: Mount | None, settings: FioSettin
     io = run.parsed.write
     if io.bw_bytes_per_s <= 0:
         raise MeasurementError(node.name, "fio reported no write throughput", command=run.evidence[-2].command)
-    return Measurement(
+    return _corroborated(node, settings, run, "write", Measurement(
         value=bandwidth(io.bw_bytes_per_s, "B/s"),
         detail=_detail("write + fsync", _label(spec, run), settings, run, per_job=False),
         evidence=tuple(run.evidence),
         extra=_extra(run.parsed, settings, run, writers=settings.jobs),
-    )
+    ))
 
 
 # ---------------------------------------------------------------------------

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import json
 from pathlib import Path
 
@@ -352,3 +353,21 @@ def test_together_reads_are_laid_out_by_peers_first_and_checkpoints_still_end_wi
     (command,) = [c for c in writers[0].transport.calls if c.startswith("fio ")]  # type: ignore[attr-defined]
     assert {"--end_fsync=1", "--time_based", "--runtime=20", "--direct=0"} <= set(command.split())
     assert "the closing fsync, counted in, is each node's own after the window" in saved["gpu01"].detail  # type: ignore[union-attr]
+
+
+def test_fio_figures_that_do_not_follow_from_each_other_are_uncorroborated() -> None:
+    # A wrapper that edits fio's bandwidth alone (bytes and runtime left as fio wrote them) fails on the
+    # node whose fio printed it; fio's own figures, as captured, agree and the record says so.
+    xfs = findmnt("/data", "xfs", "rw", source="/dev/nvme0n1")
+    honest = dataclasses.replace(WRITE, corroborate=True)
+    fine = storage.sequential(node("gpu01", xfs, **{r"^fio ": json.dumps(_as_write(json.loads(FIO_READ)))}),
+                              Mount("/data"), honest)
+    assert fine.missing is None and {c["status"] for c in fine.extra["corroborations"]} == {"agrees"}
+    edited = _as_write(json.loads(FIO_READ))
+    for job in edited["jobs"]:  # type: ignore[attr-defined]
+        job["write"]["bw_bytes"] *= 4
+        job["write"]["bw"] *= 4
+    caught = storage.sequential(node("gpu07", xfs, **{r"^fio ": json.dumps(edited)}), Mount("/data"), honest)
+    assert caught.missing is not None and caught.missing.startswith("uncorroborated on gpu07: ")
+    assert "corroboration" not in " ".join(storage.sequential(
+        node("gpu01", xfs, **{r"^fio ": json.dumps(edited)}), Mount("/data"), WRITE).extra)  # a bare probe call: off
