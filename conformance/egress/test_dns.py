@@ -2,8 +2,8 @@
 
 import pytest
 
-from pytest_fabric.run.fixtures import EgressTarget, Judge
 from pytest_fabric.judge.verdict import Measurement
+from pytest_fabric.run.fixtures import EgressTarget, Judge
 
 pytestmark = pytest.mark.egress
 

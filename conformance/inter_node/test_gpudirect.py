@@ -2,9 +2,9 @@
 
 import pytest
 
+from pytest_fabric.judge.verdict import Measurement
 from pytest_fabric.run.cluster import NodePair
 from pytest_fabric.run.fixtures import Judge
-from pytest_fabric.judge.verdict import Measurement
 
 pytestmark = pytest.mark.inter_node
 

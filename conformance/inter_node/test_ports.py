@@ -2,9 +2,9 @@
 
 import pytest
 
+from pytest_fabric.judge.verdict import Measurement
 from pytest_fabric.run.cluster import NodeHandle
 from pytest_fabric.run.fixtures import HcaHandle, Judge
-from pytest_fabric.judge.verdict import Measurement
 
 pytestmark = pytest.mark.inter_node
 

@@ -2,8 +2,8 @@
 
 import pytest
 
-from pytest_fabric.run.fixtures import Judge
 from pytest_fabric.judge.verdict import Measurement
+from pytest_fabric.run.fixtures import Judge
 
 pytestmark = pytest.mark.storage
 

@@ -2,8 +2,8 @@
 
 import pytest
 
-from pytest_fabric.run.fixtures import Judge, MountHandle
 from pytest_fabric.judge.verdict import Expectation, Measurement
+from pytest_fabric.run.fixtures import Judge, MountHandle
 
 pytestmark = pytest.mark.storage
 

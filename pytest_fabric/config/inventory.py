@@ -26,8 +26,9 @@ from pydantic import (
     field_validator,
 )
 
-from pytest_fabric.config import hostlist
-from pytest_fabric.config import yamlsource
+from pytest_fabric.config import hostlist, yamlsource
+from pytest_fabric.config.units import Dimension, QuantityError, parse_quantity
+from pytest_fabric.config.yamlsource import SourceError
 from pytest_fabric.transport.slurm.settings import (
     NoAllocationError,
     SlurmSection,
@@ -35,8 +36,6 @@ from pytest_fabric.transport.slurm.settings import (
     current_allocation,
     settings_from,
 )
-from pytest_fabric.config.units import Dimension, QuantityError, parse_quantity
-from pytest_fabric.config.yamlsource import SourceError
 
 __all__ = [
     "DEFAULT_EGRESS_CONCURRENCY",

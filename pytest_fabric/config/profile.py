@@ -34,10 +34,10 @@ from pydantic import (
 from pytest_fabric.config import yamlsource
 from pytest_fabric.config.bundled import profiles_dir
 from pytest_fabric.config.units import Dimension, Quantity, QuantityField, parse_quantity
+from pytest_fabric.config.yamlsource import SourceError
 from pytest_fabric.judge.ceilings import impossible
 from pytest_fabric.judge.verdict import Expectation, Op
 from pytest_fabric.run.pairs import resolve_strategy
-from pytest_fabric.config.yamlsource import SourceError
 
 __all__ = ["Profile", "load_profile", "bundled_profiles", "ProfileDocument", "ProfileSchema", "profile_schema", "LAYERS"]
 

@@ -17,8 +17,8 @@ from typing import Any
 
 from pytest_fabric.checks import base as checks
 from pytest_fabric.config.inventory import Inventory
-from pytest_fabric.run.pairs import Pair
 from pytest_fabric.config.profile import Profile
+from pytest_fabric.run.pairs import Pair
 
 __all__ = ["cannot_exist", "unmeasurable"]
 

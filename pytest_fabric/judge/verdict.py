@@ -15,9 +15,9 @@ from dataclasses import dataclass, field
 from decimal import Decimal
 from typing import Any
 
-from pytest_fabric.transport.results import CommandResult
-from pytest_fabric.transport.outputcap import MESSAGE_CHARS, cap_text
 from pytest_fabric.config.units import Dimension, Quantity
+from pytest_fabric.transport.outputcap import MESSAGE_CHARS, cap_text
+from pytest_fabric.transport.results import CommandResult
 
 __all__ = ["Op", "Expectation", "Measurement", "Verdict", "judge", "display_unit"]
 

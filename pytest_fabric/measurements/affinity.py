@@ -7,18 +7,18 @@ from __future__ import annotations
 import pytest
 
 from pytest_fabric.checks import base as checks
-from pytest_fabric.run.cluster import Cluster, NodeHandle
-from pytest_fabric.transport.results import CommandResult
-from pytest_fabric.run.fixtures import SpecLookup
 from pytest_fabric.config.hostlist import fold
+from pytest_fabric.judge.verdict import Measurement
 from pytest_fabric.parsers.nvidia_smi_topo import TopologyMatrix
 from pytest_fabric.probes import affinity
 from pytest_fabric.probes import gpu as gpu_probe
 from pytest_fabric.probes.base import MeasurementError
+from pytest_fabric.run.cluster import Cluster, NodeHandle
+from pytest_fabric.run.fixtures import SpecLookup
 from pytest_fabric.run.state import FabricState, get_state
-from pytest_fabric.transport.base import TransportError
-from pytest_fabric.judge.verdict import Measurement
 from pytest_fabric.run.waves import wave
+from pytest_fabric.transport.base import TransportError
+from pytest_fabric.transport.results import CommandResult
 
 
 def _state(request: pytest.FixtureRequest) -> FabricState:

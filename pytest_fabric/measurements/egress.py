@@ -15,13 +15,13 @@ from collections.abc import Callable
 import pytest
 
 from pytest_fabric.checks import base as checks
+from pytest_fabric.config.profile import EgressTransfer
+from pytest_fabric.judge.verdict import Measurement
+from pytest_fabric.probes import egress
 from pytest_fabric.run import sharing
 from pytest_fabric.run.batches import Share
 from pytest_fabric.run.fixtures import EgressTarget, SpecLookup
-from pytest_fabric.probes import egress
-from pytest_fabric.config.profile import EgressTransfer
 from pytest_fabric.run.state import FabricState, get_state
-from pytest_fabric.judge.verdict import Measurement
 from pytest_fabric.run.waves import wave
 
 

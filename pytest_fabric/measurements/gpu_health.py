@@ -11,13 +11,13 @@ import dataclasses
 import pytest
 
 from pytest_fabric.checks import base as checks
+from pytest_fabric.judge.verdict import Measurement
+from pytest_fabric.measurements.intra_node import node_gpus
+from pytest_fabric.probes import dcgm
 from pytest_fabric.run.cluster import NodeHandle
 from pytest_fabric.run.fixtures import SpecLookup
-from pytest_fabric.probes import dcgm
-from pytest_fabric.transport.base import ToolMissing, TransportError
-from pytest_fabric.judge.verdict import Measurement
 from pytest_fabric.run.waves import wave
-from pytest_fabric.measurements.intra_node import node_gpus
+from pytest_fabric.transport.base import ToolMissing, TransportError
 
 
 @pytest.fixture

@@ -9,14 +9,14 @@ import pytest
 
 from pytest_fabric.checks import base as checks
 from pytest_fabric.checks.base import GPUDIRECT_BANDWIDTH_PORTS
-from pytest_fabric.run.cluster import NodePair
-from pytest_fabric.run.fixtures import SpecLookup
-from pytest_fabric.probes import affinity, gpudirect, rdma
-from pytest_fabric.run.state import FabricState, get_state
 from pytest_fabric.judge.verdict import Measurement
-from pytest_fabric.run.waves import wave
 from pytest_fabric.measurements.affinity import node_topology
 from pytest_fabric.measurements.inter_node import node_ports, rdma_traffic
+from pytest_fabric.probes import affinity, gpudirect, rdma
+from pytest_fabric.run.cluster import NodePair
+from pytest_fabric.run.fixtures import SpecLookup
+from pytest_fabric.run.state import FabricState, get_state
+from pytest_fabric.run.waves import wave
 
 
 def _state(request: pytest.FixtureRequest) -> FabricState:

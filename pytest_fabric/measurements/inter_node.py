@@ -16,24 +16,36 @@ from typing import Any, TypeVar
 
 import pytest
 
-from pytest_fabric.judge import attribution as attribution_rules
 from pytest_fabric.checks import base as checks
+from pytest_fabric.config.profile import CheckSpec
+from pytest_fabric.config.units import Quantity, parse_quantity
+from pytest_fabric.judge import attribution as attribution_rules
 from pytest_fabric.judge import consistency
+from pytest_fabric.judge.verdict import Measurement
+from pytest_fabric.judge.verdict import judge as judge_measurement
+from pytest_fabric.probes import counters, nccl, netdev, qos, rdma, reachability, tcp
+from pytest_fabric.probes.base import MeasurementError
 from pytest_fabric.run import retests
 from pytest_fabric.run.batches import Share
 from pytest_fabric.run.cluster import Cluster, NodeHandle, NodePair
 from pytest_fabric.run.fixtures import HcaHandle, SpecLookup
 from pytest_fabric.run.pairs import Pair, circle_rounds
-from pytest_fabric.probes import counters, nccl, netdev, qos, rdma, reachability, tcp
-from pytest_fabric.probes.base import MeasurementError
-from pytest_fabric.config.profile import CheckSpec
 from pytest_fabric.run.state import CHECK_KEY, FabricState, get_state
 from pytest_fabric.run.stopgate import RunStopped
-from pytest_fabric.transport.base import AuthenticationFailed, CommandFailed, HostKeyMismatch, NodeUnreachable, TransportError
-from pytest_fabric.config.units import Quantity, parse_quantity
-from pytest_fabric.judge.verdict import Measurement
-from pytest_fabric.judge.verdict import judge as judge_measurement
-from pytest_fabric.run.waves import measure_batched, measure_subject, round_context, wave, whole_round
+from pytest_fabric.run.waves import (
+    measure_batched,
+    measure_subject,
+    round_context,
+    wave,
+    whole_round,
+)
+from pytest_fabric.transport.base import (
+    AuthenticationFailed,
+    CommandFailed,
+    HostKeyMismatch,
+    NodeUnreachable,
+    TransportError,
+)
 
 S = TypeVar("S", bound=CheckSpec)
 

@@ -23,13 +23,13 @@ import dataclasses
 import pytest
 
 from pytest_fabric.checks import base as checks
+from pytest_fabric.judge.verdict import Measurement
+from pytest_fabric.probes import gpu as gpu_probe
+from pytest_fabric.probes.base import MeasurementError
 from pytest_fabric.run.batches import Share
 from pytest_fabric.run.cluster import NodeHandle
 from pytest_fabric.run.fixtures import GpuHandle, SpecLookup
-from pytest_fabric.probes import gpu as gpu_probe
-from pytest_fabric.probes.base import MeasurementError
 from pytest_fabric.run.state import FabricState, get_state
-from pytest_fabric.judge.verdict import Measurement
 from pytest_fabric.run.waves import wave
 
 

@@ -18,22 +18,22 @@ from __future__ import annotations
 import pytest
 
 from pytest_fabric.checks import base as checks
-from pytest_fabric.run.cluster import Cluster, NodeHandle
-from pytest_fabric.run.fixtures import SpecLookup
 from pytest_fabric.config.hostlist import fold
+from pytest_fabric.config.units import parse_quantity
+from pytest_fabric.judge import tool_identity as identity_judge
+from pytest_fabric.judge.verdict import Measurement
+from pytest_fabric.measurements.intra_node import node_gpus
+from pytest_fabric.parsers.tool_identity import NodeToolIdentity
 from pytest_fabric.probes import preflight as preflight_probe
 from pytest_fabric.probes import software as software_probe
 from pytest_fabric.probes import tool_identity as identity_probe
-from pytest_fabric.judge import tool_identity as identity_judge
-from pytest_fabric.parsers.tool_identity import NodeToolIdentity
-from pytest_fabric.record.check_record import REPORT_ATTRIBUTE
 from pytest_fabric.probes.base import MeasurementError
+from pytest_fabric.record.check_record import REPORT_ATTRIBUTE
+from pytest_fabric.run.cluster import Cluster, NodeHandle
+from pytest_fabric.run.fixtures import SpecLookup
 from pytest_fabric.run.state import CHECK_KEY, FabricState, get_state
-from pytest_fabric.transport.base import ToolMissing, TransportError
-from pytest_fabric.config.units import parse_quantity
-from pytest_fabric.judge.verdict import Measurement
 from pytest_fabric.run.waves import wave
-from pytest_fabric.measurements.intra_node import node_gpus
+from pytest_fabric.transport.base import ToolMissing, TransportError
 
 _PREFLIGHT = "preflight"
 

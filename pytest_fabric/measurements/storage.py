@@ -18,16 +18,15 @@ from typing import Any
 import pytest
 
 from pytest_fabric.checks import base as checks
-from pytest_fabric.probes import mount_sharing
+from pytest_fabric.config.inventory import SHARED_FSTYPES, Mount
+from pytest_fabric.judge.verdict import Expectation, Measurement, Op
+from pytest_fabric.probes import mount_sharing, storage
 from pytest_fabric.run import sharing
 from pytest_fabric.run.batches import Share
 from pytest_fabric.run.cluster import Cluster, NodeHandle
 from pytest_fabric.run.fixtures import MountHandle, SpecLookup
-from pytest_fabric.config.inventory import SHARED_FSTYPES, Mount
 from pytest_fabric.run.locality import MountSharing
-from pytest_fabric.probes import storage
 from pytest_fabric.run.state import FabricState, get_state
-from pytest_fabric.judge.verdict import Expectation, Measurement, Op
 from pytest_fabric.run.waves import wave
 
 _NO_MOUNTS = "the inventory lists no storage.mounts: the storage checks use a temp dir under /tmp, which is no mount to check"

@@ -8,12 +8,12 @@ from decimal import Decimal
 import pytest
 
 from pytest_fabric.checks import base as checks
+from pytest_fabric.judge.verdict import Measurement
+from pytest_fabric.probes import switch_links as probe
 from pytest_fabric.run.cluster import Cluster, NodeHandle
 from pytest_fabric.run.fixtures import SpecLookup
-from pytest_fabric.probes import switch_links as probe
 from pytest_fabric.run.state import get_state
 from pytest_fabric.transport.base import NodeUnreachable
-from pytest_fabric.judge.verdict import Measurement
 
 #: bad links named in the message; the record's extra keeps them all
 SHOWN = 20

@@ -18,7 +18,6 @@ from pathlib import Path
 from typing import Any
 
 from pytest_fabric.config.units import Quantity
-
 from pytest_fabric.parsers.base import ParseError, registry
 
 __all__ = ["to_jsonable", "main"]

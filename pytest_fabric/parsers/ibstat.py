@@ -23,7 +23,6 @@ from dataclasses import dataclass
 from decimal import Decimal
 
 from pytest_fabric.config.units import Quantity, bandwidth
-
 from pytest_fabric.parsers._textscan import split_lines, to_decimal, to_int
 from pytest_fabric.parsers.base import ParseError, ToolReportedError, UnrecognizedOutput, register
 

@@ -5,9 +5,9 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import TypeVar
 
-from pytest_fabric.transport.results import CommandResult
 from pytest_fabric.parsers.base import ParseError
 from pytest_fabric.transport.base import TransportError
+from pytest_fabric.transport.results import CommandResult
 
 __all__ = ["MeasurementError", "parse_or_raise"]
 

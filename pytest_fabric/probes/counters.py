@@ -35,13 +35,13 @@ import re
 import time
 from dataclasses import dataclass, field
 
-from pytest_fabric.run.cluster import NodeHandle
-from pytest_fabric.transport.results import CommandResult
-from pytest_fabric.parsers import ethtool, iblinkinfo, perfquery, rdma_link, rdma_statistic
-from pytest_fabric.transport.shellcmd import fill, join
 from pytest_fabric.config.units import parse_quantity
 from pytest_fabric.judge.verdict import Measurement
+from pytest_fabric.parsers import ethtool, iblinkinfo, perfquery, rdma_link, rdma_statistic
 from pytest_fabric.probes.base import MeasurementError, parse_or_raise
+from pytest_fabric.run.cluster import NodeHandle
+from pytest_fabric.transport.results import CommandResult
+from pytest_fabric.transport.shellcmd import fill, join
 
 __all__ = [
     "CLASSES",

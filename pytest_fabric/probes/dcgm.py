@@ -15,14 +15,14 @@ from __future__ import annotations
 
 import re
 
-from pytest_fabric.run.cluster import NodeHandle
-from pytest_fabric.transport.results import CommandResult
+from pytest_fabric.judge.verdict import Measurement
 from pytest_fabric.parsers import dcgmi_diag
 from pytest_fabric.parsers._nvidia_smi_gpu import GpuInfo
 from pytest_fabric.parsers.base import ParseError, ToolReportedError
-from pytest_fabric.transport.outcome import judge as judge_result
-from pytest_fabric.judge.verdict import Measurement
 from pytest_fabric.probes.base import MeasurementError
+from pytest_fabric.run.cluster import NodeHandle
+from pytest_fabric.transport.outcome import judge as judge_result
+from pytest_fabric.transport.results import CommandResult
 
 __all__ = ["TIMEOUT_S", "failures", "gpu_health", "warnings", "with_memory_faults"]
 

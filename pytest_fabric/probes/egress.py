@@ -21,13 +21,13 @@ from dataclasses import dataclass
 from decimal import Decimal
 from urllib.parse import urlsplit
 
-from pytest_fabric.run.cluster import NodeHandle
-from pytest_fabric.transport.shellcmd import fill
-from pytest_fabric.transport.base import ToolMissing
-from pytest_fabric.transport.packages import missing_tool, package_for
 from pytest_fabric.config.units import bandwidth, parse_quantity
 from pytest_fabric.judge.verdict import Measurement
 from pytest_fabric.probes.base import MeasurementError
+from pytest_fabric.run.cluster import NodeHandle
+from pytest_fabric.transport.base import ToolMissing
+from pytest_fabric.transport.packages import missing_tool, package_for
+from pytest_fabric.transport.shellcmd import fill
 
 __all__ = [
     "CONNECT_REPEAT",

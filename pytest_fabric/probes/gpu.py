@@ -25,8 +25,8 @@ import time
 from dataclasses import dataclass
 from typing import Any
 
-from pytest_fabric.run.cluster import NodeHandle
-from pytest_fabric.transport.results import CommandResult
+from pytest_fabric.config.units import bandwidth, parse_quantity
+from pytest_fabric.judge.verdict import Measurement
 from pytest_fabric.parsers import (
     lspci,
     nccl_tests,
@@ -39,11 +39,11 @@ from pytest_fabric.parsers import (
 )
 from pytest_fabric.parsers._nvidia_smi_gpu import GpuInfo, NvidiaSmiReport
 from pytest_fabric.parsers.base import ParseError
-from pytest_fabric.transport.outcome import judge as judge_result
-from pytest_fabric.config.units import bandwidth, parse_quantity
-from pytest_fabric.judge.verdict import Measurement
 from pytest_fabric.probes import nccl
 from pytest_fabric.probes.base import MeasurementError, parse_or_raise
+from pytest_fabric.run.cluster import NodeHandle
+from pytest_fabric.transport.outcome import judge as judge_result
+from pytest_fabric.transport.results import CommandResult
 
 __all__ = [
     "D2D_TESTCASE",

@@ -12,13 +12,13 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from pytest_fabric.run.cluster import NodePair
-from pytest_fabric.transport.results import CommandResult
-from pytest_fabric.transport.base import TransportError
 from pytest_fabric.judge.verdict import Measurement
 from pytest_fabric.probes.affinity import GpuRail
 from pytest_fabric.probes.base import MeasurementError
 from pytest_fabric.probes.rdma import Lane, RdmaPort, RdmaSettings, lane_groups, lanes_at_once
+from pytest_fabric.run.cluster import NodePair
+from pytest_fabric.transport.base import TransportError
+from pytest_fabric.transport.results import CommandResult
 
 __all__ = ["pair_gpudirect"]
 

@@ -12,11 +12,11 @@ from collections.abc import Iterable
 
 import pytest
 
-from pytest_fabric.run.cluster import Cluster, NodeHandle
-from pytest_fabric.run.locality import MountSharing, decide
 from pytest_fabric.parsers.findmnt import FindmntFilesystem
 from pytest_fabric.probes.storage import MountState, check_mount
+from pytest_fabric.run.cluster import Cluster, NodeHandle
 from pytest_fabric.run.fixtures import make_transport_for
+from pytest_fabric.run.locality import MountSharing, decide
 from pytest_fabric.run.state import FabricState, get_state
 
 __all__ = ["decided", "decide_before_plan", "mount_reading", "mount_sharing"]

@@ -40,16 +40,16 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Literal
 
-from pytest_fabric.run.cluster import NodeHandle
-from pytest_fabric.transport.results import CommandResult
-from pytest_fabric.parsers import nccl_tests, srun_mpi_list
-from pytest_fabric.parsers.base import ParseError
-from pytest_fabric.transport.shellcmd import join, quote
-from pytest_fabric.transport.base import CommandFailed
-from pytest_fabric.transport.scheduler import SchedulerJob, scheduler_job
 from pytest_fabric.config.units import Quantity, bandwidth, parse_quantity
 from pytest_fabric.judge.verdict import Measurement
+from pytest_fabric.parsers import nccl_tests, srun_mpi_list
+from pytest_fabric.parsers.base import ParseError
 from pytest_fabric.probes.base import MeasurementError, parse_or_raise
+from pytest_fabric.run.cluster import NodeHandle
+from pytest_fabric.transport.base import CommandFailed
+from pytest_fabric.transport.results import CommandResult
+from pytest_fabric.transport.scheduler import SchedulerJob, scheduler_job
+from pytest_fabric.transport.shellcmd import join, quote
 
 __all__ = ["ALGORITHM", "BASELINE_PAIRS", "COLLECTIVES_PER_RUN", "SCALING_MIN_NODES", "SCALING_SAMPLES", "Launch",
            "Launcher", "allreduce", "baseline_pairs", "launcher_for", "misplaced", "nccl_hcas", "read_run", "scaling",

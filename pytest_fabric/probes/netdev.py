@@ -6,14 +6,14 @@ import ipaddress
 import socket
 from dataclasses import dataclass
 
-from pytest_fabric.run.cluster import NodeHandle
-from pytest_fabric.transport.results import CommandResult
-from pytest_fabric.run.once import Once
-from pytest_fabric.parsers import ip_addr, ip_link
-from pytest_fabric.transport.shellcmd import fill, quote
 from pytest_fabric.config.units import Quantity, infiniband_data_rate, parse_quantity
 from pytest_fabric.judge.verdict import Measurement
+from pytest_fabric.parsers import ip_addr, ip_link
 from pytest_fabric.probes.base import MeasurementError, parse_or_raise
+from pytest_fabric.run.cluster import NodeHandle
+from pytest_fabric.run.once import Once
+from pytest_fabric.transport.results import CommandResult
+from pytest_fabric.transport.shellcmd import fill, quote
 
 __all__ = ["LinkRate", "data_interface", "link_rate", "mtu"]
 

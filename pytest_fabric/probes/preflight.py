@@ -24,14 +24,14 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 
 from pytest_fabric.checks.base import BUILTIN, CheckRegistry
-from pytest_fabric.run.cluster import NodeHandle
-from pytest_fabric.transport.results import CommandResult
 from pytest_fabric.parsers import lsmod, lspci_acs, nvidia_smi_list
 from pytest_fabric.parsers.base import ParseError
-from pytest_fabric.transport.shellcmd import fill
-from pytest_fabric.transport.packages import package_for
 from pytest_fabric.probes.base import MeasurementError
 from pytest_fabric.probes.software import compare_versions, sections
+from pytest_fabric.run.cluster import NodeHandle
+from pytest_fabric.transport.packages import package_for
+from pytest_fabric.transport.results import CommandResult
+from pytest_fabric.transport.shellcmd import fill
 
 __all__ = [
     "NodePreflight",

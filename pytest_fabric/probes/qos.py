@@ -15,12 +15,12 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
+from pytest_fabric.judge.verdict import Measurement
+from pytest_fabric.parsers import ibdev2netdev, mlnx_qos
+from pytest_fabric.probes.base import MeasurementError, parse_or_raise
 from pytest_fabric.run.cluster import NodeHandle
 from pytest_fabric.transport.results import CommandResult
-from pytest_fabric.parsers import ibdev2netdev, mlnx_qos
 from pytest_fabric.transport.shellcmd import fill, join
-from pytest_fabric.judge.verdict import Measurement
-from pytest_fabric.probes.base import MeasurementError, parse_or_raise
 
 __all__ = ["roce_settings", "ECN_ROLES"]
 

@@ -29,17 +29,17 @@ from dataclasses import dataclass, field
 from decimal import Decimal
 from itertools import zip_longest
 
-from pytest_fabric.run.cluster import NodeHandle, NodePair
-from pytest_fabric.transport.results import CommandResult
+from pytest_fabric.config.units import Quantity, bandwidth, parse_quantity
+from pytest_fabric.judge import corroboration
+from pytest_fabric.judge.verdict import Measurement
 from pytest_fabric.parsers import ibstat, ibv_devinfo, perfquery, perftest
 from pytest_fabric.parsers.base import ParseError
-from pytest_fabric.transport.shellcmd import fill, join, quote
-from pytest_fabric.transport.base import BackgroundProcess, CommandFailed, TransportError
-from pytest_fabric.config.units import Quantity, bandwidth, parse_quantity
-from pytest_fabric.judge.verdict import Measurement
 from pytest_fabric.probes.base import MeasurementError, parse_or_raise
 from pytest_fabric.probes.witness import PortBytes, hca_port_bytes
-from pytest_fabric.judge import corroboration
+from pytest_fabric.run.cluster import NodeHandle, NodePair
+from pytest_fabric.transport.base import BackgroundProcess, CommandFailed, TransportError
+from pytest_fabric.transport.results import CommandResult
+from pytest_fabric.transport.shellcmd import fill, join, quote
 
 __all__ = [
     "RdmaPort",

@@ -23,13 +23,13 @@ from collections import Counter
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 
-from pytest_fabric.run.cluster import NodeHandle
-from pytest_fabric.transport.results import CommandResult
 from pytest_fabric.config.hostlist import fold
+from pytest_fabric.config.profile import SOFTWARE_COMPONENTS
 from pytest_fabric.parsers import ethtool, ibstat, ldconfig, ofed_info
 from pytest_fabric.parsers.base import ParseError
-from pytest_fabric.config.profile import SOFTWARE_COMPONENTS
 from pytest_fabric.probes.base import MeasurementError
+from pytest_fabric.run.cluster import NodeHandle
+from pytest_fabric.transport.results import CommandResult
 
 __all__ = [
     "LABELS",

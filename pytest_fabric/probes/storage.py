@@ -37,20 +37,20 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from pytest_fabric.run.batches import ALL_AT_ONCE, fan_out
-from pytest_fabric.run.cluster import NodeHandle
-from pytest_fabric.transport.results import CommandResult
 from pytest_fabric.config.inventory import Mount
+from pytest_fabric.config.units import Quantity, bandwidth, parse_quantity
+from pytest_fabric.judge import corroboration
+from pytest_fabric.judge.verdict import Measurement
 from pytest_fabric.parsers import fio
 from pytest_fabric.parsers.base import ParseError
 from pytest_fabric.parsers.findmnt import FindmntFilesystem, parse_findmnt
-from pytest_fabric.transport.shellcmd import fill, quote
-from pytest_fabric.transport.base import CommandFailed, ToolMissing, TransportError
-from pytest_fabric.config.units import Quantity, bandwidth, parse_quantity
-from pytest_fabric.judge.verdict import Measurement
 from pytest_fabric.probes import leftovers
 from pytest_fabric.probes.base import MeasurementError, parse_or_raise
-from pytest_fabric.judge import corroboration
+from pytest_fabric.run.batches import ALL_AT_ONCE, fan_out
+from pytest_fabric.run.cluster import NodeHandle
+from pytest_fabric.transport.base import CommandFailed, ToolMissing, TransportError
+from pytest_fabric.transport.results import CommandResult
+from pytest_fabric.transport.shellcmd import fill, quote
 
 __all__ = [
     "MEMORY_FSTYPES",

@@ -13,10 +13,10 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from decimal import Decimal
 
-from pytest_fabric.run.cluster import NodeHandle
-from pytest_fabric.transport.results import CommandResult
 from pytest_fabric.parsers.iblinkinfo import IblinkinfoPort, parse_iblinkinfo
 from pytest_fabric.probes.base import parse_or_raise
+from pytest_fabric.run.cluster import NodeHandle
+from pytest_fabric.transport.results import CommandResult
 
 __all__ = ["BadLink", "bad_links", "read_links"]
 

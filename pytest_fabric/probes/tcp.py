@@ -20,19 +20,19 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from decimal import Decimal
 
-from pytest_fabric.run.cluster import NodeHandle, NodePair
-from pytest_fabric.transport.results import CommandResult
-from pytest_fabric.run.once import Once
-from pytest_fabric.parsers import iperf3
-from pytest_fabric.transport.shellcmd import quote
-from pytest_fabric.transport.base import BackgroundProcess
 from pytest_fabric.config.units import Quantity, bandwidth
-from pytest_fabric.session.usage import FabricUsageWarning
+from pytest_fabric.judge import corroboration
 from pytest_fabric.judge.verdict import Measurement
+from pytest_fabric.parsers import iperf3
 from pytest_fabric.probes.base import MeasurementError, parse_or_raise
 from pytest_fabric.probes.netdev import LinkRate, data_interface, link_rate
 from pytest_fabric.probes.witness import PortBytes, interface_bytes
-from pytest_fabric.judge import corroboration
+from pytest_fabric.run.cluster import NodeHandle, NodePair
+from pytest_fabric.run.once import Once
+from pytest_fabric.session.usage import FabricUsageWarning
+from pytest_fabric.transport.base import BackgroundProcess
+from pytest_fabric.transport.results import CommandResult
+from pytest_fabric.transport.shellcmd import quote
 
 __all__ = ["IPOIB_LINE_SHARE", "TcpSettings", "line_rate", "measure_pair"]
 

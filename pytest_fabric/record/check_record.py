@@ -17,10 +17,10 @@ from typing import Any
 
 import pytest
 
-from pytest_fabric.transport.results import CommandResult
-from pytest_fabric.transport.outputcap import MESSAGE_CHARS, cap_text
 from pytest_fabric.config.units import Dimension, Quantity
 from pytest_fabric.judge.verdict import Verdict, display_unit
+from pytest_fabric.transport.outputcap import MESSAGE_CHARS, cap_text
+from pytest_fabric.transport.results import CommandResult
 
 __all__ = [
     "CheckRecord", "EvidenceItem", "PLANNED_KEY", "PlannedCheck", "REPORT_ATTRIBUTE", "quantity_json",

@@ -32,8 +32,8 @@ from typing import Any
 import pytest
 
 from pytest_fabric.config.hostlist import fold
-from pytest_fabric.record.runinfo import RunInfo, get_run_info
 from pytest_fabric.config.units import Quantity, QuantityError, parse_quantity
+from pytest_fabric.record.runinfo import RunInfo, get_run_info
 from pytest_fabric.report.summary import format_number, higher_is_better, numeric_value
 from pytest_fabric.report.untrusted import RECORD_MAX_BYTES, loads_strict, read_capped
 from pytest_fabric.report.verify import check_file

@@ -28,10 +28,10 @@ import pytest
 from _pytest._code.code import ReprFileLocation, TerminalRepr
 
 from pytest_fabric.record.runinfo import get_run_info
-from pytest_fabric.run.state import CHECK_KEY
-from pytest_fabric.transport.base import TransportError
 from pytest_fabric.report.causes import cause_key
 from pytest_fabric.report.safetext import safe_text, text_lines
+from pytest_fabric.run.state import CHECK_KEY
+from pytest_fabric.transport.base import TransportError
 
 if TYPE_CHECKING:  # only toterminal's annotation: nothing of _pytest._io is needed at run time
     from _pytest._io import TerminalWriter

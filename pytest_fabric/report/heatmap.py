@@ -22,7 +22,12 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from pytest_fabric.report.summary import format_expected, format_number, higher_is_better, numeric_value
+from pytest_fabric.report.summary import (
+    format_expected,
+    format_number,
+    higher_is_better,
+    numeric_value,
+)
 
 __all__ = ["MAX_NODES", "Cell", "Grid", "matrix_heatmaps", "pair_grid", "pair_heatmaps", "render_svg"]
 

@@ -24,11 +24,11 @@ from typing import Any
 import pytest
 
 from pytest_fabric.checks import base as checks
+from pytest_fabric.config.profile import Count
 from pytest_fabric.probes import mount_sharing
 from pytest_fabric.run import sharing
 from pytest_fabric.run.batches import BatchProgress
 from pytest_fabric.run.plan import CheckPlan, RunPlan, format_duration, plan_run, planned_subject
-from pytest_fabric.config.profile import Count
 from pytest_fabric.run.state import CHECK_KEY, get_state
 
 __all__ = ["PLAN_KEY", "ProgressLine", "describe", "plan_items"]

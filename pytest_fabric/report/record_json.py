@@ -285,7 +285,9 @@ WRITER_KEY = pytest.StashKey[RecordWriter]()
 
 def _planned(config: pytest.Config) -> dict[str, Any] | None:
     """The plan collection stated (None before collection ends, or without --cluster)."""
-    from pytest_fabric.report.progress import PLAN_KEY  # a plugin of its own, registered beside this one
+    from pytest_fabric.report.progress import (
+        PLAN_KEY,  # a plugin of its own, registered beside this one
+    )
 
     plan = config.stash.get(PLAN_KEY, None)
     return plan.to_json() if plan is not None else None

@@ -37,7 +37,12 @@ from dataclasses import dataclass
 from typing import Any
 
 from pytest_fabric.report.htmltext import text
-from pytest_fabric.report.summary import format_expected, format_margin, format_quantity, numeric_value
+from pytest_fabric.report.summary import (
+    format_expected,
+    format_margin,
+    format_quantity,
+    numeric_value,
+)
 from pytest_fabric.report.witnesses import corroborations_html, tool_identity_html
 
 __all__ = [

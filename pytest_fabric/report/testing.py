@@ -19,9 +19,9 @@ from pathlib import Path
 from typing import Any
 
 from pytest_fabric.checks.base import check_of, profile_key_of
-from pytest_fabric.transport.results import CommandResult
 from pytest_fabric.record.check_record import CheckRecord, evidence_from_results
 from pytest_fabric.record.runinfo import RunInfo
+from pytest_fabric.transport.results import CommandResult
 
 __all__ = ["make_check", "sample_cluster", "sample_run_info", "write_fake_project"]
 

@@ -25,10 +25,10 @@ from typing import Any
 
 import pytest
 
-from pytest_fabric.transport.results import DECISIONS
 from pytest_fabric.config.hostlist import fold
 from pytest_fabric.record.runinfo import get_run_info
 from pytest_fabric.run.state import get_state
+from pytest_fabric.transport.results import DECISIONS
 
 __all__ = ["HOST_KEYS_KEY", "host_key_decisions", "host_key_lines", "host_keys_html", "junit_properties"]
 

@@ -30,8 +30,8 @@ from typing import Any, Final, Generic, Literal, TypeVar
 
 import pytest
 
-from pytest_fabric.run.stopgate import stop_open_runs
 from pytest_fabric.judge.verdict import Measurement
+from pytest_fabric.run.stopgate import stop_open_runs
 
 __all__ = [
     "ALL_AT_ONCE",

@@ -12,14 +12,14 @@ import contextlib
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 
-from pytest_fabric.run.batches import DEFAULT_FANOUT
-from pytest_fabric.transport.results import CommandResult
 from pytest_fabric.config.inventory import Inventory, Node
 from pytest_fabric.config.profile import Profile
+from pytest_fabric.run.batches import DEFAULT_FANOUT
 from pytest_fabric.run.stopgate import StopGate
 from pytest_fabric.transport.base import BackgroundProcess, Transport, TransportError
 from pytest_fabric.transport.gather import Coalescing, Together
 from pytest_fabric.transport.pool import ConnectionPool
+from pytest_fabric.transport.results import CommandResult
 
 __all__ = ["Cluster", "NodeHandle", "NodePair"]
 

@@ -24,14 +24,14 @@ from typing import Any, Protocol, TypeVar, overload
 import pytest
 
 from pytest_fabric.checks.base import Check
+from pytest_fabric.config.profile import CheckSpec
+from pytest_fabric.judge.verdict import Expectation, Measurement, Verdict
+from pytest_fabric.judge.verdict import judge as judge_measurement
 from pytest_fabric.run.cluster import Cluster, NodeHandle, NodePair
 from pytest_fabric.run.pairs import Pair
-from pytest_fabric.config.profile import CheckSpec
 from pytest_fabric.run.state import CHECK_KEY, VERDICTS_KEY, get_state
 from pytest_fabric.run.subjects import layer_and_check, subject_id, subject_parts
 from pytest_fabric.transport.base import Transport
-from pytest_fabric.judge.verdict import Expectation, Measurement, Verdict
-from pytest_fabric.judge.verdict import judge as judge_measurement
 
 __all__ = ["MountHandle", "EgressTarget", "GpuHandle", "HcaHandle", "NodeParts", "Judge"]
 

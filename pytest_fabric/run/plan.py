@@ -36,9 +36,9 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from pytest_fabric.run.batches import DEFAULT_FANOUT, Share
 from pytest_fabric.checks.base import BUILTIN, CheckRegistry
 from pytest_fabric.probes import nccl
+from pytest_fabric.run.batches import DEFAULT_FANOUT, Share
 
 __all__ = [
     "BATCH_S",

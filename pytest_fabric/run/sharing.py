@@ -29,10 +29,10 @@ from collections.abc import Callable
 from typing import Any
 from urllib.parse import urlsplit
 
-from pytest_fabric.run.batches import Share
 from pytest_fabric.config.inventory import Inventory
-from pytest_fabric.run.locality import MountSharing
 from pytest_fabric.config.profile import Measured, Profile
+from pytest_fabric.run.batches import Share
+from pytest_fabric.run.locality import MountSharing
 
 __all__ = [
     "EGRESS_CAPPED",

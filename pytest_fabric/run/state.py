@@ -7,16 +7,16 @@ from typing import TYPE_CHECKING, Any
 
 import pytest
 
-from pytest_fabric.run.batches import BatchCache
 from pytest_fabric.checks.base import BUILTIN, CheckRegistry
-from pytest_fabric.transport.results import HostKeyLog
 from pytest_fabric.config.inventory import Inventory
+from pytest_fabric.config.profile import Profile
+from pytest_fabric.judge.verdict import Verdict
+from pytest_fabric.run.batches import BatchCache
 from pytest_fabric.run.once import Once
 from pytest_fabric.run.pairs import Pair
-from pytest_fabric.config.profile import Profile
 from pytest_fabric.run.subjects import DEVICE_TESTS_UP_TO, subject_id
+from pytest_fabric.transport.results import HostKeyLog
 from pytest_fabric.transport.ssh import JumpHosts, SSHTransport
-from pytest_fabric.judge.verdict import Verdict
 
 if TYPE_CHECKING:
     from pytest_fabric.run.cluster import Cluster

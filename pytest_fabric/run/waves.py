@@ -34,12 +34,12 @@ from typing import Any, TypeVar
 
 import pytest
 
+from pytest_fabric.judge.verdict import Measurement
 from pytest_fabric.run.batches import Member, Share
 from pytest_fabric.run.fixtures import NodeParts, handle_for
 from pytest_fabric.run.pairs import Pair
 from pytest_fabric.run.state import CHECK_KEY, FabricState, get_state
 from pytest_fabric.run.subjects import subject_id, subject_nodes
-from pytest_fabric.judge.verdict import Measurement
 
 __all__ = ["RoundContext", "batch_of", "measure_batched", "measure_subject", "round_context", "wave", "whole_round"]
 

@@ -22,7 +22,13 @@ from pytest_fabric.transport.local import LocalBackgroundProcess, LocalTransport
 from pytest_fabric.transport.mock import CannedCommand, MockTransport
 from pytest_fabric.transport.packages import PACKAGES, package_for
 from pytest_fabric.transport.pool import ConnectionPool
-from pytest_fabric.transport.ssh import HOST_KEY_POLICIES, HostKeyPolicy, SSHBackgroundProcess, SSHSettings, SSHTransport
+from pytest_fabric.transport.ssh import (
+    HOST_KEY_POLICIES,
+    HostKeyPolicy,
+    SSHBackgroundProcess,
+    SSHSettings,
+    SSHTransport,
+)
 
 __all__ = [
     "HOST_KEY_POLICIES",

@@ -11,10 +11,11 @@ from __future__ import annotations
 
 from typing import Protocol, runtime_checkable
 
+from pytest_fabric.transport.outputcap import MESSAGE_CHARS, cap_text
+
 # How a command ended is evidence, read by the verdicts and the reports without the transports:
 # it lives in a leaf module and is re-exported here for the transports (and code that took it from here).
 from pytest_fabric.transport.results import CommandResult
-from pytest_fabric.transport.outputcap import MESSAGE_CHARS, cap_text
 
 __all__ = [
     "CommandResult",

@@ -16,8 +16,8 @@ from typing import Any
 
 import pytest
 
-from pytest_fabric.transport.results import HostKeyLog
 from pytest_fabric.transport import HostKeyMismatch, SSHSettings, SSHTransport
+from pytest_fabric.transport.results import HostKeyLog
 
 try:  # tests/ is not a package: pytest puts this directory on sys.path
     from loopback_sshd import LoopbackSshd, make_key, sshd_unavailable

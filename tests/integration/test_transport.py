@@ -21,7 +21,6 @@ from typing import Any
 
 import pytest
 
-from pytest_fabric.transport.results import HostKeyLog
 from pytest_fabric.transport import (
     AuthenticationFailed,
     BackgroundProcess,
@@ -35,6 +34,7 @@ from pytest_fabric.transport import (
     ToolMissing,
     Transport,
 )
+from pytest_fabric.transport.results import HostKeyLog
 from pytest_fabric.transport.ssh import JumpHosts
 
 try:  # tests/ is not a package: pytest puts this directory on sys.path

@@ -7,9 +7,9 @@ import time
 
 import pytest
 
-from pytest_fabric.run.batches import BatchCache, Member, Share, describe_concurrency
 from pytest_fabric.config.units import parse_quantity
 from pytest_fabric.judge.verdict import Measurement
+from pytest_fabric.run.batches import BatchCache, Member, Share, describe_concurrency
 
 
 class Recorder:
@@ -144,8 +144,8 @@ def test_the_fanout_counts_nodes_a_round_of_pairs_runs_half_as_many_at_once() ->
     import threading as _threading
     import time as _time
 
-    from pytest_fabric.run.batches import BatchCache, Member
     from pytest_fabric.judge.verdict import Measurement as _Measurement
+    from pytest_fabric.run.batches import BatchCache, Member
 
     busy, peak, lock = 0, 0, _threading.Lock()
 

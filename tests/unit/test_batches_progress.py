@@ -6,9 +6,9 @@ import time
 
 import pytest
 
-from pytest_fabric.run.batches import BatchCache, BatchProgress, Member
 from pytest_fabric.config.units import parse_quantity
 from pytest_fabric.judge.verdict import Measurement
+from pytest_fabric.run.batches import BatchCache, BatchProgress, Member
 
 
 def _measure(name: str) -> Measurement:

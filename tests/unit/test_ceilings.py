@@ -8,9 +8,9 @@ from pathlib import Path
 import pytest
 from unit.bundled_registry import bundled_schema
 
-from pytest_fabric.judge.ceilings import pcie_gbytes
 from pytest_fabric.config.profile import bundled_profiles, load_profile
 from pytest_fabric.config.yamlsource import SourceError
+from pytest_fabric.judge.ceilings import pcie_gbytes
 
 
 @pytest.mark.parametrize("name", sorted(bundled_profiles()))

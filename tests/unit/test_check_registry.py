@@ -8,11 +8,17 @@ import pytest
 
 from pytest_fabric import Dimension, Op
 from pytest_fabric.checks.base import CHECKS, Check, CheckRegistry, PortBlock, RegistryError
-from pytest_fabric.run.plan import PlannedSubject, measurement_seconds, phase_of, plan_run
-from pytest_fabric.probes.preflight import required_tools
-from pytest_fabric.config.profile import BUILTIN_SCHEMA, CheckSpec, Mtu, load_profile, profile_schema
+from pytest_fabric.config.profile import (
+    BUILTIN_SCHEMA,
+    CheckSpec,
+    Mtu,
+    load_profile,
+    profile_schema,
+)
 from pytest_fabric.config.units import QuantityField
 from pytest_fabric.config.yamlsource import SourceError
+from pytest_fabric.probes.preflight import required_tools
+from pytest_fabric.run.plan import PlannedSubject, measurement_seconds, phase_of, plan_run
 
 
 class LinkFlaps(CheckSpec):

@@ -3,8 +3,7 @@
 from __future__ import annotations
 
 from pytest_fabric.probes.egress import _shown, _write_out, connect_error
-from pytest_fabric.run.subjects import target_label
-from pytest_fabric.run.subjects import subject_id
+from pytest_fabric.run.subjects import subject_id, target_label
 
 
 def test_three_urls_on_one_host_are_three_subjects() -> None:

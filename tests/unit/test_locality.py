@@ -3,8 +3,8 @@
 from __future__ import annotations
 
 from pytest_fabric.config.inventory import Mount
-from pytest_fabric.run.locality import decide, from_findmnt
 from pytest_fabric.parsers.findmnt import FindmntFilesystem
+from pytest_fabric.run.locality import decide, from_findmnt
 
 
 def _fs(fstype: str, source: str, target: str = "/scratch") -> FindmntFilesystem:

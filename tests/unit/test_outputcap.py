@@ -6,10 +6,10 @@ import hashlib
 
 import pytest
 
-from pytest_fabric.transport.results import CommandResult
-from pytest_fabric.transport.outputcap import CappedBuffer, cap_text
 from pytest_fabric.transport.base import CommandFailed
 from pytest_fabric.transport.local import LocalTransport
+from pytest_fabric.transport.outputcap import CappedBuffer, cap_text
+from pytest_fabric.transport.results import CommandResult
 
 
 def test_a_short_stream_is_kept_whole() -> None:
@@ -71,8 +71,8 @@ def test_the_local_transport_keeps_a_bounded_output(monkeypatch: pytest.MonkeyPa
 
 
 def test_a_verdict_and_the_record_quote_a_huge_value_from_a_node_bounded() -> None:
-    from pytest_fabric.record.check_record import quantity_json
     from pytest_fabric.judge.verdict import Expectation, Measurement, Op, judge
+    from pytest_fabric.record.check_record import quantity_json
 
     name = "H100 " + "x" * 5_000_000  # a GPU name, as a node's nvidia-smi may print it
     model = Expectation("intra_node", "gpu_model", Op.CONTAINS, "A100", "intra_node.gpu_model.value")

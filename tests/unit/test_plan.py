@@ -8,6 +8,8 @@ from typing import Any
 
 import pytest
 
+from pytest_fabric.config.profile import load_profile
+from pytest_fabric.probes import nccl
 from pytest_fabric.run.pairs import make_pairs
 from pytest_fabric.run.plan import (
     BATCH_S,
@@ -31,8 +33,6 @@ from pytest_fabric.run.plan import (
     planned_subject,
     start_seconds,
 )
-from pytest_fabric.probes import nccl
-from pytest_fabric.config.profile import load_profile
 
 
 def _specs(name: str) -> dict[tuple[str, str], Any]:

@@ -6,9 +6,9 @@ from pathlib import Path
 
 import pytest
 
-from pytest_fabric.run.cluster import NodeHandle, NodePair
 from pytest_fabric.config.inventory import Node
 from pytest_fabric.probes import egress, netdev, rdma
+from pytest_fabric.run.cluster import NodeHandle, NodePair
 from pytest_fabric.transport.base import ToolMissing
 from pytest_fabric.transport.mock import CannedCommand, MockTransport, UnexpectedCommand
 from pytest_fabric.transport.pool import ConnectionPool

@@ -6,14 +6,14 @@ from pathlib import Path
 
 import pytest
 
-from pytest_fabric.run.cluster import NodeHandle
 from pytest_fabric.config.inventory import Node
-from pytest_fabric.probes import counters
-from pytest_fabric.probes.base import MeasurementError
-from pytest_fabric.transport.mock import CannedCommand, MockTransport
-from pytest_fabric.transport.pool import ConnectionPool
 from pytest_fabric.config.units import parse_quantity
 from pytest_fabric.judge.verdict import Expectation, Op, judge
+from pytest_fabric.probes import counters
+from pytest_fabric.probes.base import MeasurementError
+from pytest_fabric.run.cluster import NodeHandle
+from pytest_fabric.transport.mock import CannedCommand, MockTransport
+from pytest_fabric.transport.pool import ConnectionPool
 
 CORPUS = Path(__file__).resolve().parents[3] / "shared" / "corpus"
 

@@ -6,10 +6,10 @@ from pathlib import Path
 
 import pytest
 
-from pytest_fabric.run.cluster import NodeHandle
 from pytest_fabric.config.inventory import Node
 from pytest_fabric.probes import dcgm
 from pytest_fabric.probes.base import MeasurementError
+from pytest_fabric.run.cluster import NodeHandle
 from pytest_fabric.transport.mock import CannedCommand, MockTransport
 from pytest_fabric.transport.pool import ConnectionPool
 

@@ -5,9 +5,9 @@ from __future__ import annotations
 
 import pytest
 
-from pytest_fabric.run.cluster import NodeHandle
 from pytest_fabric.config.inventory import Node
 from pytest_fabric.probes.egress import UPLOAD_BYTES, CurlStats, download, range_outcome, upload
+from pytest_fabric.run.cluster import NodeHandle
 from pytest_fabric.transport.mock import CannedCommand, MockTransport
 from pytest_fabric.transport.pool import ConnectionPool
 

@@ -11,9 +11,9 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 import pytest
 
-from pytest_fabric.run.cluster import NodeHandle
 from pytest_fabric.config.inventory import Node
 from pytest_fabric.probes.egress import download, upload
+from pytest_fabric.run.cluster import NodeHandle
 from pytest_fabric.transport.local import LocalTransport
 from pytest_fabric.transport.pool import ConnectionPool
 

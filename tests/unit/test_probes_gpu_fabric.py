@@ -4,14 +4,14 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from pytest_fabric.run.cluster import NodeHandle
 from pytest_fabric.config.inventory import Node
+from pytest_fabric.judge.verdict import Expectation, Op, Verdict, judge
 from pytest_fabric.parsers.nvidia_smi_q import parse_nvidia_smi_q
 from pytest_fabric.parsers.nvidia_smi_xml import parse_nvidia_smi_xml
 from pytest_fabric.probes import gpu
+from pytest_fabric.run.cluster import NodeHandle
 from pytest_fabric.transport.mock import MockTransport
 from pytest_fabric.transport.pool import ConnectionPool
-from pytest_fabric.judge.verdict import Expectation, Op, Verdict, judge
 
 DATA = Path(__file__).resolve().parents[1] / "data"
 NVLINK = Expectation(

@@ -6,15 +6,15 @@ from pathlib import Path
 
 import pytest
 
-from pytest_fabric.run.cluster import NodeHandle
 from pytest_fabric.config.inventory import Node
+from pytest_fabric.config.units import parse_quantity
+from pytest_fabric.judge.verdict import Expectation, Op, judge
 from pytest_fabric.probes import gpu
 from pytest_fabric.probes.base import MeasurementError
+from pytest_fabric.run.cluster import NodeHandle
 from pytest_fabric.transport.base import CommandFailed
 from pytest_fabric.transport.mock import Answer, CannedCommand, MockTransport
 from pytest_fabric.transport.pool import ConnectionPool
-from pytest_fabric.config.units import parse_quantity
-from pytest_fabric.judge.verdict import Expectation, Op, judge
 
 DATA = Path(__file__).resolve().parents[1] / "data" / "nccl-tests"
 WRONG = DATA / "all_reduce_perf-1node-wrong-results-rank-failures-constructed.txt"

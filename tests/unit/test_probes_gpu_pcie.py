@@ -4,11 +4,11 @@ from __future__ import annotations
 
 import pytest
 
-from pytest_fabric.run.cluster import NodeHandle
 from pytest_fabric.config.inventory import Node
 from pytest_fabric.parsers._nvidia_smi_gpu import GpuInfo, NvidiaSmiReport
 from pytest_fabric.probes import gpu
 from pytest_fabric.probes.base import MeasurementError
+from pytest_fabric.run.cluster import NodeHandle
 from pytest_fabric.transport.mock import CannedCommand, MockTransport
 from pytest_fabric.transport.pool import ConnectionPool
 

@@ -10,10 +10,10 @@ import sys
 import time
 from pathlib import Path
 
-from pytest_fabric.run.cluster import NodeHandle
 from pytest_fabric.config.inventory import Node
 from pytest_fabric.probes import leftovers
 from pytest_fabric.probes.storage import workdir_for
+from pytest_fabric.run.cluster import NodeHandle
 from pytest_fabric.transport.local import LocalTransport
 from pytest_fabric.transport.pool import ConnectionPool
 

@@ -6,14 +6,14 @@ from pathlib import Path
 
 import pytest
 
-from pytest_fabric.run.cluster import NodeHandle
 from pytest_fabric.config.inventory import Node
+from pytest_fabric.config.profile import load_profile
+from pytest_fabric.judge.verdict import judge
 from pytest_fabric.probes import qos
 from pytest_fabric.probes.base import MeasurementError
-from pytest_fabric.config.profile import load_profile
+from pytest_fabric.run.cluster import NodeHandle
 from pytest_fabric.transport.mock import CannedCommand, MockTransport
 from pytest_fabric.transport.pool import ConnectionPool
-from pytest_fabric.judge.verdict import judge
 
 CORPUS = Path(__file__).resolve().parents[3] / "shared" / "corpus"
 IBDEV2NETDEV = (

@@ -10,14 +10,14 @@ from pathlib import Path
 
 import pytest
 
-from pytest_fabric.run.cluster import NodeHandle, NodePair
 from pytest_fabric.config.inventory import Node
+from pytest_fabric.config.profile import load_profile
+from pytest_fabric.judge.verdict import judge
 from pytest_fabric.probes import rdma
 from pytest_fabric.probes.base import MeasurementError
-from pytest_fabric.config.profile import load_profile
+from pytest_fabric.run.cluster import NodeHandle, NodePair
 from pytest_fabric.transport.mock import CannedCommand, MockTransport
 from pytest_fabric.transport.pool import ConnectionPool
-from pytest_fabric.judge.verdict import judge
 
 DATA = Path(__file__).resolve().parents[1] / "data" / "perftest"
 BW = (DATA / "ib_write_bw-D5-report_gbits-8M-q4-hdr-constructed.txt").read_text()

@@ -8,15 +8,15 @@ from pathlib import Path
 
 import pytest
 
-from pytest_fabric.run.cluster import NodeHandle
-from pytest_fabric.transport.results import CommandResult
 from pytest_fabric.config.inventory import Mount, Node
+from pytest_fabric.config.units import parse_quantity
 from pytest_fabric.probes import storage
 from pytest_fabric.probes.base import MeasurementError
+from pytest_fabric.run.cluster import NodeHandle
 from pytest_fabric.transport.base import NodeUnreachable, ToolMissing
 from pytest_fabric.transport.mock import CannedCommand, MockTransport
 from pytest_fabric.transport.pool import ConnectionPool
-from pytest_fabric.config.units import parse_quantity
+from pytest_fabric.transport.results import CommandResult
 
 DATA = Path(__file__).resolve().parents[1] / "data"
 ROOT_EXT4 = (DATA / "findmnt" / "target-ext4-root.json").read_text()

@@ -8,14 +8,14 @@ from pathlib import Path
 
 import pytest
 
-from pytest_fabric.run.cluster import NodeHandle, NodePair
 from pytest_fabric.config.inventory import Node
+from pytest_fabric.config.units import parse_quantity
+from pytest_fabric.judge.verdict import Expectation, Op, judge
 from pytest_fabric.probes import tcp
+from pytest_fabric.run.cluster import NodeHandle, NodePair
+from pytest_fabric.session.usage import FabricUsageWarning
 from pytest_fabric.transport.mock import MockTransport
 from pytest_fabric.transport.pool import ConnectionPool
-from pytest_fabric.config.units import parse_quantity
-from pytest_fabric.session.usage import FabricUsageWarning
-from pytest_fabric.judge.verdict import Expectation, Op, judge
 
 IPERF3 = Path(__file__).resolve().parents[1] / "data" / "iperf3" / "json-client-P4-loopback-3.12.json"
 

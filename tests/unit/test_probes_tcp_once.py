@@ -14,10 +14,10 @@ from pathlib import Path
 
 import pytest
 
-from pytest_fabric.run.cluster import NodeHandle, NodePair
 from pytest_fabric.config.inventory import Node
-from pytest_fabric.run.once import Once
 from pytest_fabric.probes import netdev, tcp
+from pytest_fabric.run.cluster import NodeHandle, NodePair
+from pytest_fabric.run.once import Once
 from pytest_fabric.transport.base import CommandFailed
 from pytest_fabric.transport.mock import CannedCommand, MockTransport
 from pytest_fabric.transport.pool import ConnectionPool

@@ -11,8 +11,8 @@ from unit.bundled_registry import bundled_schema
 
 from pytest_fabric.config.profile import LAYERS, Profile, bundled_profiles, load_profile
 from pytest_fabric.config.units import Dimension, Quantity, parse_quantity
-from pytest_fabric.judge.verdict import Op
 from pytest_fabric.config.yamlsource import SourceError
+from pytest_fabric.judge.verdict import Op
 
 BUNDLED = ["base", "hdr200-8rail", "hdr200", "localhost", "ndr400-burn-in", "ndr400-large", "roce-small"]
 

@@ -5,15 +5,15 @@ from __future__ import annotations
 import hashlib
 import json
 
-from pytest_fabric.transport.results import CommandResult
+from pytest_fabric.config.units import parse_quantity as q
+from pytest_fabric.judge.verdict import Expectation, Measurement, Op, judge
 from pytest_fabric.record.check_record import (
     INLINE_OUTPUT_LIMIT,
     CheckRecord,
     evidence_from_results,
     quantity_json,
 )
-from pytest_fabric.config.units import parse_quantity as q
-from pytest_fabric.judge.verdict import Expectation, Measurement, Op, judge
+from pytest_fabric.transport.results import CommandResult
 
 NODEID = "conformance/inter_node/test_rdma.py::test_rdma_bandwidth[gpu01<->gpu02]"
 DESIGN_FIELDS = {"nodeid", "layer", "check", "subject", "outcome", "measured", "expected", "message"}

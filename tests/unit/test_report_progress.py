@@ -7,8 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from pytest_fabric.run.batches import BatchProgress
 from pytest_fabric.report.progress import ProgressLine, describe
+from pytest_fabric.run.batches import BatchProgress
 
 
 def _p(done: int, total: int = 64, batch: object = "wave", failed: int = 0, elapsed: float = 10.0) -> BatchProgress:

@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from pytest_fabric.transport.results import HostKeyDecision, HostKeyLog
 from pytest_fabric.report.trust import host_key_lines
+from pytest_fabric.transport.results import HostKeyDecision, HostKeyLog
 
 
 def _d(node: str, decision: str, policy: str = "accept-new", fp: str = "SHA256:new", expected: str | None = None,

@@ -11,10 +11,10 @@ from typing import Any
 
 import pytest
 
+from pytest_fabric.judge.verdict import Measurement
 from pytest_fabric.run.cluster import NodePair
 from pytest_fabric.run.pairs import Pair
 from pytest_fabric.run.state import FabricState
-from pytest_fabric.judge.verdict import Measurement
 from pytest_fabric.run.waves import measure_batched
 
 

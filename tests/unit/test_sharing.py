@@ -7,10 +7,10 @@ from pathlib import Path
 
 import pytest
 
-from pytest_fabric.run import sharing
-from pytest_fabric.run.batches import Share
 from pytest_fabric.config.inventory import Inventory, load_inventory
 from pytest_fabric.config.profile import Profile, load_profile
+from pytest_fabric.run import sharing
+from pytest_fabric.run.batches import Share
 
 MOUNTS = """
 nodes: [{name: "n[1-6]", host: "10.0.0.[1-6]"}]
@@ -127,8 +127,8 @@ def test_at_once_is_the_cap_the_fanout_or_the_holders(
 
 def test_the_runs_decision_from_findmnt_outweighs_the_inventory_alone(tmp_path: Path) -> None:
     """An unstated mount counts as shared until findmnt shows a different ext4 device on each node."""
-    from pytest_fabric.run.locality import decide
     from pytest_fabric.parsers.findmnt import FindmntFilesystem
+    from pytest_fabric.run.locality import decide
 
     inventory = _inventory(tmp_path)
     profile = _profile(tmp_path, "storage:\n  sequential_write: {min: 1 GB/s}\n")

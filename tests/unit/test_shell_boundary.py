@@ -12,8 +12,8 @@ from pathlib import Path
 
 import pytest
 
-from pytest_fabric.transport import shellcmd
 from pytest_fabric.probes.preflight import preflight_script
+from pytest_fabric.transport import shellcmd
 
 #: what a shared profile or inventory could hold: each would create a file if a shell read it as code
 HOSTILE = [

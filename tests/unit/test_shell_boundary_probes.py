@@ -17,9 +17,9 @@ from typing import Any
 
 import pytest
 
-from pytest_fabric.run.cluster import NodeHandle
 from pytest_fabric.config.inventory import Mount, Node
 from pytest_fabric.probes import counters, egress, nccl, netdev, rdma, storage
+from pytest_fabric.run.cluster import NodeHandle
 from pytest_fabric.transport.local import LocalTransport
 from pytest_fabric.transport.pool import ConnectionPool
 from pytest_fabric.transport.scheduler import SchedulerJob

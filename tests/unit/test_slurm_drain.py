@@ -7,8 +7,8 @@ from pathlib import Path
 import pytest
 
 from pytest_fabric.config.inventory import load_inventory
-from pytest_fabric.slurm.drain import drain_lines
 from pytest_fabric.config.yamlsource import SourceError
+from pytest_fabric.slurm.drain import drain_lines
 
 
 def _record(check: str, outcome: str, *nodes: str) -> dict[str, object]:
@@ -92,8 +92,8 @@ def test_nodes_connecting_at_once_share_one_allocation(monkeypatch: pytest.Monke
 
     from pytest_fabric.config.profile import load_profile
     from pytest_fabric.run.state import STATE_KEY
-    from pytest_fabric.transport import slurm
     from pytest_fabric.slurm import allocation as slurm_session
+    from pytest_fabric.transport import slurm
 
     made: list[object] = []
     real_init = slurm.SlurmAllocation.__init__

@@ -9,9 +9,9 @@ import time
 
 import pytest
 
+from pytest_fabric.config.inventory import Node
 from pytest_fabric.run.batches import fan_out
 from pytest_fabric.run.cluster import NodeHandle
-from pytest_fabric.config.inventory import Node
 from pytest_fabric.run.stopgate import CLEANUP_TIMEOUT_S, RunStopped, StopGate
 from pytest_fabric.transport.local import LocalTransport
 from pytest_fabric.transport.pool import ConnectionPool

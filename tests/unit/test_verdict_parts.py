@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import pytest
 
-from pytest_fabric.plugin import _closest_to_limit
 from pytest_fabric.config.units import parse_quantity as q
 from pytest_fabric.judge.verdict import Expectation, Measurement, Op, judge
+from pytest_fabric.plugin import _closest_to_limit
 
 
 def _expect(op: Op, value: str, key: str) -> Expectation:

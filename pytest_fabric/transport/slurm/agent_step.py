@@ -22,8 +22,8 @@ from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from pytest_fabric.transport.outputcap import KEEP_BYTES
 from pytest_fabric.transport.base import TransportError
+from pytest_fabric.transport.outputcap import KEEP_BYTES
 from pytest_fabric.transport.shellwrap import KILL_AFTER_S
 
 __all__ = ["AGENT_SOURCE", "AgentStep", "Request", "restated"]

@@ -49,7 +49,6 @@ from contextlib import AbstractContextManager, contextmanager
 from dataclasses import dataclass, field
 
 from pytest_fabric.config.hostlist import expand, fold
-from pytest_fabric.transport.outputcap import KEEP_BYTES
 from pytest_fabric.transport.base import (
     AuthenticationFailed,
     BackgroundProcess,
@@ -61,13 +60,22 @@ from pytest_fabric.transport.base import (
 )
 from pytest_fabric.transport.gather import Gathering, StepOutcome
 from pytest_fabric.transport.outcome import is_wrapper_timeout, judge
+from pytest_fabric.transport.outputcap import KEEP_BYTES
 from pytest_fabric.transport.packages import missing_tool
 from pytest_fabric.transport.pipes import PipeCapture
 from pytest_fabric.transport.scheduler import SchedulerJob
 from pytest_fabric.transport.shellwrap import KILL_AFTER_S, with_timeout
-from pytest_fabric.transport.slurm.agent_step import AGENT_SOURCE, AgentStep, Request, end_srun, restated
+from pytest_fabric.transport.slurm.agent_step import (
+    AGENT_SOURCE,
+    AgentStep,
+    Request,
+    end_srun,
+    restated,
+)
 from pytest_fabric.transport.slurm.gpus import gpu_request
-from pytest_fabric.transport.slurm.settings import SlurmSettings  # plain settings: the inventory makes them
+from pytest_fabric.transport.slurm.settings import (
+    SlurmSettings,  # plain settings: the inventory makes them
+)
 
 __all__ = [
     "AgentProcess",

@@ -17,9 +17,9 @@ from dataclasses import replace
 
 import paramiko
 
-from pytest_fabric.transport.outputcap import KEEP_BYTES, CappedBuffer
 from pytest_fabric.transport.base import CommandResult, CommandTimeout
 from pytest_fabric.transport.outcome import judge
+from pytest_fabric.transport.outputcap import KEEP_BYTES, CappedBuffer
 from pytest_fabric.transport.packages import missing_tool
 from pytest_fabric.transport.shellwrap import KILL_AFTER_S, split_pid
 from pytest_fabric.transport.ssh.channel import exit_code_of, pump

@@ -42,9 +42,10 @@ from typing import Literal
 import paramiko
 from paramiko.hostkeys import HostKeys
 
+from pytest_fabric.transport.base import HostKeyMismatch
+
 # The decisions are plain data the report reads: they are defined there, with the other evidence.
 from pytest_fabric.transport.results import DECISIONS, HostKeyDecision, HostKeyLog
-from pytest_fabric.transport.base import HostKeyMismatch
 from pytest_fabric.transport.ssh.hostcert import CERT_SUFFIX, certificate_problem, parse_certificate
 from pytest_fabric.transport.ssh.knownhosts import CA_MARKER, KnownHosts, parse_known_hosts
 

@@ -34,15 +34,27 @@ from typing import Any
 import fabric
 import paramiko
 
-from pytest_fabric.transport.outputcap import KEEP_BYTES, CappedBuffer
 from pytest_fabric.transport.base import CommandResult, CommandTimeout, TransportError
-from pytest_fabric.transport.cmdlog import log_connected, log_failed, log_ran, log_started, node_logger
+from pytest_fabric.transport.cmdlog import (
+    log_connected,
+    log_failed,
+    log_ran,
+    log_started,
+    node_logger,
+)
 from pytest_fabric.transport.outcome import is_wrapper_timeout, judge
+from pytest_fabric.transport.outputcap import KEEP_BYTES, CappedBuffer
 from pytest_fabric.transport.shellwrap import KILL_AFTER_S, in_background, kill_marked, with_timeout
 from pytest_fabric.transport.ssh.background import SSHBackgroundProcess
 from pytest_fabric.transport.ssh.channel import exit_code_of, pump
 from pytest_fabric.transport.ssh.config import fabric_config
-from pytest_fabric.transport.ssh.errors import Endpoint, connect_error, dropped_before_banner, dropped_error, lost_error
+from pytest_fabric.transport.ssh.errors import (
+    Endpoint,
+    connect_error,
+    dropped_before_banner,
+    dropped_error,
+    lost_error,
+)
 from pytest_fabric.transport.ssh.hostkeys import (
     GLOBAL_KNOWN_HOSTS,
     HostKeyLog,

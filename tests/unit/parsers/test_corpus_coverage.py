@@ -12,9 +12,9 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
+from unit.parsers.corpus import UNREAD
 
 from pytest_fabric.parsers.base import ParseError, Parser, ToolReportedError, registry
-from unit.parsers.corpus import UNREAD
 
 # Captures of the tool itself failing: parsing them must say so, not return a result.
 KNOWN_TOOL_ERRORS = {
