@@ -248,6 +248,7 @@ def pytest_configure(config: pytest.Config) -> None:
     config.stash[RUN_INFO_KEY] = RunInfo(
         cluster_name=inventory.name,
         inventory_path=str(inventory.path),
+        inventory_sha256=inventory.sha256,
         profile_name=profile.name,
         profile_path=str(profile.path),
         profile_sha256=profile.sha256,

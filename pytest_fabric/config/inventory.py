@@ -8,6 +8,7 @@ naming the file, the line and the field.
 
 from __future__ import annotations
 
+import hashlib
 import os
 import re
 from collections.abc import Callable
@@ -375,6 +376,8 @@ class Inventory:
     slurm: SlurmSettings | None = None
     #: ``egress.concurrency``: downloads or uploads to one egress server at once, whatever the fan-out
     egress_concurrency: int = DEFAULT_EGRESS_CONCURRENCY
+    #: the SHA-256 of the file as loaded: the record names what was judged, not only where it was
+    sha256: str = ""
 
     def mount(self, path: str) -> Mount:
         """What the inventory states about the mount at ``path`` (nothing, for one it does not list)."""
@@ -511,6 +514,7 @@ def load_inventory(path: Path | str) -> Inventory:
         ),
         slurm=settings_from(slurm, job_id) if slurm is not None else None,
         egress_concurrency=parsed.egress.concurrency,
+        sha256=hashlib.sha256(path.read_bytes()).hexdigest(),
     )
 
 
@@ -571,6 +575,7 @@ def _resolve_nodes(
     nodes: list[Node] = []
     problems: list[str] = []
     seen: dict[str, int | None] = {}
+    machines: dict[tuple[str, str], tuple[str, int | None]] = {}  # (what, where) -> the first node there, its line
     for index, entry in entries:
         line = lines.get(("nodes", index))
         try:
@@ -616,6 +621,9 @@ def _resolve_nodes(
                 problem = _missing_key(path, lines, index, entry, node.identity_file)
                 if problem:
                     problems.append(problem)
+            problem = _same_machine(node, line, machines)
+            if problem:
+                problems.append(f"{path}:{line}: nodes[{index}]: {problem}")
             nodes.append(node)
         for first, names in twice.items():
             what = f"node {names[0]!r} is" if len(names) == 1 else f"nodes {hostlist.fold(names)} are"
@@ -623,6 +631,27 @@ def _resolve_nodes(
                 f"{path}:{line}: nodes[{index}]: {what} listed twice" + (f" (first on line {first})" if first else "")
             )
     return nodes, problems
+
+
+def _same_machine(node: Node, line: int | None, machines: dict[tuple[str, str], tuple[str, int | None]]) -> str | None:
+    """Why ``node`` is a machine another name already lists (its SSH endpoint or its data address), if it is.
+
+    A pair of one machine under two names is measured against itself: its loopback passed a TCP
+    floor above the link's line rate. Local nodes are this machine by definition (trying the suite
+    out), and one host on two ports is two sshds; the host key seen at connect catches the rest.
+    """
+    found = []
+    if node.transport == "ssh":
+        found.append((("endpoint", f"{node.host.lower()}:{node.port or 22}"), f"is {node.host} port {node.port or 22}"))
+    if node.data_address:
+        found.append((("data", node.data_address.lower()), f"sends and receives data at {node.data_address}"))
+    for key, what in found:
+        first = machines.setdefault(key, (node.name, line))
+        if first[0] != node.name:
+            at = f" (line {first[1]})" if first[1] else ""
+            return (f"node {node.name!r} {what}, as node {first[0]!r}{at}: one machine listed twice would be "
+                    "measured against itself; list each machine once")
+    return None
 
 
 def _missing_key(path: Path, lines: dict[Any, int], index: int, entry: _NodeEntry, key: str) -> str | None:

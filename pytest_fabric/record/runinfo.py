@@ -38,6 +38,10 @@ class RunInfo:
     profile_checks: list[str] = field(default_factory=list)
     #: --host-key-policy: strict, accept-new or ignore
     host_key_policy: str = "strict"
+    #: the SHA-256 of the inventory file as loaded
+    inventory_sha256: str = ""
+    #: the Slurm job the run ran in, once it has one: ``{"job_id": ..., "allocation": the line that made or named it}``
+    slurm_job: dict[str, str] | None = None
     started: str = field(default_factory=utc_now)
     finished: str | None = None
     controller: str = field(default_factory=platform.node)

@@ -209,10 +209,13 @@ def run_table(info: RunInfo, checks: Sequence[Check], finished: str | None, comp
     rows = [
         ("Cluster", f"{_e(info.cluster_name)} <small>({_e(info.inventory_path)})</small>"),
         ("Profile", f"<b>{_e(info.profile_name)}</b> <small>{_e(info.profile_path)}</small>"),
+        ("Inventory sha256", f"<code>{_e(info.inventory_sha256)}</code>"),
         ("Profile sha256", f"<code>{_e(info.profile_sha256)}</code>"),
         ("Extends", _e(" -> ".join(info.profile_extends)) or "none"),
         ("Description", _e(info.profile_description)),
         ("Overrides", _e(", ".join(info.overrides)) or "none"),
+        *([("Slurm job", f"{_e(info.slurm_job.get('job_id', ''))} <small>{_e(info.slurm_job.get('allocation', ''))}</small>")]
+          if info.slurm_job else []),
         ("Nodes", f"{len(info.nodes)}: <code>{_e(nodeset(info.nodes))}</code>"),
         ("Started / finished", f"{_e(info.started)} / {_e(finished or info.finished or 'running')}"),
         ("pytest-fabric", _e(info.pytest_fabric_version)),

@@ -109,6 +109,8 @@ def build_run(
         "schema_version": SCHEMA_VERSION,
         "cluster": info.cluster_name,
         "inventory": info.inventory_path,
+        "inventory_sha256": info.inventory_sha256,
+        "slurm_job": info.slurm_job,
         "profile": info.profile_name,
         "profile_path": info.profile_path,
         "profile_sha256": info.profile_sha256,
