@@ -17,20 +17,28 @@ from decimal import Decimal
 from pathlib import Path
 from typing import Any
 
+import pluggy
 import pytest
 
 from pytest_fabric import __version__, hookspecs
-from pytest_fabric.judge.applicability import cannot_exist, unmeasurable
-from pytest_fabric.run.batches import DEFAULT_FANOUT, BatchCache
-from pytest_fabric.config.bundled import bundled_inventories, conformance_dir, inventory_path
 from pytest_fabric.checks.base import BUILTIN, CHECKS, Check, CheckRegistry, RegistryError
+from pytest_fabric.config.bundled import bundled_inventories, conformance_dir, inventory_path
 from pytest_fabric.config.hostlist import fold
 from pytest_fabric.config.inventory import Node, load_inventory, with_data_addresses
-from pytest_fabric.run.pairs import make_pairs
-from pytest_fabric.session.plugin_conflicts import refuse_conflicting_plugins
-from pytest_fabric.config.profile import LAYERS, CheckSpec, bundled_profiles, load_profile, profile_schema
-from pytest_fabric.record.check_record import PLANNED_KEY, REPORT_ATTRIBUTE, CheckRecord, PlannedCheck, quantity_json
+from pytest_fabric.config.profile import CheckSpec, bundled_profiles, load_profile, profile_schema
+from pytest_fabric.config.yamlsource import MissingFile, SourceError
+from pytest_fabric.judge.applicability import cannot_exist, unmeasurable
+from pytest_fabric.judge.verdict import Op, Verdict, display_unit
+from pytest_fabric.record.check_record import (
+    PLANNED_KEY,
+    REPORT_ATTRIBUTE,
+    CheckRecord,
+    PlannedCheck,
+    quantity_json,
+)
 from pytest_fabric.record.runinfo import RUN_INFO_KEY, RunInfo, utc_now
+from pytest_fabric.run.batches import DEFAULT_FANOUT, BatchCache
+from pytest_fabric.run.pairs import make_pairs
 from pytest_fabric.run.state import (
     CHECK_KEY,
     ELAPSED_KEY,
@@ -49,13 +57,12 @@ from pytest_fabric.run.subjects import (
     subject_id,
     subject_nodes,
 )
+from pytest_fabric.session.plugin_conflicts import refuse_conflicting_plugins
 from pytest_fabric.transport.base import Transport, TransportError
 from pytest_fabric.transport.local import LocalTransport
 from pytest_fabric.transport.slurm.gpus import describe
 from pytest_fabric.transport.slurm.settings import SlurmSettings
 from pytest_fabric.transport.ssh import SSHSettings, SSHTransport, hostname_lookup
-from pytest_fabric.judge.verdict import Op, Verdict, display_unit
-from pytest_fabric.config.yamlsource import MissingFile, SourceError
 
 #: ``layer.key`` -> why a set check cannot exist on this inventory (a median of fewer than 3 pairs)
 CANNOT_EXIST_KEY = pytest.StashKey[dict[str, str]]()
@@ -277,8 +284,10 @@ def registered_checks(config: pytest.Config) -> CheckRegistry:
     that cannot all hold (one name twice) are a usage error naming the plugins."""
     answers = []
     # Each implementation is called on its own, in pluggy's registration order (the built-ins,
-    # trylast, first), so an error can name the plugin that declared what.
-    for impl in config.hook.pytest_fabric_checks.get_hookimpls():
+    # trylast, first), so an error can name the plugin that declared what.  pluggy's HookImpl, not
+    # pytest's API: what pytest-fabric takes from pluggy itself (pyproject.toml declares it).
+    impls: list[pluggy.HookImpl] = config.hook.pytest_fabric_checks.get_hookimpls()
+    for impl in impls:
         if impl.hookwrapper or impl.wrapper:
             continue
         declared: Any = impl.function(**{name: config for name in impl.argnames if name == "config"})

@@ -49,7 +49,7 @@ def mount_sharing(state: FabricState, cluster: Cluster, path: str) -> MountShari
 
 def decided(state: FabricState, path: str | None) -> MountSharing | None:
     """The decision for ``path`` where the run made it (None: not yet, or the temp dir)."""
-    return None if path is None else state.once.peek(_DECIDED, path)  # type: ignore[no-any-return]
+    return None if path is None else state.once.peek(_DECIDED, path)
 
 
 def decide_before_plan(config: pytest.Config, paths: Iterable[str]) -> list[MountSharing]:

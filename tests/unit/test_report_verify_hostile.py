@@ -171,8 +171,8 @@ def test_an_oversize_record_is_refused_unread(tmp_path: Path, monkeypatch: pytes
 @pytest.mark.parametrize("spelling", ["NaN", "Infinity", "-Infinity", "1e999"])
 def test_a_non_finite_figure_cannot_be_read(tmp_path: Path, capsys: pytest.CaptureFixture[str], spelling: str) -> None:
     path = tmp_path / "record.json"
-    path.write_text('{"run": {"verdict": "accept"}, "checks": [{"measured": {"value": %s, "unit": "Gb/s"}}], '
-                    '"sha256": "%s"}' % (spelling, "0" * 64))
+    path.write_text('{"run": {"verdict": "accept"}, "checks": [{"measured": {"value": ' + spelling
+                    + ', "unit": "Gb/s"}}], "sha256": "' + "0" * 64 + '"}')
     assert verify.main([str(path)]) == 2
     out = capsys.readouterr().out
     assert out.splitlines()[0].startswith(f"{path}: CANNOT READ")

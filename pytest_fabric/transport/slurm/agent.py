@@ -77,8 +77,8 @@ class _Kept:
     def text(self) -> str:
         tail = self._tail if self._total <= 2 * self._half else self._tail[-self._half:]
         dropped = self._total - len(self._head) - len(tail)
-        cut = ("\n[... %s bytes dropped by pytest-fabric: the output was %s bytes ...]\n"
-               % (format(dropped, ","), format(self._total, ","))).encode() if dropped > 0 else b""
+        cut = (f"\n[... {dropped:,} bytes dropped by pytest-fabric: the output was {self._total:,} bytes ...]\n"
+               .encode() if dropped > 0 else b"")
         return (bytes(self._head) + cut + bytes(tail)).decode("utf-8", "replace")
 
 
