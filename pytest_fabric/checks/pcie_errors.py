@@ -52,9 +52,11 @@ __all__ = ["AER_COMMAND", "PCIE_ERRORS", "PcieErrors", "PcieReading", "pcie_erro
            "pytest_fabric_checks", "read_pcie"]
 
 #: every NVIDIA display/3D function (class 0x03) and Mellanox/NVIDIA network or InfiniBand function
-#: (class 0x02) in sysfs, framed per device and file for parsers/aer_sysfs.py
+#: (class 0x02) in sysfs, framed per device and file for parsers/aer_sysfs.py; SR-IOV virtual functions
+#: (a ``physfn`` link) are left out: AER is their physical function's, they have no files of their own
 AER_COMMAND = (
-    'cd /sys/bus/pci/devices && for d in *; do read -r v < "$d/vendor" && read -r c < "$d/class" || continue; '
+    'cd /sys/bus/pci/devices && for d in *; do [ -e "$d/physfn" ] && continue; '
+    'read -r v < "$d/vendor" && read -r c < "$d/class" || continue; '
     'case "$v:$c" in 0x10de:0x03*|0x15b3:0x02*) echo "==> $d $v $c <=="; '
     'for f in aer_dev_correctable aer_dev_fatal aer_dev_nonfatal; do '
     '[ -r "$d/$f" ] && { echo "--- $f"; cat "$d/$f"; }; done;; esac; done; true'

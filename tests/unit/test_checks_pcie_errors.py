@@ -2,15 +2,27 @@
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 import pytest
+from unit.parsers.corpus import corpus_root
 
-from pytest_fabric.checks.pcie_errors import PcieErrors, PcieReading, pcie_measurement
+from pytest_fabric.checks.pcie_errors import (
+    AER_COMMAND,
+    PcieErrors,
+    PcieReading,
+    pcie_measurement,
+    read_pcie,
+)
+from pytest_fabric.config.inventory import Node
 from pytest_fabric.config.units import parse_quantity
 from pytest_fabric.judge.verdict import Expectation, judge
 from pytest_fabric.parsers.aer_sysfs import parse_aer_sysfs
 from pytest_fabric.probes.base import MeasurementError
+from pytest_fabric.run.cluster import NodeHandle
+from pytest_fabric.transport.mock import CannedCommand, MockTransport
+from pytest_fabric.transport.pool import ConnectionPool
 
 AER = Path(__file__).resolve().parents[1] / "data" / "aer-sysfs" / "2gpu-2cx7-nonfatal-gpu1-fatal-nic1-constructed.txt"
 GPUS = ("0000:18:00.0", "0000:2a:00.0")
@@ -69,3 +81,25 @@ def test_a_counter_that_went_down_is_an_error_not_a_pass() -> None:
 def test_no_reading_from_before_the_run_is_an_error() -> None:
     with pytest.raises(MeasurementError, match="no PCIe reading from before the run"):
         pcie_measurement(None, reading({GPUS[0]: 0}, at=60.0), PcieErrors())
+
+
+def _node(aer_text: str) -> NodeHandle:
+    xml = corpus_root() / "nvidia-smi-xml" / "tesla-t4-dtd-v11-515.105.01.xml"
+    if not xml.is_file():
+        pytest.skip(f"{xml} is not here (the shared corpus, FABRIC_CORPUS)")
+    transport = MockTransport("gpu07", {
+        r"^nvidia-smi -q -x$": CannedCommand(stdout=xml.read_text()),
+        r"^cat /proc/uptime$": CannedCommand(stdout="86400.00 170000.00\n"),
+        "^" + re.escape(AER_COMMAND) + "$": CannedCommand(stdout=aer_text),
+    })
+    return NodeHandle(Node(name="gpu07", host="10.0.0.7"), ConnectionPool(lambda _n: transport))
+
+
+def test_a_gpu_without_aer_files_is_an_error_naming_it_and_the_fix() -> None:
+    node = _node("==> 0000:00:1e.0 0x10de 0x030200 <==\n")  # the T4's function, no aer_dev_* files
+    with pytest.raises(MeasurementError) as caught:
+        read_pcie(node)
+    assert "no AER counters for 0000:00:1e.0" in str(caught.value)
+    assert "aer: false" in str(caught.value) and "CONFIG_PCIEAER" in str(caught.value)
+    reading = read_pcie(node, aer=False)  # the replay counters alone
+    assert reading.replays == {"0000:00:1e.0": 0} and reading.uptime_s == 86400.0
