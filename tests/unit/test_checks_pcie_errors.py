@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import re
+import subprocess
 from pathlib import Path
 
 import pytest
@@ -103,3 +104,18 @@ def test_a_gpu_without_aer_files_is_an_error_naming_it_and_the_fix() -> None:
     assert "aer: false" in str(caught.value) and "CONFIG_PCIEAER" in str(caught.value)
     reading = read_pcie(node, aer=False)  # the replay counters alone
     assert reading.replays == {"0000:00:1e.0": 0} and reading.uptime_s == 86400.0
+
+
+def test_the_aer_command_reads_physical_functions_and_leaves_out_virtual_ones(tmp_path: Path) -> None:
+    for bdf, vendor, pci_class in (("0000:18:00.0", "0x10de", "0x030200"), ("0000:17:00.0", "0x15b3", "0x020700"),
+                                   ("0000:17:00.2", "0x15b3", "0x020700"), ("0000:00:1f.0", "0x8086", "0x060100")):
+        (tmp_path / bdf).mkdir()
+        (tmp_path / bdf / "vendor").write_text(vendor + "\n")
+        (tmp_path / bdf / "class").write_text(pci_class + "\n")
+        if bdf != "0000:17:00.2":
+            (tmp_path / bdf / "aer_dev_fatal").write_text("DLP 0\nTOTAL_ERR_FATAL 0\n")
+    (tmp_path / "0000:17:00.2" / "physfn").symlink_to(tmp_path / "0000:17:00.0")  # an SR-IOV VF
+    command = AER_COMMAND.replace("/sys/bus/pci/devices", str(tmp_path))
+    done = subprocess.run(["sh", "-c", command], capture_output=True, text=True, check=True)
+    assert [(d.bdf, d.total("aer_dev_fatal")) for d in parse_aer_sysfs(done.stdout)] == [
+        ("0000:17:00.0", 0), ("0000:18:00.0", 0)]
