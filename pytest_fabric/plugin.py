@@ -38,6 +38,7 @@ from pytest_fabric.record.check_record import (
 )
 from pytest_fabric.record.runinfo import RUN_INFO_KEY, RunInfo, utc_now
 from pytest_fabric.run.batches import DEFAULT_FANOUT, BatchCache
+from pytest_fabric.run.open_cluster import LockPlugin
 from pytest_fabric.run.pairs import make_pairs
 from pytest_fabric.run.state import (
     CHECK_KEY,
@@ -159,6 +160,15 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         f"(default {DEFAULT_FANOUT})",
     )
     group.addoption(
+        "--fabric-lock",
+        dest="fabric_lock",
+        choices=("stop", "wait", "take", "off"),
+        default="stop",
+        help="the run takes its nodes (a lock on each): stop (default: another run holds them, stop at once naming "
+        "it), wait (until it gives them back), take (its lock: its run is gone and was on another host), off "
+        "(no lock: two runs then measure each other's traffic)",
+    )
+    group.addoption(
         "--fabric-device-tests-up-to",
         dest="fabric_device_tests_up_to",
         type=int,
@@ -270,6 +280,7 @@ def pytest_configure(config: pytest.Config) -> None:
     )
     if not hasattr(config, "workerinput"):  # pytest-xdist workers report to the controller
         config.pluginmanager.register(RecordSink(config), "fabric-record-sink")
+    config.pluginmanager.register(LockPlugin(config), "fabric-cluster-lock")
     if config.args_source != pytest.Config.ArgsSource.ARGS:
         # No test paths on the command line: run the installed conformance suite
         # (plus whatever extensions add), from any directory.

@@ -17,6 +17,7 @@ from pytest_fabric.probes.storage import MountState, check_mount
 from pytest_fabric.run.cluster import Cluster, NodeHandle
 from pytest_fabric.run.fixtures import make_transport_for
 from pytest_fabric.run.locality import MountSharing, decide
+from pytest_fabric.run.open_cluster import open_cluster
 from pytest_fabric.run.state import FabricState, get_state
 
 __all__ = ["decided", "decide_before_plan", "mount_reading", "mount_sharing"]
@@ -60,8 +61,6 @@ def decide_before_plan(config: pytest.Config, paths: Iterable[str]) -> list[Moun
     wanted = list(dict.fromkeys(paths))
     if not wanted:
         return []
-    if state.cluster is None:
-        # As the `cluster` fixture opens it (fixtures.py), which finds it open and keeps it.
-        state.cluster = Cluster(state.inventory, state.profile, make_transport_for(config), fanout=state.batches.fanout)
-        state.cluster.connect()
-    return [mount_sharing(state, state.cluster, path) for path in wanted]
+    # As the `cluster` fixture opens it (fixtures.py: connected and locked), which finds it open and keeps it.
+    cluster = open_cluster(config, state, make_transport_for(config))
+    return [mount_sharing(state, cluster, path) for path in wanted]

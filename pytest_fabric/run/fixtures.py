@@ -28,6 +28,7 @@ from pytest_fabric.config.profile import CheckSpec
 from pytest_fabric.judge.verdict import Expectation, Measurement, Verdict
 from pytest_fabric.judge.verdict import judge as judge_measurement
 from pytest_fabric.run.cluster import Cluster, NodeHandle, NodePair
+from pytest_fabric.run.open_cluster import open_cluster
 from pytest_fabric.run.pairs import Pair
 from pytest_fabric.run.state import CHECK_KEY, VERDICTS_KEY, get_state
 from pytest_fabric.run.subjects import layer_and_check, subject_id, subject_parts
@@ -206,15 +207,10 @@ def make_transport_for(config: pytest.Config) -> Callable[[str], Transport]:
 
 @pytest.fixture(scope="session")
 def cluster(request: pytest.FixtureRequest) -> Cluster:
-    """The cluster under test; connections to all nodes are opened in parallel on first use."""
-    state = _state(request)
-    if state.cluster is None:
-        state.cluster = Cluster(
-            state.inventory, state.profile, make_transport_for(request.config), fanout=state.batches.fanout
-        )
-        # Unreachable nodes are found here, all at once, rather than one timeout per test.
-        state.cluster.connect()
-    return state.cluster  # type: ignore[no-any-return]
+    """The cluster under test; connections to all nodes are opened in parallel on first use, then the
+    nodes are locked for this run (run/cluster_lock.py)."""
+    # Unreachable nodes are found there, all at once, rather than one timeout per test.
+    return open_cluster(request.config, _state(request), make_transport_for(request.config))
 
 
 def handle_for(cluster: Cluster, subject: str, param: Any) -> Any:

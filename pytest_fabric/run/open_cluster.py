@@ -9,6 +9,7 @@ The lock is given back at the session's end (:class:`LockPlugin`), before the co
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any, cast
 
 import pytest
@@ -16,9 +17,10 @@ import pytest
 from pytest_fabric.run import cluster_lock
 from pytest_fabric.run.batches import fan_out
 from pytest_fabric.run.cluster import Cluster
-from pytest_fabric.run.fixtures import make_transport_for
 from pytest_fabric.run.owner import this_run
 from pytest_fabric.run.state import FabricState, get_state
+from pytest_fabric.transport.base import Transport
+from pytest_fabric.transport.ssh.transport import SSHTransport
 
 __all__ = ["LOCKED_EXIT", "LOCK_KEY", "LockPlugin", "open_cluster"]
 
@@ -35,19 +37,20 @@ def _say(config: pytest.Config, line: str) -> None:
         reporter.write_line(line, yellow=True)
 
 
-def open_cluster(config: pytest.Config, state: FabricState) -> Cluster:
+def open_cluster(config: pytest.Config, state: FabricState, make_transport: Callable[[str], Transport]) -> Cluster:
     """The run's cluster, connected and locked (the first call opens it; later ones return it)."""
     if state.cluster is not None:
         return state.cluster
-    cluster = Cluster(state.inventory, state.profile, make_transport_for(config), fanout=state.batches.fanout)
+    cluster = Cluster(state.inventory, state.profile, make_transport, fanout=state.batches.fanout)
     state.cluster = cluster
     cluster.connect()
     mode = cast(cluster_lock.Mode, config.getoption("fabric_lock", "stop") or "stop")
     if mode == "off":
         return cluster
-    # Over SSH only: a Slurm job's allocation already holds its nodes (the step would be one more job
-    # step for the run's length), and the local transport is this machine, a smoke test.
-    reachable = [n for n in cluster.nodes if n.spec.transport == "ssh" and cluster.pool.failure(n.name) is None]
+    # Over the SSH transport only: a Slurm job's allocation already holds its nodes (the holder would be
+    # one more job step for the run's length), the local transport is this machine (a smoke test), and
+    # a transport an extension provides may not run a background command as this one does.
+    reachable = [n for n in cluster.nodes if isinstance(cluster.pool.connected(n.name), SSHTransport)]
     try:
         taken = cluster_lock.take_cluster(
             reachable, cluster_lock.this_run(this_run().run), mode=mode,

@@ -54,18 +54,16 @@ def test_a_second_run_on_the_same_nodes_stops_at_once_naming_the_first_and_sends
     first_dir = tmp_path / "first"
     first_dir.mkdir()
     first_inventory = simcluster.write_inventory(first_dir / "inventory.yaml", nodes=names[:4])
-    first = _start(first_inventory, _profile(first_dir, 3), first_dir)
+    first = _start(first_inventory, _profile(first_dir, 10), first_dir)
     try:
         lines = _await_lock(simcluster, names[:4], first)
         run_id = lines[names[2]].split()[0].removeprefix("run=")
         pid = int(lines[names[2]].split(" pid=")[1].split()[0])
         assert pid == first.pid
         second_inventory = simcluster.write_inventory(pytester.path / "inventory.yaml", nodes=names[2:6])
-        began = time.monotonic()
         second = pytester.runpytest_subprocess(
             "--cluster", str(second_inventory), "--profile", str(_profile(pytester.path, 3)), "-p", "no:cacheprovider",
             f"--conformance-json={pytester.path / 'record.json'}", timeout=120)
-        took = time.monotonic() - began
         assert first.poll() is None  # the first was still measuring all along
         terminal = second.stdout.str()
         assert second.ret == 75, terminal
@@ -78,15 +76,13 @@ def test_a_second_run_on_the_same_nodes_stops_at_once_naming_the_first_and_sends
             assert json.loads(record.read_text())["run"].get("send_back") in (None, "")
         # the nodes only the second named were locked and given back
         assert not _lock_line(simcluster, names[5]).startswith("run=")
-        out, _ = first.communicate(timeout=180)
+        first.send_signal(signal.SIGINT)  # its lock is given back however it ends
+        first.communicate(timeout=120)
     finally:
         if first.poll() is None:
             first.kill()
             first.wait()
-    assert first.returncode == 0, out
-    assert json.loads((first_dir / "record.json").read_text())["run"]["send_back"] in ("", None)
-    assert all(_lock_line(simcluster, n) == "" for n in names[:4])  # given back at the end
-    print(f"second run stopped after {took:.1f} s")
+    assert all(_lock_line(simcluster, n) == "" for n in names[:4])
 
 
 def test_a_run_killed_outright_leaves_a_lock_the_next_run_takes_over_and_says_so(
