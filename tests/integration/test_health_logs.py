@@ -1,7 +1,7 @@
 """xid_errors, pcie_errors and link_history on the simulated cluster: each fails for its own fault,
 naming the GPU or port, and sends back only the node that has it; healthy stand-ins pass.
 
-One run of the three checks on five nodes: node01 logged an Xid 79 on one GPU, node02's GPU 3
+One run of the three checks on five nodes: node01 logged an Xid 79 on one GPU, node02's GPU 1
 replays on every read of its counter, node03's mlx5_1 went down 40 times before the run
 (LinkDownedCounter) and three times in the kernel log, node04 is healthy, and node05's kernel log
 cannot be read (dmesg_restrict, no journal files): its log checks error with the fix.
@@ -43,19 +43,22 @@ CHECKS = ("xid_errors", "pcie_errors", "link_history")
 def faulty(simcluster: SimCluster) -> Iterator[list[str]]:
     names = [n.name for n in simcluster.nodes[:5]]
     xid, replays, flaps, healthy, unreadable = names
-    ports = default_ports()
+    # two GPUs, NICs and ports a node: each read is a command over SSH, and two show one of each faulty
+    ports = default_ports()[:2]
     ports[1] = FakePort(device="mlx5_1", netdev="ib1", counters={"LinkDownedCounter": 40})
     logs = {
-        xid: FakeHealth(kernel_log=[*FakeHealth().kernel_log, xid_line("0000:2a:00", 79, 120)]),
+        xid: FakeHealth(kernel_log=[*FakeHealth().kernel_log, xid_line("0000:2a:00", 79, 120)], gpus=2, nics=2),
         flaps: FakeHealth(kernel_log=[*FakeHealth().kernel_log, *(link_line("mlx5_1", 1, "down", 900 - 60 * i,
-                                                                            pci="0000:29:00.0") for i in range(3))]),
-        unreadable: FakeHealth(dmesg_restricted=True, journal=False),
+                                                                            pci="0000:29:00.0") for i in range(3))],
+                          gpus=2, nics=2),
+        unreadable: FakeHealth(dmesg_restricted=True, journal=False, gpus=2, nics=2),
     }
     try:
-        install_hardware(simcluster, {flaps: FakeHardware(ports=ports)})
+        install_hardware(simcluster, {name: FakeHardware(ports=ports if name == flaps else default_ports()[:2])
+                                      for name in names})
         for name in names:
-            install_gpus(simcluster, name, FakeGpus(replays={3: (0, 500)}) if name == replays else FakeGpus())
-            install_health(simcluster, name, logs.get(name))
+            install_gpus(simcluster, name, FakeGpus(count=2, nics=2, replays={1: (0, 500)} if name == replays else {}))
+            install_health(simcluster, name, logs.get(name, FakeHealth(gpus=2, nics=2)))
         yield names
     finally:
         for name in names:
@@ -84,8 +87,8 @@ def test_each_check_fails_its_faulty_node_by_gpu_or_port_and_only_that_node(
     assert f"{xid} GPU 0000:2a:00: measured 1" in message, message
     assert "NVRM: Xid (PCI:0000:2a:00): 79" in message and "read with journalctl -k" in message, message
     message = outcomes["pcie_errors"][replays][1]
-    assert f"{replays} GPU {GPU_BUS_IDS[3]}: replays_per_minute measured" in message, message
-    assert f"{replays} GPU {GPU_BUS_IDS[2]}" not in message, message
+    assert f"{replays} GPU {GPU_BUS_IDS[1]}: replays_per_minute measured" in message, message
+    assert f"{replays} GPU {GPU_BUS_IDS[0]}" not in message, message
     message = outcomes["link_history"][flaps][1]
     assert f"{flaps} mlx5_1/1: link_down_events_max measured 3" in message, message
     assert f"{flaps} mlx5_1/1: link_downed_max measured 40" in message, message
