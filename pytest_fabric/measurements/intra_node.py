@@ -109,9 +109,13 @@ def gpu_interconnect(request: pytest.FixtureRequest, node: NodeHandle, spec: Spe
 
 @pytest.fixture
 @wave("node")
-def nic_pcie(node: NodeHandle, spec: SpecLookup) -> Measurement:
+def nic_pcie(request: pytest.FixtureRequest, node: NodeHandle, spec: SpecLookup) -> Measurement:
+    """The PCIe link of the NICs of the rails the inventory (``rdma_ports``) or the profile (``ports.names``)
+    names; of every Mellanox/NVIDIA function where none are named."""
     spec(checks.NIC_PCIE)
-    return gpu_probe.nic_pcie(node)
+    ports_spec = _state(request).profile.spec_of(checks.PORTS)
+    named = tuple(node.spec.rdma_ports) or (tuple(ports_spec.names) if ports_spec is not None else ())
+    return gpu_probe.nic_pcie(node, named)
 
 
 @pytest.fixture

@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import statistics
 import time
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -558,17 +559,39 @@ def _rdma_names(node: NodeHandle) -> tuple[dict[str, str], CommandResult]:
     return names, result
 
 
-def nic_pcie(node: NodeHandle) -> Measurement:
+def nic_pcie(node: NodeHandle, ports: Sequence[str] = ()) -> Measurement:
     """The worst PCIe link among the node's Mellanox/NVIDIA NIC functions, as bounds ``generation``/``width``.
 
     NICs do not drop their link speed when idle, so the trained link
     (``LnkSta``) is judged as is.  Functions without a link status (virtual
     functions) are left out.  Each bound takes its own worst NIC.
+
+    ``ports`` (``mlx5_0/1`` or ``mlx5_0``: the inventory's ``rdma_ports``, else the profile's
+    ``ports.names``) are the rails the acceptance is about: only their NICs' functions are judged,
+    so a front-end NIC (x8 by design) does not fail the node. Without them every function is.
     """
     result = node.run(f"lspci -vv -d {MELLANOX_VENDOR}:", timeout=60)
     devices = parse_or_raise(lspci.parse_lspci, result) if result.stdout.strip() else []
     names, names_result = _rdma_names(node)
     evidence = (result, names_result)
+    wanted = {port.split("/", 1)[0] for port in ports}
+    left_out: list[str] = []
+    if wanted:
+        def rdma_name(device: lspci.LspciDevice) -> str | None:
+            bdf = (device.bdf or "").lower()
+            return names.get(bdf.split(":", 1)[1] if bdf.count(":") == 2 else bdf)
+
+        left_out = sorted(f"{rdma_name(d) or d.bdf}" for d in devices if rdma_name(d) not in wanted)
+        devices = [d for d in devices if rdma_name(d) in wanted]
+        missing = sorted(wanted - {rdma_name(d) for d in devices})
+        if missing:
+            raise MeasurementError(
+                node.name, f"no PCI function lspci shows is the NIC of {', '.join(missing)} (named in the rails: "
+                f"{', '.join(ports)}); RDMA devices found: {', '.join(sorted(names.values())) or 'none'}",
+                command=result.command,
+                fix="name the rails as /sys/class/infiniband names their devices (inventory rdma_ports or the "
+                    "profile's ports.names), or check the NIC is in the node",
+            )
     linked = [d for d in devices if d.link_sta_generation is not None and d.link_sta_width is not None]
     if not devices:
         return Measurement.absent(f"lspci shows no Mellanox/NVIDIA NIC (vendor {MELLANOX_VENDOR}) on {node.name}", evidence)
@@ -592,6 +615,8 @@ def nic_pcie(node: NodeHandle) -> Measurement:
     detail = f"{len(linked)} NIC function(s); slowest {label(worst_gen)} Gen{worst_gen.link_sta_generation}, narrowest {label(worst_width)} x{worst_width.link_sta_width}"
     if downgraded:
         detail += "; downgraded: " + ", ".join(downgraded)
+    if left_out:
+        detail += f"; not judged (not a named rail's NIC): {', '.join(left_out)}"
     return Measurement(
         value=f"Gen{worst_gen.link_sta_generation} x{worst_width.link_sta_width}",
         detail=detail,
