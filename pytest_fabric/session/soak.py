@@ -27,12 +27,15 @@ import threading
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from datetime import datetime, timezone
 from typing import Any
 
 import pytest
 
 from pytest_fabric.judge.soak import Figure, Sample, SoakVerdict, judge_soak
 from pytest_fabric.parsers.telemetry import THROTTLE_REASONS
+from pytest_fabric.probes.gpu_load import run_gemm_load
+from pytest_fabric.probes.telemetry import sample
 from pytest_fabric.run.batches import BatchCache, fan_out
 from pytest_fabric.run.once import Once
 from pytest_fabric.run.plan import format_duration
@@ -85,6 +88,7 @@ def progress_text(cycle: int, elapsed: float, duration: float, cycle_s: float, w
     text = (f"soak: cycle {cycle} of about {total} done in {format_duration(cycle_s)}; "
             f"{format_duration(left) if left else 'no time'} left")
     if worst is not None:
+        # here: report/'s modules are plugins registered after this one (assertion rewriting)
         from pytest_fabric.report.summary import format_number
 
         figure = f"{format_number(worst.value)} {worst.unit}".strip() if worst.value is not None else worst.outcome
@@ -164,6 +168,7 @@ class SoakLog:
 
     def add_check(self, record: dict[str, Any]) -> None:
         """A check's record of the cycle running (a skipped one measured nothing: not a figure)."""
+        # here: report/'s modules are plugins registered after this one (assertion rewriting)
         from pytest_fabric.report.summary import higher_is_better, numeric_value
 
         if record.get("outcome") == "skipped" or not self.spans:
@@ -231,8 +236,6 @@ class SoakLog:
 
     def to_json(self) -> dict[str, Any]:
         """``run.soak`` of the JSON record (see docs/report.md)."""
-        from datetime import datetime, timezone
-
         with self._lock:
             series: dict[str, dict[str, Any]] = {}
             for f in self.figures:
@@ -300,8 +303,6 @@ class Sampler:
             self._stop.wait(max(0.0, self.log.interval_s - (time.monotonic() - began)))
 
     def sample_once(self) -> None:
-        from pytest_fabric.probes.telemetry import sample
-
         cluster = self.state.cluster
         assert cluster is not None
         nodes = cluster.nodes
@@ -353,8 +354,6 @@ class SoakPlugin:
     def _load(self, state: FabricState, seconds: float) -> None:
         """The GEMM load on every node between two cycles (probes/gpu_load.py); each GPU's rate is a
         figure of the soak (judged for drift like a check's), its throttling a telemetry flag."""
-        from pytest_fabric.probes.gpu_load import run_gemm_load
-
         cluster = state.cluster
         if cluster is None or seconds < 1:
             return
@@ -429,6 +428,7 @@ class SoakPlugin:
 
     def _seal(self) -> None:
         """Rewrite the JSON record now (run.soak as it stands), whatever the writer's pace."""
+        # here: report/'s modules are plugins registered after this one (assertion rewriting)
         from pytest_fabric.report.record_json import WRITER_KEY
 
         self.log.snapshot(force=True)
@@ -448,6 +448,7 @@ class SoakPlugin:
 
     @pytest.hookimpl(trylast=True)  # after report/progress.py priced the plan
     def pytest_report_collectionfinish(self, config: pytest.Config, items: list[pytest.Item]) -> list[str]:
+        # here: report/'s modules are plugins registered after this one (assertion rewriting)
         from pytest_fabric.report.progress import PLAN_KEY
 
         plan = config.stash.get(PLAN_KEY, None)
@@ -500,6 +501,7 @@ def pytest_configure(config: pytest.Config) -> None:
     settings = getattr(state.profile.document, "soak", None)
     interval = getattr(settings, "interval_s", None) or DEFAULT_INTERVAL_S
     max_drift = getattr(settings, "max_drift_fraction", None)
+    # here: report/'s modules are plugins registered after this one (assertion rewriting)
     from pytest_fabric.report.collect import SOAK_KEY as RECORD_SOAK_KEY
 
     log = SoakLog(duration, interval, max_drift)
