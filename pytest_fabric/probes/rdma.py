@@ -423,8 +423,11 @@ def _bandwidth_sample(
 
 
 def _port_bytes(pair: NodePair, lane: Lane) -> tuple[PortBytes, PortBytes]:
-    return (hca_port_bytes(pair.a, lane.a_port.device, lane.a_port.port),
-            hca_port_bytes(pair.b, lane.b_port.device, lane.b_port.port))
+    """Both ports' counters at once (one command on each end): the witness adds one round trip, not two."""
+    with ThreadPoolExecutor(max_workers=2) as pool:
+        a = pool.submit(hca_port_bytes, pair.a, lane.a_port.device, lane.a_port.port)
+        b = pool.submit(hca_port_bytes, pair.b, lane.b_port.device, lane.b_port.port)
+        return a.result(), b.result()
 
 
 def lane_groups(lanes: Sequence[Lane], width: int) -> list[list[int]]:
