@@ -35,7 +35,8 @@ def _runner(cluster: Cluster, wanted: str | None) -> NodeHandle:
 
 @pytest.fixture
 def switch_links(request: pytest.FixtureRequest, cluster: Cluster, spec: SpecLookup) -> Measurement:
-    """Every switch port with a peer at the profile's width and rate, without a "Could be" hint."""
+    """Every switch port facing the inventory's nodes, and their leaves' uplinks, at the profile's width and
+    rate, without a "Could be" hint."""
     settings = spec(checks.SWITCH_LINKS)
     state = get_state(request.config)
     layer = state.profile.spec("inter_node", "link_layer") if state is not None else None
@@ -46,13 +47,19 @@ def switch_links(request: pytest.FixtureRequest, cluster: Cluster, spec: SpecLoo
     node = _runner(cluster, settings.node)
     ports, result = probe.read_links(node)
     rate = Decimal(str(settings.rate.to("Gb/s"))) if settings.rate is not None else None
-    judged, bad = probe.bad_links(ports, width=settings.width, rate_gbps=rate, could_be=settings.could_be)
-    extra = {"switch_links": {"from": node.name, "links": judged, "bad": [str(b) for b in bad]}}
+    hosts = {h for n in cluster.nodes for h in (n.name, n.spec.host)}
+    ours, left_out = probe.in_scope(ports, hosts)
+    judged, bad = probe.bad_links(ours, width=settings.width, rate_gbps=rate, could_be=settings.could_be)
+    extra = {"switch_links": {"from": node.name, "links": judged, "bad": [str(b) for b in bad], "not_judged": left_out}}
     if not judged:
-        return Measurement.absent(f"iblinkinfo on {node.name} shows no switch port with a peer", (result,))
+        return Measurement.absent(
+            f"iblinkinfo on {node.name} shows no switch port facing the inventory's nodes (a CA's node description "
+            f"starts with its host name: cat /sys/class/infiniband/*/node_desc on a node; rdma-ndd sets it); "
+            f"{left_out} other link(s) not judged", (result,))
+    others = f"; {left_out} link(s) of other nodes and switches not judged" if left_out else ""
     if bad:
         shown = "; ".join(str(b) for b in bad[:SHOWN]) + (f"; and {len(bad) - SHOWN} more" if len(bad) > SHOWN else "")
         return Measurement(value="degraded", evidence=(result,), extra=extra,
-                           detail=f"{len(bad)} of {judged} switch links bad (iblinkinfo on {node.name}): {shown}")
+                           detail=f"{len(bad)} of {judged} switch links bad (iblinkinfo on {node.name}): {shown}{others}")
     return Measurement(value="ok", evidence=(result,), extra=extra,
-                       detail=f"all {judged} switch links as expected (iblinkinfo on {node.name})")
+                       detail=f"all {judged} switch links as expected (iblinkinfo on {node.name}){others}")

@@ -1,7 +1,9 @@
-"""Switch links: ``iblinkinfo`` run once, from one node, judged for every switch port with a peer.
+"""Switch links: ``iblinkinfo`` run once, from one node, judged for the switch ports facing the
+inventory's nodes and the uplinks of the switches those are on.
 
 iblinkinfo walks the whole subnet through the subnet manager's view, so links between two
-switches, which no node's own checks can see, are judged too. A link is bad when it is not
+switches, which no node's own checks can see, are judged too; what belongs to other nodes (storage
+servers, other tenants' nodes and leaves) is left out (:func:`in_scope`). A link is bad when it is not
 Active, narrower than ``width`` lanes, slower than ``rate``, or when iblinkinfo adds its
 ``( Could be ...)`` note: both ends support a faster speed or wider width than the link trained
 at. A link between two switches is listed from both; it is judged once and named by both ends.
@@ -18,7 +20,7 @@ from pytest_fabric.probes.base import parse_or_raise
 from pytest_fabric.run.cluster import NodeHandle
 from pytest_fabric.transport.results import CommandResult
 
-__all__ = ["BadLink", "bad_links", "read_links"]
+__all__ = ["BadLink", "bad_links", "in_scope", "read_links"]
 
 
 @dataclass(frozen=True)
@@ -70,6 +72,42 @@ def bad_links(ports: Iterable[IblinkinfoPort], *, width: int | None, rate_gbps: 
         if why:
             bad.append(BadLink(f"{_end(port)} <-> {_peer(port)}", f"{_link_text(port)}; " + "; ".join(why)))
     return judged, bad
+
+
+def _host_of(description: str | None) -> str:
+    """The host a CA's node description names: its first word (``node03 mlx5_0``, ``gpu07 HCA-1``),
+    as rdma-ndd sets it from the host name, short and lower case."""
+    words = (description or "").split()
+    return words[0].split(".")[0].lower() if words else ""
+
+
+def in_scope(ports: Iterable[IblinkinfoPort], hosts: Iterable[str]) -> tuple[list[IblinkinfoPort], int]:
+    """(the switch ports the acceptance is about, how many other links were left out).
+
+    The subnet holds more than the inventory: storage servers, other tenants' nodes and their
+    leaves. Judged: the switch ports whose peer is a CA of one of ``hosts`` (by its node
+    description's host name), and the links between switches where one end is a switch such a port
+    is on (a leaf of ours: its uplinks carry our traffic). A link is counted once, as in
+    :func:`bad_links`.
+    """
+    ours = {h.split(".")[0].lower() for h in hosts}
+    ports = list(ports)
+    switch_lids = {p.lid for p in ports if p.node_type == "Switch"}
+    facing = [p for p in ports if p.node_type != "CA" and p.peer_lid is not None and p.peer_lid not in switch_lids
+              and _host_of(p.peer_name) in ours]
+    leaves = {p.lid for p in facing}
+    facing_ids = {id(p) for p in facing}
+    kept: list[IblinkinfoPort] = []
+    others: set[frozenset[tuple[int, int]]] = set()
+    for port in ports:
+        if port.node_type == "CA" or port.peer_lid is None or port.peer_port is None:
+            continue
+        between_switches = port.peer_lid in switch_lids
+        if id(port) in facing_ids or (between_switches and (port.lid in leaves or port.peer_lid in leaves)):
+            kept.append(port)
+        else:
+            others.add(frozenset({(port.lid, port.port), (port.peer_lid, port.peer_port)}))
+    return kept, len(others)
 
 
 def read_links(node: NodeHandle) -> tuple[list[IblinkinfoPort], CommandResult]:
