@@ -5,9 +5,10 @@ from __future__ import annotations
 
 from decimal import Decimal
 
+from simcluster.switches import fabric_scan
+
 from pytest_fabric.parsers.iblinkinfo import parse_iblinkinfo
 from pytest_fabric.probes.switch_links import bad_links, in_scope
-from simcluster.switches import fabric_scan
 
 NODES = [f"node0{i}" for i in range(1, 9)]  # node01-04 on leaf1, node05-08 on leaf2
 SCAN = parse_iblinkinfo(fabric_scan(NODES, {("leaf1", 3): ("2X", "53.125"),      # node03's port: ours
