@@ -88,6 +88,7 @@ def _module_of(path: Path) -> str:
     return ".".join([NAME, *parts])
 
 
+@cache
 def _file_of(module: str) -> Path | None:
     if not _is_under(module, NAME):
         return None
@@ -178,6 +179,7 @@ def _imports_subprocess(module: str) -> bool:
     return any(_is_under(imp.module, "subprocess") for imp in _imports(path))
 
 
+@cache
 def _layer_of(module: str) -> tuple[int, str] | None:
     """(rank, name) of the layer ``module`` belongs to: its longest matching prefix."""
     relative = module.removeprefix(NAME).removeprefix(".")
