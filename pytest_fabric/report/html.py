@@ -42,6 +42,7 @@ from pytest_fabric.report import page, rows
 from pytest_fabric.report.causes import cause_key
 from pytest_fabric.report.collect import (
     CHECKS_KEY,
+    SOAK_KEY,
     final_verdict,
     get_checks,
     is_controller,
@@ -66,6 +67,7 @@ class FabricHtml:
         self.shared = rows.SharedTexts()  # what many rows would repeat, written once below the tables
         self.first_of_cause: dict[tuple[str, str], str] = {}  # (layer, cause) -> the error the table lists
         self.left_out: set[str] = set()  # node ids the results table does not list
+        self.rowed: set[str] = set()  # --soak: node ids with a row already (a test reports every cycle)
         self._node_names: frozenset[str] | None = None
 
     def _active(self) -> bool:
@@ -101,6 +103,13 @@ class FabricHtml:
             del cells[:]
             return
         rec = record_of(report)
+        if self.config.stash.get(SOAK_KEY, None) is not None and rec is not None:
+            # --soak: a test reports every cycle; its first row stays, and a later one only when it did
+            # not pass (a day of cycles would be 10^5 rows). Every cycle is drawn in Over time.
+            if report.nodeid in self.rowed and rec.get("outcome") in ("passed", "skipped", "waived"):
+                del cells[:]
+                return
+            self.rowed.add(report.nodeid)
         # The collector's copy carries "previous" (--compare); fall back to the report's own.
         check = self.config.stash.get(CHECKS_KEY, {}).get(report.nodeid, rec) if rec is not None else None
         # pytest-html's own cells too: every byte of a row is stored twice escaped, on every row.

@@ -5,8 +5,10 @@ Kept short (a few seconds a soak): two cycles show what forty would.
 
 from __future__ import annotations
 
+import html
 import json
 import os
+import re
 import signal
 import subprocess
 import sys
@@ -53,6 +55,9 @@ def test_a_short_soak_runs_cycles_to_one_verdict_records_them_and_draws_them(pyt
         s["series"].endswith("temperature") for s in soak["telemetry"]["series"])
     page = (pytester.path / "report.html").read_text()
     assert page.count('class="fabric-soak-chart"') >= 2
+    # pytest-html's results: a row per test, not per test and cycle (all passed)
+    blob = json.loads(html.unescape(re.search(r'data-jsonblob="([^"]*)"', page).group(1)))  # type: ignore[union-attr]
+    assert {len(rows) for rows in blob["tests"].values()} == {1}, {k: len(v) for k, v in blob["tests"].items()}
     assert "inter_node.tcp_throughput: higher is better" in page
 
 
