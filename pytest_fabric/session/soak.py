@@ -47,6 +47,8 @@ __all__ = ["SOAK_KEY", "SoakLog", "allocation_plan_s", "cycles_left", "progress_
 DEFAULT_INTERVAL_S = 30.0
 #: the record's copy of run.soak is rebuilt at most this often between cycles
 SNAPSHOT_S = 10.0
+#: a level series (temperature, power) beyond this many points keeps every other one (a day at 30 s: 2,880)
+MAX_LEVEL_POINTS = 720
 
 
 def soak_seconds(config: pytest.Config) -> float | None:
@@ -136,7 +138,9 @@ class SoakLog:
         self._mono = time.monotonic()
         self.spans: list[CycleSpan] = []
         self.figures: list[Figure] = []
-        self.samples: list[Sample] = []
+        #: (node, series) -> its samples as kept (see _keep), and the latest one taken
+        self._telemetry: dict[tuple[str, str], list[Sample]] = {}
+        self._latest: dict[tuple[str, str], Sample] = {}
         self.not_sampled: dict[str, str] = {}
         self.status = "running"
         self.verdict: SoakVerdict | None = None
@@ -201,16 +205,38 @@ class SoakLog:
                                            "passed", float(rate.tflops), "TFLOP/s", True))
             for index, reasons in load.reasons.items():
                 throttled = sorted(r for r in reasons if r in THROTTLE_REASONS)
-                self.samples.append(Sample(at, load.node, f"gpu{index} throttled under load",
-                                           1.0 if throttled else 0.0, "", "flag", ", ".join(throttled)))
+                self._keep(Sample(at, load.node, f"gpu{index} throttled under load",
+                                  1.0 if throttled else 0.0, "", "flag", ", ".join(throttled)))
 
     def add_load_error(self, node: str, why: str) -> None:
         with self._lock:
             self.load_not_run.setdefault(node, why)
 
+    def _keep(self, sample: Sample) -> None:
+        """Keep a sample (under the lock) as much as a day of them can be kept: a counter, state or flag only
+        where it changed (all the judgement reads), a level (temperature, power) thinned to every other
+        point once it has :data:`MAX_LEVEL_POINTS`; the latest sample of each series is kept apart."""
+        key = (sample.node, sample.series)
+        kept = self._telemetry.setdefault(key, [])
+        self._latest[key] = sample
+        if sample.kind != "level":
+            if not kept or (kept[-1].value, kept[-1].text) != (sample.value, sample.text):
+                kept.append(sample)
+            return
+        kept.append(sample)
+        if len(kept) > MAX_LEVEL_POINTS:
+            kept[:] = kept[::2]
+
+    @property
+    def samples(self) -> list[Sample]:
+        """The telemetry kept, every series (see :meth:`_keep`)."""
+        with self._lock:
+            return [s for kept in self._telemetry.values() for s in kept]
+
     def add_samples(self, samples: list[Sample], not_sampled: dict[str, str]) -> None:
         with self._lock:
-            self.samples.extend(samples)
+            for sample in samples:
+                self._keep(sample)
             for node, why in not_sampled.items():
                 self.not_sampled.setdefault(node, why)
 
@@ -219,7 +245,7 @@ class SoakLog:
         with self._lock:
             done = {s.cycle for s in self.spans if s.end is not None}
             figures = [f for f in self.figures if f.cycle in done]
-            samples = list(self.samples)
+            samples = [s for kept in self._telemetry.values() for s in kept]
             spans = [(s.cycle, s.start, s.end) for s in self.spans]
         self.verdict = judge_soak(figures, samples, cycles=len(done), started=self.started, max_drift=self.max_drift,
                                   spans=spans)
@@ -244,10 +270,11 @@ class SoakLog:
                     "higher_is_better": f.higher_is_better, "limit": self._limits.get(f.nodeid), "points": []})
                 entry["points"].append([f.cycle, round(f.at, 3), f.value, f.outcome])
             telemetry: dict[tuple[str, str], dict[str, Any]] = {}
-            for s in self.samples:
-                tel = telemetry.setdefault((s.node, s.series), {
-                    "node": s.node, "series": s.series, "unit": s.unit, "kind": s.kind, "points": []})
-                tel["points"].append([round(s.at, 3), s.value, s.text])
+            for key, kept in self._telemetry.items():
+                latest = self._latest[key]
+                shown = kept + ([latest] if latest is not kept[-1] else [])  # a steady series still reaches now
+                telemetry[key] = {"node": latest.node, "series": latest.series, "unit": latest.unit, "kind": latest.kind,
+                                  "points": [[round(s.at, 3), s.value, s.text] for s in shown]}
             spans = [s.to_json() for s in self.spans]
             not_sampled = dict(sorted(self.not_sampled.items()))
         return {

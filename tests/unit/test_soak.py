@@ -138,3 +138,23 @@ def test_a_slurm_allocation_holds_the_soak_and_one_more_cycle() -> None:
     assert allocation_plan_s(300.0, None) == 300.0 and allocation_plan_s(None, None) is None
     assert allocation_plan_s(300.0, 8 * 3600.0) == 8 * 3600.0 + 300.0
     assert allocation_minutes(allocation_plan_s(300.0, 8 * 3600.0) or 0) >= 8 * 60 + 5  # not the plan's 18 min
+
+
+def test_a_day_of_telemetry_is_kept_as_changes_and_thinned_levels_and_still_judged() -> None:
+    from pytest_fabric.judge.soak import Sample
+    from pytest_fabric.session.soak import MAX_LEVEL_POINTS, SoakLog
+
+    log = SoakLog(86400.0, 30.0, None)
+    for i in range(2880):  # a day at 30 s
+        at = i * 30.0
+        errors = 0.0 if i < 2000 else 3.0  # a port's errors grow at 16:40
+        log.add_samples([Sample(at, "n1", "eth0 rx errors", errors, kind="counter"),
+                         Sample(at, "n1", "gpu0 temperature", 60.0 + i % 7, "C")], {})
+    series = {s["series"]: s["points"] for s in log.to_json()["telemetry"]["series"]}
+    assert [p[1] for p in series["eth0 rx errors"]] == [0.0, 3.0, 3.0]  # first, the change, the latest
+    assert series["eth0 rx errors"][-1][0] == 2879 * 30.0
+    assert MAX_LEVEL_POINTS // 2 <= len(series["gpu0 temperature"]) <= MAX_LEVEL_POINTS + 1
+    log.begin(1)
+    log.end(1)
+    verdict = log.judge()
+    assert [(f.kind, f.at) for f in verdict.faults] == [("counter", 2000 * 30.0)]
