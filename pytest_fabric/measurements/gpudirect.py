@@ -12,8 +12,11 @@ from pytest_fabric.checks.base import GPUDIRECT_BANDWIDTH_PORTS
 from pytest_fabric.judge.verdict import Measurement
 from pytest_fabric.measurements.affinity import node_topology
 from pytest_fabric.measurements.inter_node import node_ports, rdma_traffic
+from pytest_fabric.measurements.intra_node import node_gpus
+from pytest_fabric.parsers.base import ParseError
+from pytest_fabric.transport.base import TransportError
 from pytest_fabric.probes import affinity, gpudirect, rdma
-from pytest_fabric.run.cluster import NodePair
+from pytest_fabric.run.cluster import NodeHandle, NodePair
 from pytest_fabric.run.fixtures import SpecLookup
 from pytest_fabric.run.state import FabricState, get_state
 from pytest_fabric.run.waves import wave
@@ -28,7 +31,7 @@ def _state(request: pytest.FixtureRequest) -> FabricState:
 @pytest.fixture
 @wave("node_pair")
 def gpudirect_bandwidth(request: pytest.FixtureRequest, node_pair: NodePair, spec: SpecLookup) -> Measurement:
-    """ib_write_bw --use_cuda=N from each GPU of one node to the same GPU of the other, over their nearest NICs."""
+    """ib_write_bw from each GPU of one node (named by its bus id) to the same GPU of the other, over their nearest NICs."""
     settings = spec(checks.GPUDIRECT_BANDWIDTH)
     state = _state(request)
     run = rdma.RdmaSettings(size_bytes=int(settings.size.to("B")), qps=settings.qps, repeat=settings.repeat,
@@ -39,4 +42,15 @@ def gpudirect_bandwidth(request: pytest.FixtureRequest, node_pair: NodePair, spe
     ports_b, _ = node_ports(request, node_pair.b)
     return gpudirect.pair_gpudirect(
         node_pair, run, rails_a=affinity.rails(node_topology(request, node_pair.a)[0]),
-        rails_b=affinity.rails(node_topology(request, node_pair.b)[0]), ports_a=ports_a, ports_b=ports_b)
+        rails_b=affinity.rails(node_topology(request, node_pair.b)[0]), ports_a=ports_a, ports_b=ports_b,
+        bus_ids_a=_bus_ids(request, node_pair.a), bus_ids_b=_bus_ids(request, node_pair.b))
+
+
+def _bus_ids(request: pytest.FixtureRequest, node: NodeHandle) -> dict[str, str]:
+    """``GPU3`` (topo -m's name, nvidia-smi's index) -> its PCI bus id, from the node's GPU inventory
+    (read once per run); empty where it cannot be read (the GPUs are then named by index, and said)."""
+    try:
+        inventory = node_gpus(request, node)
+    except (TransportError, ParseError):
+        return {}
+    return {f"GPU{gpu.index}": gpu.bus_id for gpu in inventory.report.gpus if gpu.bus_id}

@@ -349,8 +349,10 @@ def _run_pair(
     port: int,
     client_args: str,
     binding: _Binding,
+    server_settings: RdmaSettings | None = None,
 ) -> tuple[CommandResult, list[CommandResult]]:
-    server_cmd = f"{binding.b}{settings.tool} {_perftest_args(b_port.device, b_port.port, settings, port)} {client_args}"
+    served = server_settings or settings
+    server_cmd = f"{binding.b}{settings.tool} {_perftest_args(b_port.device, b_port.port, served, port)} {client_args}"
     server = pair.b.start(server_cmd, timeout=settings.timeout_s + SERVER_START_S)
     evidence: list[CommandResult] = []
     try:
@@ -372,8 +374,10 @@ class Lane:
     name: str
     a_port: RdmaPort
     b_port: RdmaPort
-    #: options this lane adds to the settings' (``--use_cuda=N``: the GPU whose memory it sends)
+    #: options this lane adds to the settings' (``--use_cuda_bus_id=ID``: the GPU whose memory it sends)
     extra_args: tuple[str, ...] = ()
+    #: the server's own, where they differ from the client's (its GPU's bus id); None: ``extra_args``
+    b_extra_args: tuple[str, ...] | None = None
 
 
 @dataclass(frozen=True)
@@ -393,10 +397,12 @@ def _bandwidth_sample(
     pair: NodePair, lane: Lane, settings: RdmaSettings, port: int, binding: _Binding
 ) -> tuple[Quantity, list[CommandResult], list[corroboration.Corroboration]]:
     run = dataclasses.replace(settings, extra_args=(*settings.extra_args, *lane.extra_args))
+    served = None if lane.b_extra_args is None else dataclasses.replace(
+        settings, extra_args=(*settings.extra_args, *lane.b_extra_args))
     args = f"-s {settings.size_bytes} -q {settings.qps} --report_gbits {settings.run_args}"
     # Each lane's own two ports: lanes run at once never share one (lane_groups), so the growth is this run's.
     before = _port_bytes(pair, lane) if settings.witness else ()
-    client, server_evidence = _run_pair(pair, lane.a_port, lane.b_port, run, port, args, binding)
+    client, server_evidence = _run_pair(pair, lane.a_port, lane.b_port, run, port, args, binding, served)
     after = _port_bytes(pair, lane) if settings.witness else ()
     witnessed = [r.evidence for r in (*before, *after) if r.evidence is not None]
     if client.exit_code != 0 and not _has_bandwidth_table(client.stdout):

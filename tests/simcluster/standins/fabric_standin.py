@@ -1023,7 +1023,7 @@ def cmd_perftest(tool: str, argv: list[str]) -> int:
     # perftest without HAVE_CUDA has no --use_cuda: getopt_long refuses it as unknown.
     table = _perftest_table(doc, bool(doc["nodes"][me].get("perftest_cuda", True)))
     opts, host = _parse_perftest(tool, argv, table)
-    if ("use_cuda" in opts or "use_cuda_dmabuf" in opts) and not doc["nodes"][me].get("gpudirect", True):
+    if any(k in opts for k in ("use_cuda", "use_cuda_bus_id", "use_cuda_dmabuf")) and not doc["nodes"][me].get("gpudirect", True):
         # FakeHardware.gpudirect False: GPU memory cannot be registered (no nvidia_peermem), as perftest says it.
         die(" Couldn't allocate MR\n failed to create mr\n Failed to create MR", 1)
     info = _side_info(doc, me, tool, opts)
