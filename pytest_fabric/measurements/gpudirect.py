@@ -14,12 +14,12 @@ from pytest_fabric.measurements.affinity import node_topology
 from pytest_fabric.measurements.inter_node import node_ports, rdma_traffic
 from pytest_fabric.measurements.intra_node import node_gpus
 from pytest_fabric.parsers.base import ParseError
-from pytest_fabric.transport.base import TransportError
 from pytest_fabric.probes import affinity, gpudirect, rdma
 from pytest_fabric.run.cluster import NodeHandle, NodePair
 from pytest_fabric.run.fixtures import SpecLookup
 from pytest_fabric.run.state import FabricState, get_state
 from pytest_fabric.run.waves import wave
+from pytest_fabric.transport.base import TransportError
 
 
 def _state(request: pytest.FixtureRequest) -> FabricState:
