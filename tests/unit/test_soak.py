@@ -21,13 +21,13 @@ from pytest_fabric.judge.soak import Figure
 from pytest_fabric.session.soak import cycles_left, progress_text
 
 LOCAL = ("--cluster", "local", "-p", "no:cacheprovider")
-# loopback TCP for 1 s and the MTU: a cycle of ~2 s; drift judged loosely (a loaded machine's loopback varies)
+# the MTU alone: a cycle well under a second even on a loaded 2-core machine (loopback TCP took 4 s there)
 QUICK = """name: quick-soak
 inter_node:
   mtu: {min: 1500, source: Ethernet minimum}
-  tcp_throughput: {min: 100 Mb/s, streams: 1, duration: 1 s, source: a sanity floor for loopback}
-soak: {max_drift: 95%, interval: 1 s}
+soak: {max_drift: 10%, interval: 1 s}
 """
+ONLY = ("-k", "test_mtu")
 
 
 @pytest.fixture
@@ -36,8 +36,7 @@ def quick(pytester: pytest.Pytester) -> str:
 
 
 def test_a_short_soak_runs_cycles_to_one_verdict_records_them_and_draws_them(pytester: pytest.Pytester, quick: str) -> None:
-    result = pytester.runpytest_subprocess(*LOCAL, "--profile", quick, "-k", "mtu or tcp_throughput and not outlier",
-                                           "--soak", "5s", "--conformance-json=record.json", "--html=report.html",
+    result = pytester.runpytest_subprocess(*LOCAL, "--profile", quick, *ONLY, "--soak", "4s", "--conformance-json=record.json", "--html=report.html",
                                            "--self-contained-html")
     out = result.stdout.str()
     assert result.ret == 0, out
@@ -47,18 +46,19 @@ def test_a_short_soak_runs_cycles_to_one_verdict_records_them_and_draws_them(pyt
     soak = record["run"]["soak"]
     assert soak["cycles"] >= 2 and soak["status"] == "complete"
     assert record["run"]["verdict"] == "accept" and soak["judgement"]["verdict"] == "accept"
-    tcp = next(s for s in soak["figures"] if s["key"] == "inter_node.tcp_throughput")
-    assert len(tcp["points"]) >= 2 and {p[0] for p in tcp["points"]} >= {1, 2}
-    assert all(p[2] and p[2] > 0 for p in tcp["points"]) and tcp["unit"]
+    (mtu,) = soak["figures"]
+    assert mtu["key"] == "inter_node.mtu" and mtu["limit"] == 1500
+    assert len(mtu["points"]) >= 2 and {p[0] for p in mtu["points"]} >= {1, 2} and all(p[2] >= 1500 for p in mtu["points"])
     assert soak["telemetry"]["series"], soak["telemetry"]  # the machine's ports at least
     assert "no nvidia-smi" in " ".join(soak["telemetry"]["not_sampled"].values()) or any(
         s["series"].endswith("temperature") for s in soak["telemetry"]["series"])
     page = (pytester.path / "report.html").read_text()
-    assert page.count('class="fabric-soak-chart"') >= 2
+    assert page.count('class="fabric-soak-chart"') >= 1  # the MTU's; this machine's ports were steady: said
+    assert "steady throughout" in page and "eth0 state (state)" in page or page.count('class="fabric-soak-chart"') > 1
     # pytest-html's results: a row per test, not per test and cycle (all passed)
     blob = json.loads(html.unescape(re.search(r'data-jsonblob="([^"]*)"', page).group(1)))  # type: ignore[union-attr]
     assert {len(rows) for rows in blob["tests"].values()} == {1}, {k: len(v) for k, v in blob["tests"].items()}
-    assert "inter_node.tcp_throughput: higher is better" in page
+    assert "inter_node.mtu: higher is better" in page
 
 
 def test_a_soak_needs_a_duration(pytester: pytest.Pytester, quick: str) -> None:
@@ -69,8 +69,8 @@ def test_a_soak_needs_a_duration(pytester: pytest.Pytester, quick: str) -> None:
 
 def test_sigterm_ends_a_soak_keeping_its_sealed_cycles(pytester: pytest.Pytester, quick: str) -> None:
     run = subprocess.Popen(
-        [sys.executable, "-m", "pytest", *LOCAL, "--profile", quick, "-k", "mtu or tcp_throughput and not outlier",
-         "--soak", "120s", "--conformance-json=record.json"],
+        [sys.executable, "-m", "pytest", *LOCAL, "--profile", quick, *ONLY, "--soak", "120s",
+         "--conformance-json=record.json"],
         cwd=pytester.path, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
         env={**os.environ, "FABRIC_TEST_CHECKOUT": "1"})
     record = pytester.path / "record.json"
