@@ -1,0 +1,251 @@
+"""Blame over a thousand random clusters: are the nodes sent back the bad ones, and only those?
+
+Each scenario is a cluster of 4 to 512 nodes swept the way a run sweeps it (pairs: ``all up
+to 32 nodes, then random:4``, one direction a pair, roles alternating), with every pair check
+:mod:`pytest_fabric.judge.blame` reads: TCP, RDMA on 1, 2 or 4 rails, multi-node NCCL (a pair
+measured together, no direction). Each figure has three repeats.
+
+Healthy noise: every repeat is the nominal figure times a factor drawn log-uniformly from a
+range whose top-to-bottom ratio is 1.01 to 3 (a quiet fabric to the simulated cluster's
+3.8-9.4 Gb/s on a busy machine), a quarter of it fixed per pair (its route), the rest per
+repeat. Floors sit under the healthy range. Faults, 0 to 3 per cluster, 10% to 90% below:
+
+- ``slow``: the node's every check (its HCA, PCIe, host); ``send`` / ``receive``: TCP and RDMA
+  only in that direction; ``flapping``: one rail whose repeats fall at random on a full and a
+  low level; ``nccl-only``: only NCCL sees it (GPUDirect, a PCIe switch, the GPU side);
+  ``unreachable``: no figure at all (and its peers' measurements with it fail);
+- ``link``: 0 to 2 bad paths between two healthy nodes (on one rail or TCP), no node on two of
+  them: two bad paths on one node's port are that node's fault.
+
+Fewer bad nodes than half of each node's peers: with more, no baseline without them exists and
+the model says cannot tell (a 4-node cluster holds at most one; unreachable nodes do not count).
+
+A bad node *counts* (B) when it is at least 20% and three healthy spreads below its peers in a
+series it is bad in; the healthy spread is 1.4826 x MAD of the log figures of healthy pairs
+under the scenario's noise (drawn apart: a few pairs' MAD is chance). Nodes sent back that are not bad (healthy or unreachable) are K.
+A scenario *rejects* when blame finds anything short; naming no one means no node and no link.
+
+    python3 benchmarks/bench_verdicts.py [scenarios] [seed]
+"""
+
+from __future__ import annotations
+
+import math
+import random
+import statistics
+import sys
+import time
+from collections import defaultdict
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+from pytest_fabric.judge.blame import Failure, Figure, blame
+from pytest_fabric.run.pairs import make_pairs
+
+SIZES = [4, 5, 6, 8, 12, 16, 24, 32, 64, 128, 256, 512]
+WEIGHTS = [10, 6, 8, 10, 8, 8, 6, 8, 6, 4, 2, 1]
+KINDS = ["slow", "send", "receive", "flapping", "nccl-only", "unreachable"]
+REPEATS = 3
+NOMINAL = {"tcp_throughput": 25e9, "rdma_bandwidth": 196e9, "nccl_allreduce": 85e9}
+
+
+@dataclass
+class Scenario:
+    nodes: list[str]
+    figures: list[Figure]
+    failures: list[Failure]
+    unreachable: dict[str, str]
+    faults: dict[str, tuple[str, float, str]]  # node -> (kind, severity, rail)
+    links: dict[tuple[str, str], tuple[str, float]]  # pair -> (series, severity)
+    noise: float
+    measure: Callable[[str, str, str], Figure | Failure]
+    counted: set[str] = field(default_factory=set)
+
+
+def bucket(n: int) -> str:
+    return "4-8" if n <= 8 else "12-32" if n <= 32 else "64-128" if n <= 128 else "256-512"
+
+
+def identifiable(pairs: list[tuple[str, str]], faults: dict[str, tuple[str, float, str]],
+                 links: dict[tuple[str, str], tuple[str, float]]) -> bool:
+    """Fewer bad figures than half of every node's figures, and of the figures without each bad node."""
+    gone = {n for n, f in faults.items() if f[0] == "unreachable"}
+    bad = set(faults) - gone
+    kept = [p for p in pairs if not set(p) & gone]
+    reachable = {n for p in kept for n in p}
+    if len(reachable) < 4:
+        return False
+    for node in reachable:
+        own = [p for p in kept if node in p]
+        if sum(1 for p in links if node in p) > 1:
+            return False  # two bad paths on one node are its own port: a node fault, not links
+        if node not in bad:
+            short = [p for p in own if set(p) & bad or p in links]
+            if 2 * len(short) >= len(own):
+                return False
+        else:
+            others = [p for p in kept if node not in p]
+            if 2 * sum(1 for p in others if set(p) & bad or p in links) >= len(others):
+                return False
+    return True
+
+
+def scenario(rng: random.Random) -> Scenario:
+    n = rng.choices(SIZES, WEIGHTS)[0]
+    nodes = [f"node{i:03d}" for i in range(1, n + 1)]
+    pairs = [(p.a, p.b) for p in make_pairs(nodes, "all up to 32 nodes, then random:4")]
+    ratio = math.exp(rng.uniform(math.log(1.01), math.log(3.0)))
+    half = math.log(ratio) / 2
+    rails = [f"mlx5_{i}" for i in range(rng.choice([1, 2, 4]))]
+    faults: dict[str, tuple[str, float, str]] = {}
+    for node in rng.sample(nodes, rng.randint(0, 3)):
+        fault = (rng.choice(KINDS), rng.uniform(0.10, 0.90), rng.choice(rails))
+        if identifiable(pairs, {**faults, node: fault}, {}):
+            faults[node] = fault
+    unreachable = {node: "ssh: connect to host: Connection timed out" for node, f in faults.items() if f[0] == "unreachable"}
+    healthy_pairs = [p for p in pairs if not set(p) & set(faults)]
+    links: dict[tuple[str, str], tuple[str, float]] = {}
+    for _ in range(rng.randint(0, 2)):
+        if healthy_pairs:
+            pair = rng.choice(healthy_pairs)
+            link = (rng.choice(["tcp_throughput"] + [f"rdma_bandwidth {r}" for r in rails]), rng.uniform(0.10, 0.90))
+            if identifiable(pairs, faults, {**links, pair: link}):
+                links[pair] = link
+
+    def cap(node: str, series: str, role: str) -> float:
+        """The node's share of the nominal figure in this series and role (1: healthy)."""
+        if node not in faults:
+            return 1.0
+        kind, severity, rail = faults[node]
+        check = series.split()[0]
+        hit = (
+            kind == "slow"
+            or (kind in ("send", "receive") and role == kind and check != "nccl_allreduce")
+            or (kind == "nccl-only" and check == "nccl_allreduce")
+        )
+        return 1 - severity if hit else 1.0
+
+    series_list = ["tcp_throughput", *(f"rdma_bandwidth {r}" for r in rails), "nccl_allreduce"]
+    floor_share = rng.uniform(0.5, 0.9)
+    routes: dict[tuple[str, str, str], float] = {}
+
+    def measure(series: str, a: str, b: str) -> Figure | Failure:
+        check, _, rail = series.partition(" ")
+        if a in unreachable or b in unreachable:
+            gone = a if a in unreachable else b
+            return Failure(check, (a, b), f"{gone}: ssh: connect to host: Connection timed out", gone)
+        nominal = NOMINAL[check]
+        route = routes.setdefault((series, a, b), math.exp(rng.uniform(-half, half) / 4))
+        share = min(cap(a, series, "send"), cap(b, series, "receive"))
+        if links.get((a, b), ("",))[0] == series:
+            share *= 1 - links[(a, b)][1]
+        repeats = []
+        for _ in range(REPEATS):
+            level = share
+            for end in (a, b):
+                kind, severity, frail = faults.get(end, ("", 0.0, ""))
+                if kind == "flapping" and rail == frail and rng.random() < 0.5:
+                    level = min(level, 1 - severity)
+            repeats.append(nominal * level * route * math.exp(rng.uniform(-half, half) * 3 / 4))
+        return Figure(check, (a, b), tuple(repeats), nominal * math.exp(-half) * floor_share, rail,
+                      check != "nccl_allreduce")
+
+    figures: list[Figure] = []
+    failures: list[Failure] = []
+    for series in series_list:
+        for a, b in pairs:
+            got = measure(series, a, b)
+            (figures if isinstance(got, Figure) else failures).append(got)  # type: ignore[arg-type]
+
+    sc = Scenario(nodes, figures, failures, unreachable, faults, links, ratio, measure)
+    # which bad nodes count: 20% and three healthy spreads below, in a series they are bad in; the
+    # healthy spread of this noise from many healthy figures (a few pairs' MAD is chance)
+    sample = random.Random(rng.random())
+    healthy = sorted(math.log(statistics.median(
+        math.exp(sample.uniform(-half, half) / 4 + sample.uniform(-half, half) * 3 / 4) for _ in range(REPEATS)))
+        for _ in range(401))
+    spread = 1.4826 * statistics.median(abs(v - healthy[200]) for v in healthy)
+    for node, (kind, severity, rail) in faults.items():
+        if kind == "unreachable" or severity < 0.20:
+            continue
+        for series in series_list:
+            hit = kind == "flapping" and series == f"rdma_bandwidth {rail}" or any(
+                cap(node, series, role) < 1 for role in ("send", "receive"))
+            if not hit:
+                continue
+            if -math.log(1 - severity) >= 3 * spread:
+                sc.counted.add(node)
+                break
+    return sc
+
+
+def main() -> None:
+    total = int(sys.argv[1]) if len(sys.argv) > 1 else 1000
+    seed = int(sys.argv[2]) if len(sys.argv) > 2 else 29
+    rng = random.Random(seed)
+    healthy_back = bad_total = bad_back = nameless = retested = 0
+    cells: dict[tuple[str, str], list[int]] = defaultdict(lambda: [0, 0])
+    misses: list[str] = []
+    started = time.perf_counter()
+    for index in range(total):
+        sc = scenario(rng)
+        verdict = blame(sc.nodes, sc.figures, failures=sc.failures, unreachable=sc.unreachable)
+        if verdict.retests:  # what a run does next: measure what would tell, judge everything again
+            extra = [sc.measure(series, a, b) for series, a, b in verdict.retests]
+            retested += 1
+            verdict = blame(sc.nodes, [*sc.figures, *(f for f in extra if isinstance(f, Figure))],
+                            failures=sc.failures, unreachable=sc.unreachable)
+        back = set(verdict.send_back)
+        wrong = back - {n for n, f in sc.faults.items() if f[0] != "unreachable"}
+        healthy_back += len(wrong)
+        if wrong:
+            misses.append(f"scenario {index}: {len(sc.nodes)} nodes, noise x{sc.noise:.2f}, sent back healthy {sorted(wrong)}; "
+                          f"faults {sc.faults}; {[verdict.nodes[w].message for w in sorted(wrong)]}")
+        size = bucket(len(sc.nodes))
+        for node, (kind, _, _) in sc.faults.items():
+            if kind == "unreachable":
+                cell = cells[(kind, size)]
+                cell[1] += 1
+                cell[0] += int(node not in back and any(u.node == node for u in verdict.unmeasured))
+                continue
+            if node in sc.counted:
+                bad_total += 1
+                cell = cells[(kind, size)]
+                cell[1] += 1
+                if node in back:
+                    bad_back += 1
+                    cell[0] += 1
+                else:
+                    misses.append(f"scenario {index}: {len(sc.nodes)} nodes, noise x{sc.noise:.2f}, missed {node} "
+                                  f"{sc.faults[node]}: {verdict.nodes[node].kind}: {verdict.nodes[node].message[:300]}")
+        found_links = {tuple(sorted(lf.nodes)) for lf in verdict.links}
+        for pair in sc.links:
+            cell = cells[("link", size)]
+            cell[1] += 1
+            cell[0] += int(tuple(sorted(pair)) in found_links)
+        if verdict.rejects and not verdict.names_someone:
+            nameless += 1
+            misses.append(f"scenario {index}: rejects naming no one: {verdict.fabric} "
+                          f"{[(n, b.kind) for n, b in verdict.nodes.items() if b.kind != 'healthy']}")
+    elapsed = time.perf_counter() - started
+    share = 100.0 * bad_back / bad_total if bad_total else 100.0
+    print(f"scenarios: {total}")
+    print(f"healthy nodes sent back: {healthy_back}")
+    print(f"bad nodes sent back: {bad_back} of {bad_total} ({share:.1f}%)")
+    print(f"rejects naming no one: {nameless}")
+    sizes = ["4-8", "12-32", "64-128", "256-512"]
+    print(f"{'fault kind':<12}" + "".join(f"{s:>12}" for s in sizes))
+    for kind in [*KINDS, "link"]:
+        row = []
+        for s in sizes:
+            found, of = cells.get((kind, s), [0, 0])
+            row.append(f"{found}/{of}" if of else "-")
+        print(f"{kind:<12}" + "".join(f"{r:>12}" for r in row))
+    print("(cells: bad nodes sent back / bad nodes counted; unreachable: listed apart and not sent back; "
+          f"link: bad cables named / all, any severity); {retested} scenarios retested what would tell; {elapsed:.1f} s")
+    for line in misses[:15]:
+        print("  " + line, file=sys.stderr)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,822 @@
+"""Blame: which node, link or fabric a pair check's figures point at. One model for every pair check.
+
+Every pair check (TCP, RDMA per rail, GPUDirect, multi-node NCCL, scaling) hands its figures
+here as :class:`Figure` values: the nodes measured together (sender first where the direction
+matters), every repeat, and the floor the profile sets. Each check (and each rail of it) is a
+*series*, judged on its own; the verdicts of all series are then merged per node.
+
+The model, per series, on the logarithm of each figure (bandwidths compare as ratios: 50% below
+is the same finding at 10 Gb/s and at 400 Gb/s):
+
+- A figure is the median of its repeats. Repeats that fall into two levels (a gap between them
+  far wider than the series' usual repeat range) are *split*: a rail that retrains, not noise.
+- A node's **baseline** is built without it: the median and the spread (1.4826 x MAD) of every
+  figure it is *not* in, leaving out the nodes already found at fault. The node's own figures
+  (as sender, as receiver, and all together) are compared with that baseline: its median must
+  lie at least :attr:`Settings.spreads` spreads below it, corrected for how many figures the
+  median rests on, and at least :attr:`Settings.min_drop` below it (or under the floor while
+  the baseline is above it: the floor is the second test). Two figures at least: one pair
+  names neither of its ends.
+- Nodes are found one at a time, the clearest first; each found node's figures leave every
+  other node's baseline and own figures, so a healthy peer of a bad node is not dragged down by
+  it. Every finding is then re-judged against the baseline without all the others, until
+  nothing changes.
+- **node fault** (send, receive or both), **unstable** (most of its figures split),
+  **link fault** (one figure far below the baseline of neither end while both ends are good
+  elsewhere), **fabric** (more bad figures than :attr:`Settings.fabric_share` of the series with
+  no node pattern, or the baseline itself under the floor), **cannot tell** (bad figures, but
+  too little to build a baseline or to tell an end: the reason and the run that would tell),
+  **healthy**.
+- Nodes that could not be reached, or with no figure at all, are :class:`Unmeasured`: never in
+  a series, never in :attr:`Blame.send_back`. A failure the transport charges to a node
+  (:class:`Failure`) counts against no one else.
+
+Everything is a pure function of the input: figures are put in a canonical order first and
+every comparison is made on rounded numbers, so the same evidence gives the same verdict.
+"""
+
+from __future__ import annotations
+
+import math
+from bisect import bisect_left
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from statistics import NormalDist
+from typing import Literal
+
+__all__ = [
+    "Blame", "Failure", "Figure", "Finding", "LinkFault", "NodeBlame", "Settings", "Unmeasured", "blame",
+]
+
+Kind = Literal["node fault", "unstable", "link fault", "cannot tell", "fabric", "healthy"]
+Direction = Literal["send", "receive", "both"]
+
+#: the order in which one node's findings over several series decide its class
+RANK: dict[str, int] = {"healthy": 0, "fabric": 1, "cannot tell": 2, "link fault": 3, "unstable": 4, "node fault": 5}
+#: MAD to a normal spread
+_MAD_SCALE = 1.4826
+#: the median of k figures varies 1.2533 / sqrt(k) as much as one figure (a normal's efficiency)
+_MEDIAN_SCALE = 1.2533
+#: the figure two thirds of k are at or below varies at most this / sqrt(k) as much (the highest of
+#: two: 1.17, of three: 1.30)
+_RANK_SCALE = 1.41
+#: in a series of this many figures or more, a node whose figures lie under this share of the bar
+#: of every figure's baseline is passed over without its own (one node moves a large MAD little)
+_ROUGH_FROM = 60
+_ROUGH = 0.5
+#: the least chance of a low repeat assumed for a healthy figure
+_LEAST_CHANCE = 1e-3
+#: the mean range of n normal samples in standard deviations (d2 of quality control), n = 2..12
+_D2 = (1.128, 1.693, 2.059, 2.326, 2.534, 2.704, 2.847, 2.970, 3.078, 3.173, 3.258)
+
+
+@dataclass(frozen=True)
+class Figure:
+    """One measurement of nodes together: higher is better (a bandwidth), every repeat kept.
+
+    ``nodes`` is (sender, receiver) when ``directed``; otherwise the group measured together
+    (a multi-node NCCL pair, a scaling group). ``rail``: the port of a per-rail check.
+    """
+
+    check: str
+    nodes: tuple[str, ...]
+    repeats: tuple[float, ...]
+    floor: float | None = None
+    rail: str = ""
+    directed: bool = True
+
+    @property
+    def series(self) -> str:
+        """The check and the rail: each is judged on its own."""
+        return f"{self.check} {self.rail}" if self.rail else self.check
+
+
+@dataclass(frozen=True)
+class Failure:
+    """A measurement that produced no figure. ``charged``: the node the error belongs to (the
+    transport of that node raised it: its sshd stopped, the launch named it), if known."""
+
+    check: str
+    nodes: tuple[str, ...]
+    message: str
+    charged: str | None = None
+
+
+@dataclass(frozen=True)
+class Settings:
+    """How far below its baseline a node or link must be to be blamed."""
+
+    #: a node: how many of its own spreads its figures must lie below the baseline, where its own
+    #: spread is that of a median of its k figures against one of the baseline's m
+    #: (1.2533 x sqrt(1/k + 1/m) of one figure's spread, 1.4826 x MAD of the baseline's figures):
+    #: high, because a run makes a test for every node in every series and direction
+    confidence: float = 4.5
+    #: and never fewer than this many spreads of one figure, however many figures it has
+    least_spreads: float = 2.0
+    #: a link (one figure): this many spreads of one figure below the baseline without its ends
+    spreads: float = 4.0
+    #: and at least this far below the baseline, as a fraction (a 3% dip on a quiet fabric is real
+    #: but nothing to send back)
+    min_drop: float = 0.10
+    #: the smallest relative spread assumed (identical figures would make any dip "many spreads")
+    min_spread: float = 0.01
+    #: a split: the gap between two levels of repeats is this many times the series' usual range
+    split_ranges: float = 2.0
+    #: a low repeat (unstable): this many spreads of a repeat under the baseline
+    split_spreads: float = 4.0
+    #: at least this share of a node's repeats low, in two figures or more that have high ones too
+    unstable_share: float = 1 / 6
+    #: and no more likely by chance than this, from the share of the baseline's repeats low
+    unstable_chance: float = 1e-6
+    #: bad figures with no node pattern beyond this share of the series: the fabric, not links
+    fabric_share: float = 0.05
+    #: a baseline needs this many figures (and as many nodes in them)
+    min_baseline: int = 3
+    #: helpers a retest that would tell measures a suspect end with
+    helpers: int = 2
+
+
+@dataclass(frozen=True)
+class Finding:
+    """What one series says about one node."""
+
+    series: str
+    kind: Kind
+    text: str
+    direction: Direction | None = None
+    peers: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
+class NodeBlame:
+    """One measured node's class over every series, with what each series found."""
+
+    node: str
+    kind: Kind
+    message: str
+    direction: Direction | None = None
+    findings: tuple[Finding, ...] = ()
+    #: for cannot tell: the run that would tell
+    tell: str = ""
+
+    def to_dict(self) -> dict[str, object]:
+        return {
+            "node": self.node, "verdict": self.kind, "direction": self.direction, "message": self.message,
+            "tell": self.tell,
+            "findings": [{"series": f.series, "kind": f.kind, "direction": f.direction, "peers": list(f.peers),
+                          "text": f.text} for f in self.findings],
+        }
+
+
+@dataclass(frozen=True)
+class Unmeasured:
+    """A node with no figure to judge: the reason and the fix. Never sent back."""
+
+    node: str
+    reason: str
+    fix: str
+
+    def to_dict(self) -> dict[str, str]:
+        return {"node": self.node, "reason": self.reason, "fix": self.fix}
+
+
+@dataclass(frozen=True)
+class LinkFault:
+    """One figure bad while both its ends are good elsewhere: the cable or switch ports between."""
+
+    series: str
+    nodes: tuple[str, ...]
+    text: str
+
+
+@dataclass(frozen=True)
+class Blame:
+    """Per measured node its class; the unmeasured apart; the links and the fabric findings."""
+
+    nodes: Mapping[str, NodeBlame]
+    unmeasured: tuple[Unmeasured, ...] = ()
+    links: tuple[LinkFault, ...] = ()
+    fabric: tuple[str, ...] = ()
+    #: (series, sender, receiver): the measurements that would tell what "cannot tell" could not
+    retests: tuple[tuple[str, str, str], ...] = ()
+
+    @property
+    def send_back(self) -> tuple[str, ...]:
+        """Nodes with a measured fault of their own (node fault, unstable), sorted."""
+        return tuple(sorted(n for n, b in self.nodes.items() if b.kind in ("node fault", "unstable")))
+
+    @property
+    def rejects(self) -> bool:
+        """Does anything measured fall short: a fault, the fabric, or bad figures no one can be told for?"""
+        return bool(self.links or self.fabric) or any(b.kind != "healthy" for b in self.nodes.values())
+
+    @property
+    def names_someone(self) -> bool:
+        """A node to send back, or a link."""
+        return bool(self.send_back or self.links)
+
+
+# --------------------------------------------------------------------------- numbers
+
+
+def _q(x: float) -> float:
+    """Rounded before any comparison: the verdict must not hang on the last bits of a float."""
+    return round(x, 9)
+
+
+def _median(sorted_values: Sequence[float]) -> float:
+    n = len(sorted_values)
+    mid = n // 2
+    return sorted_values[mid] if n % 2 else (sorted_values[mid - 1] + sorted_values[mid]) / 2
+
+
+@dataclass
+class _Pool:
+    """The sorted log figures of a series, from which a node's leave-one-out median is read
+    without sorting again: only the node's own few figures are taken out."""
+
+    values: list[float]
+
+    def positions(self, removed: Iterable[float]) -> list[int]:
+        taken: list[int] = []
+        for v in sorted(removed):
+            i = bisect_left(self.values, v)
+            while i in taken:  # equal figures: each removal takes the next copy
+                i += 1
+            taken.append(i)
+        return sorted(taken)
+
+    def rank(self, j: int, taken: Sequence[int]) -> float:
+        """The j-th smallest value once the values at ``taken`` are left out."""
+        idx = j
+        for p in taken:
+            if p <= idx:
+                idx += 1
+            else:
+                break
+        return self.values[idx]
+
+    def median_without(self, removed: Sequence[float]) -> float | None:
+        n = len(self.values) - len(removed)
+        if n <= 0:
+            return None
+        taken = self.positions(removed)
+        if n % 2:
+            return self.rank(n // 2, taken)
+        return (self.rank(n // 2 - 1, taken) + self.rank(n // 2, taken)) / 2
+
+
+# --------------------------------------------------------------------------- one series
+
+
+@dataclass(frozen=True)
+class _Fig:
+    figure: Figure
+    y: float  # log of the median repeat
+    split: bool
+    low: float  # log of the lower level when split
+    index: int
+    range: float  # from the lowest repeat to the highest, in log
+    logs: tuple[float, ...]  # every repeat, in log, sorted
+
+
+@dataclass
+class _Score:
+    node: str
+    kind: Kind
+    strength: float
+    direction: Direction | None
+    text: str
+    peers: tuple[str, ...]
+
+
+def _series_figures(figures: Sequence[Figure], min_gap: float, split_ranges: float) -> list[_Fig]:
+    logs = [sorted(math.log(max(r, 1e-300)) for r in f.repeats) for f in figures]
+    ranges = sorted(ls[-1] - ls[0] for ls in logs if len(ls) >= 2)
+    usual = _median(ranges) if ranges else 0.0
+    out = []
+    for i, (f, ls) in enumerate(zip(figures, logs)):
+        split, low = False, ls[0]
+        if len(ls) >= 2:
+            gaps = [(ls[k + 1] - ls[k], k) for k in range(len(ls) - 1)]
+            gap, k = max(gaps, key=lambda g: (_q(g[0]), -g[1]))
+            inner = max(ls[k] - ls[0], ls[-1] - ls[k + 1])
+            split = _q(gap) >= _q(max(min_gap, split_ranges * usual)) and _q(gap) > _q(2 * inner)
+            low = _median(ls[: k + 1])
+        out.append(_Fig(f, _median(ls), split, low, i, ls[-1] - ls[0], tuple(ls)))
+    return out
+
+
+class _Series:
+    """One series judged: the baseline, the nodes found one at a time, then the links and the fabric."""
+
+    def __init__(self, name: str, figures: Sequence[Figure], settings: Settings) -> None:
+        self.name = name
+        self.settings = settings
+        self.min_gap = -math.log(1 - settings.min_drop)
+        self.figs = _series_figures(figures, self.min_gap, settings.split_ranges)
+        ranges = sorted(f.range for f in self.figs if len(f.figure.repeats) >= 2)
+        #: how far one figure's repeats usually spread (log): the measurement's own noise
+        self.usual = _median(ranges) if ranges else 0.0
+        # the spread of one figure (a median of r repeats) that its repeats alone imply
+        noise = sorted(f.range / _D2[min(len(f.logs), 12) - 2] * _MEDIAN_SCALE / math.sqrt(len(f.logs))
+                       for f in self.figs if len(f.logs) >= 2)
+        self.noise = _median(noise) if noise else 0.0
+        self.by_node: dict[str, list[_Fig]] = {}
+        for f in self.figs:
+            for n in f.figure.nodes:
+                self.by_node.setdefault(n, []).append(f)
+        floors = sorted(f.floor for f in figures if f.floor is not None)
+        self.floor = math.log(_median(floors)) if floors and _median(floors) > 0 else None
+        self.retests: list[tuple[str, str, str]] = []
+        self.pool_for: frozenset[str] | None = None
+        self.rough_for: frozenset[str] | None = None
+        self.rough: tuple[float, float, int, float] | None = None
+        self.pool = _Pool([])
+
+    # -- baselines
+
+    def _clean(self, f: _Fig, faulty: Iterable[str]) -> bool:
+        return not set(f.figure.nodes) & set(faulty)
+
+    def _pool(self, faulty: frozenset[str]) -> _Pool:
+        if self.pool_for != faulty:
+            self.pool = _Pool(sorted(f.y for f in self.figs if self._clean(f, faulty)))
+            self.pool_for = faulty
+        return self.pool
+
+    def baseline(self, without: Sequence[str], faulty: frozenset[str]) -> tuple[float, float, int] | None:
+        """(median, spread, count) of the figures none of ``without`` nor the faulty nodes is in."""
+        return self._baseline_of(self._without(without, faulty))
+
+    def _without(self, without: Sequence[str], faulty: frozenset[str]) -> list[_Fig]:
+        out = set(without) | faulty
+        return [f for f in self.figs if not set(f.figure.nodes) & out]
+
+    def _rough(self, faulty: frozenset[str]) -> tuple[float, float, int, float] | None:
+        """The baseline of every figure without the faulty nodes: only to pass over, in a large
+        series, the nodes far from any bar (:data:`_ROUGH`); every verdict is on the exact one."""
+        if len(self.figs) < _ROUGH_FROM:
+            return None
+        if self.rough_for != faulty:
+            kept = self._without([], faulty)
+            base = self._baseline_of(kept)
+            self.rough = None if base is None else (*base, self._repeat_spread(kept, base[0]))
+            self.rough_for = faulty
+        return self.rough
+
+    def _baseline_of(self, figs: Sequence[_Fig]) -> tuple[float, float, int] | None:
+        kept = sorted(f.y for f in figs)
+        nodes = {n for f in figs for n in f.figure.nodes}
+        if len(kept) < self.settings.min_baseline or len(nodes) < self.settings.min_baseline:
+            return None
+        center = _median(kept)
+        mad = _median(sorted(abs(v - center) for v in kept))
+        # A few figures give a MAD of chance (three alike: none); the repeats of every figure of
+        # the series say how much one measurement wanders: the least spread believed.
+        return center, max(_MAD_SCALE * mad, self.noise, self.settings.min_spread), len(kept)
+
+    def _quick_center(self, node: str, faulty: frozenset[str]) -> float | None:
+        pool = self._pool(faulty)
+        own = [f.y for f in self.by_node.get(node, []) if self._clean(f, faulty)]
+        return pool.median_without(own)
+
+    # -- one node
+
+    def score(self, node: str, faulty: frozenset[str]) -> _Score | None:
+        """Is ``node`` at fault against the baseline without it (and without ``faulty``)?"""
+        s = self.settings
+        own = [f for f in self.by_node.get(node, []) if self._clean(f, faulty - {node})]
+        if len(own) < 2:
+            return None
+        center = self._quick_center(node, faulty - {node})
+        if center is None:
+            return None
+        groups = self._groups(node, own)
+        # two levels: figures with a repeat far under the baseline and another at it (the low
+        # level far: as far as the series' repeats never wander)
+        # first with a rough reach (the exact one needs the baseline)
+        rough = self._rough(faulty - {node})
+        unstable = self._unstable(own, center, max(self.min_gap, _ROUGH * s.split_spreads * rough[3]) if rough else self.min_gap)[0]
+        split: list[_Fig] = []
+        lows = repeats = 0
+        reach = self.min_gap
+        low = any(
+            (_q(center - _most(g)) >= _q(self.min_gap) or (self.floor is not None and _q(_most(g)) < _q(self.floor) <= _q(center)))
+            and (rough is None or _q(self._drop(center, g, rough[1])) >= _q(_ROUGH * self._bar(rough[1], len(g), rough[2])))
+            for g in groups.values())
+        if not (low or unstable):
+            return None
+        kept = self._without([node], faulty - {node})
+        base = self._baseline_of(kept)
+        if base is None:
+            return None
+        center, spread, count = base
+        if unstable:
+            # the reach: as far as the repeats of the figures without the node never wander from
+            # their median (their spread around it, 1.4826 x MAD, never under a figure's spread)
+            reach = max(self.min_gap, s.split_spreads * max(self._repeat_spread(kept, center), spread))
+            unstable, split, lows, repeats = self._unstable(own, center, reach)
+            # as many low repeats by chance? the baseline's own share of them says how likely (and
+            # never less likely than 1 in 1000: a baseline of a few figures has none by chance)
+            chance = sum(_lows(f, center, reach) for f in kept)
+            share = max(chance / max(1, sum(len(f.logs) for f in kept)), _LEAST_CHANCE)
+            unstable = unstable and _tail(lows, repeats, share) <= s.unstable_chance
+        best: tuple[float, Direction, list[_Fig]] | None = None
+        for direction, group in groups.items():
+            most = _most(group)
+            drop = self._drop(center, group, spread)
+            bar = self._bar(spread, len(group), count)
+            far = _q(center - most) >= _q(self.min_gap)
+            under = self.floor is not None and _q(most) < _q(self.floor) <= _q(center)
+            if (far or under) and _q(drop) >= _q(bar):
+                z = drop / bar
+                if best is None or _q(z) > _q(best[0]):
+                    best = (z, direction, group)
+        # two levels inside figures (repeats low and high in one figure: a rail that retrains) are
+        # unstable even where most figures are low; low and high only across figures may be a
+        # direction (asymmetric): a node fault where the figures say one
+        mixed = sum(1 for f in split if _q(f.logs[-1]) >= _q(center - reach / 2))
+        if best is None or (mixed >= 2 and 2 * mixed >= len(split)):
+            if unstable and split_again(split, center, spread, reach):
+                levels = ", ".join(sorted({_fmt(math.exp(f.logs[0])) for f in split}))
+                text = (f"{lows} of its {repeats} repeats, in {len(split)} of its {len(own)} figures, far under the baseline "
+                        f"(as low as {levels} against {_fmt(math.exp(center))}, the median of the figures without {node}) "
+                        f"and others at it: two levels, a rail or link of {node} that retrains (unstable)")
+                return _Score(node, "unstable", 1000.0 + lows / repeats, None, text,
+                              tuple(sorted({n for f in split for n in f.figure.nodes if n != node})))
+        if best is None:
+            return None
+        z, direction, group = best
+        if direction == "both":
+            direction = self._direction(groups, center, spread)
+        most = _most(group)
+        where = {"both": "in both directions", "send": "when it sends", "receive": "when it receives"}[direction]
+        text = (f"{_rank(len(group)) + 1} of its {len(group)} figures at or below {_fmt(math.exp(most))}, against "
+                f"{_fmt(math.exp(center))}, the median of the {self._count_without(node, faulty)} figures without {node} "
+                f"({(1 - math.exp(most - center)) * 100:.0f}% below, {(center - most) / spread:.1f} spreads): "
+                f"a node fault {where}")
+        return _Score(node, "node fault", z, direction, text, tuple(sorted({n for f in group for n in f.figure.nodes if n != node})))
+
+    @staticmethod
+    def _repeat_spread(figs: Sequence[_Fig], center: float) -> float:
+        devs = sorted(abs(v - center) for f in figs for v in f.logs)
+        return _MAD_SCALE * _median(devs) if devs else 0.0
+
+    def _unstable(self, own: Sequence[_Fig], center: float, reach: float) -> tuple[bool, list[_Fig], int, int]:
+        """Repeats on two levels: low ones (``reach`` under the baseline) in two figures or more, and
+        high ones: (two levels?, the figures with low repeats, low repeats, all repeats)."""
+        split = [f for f in own if _lows(f, center, reach)]
+        lows = sum(_lows(f, center, reach) for f in split)
+        repeats = sum(len(f.logs) for f in own)
+        high = any(_q(f.logs[-1]) >= _q(center - reach / 2) for f in own)
+        return (len(split) >= 2 and high and _q(lows / repeats) >= _q(self.settings.unstable_share)), split, lows, repeats
+
+    def _bar(self, spread: float, k: int, m: int) -> float:
+        """How far below the baseline k figures must lie: ``confidence`` of their own spreads (the
+        spread of a median of k against a median of m), never under ``least_spreads`` figure spreads."""
+        s = self.settings
+        # a spread from m figures is itself uncertain: (1 + 1/m) for the few of a small cluster
+        return spread * (1 + 1 / m) * max(s.confidence * math.sqrt(_RANK_SCALE**2 / k + _MEDIAN_SCALE**2 / m), s.least_spreads)
+
+    def _drop(self, center: float, group: Sequence[_Fig], spread: float) -> float:
+        """How far the node's figure (:func:`_most`) lies below where a healthy node's would."""
+        return center + _expected(len(group)) * spread - _most(group)
+
+    @staticmethod
+    def _groups(node: str, own: Sequence[_Fig]) -> dict[Direction, list[_Fig]]:
+        """The node's figures all together, as sender and as receiver (two at least each)."""
+        out: dict[Direction, list[_Fig]] = {"both": list(own)}
+        roles: tuple[tuple[Direction, int], ...] = (("send", 0), ("receive", 1))
+        for direction, i in roles:
+            group = [f for f in own if f.figure.directed and f.figure.nodes[i] == node]
+            if len(group) >= 2:
+                out[direction] = group
+        return out
+
+    def _direction(self, groups: Mapping[Direction, list[_Fig]], center: float, spread: float) -> Direction:
+        sides: dict[str, bool] = {}
+        sides_of: tuple[Direction, Direction] = ("send", "receive")
+        for name in sides_of:
+            group = groups.get(name)
+            if group:
+                sides[name] = _q(center - _most(group)) >= _q(max(self.min_gap, self.settings.least_spreads * spread / 2))
+        if sides.get("send") and not sides.get("receive", True):
+            return "send"
+        if sides.get("receive") and not sides.get("send", True):
+            return "receive"
+        return "both"
+
+    def _count_without(self, node: str, faulty: frozenset[str]) -> int:
+        out = faulty | {node}
+        return sum(1 for f in self.figs if not set(f.figure.nodes) & out)
+
+    # -- the whole series
+
+    def judge(self, nodes: Sequence[str]) -> tuple[dict[str, Finding], list[LinkFault], list[str]]:
+        found: dict[str, _Score] = {}
+        for _ in range(4 * len(nodes) + 4):  # bounded: each pass adds or removes a node
+            faulty = frozenset(found)
+            scores = [sc for n in nodes if n not in found and (sc := self.score(n, faulty)) is not None]
+            if scores:
+                top = max(scores, key=lambda sc: (_q(sc.strength), _neg(sc.node)))
+                found[top.node] = top
+                continue
+            # each finding again, against the baseline without every other finding
+            dropped = False
+            for n in sorted(found):
+                again = self.score(n, frozenset(found) - {n})
+                if again is None:
+                    del found[n]
+                    dropped = True
+                    break
+                found[n] = again
+            if not dropped:
+                break
+        faulty = frozenset(found)
+        for n in nodes:
+            if n not in found and self.suspect(n, faulty):
+                self.retests.extend(self._with_helpers(n, [m for m in nodes if m not in found and m != n], nodes))
+        findings = {n: Finding(self.name, sc.kind, sc.text, sc.direction, sc.peers) for n, sc in found.items()}
+        links, fabric = self._links(nodes, faulty, findings)
+        return findings, links, fabric
+
+    def suspect(self, node: str, faulty: frozenset[str]) -> bool:
+        """Short, but not by enough figures to tell: more figures with it would tell."""
+        own = [f for f in self.by_node.get(node, []) if self._clean(f, faulty)]
+        center = self._quick_center(node, faulty)
+        if not own or center is None:
+            return False
+        groups = self._groups(node, own)
+        short = [g for g in groups.values() if _q(center - _most(g)) >= _q(self.min_gap)]
+        if not short:
+            return False
+        rough = self._rough(faulty)
+        if rough is not None and not any(
+                _q(self._drop(center, g, rough[1])) >= _q(_ROUGH * self._bar(rough[1], len(g), rough[2]) / 2) for g in short):
+            return False
+        base = self.baseline([node], faulty)
+        if base is None:
+            return False
+        center, spread, count = base
+        return any(_q(self._drop(center, g, spread)) >= _q(self._bar(spread, len(g), count) / 2) for g in short)
+
+    def _with_helpers(self, node: str, helpers: Sequence[str], nodes: Sequence[str]) -> list[tuple[str, str, str]]:
+        """``node`` measured with helpers, sending and receiving (the helpers spread by its place)."""
+        if not helpers:
+            return []
+        start = nodes.index(node) % len(helpers)
+        chosen = (list(helpers[start:]) + list(helpers[:start]))[: self.settings.helpers]
+        directed = any(f.figure.directed for f in self.by_node.get(node, []))
+        out = []
+        for h in chosen:
+            out.append((self.name, node, h))
+            if directed:
+                out.append((self.name, h, node))
+        return out
+
+    def _good_elsewhere(self, f: _Fig, end: str, role: int, faulty: frozenset[str], center: float) -> bool:
+        """Does ``end`` have another figure, in the same role, that is not short?"""
+        others = [g for g in self.by_node.get(end, []) if g is not f and self._clean(g, faulty)
+                  and (not g.figure.directed or not f.figure.directed or g.figure.nodes[role] == end)]
+        return any(_q(center - g.y) < _q(self.min_gap) and not (self.floor is not None and _q(g.y) < _q(self.floor))
+                   for g in others)
+
+    def _retests(self, f: _Fig, helpers: Sequence[str], nodes: Sequence[str]) -> list[tuple[str, str, str]]:
+        """The measurements that would tell node from link for ``f``: each end with helpers, in its role."""
+        out: list[tuple[str, str, str]] = []
+        for role, end in enumerate(f.figure.nodes):
+            pool = [h for h in helpers if h not in f.figure.nodes]
+            if not pool:
+                continue
+            start = nodes.index(end) % len(pool)
+            for h in (pool[start:] + pool[:start])[: self.settings.helpers]:
+                if not f.figure.directed:
+                    out.append((self.name, end, h))
+                else:
+                    out.append((self.name, end, h) if role == 0 else (self.name, h, end))
+        return out
+
+    def _links(self, nodes: Sequence[str], faulty: frozenset[str],
+               findings: dict[str, Finding]) -> tuple[list[LinkFault], list[str]]:
+        s = self.settings
+        pool = self._pool(faulty)
+        center_all = _median(pool.values) if pool.values else None
+        fabric: list[str] = []
+        if center_all is not None and self.floor is not None and _q(center_all) < _q(self.floor):
+            fabric.append(f"{self.name}: the median of the {len(pool.values)} figures without a faulty node, "
+                          f"{_fmt(math.exp(center_all))}, is under the floor {_fmt(math.exp(self.floor))}: the whole fabric "
+                          "(or the profile's floor) falls short, not a node")
+            for n in nodes:
+                if n not in findings and n in self.by_node:
+                    findings[n] = Finding(self.name, "fabric", fabric[-1])
+            return [], fabric
+        suspects: list[tuple[_Fig, str]] = []
+        untold: list[_Fig] = []
+        for f in self.figs:
+            if not self._clean(f, faulty) or len(f.figure.nodes) != 2 or center_all is None:
+                continue
+            below_floor = self.floor is not None and _q(f.y) < _q(self.floor)
+            if not (below_floor or _q(center_all - f.y) >= _q(self.min_gap)):
+                continue
+            # without either end; in a cluster too small for that, every other figure
+            base = self.baseline(f.figure.nodes, faulty) or self._baseline_of(
+                [g for g in self.figs if g is not f and self._clean(g, faulty)])
+            if base is None:
+                if below_floor:
+                    untold.append(f)
+                continue
+            center, spread, count = base
+            drop = center - f.y
+            bad = _q(drop) >= _q(s.spreads * spread) and (_q(drop) >= _q(self.min_gap) or below_floor)
+            if bad:
+                a, b = f.figure.nodes
+                how = f"{(1 - math.exp(-drop)) * 100:.0f}% below"
+                suspects.append((f, f"{a}<->{b}: {_fmt(math.exp(f.y))} against {_fmt(math.exp(center))}, the median of the "
+                                    f"{count} other figures ({how}, {drop / spread:.1f} spreads)"))
+            elif below_floor:
+                a, b = f.figure.nodes
+                suspects.append((f, f"{a}<->{b}: {_fmt(math.exp(f.y))}, under the floor {_fmt(math.exp(self.floor or 0.0))} "
+                                    f"(the median of the {count} other figures is {_fmt(math.exp(center))})"))
+        clean = [f for f in self.figs if self._clean(f, faulty)]
+        links: list[LinkFault] = []
+        # a node in two short figures (in one role) is a pattern: more figures with it would tell
+        seen: dict[tuple[str, int], int] = {}
+        for f, _ in suspects:
+            for role, n in enumerate(f.figure.nodes):
+                key = (n, role if f.figure.directed else 0)
+                seen[key] = seen.get(key, 0) + 1
+        patterned = [(f, t) for f, t in suspects if any(
+            seen[(n, role if f.figure.directed else 0)] >= 2 for role, n in enumerate(f.figure.nodes))]
+        untold += [f for f, _ in patterned]
+        suspects = [(f, t) for f, t in suspects if (f, t) not in patterned]
+        if suspects and len(suspects) > max(2, s.fabric_share * len(clean)):
+            text = (f"{self.name}: {len(suspects)} of {len(clean)} figures far below the rest with no node pattern: "
+                    "the fabric (routing, oversubscription, the spine), not {0} cables".format(len(suspects)))
+            fabric.append(text)
+            for f, _ in suspects:
+                for n in f.figure.nodes:
+                    findings.setdefault(n, Finding(self.name, "fabric", text))
+            return links, fabric
+        for f, text in suspects:
+            a, b = f.figure.nodes
+            assert center_all is not None  # suspects are only found against it
+            if self._good_elsewhere(f, a, 0, faulty, center_all) and self._good_elsewhere(f, b, 1, faulty, center_all):
+                links.append(LinkFault(self.name, (a, b), f"a link fault: {text}; both ends are good with their other peers"))
+                for end, other in ((a, b), (b, a)):
+                    prev = findings.get(end)
+                    peers = tuple(sorted({*(prev.peers if prev and prev.kind == "link fault" else ()), other}))
+                    findings[end] = Finding(self.name, "link fault", f"a link fault with {', '.join(peers)}: {text}", None, peers)
+            else:
+                untold.append(f)
+        helpers = [n for n in nodes if n not in findings and n not in faulty]
+        for f in untold:
+            ends = f.figure.nodes
+            retests = [(self.name, *f.figure.nodes)] if len(f.figure.nodes) == 2 else []
+            retests += self._retests(f, helpers, nodes)
+            self.retests.extend(retests)
+            for end in ends:
+                if end not in findings or findings[end].kind == "cannot tell":
+                    others = tuple(n for n in ends if n != end)
+                    prev = findings.get(end)
+                    peers = tuple(sorted({*(prev.peers if prev else ()), *others}))
+                    findings[end] = Finding(
+                        self.name, "cannot tell",
+                        f"{'->'.join(ends) if f.figure.directed else '<->'.join(ends)} is {_fmt(math.exp(f.y))}, short, and "
+                        f"neither {end} nor {', '.join(others)} has enough other figures in that direction to tell the node "
+                        "from the link; measuring " + (", ".join(f"{x}->{y}" for _, x, y in retests) or "more pairs")
+                        + " would tell", None, peers)
+        return links, fabric
+
+
+def _tail(x: int, k: int, p: float) -> float:
+    """P(at least x of k), each with chance p."""
+    return sum(math.comb(k, i) * p**i * (1 - p) ** (k - i) for i in range(x, k + 1))
+
+
+def _lows(f: _Fig, center: float, reach: float) -> int:
+    return sum(1 for v in f.logs if _q(v) < _q(center - reach))
+
+
+def split_again(split: Sequence[_Fig], center: float, spread: float, reach: float) -> bool:
+    """The split figures' low repeats against the full baseline spread too (not only the quick centre)."""
+    return sum(1 for f in split if _q(f.logs[0]) < _q(center - max(reach, spread))) >= 2
+
+
+def _rank(k: int) -> int:
+    """Which of k figures (0: the lowest) a node is judged on: the one two thirds of them are at or
+    below (of two or three, the highest): a bad link and a figure low by chance are not a node."""
+    return k - 1 - (k - 1) // 3
+
+
+def _most(group: Sequence[_Fig]) -> float:
+    """The value two thirds of the figures are at or below (:func:`_rank`)."""
+    return sorted(f.y for f in group)[_rank(len(group))]
+
+
+def _expected(k: int) -> float:
+    """Where that figure of k healthy ones lies, in spreads above their median (Blom's formula)."""
+    return NormalDist().inv_cdf((_rank(k) + 1 - 0.375) / (k + 0.25))
+
+
+def _neg(name: str) -> tuple[int, ...]:
+    """Sorts names backwards inside max(): of two equal scores the first name wins."""
+    return tuple(-ord(c) for c in name) + (0,)
+
+
+def _fmt(x: float) -> str:
+    return f"{x:.3g}"
+
+
+# --------------------------------------------------------------------------- everything
+
+
+def blame(
+    nodes: Iterable[str],
+    figures: Iterable[Figure],
+    *,
+    failures: Iterable[Failure] = (),
+    unreachable: Mapping[str, str] | None = None,
+    settings: Settings | None = None,
+) -> Blame:
+    """Every node's class from every pair check's figures (see the module's docstring).
+
+    ``unreachable``: node -> why it could not be reached; its figures and failures count for
+    no one. ``failures``: measurements without a figure, for the unmeasured list and the notes.
+    """
+    settings = settings or Settings()
+    names = sorted(set(nodes))
+    unreachable = dict(unreachable or {})
+    failures = sorted(failures, key=lambda f: (f.check, f.nodes, f.message, f.charged or ""))
+    # a group measured together has no order: one spelling for every measurement of it
+    figures = [f if f.directed else Figure(f.check, tuple(sorted(f.nodes)), f.repeats, f.floor, f.rail, False)
+               for f in figures]
+    usable = sorted(
+        (f for f in figures if f.repeats and len(set(f.nodes)) == len(f.nodes) >= 2 and not set(f.nodes) & set(unreachable)),
+        key=lambda f: (f.series, f.nodes, f.directed, tuple(sorted(f.repeats)), f.floor if f.floor is not None else -1.0),
+    )
+    # a pair measured again (a retest) is the same pair with more repeats: judged on all of them
+    merged: dict[tuple[str, tuple[str, ...], bool], Figure] = {}
+    for f in usable:
+        key = (f.series, f.nodes, f.directed)
+        prev = merged.get(key)
+        merged[key] = f if prev is None else Figure(
+            f.check, f.nodes, prev.repeats + f.repeats, prev.floor if prev.floor is not None else f.floor, f.rail, f.directed)
+    series: dict[str, list[Figure]] = {}
+    for key in sorted(merged):
+        series.setdefault(key[0], []).append(merged[key])
+
+    measured = {n for f in usable for n in f.nodes}
+    unmeasured: list[Unmeasured] = []
+    for n in names:
+        if n in unreachable:
+            unmeasured.append(Unmeasured(n, f"could not be reached: {unreachable[n]}",
+                                         f"restore access to {n} (SSH, host name, user, key) and run again"))
+        elif n not in measured:
+            own = [f for f in failures if n in f.nodes and f.charged in (None, n)]
+            why = "; ".join(f"{f.check} {'<->'.join(f.nodes)}: {f.message}" for f in own[:2])
+            unmeasured.append(Unmeasured(n, f"no measurement with {n} produced a figure" + (f" ({why})" if why else ""),
+                                         f"make the pair checks run on {n} (the tools, the ports) and run again"))
+
+    per_node: dict[str, list[Finding]] = {n: [] for n in names if n in measured}
+    links: list[LinkFault] = []
+    fabric: list[str] = []
+    retests: list[tuple[str, str, str]] = []
+    for name in sorted(series):
+        members = sorted({n for f in series[name] for n in f.nodes})
+        judged = _Series(name, series[name], settings)
+        found, series_links, series_fabric = judged.judge(members)
+        retests += judged.retests
+        links += series_links
+        fabric += series_fabric
+        for n, finding in sorted(found.items()):
+            per_node[n].append(finding)
+
+    charged_elsewhere: dict[str, int] = {}
+    for failure in failures:
+        if failure.charged is not None and failure.charged in unreachable:
+            continue  # the unreachable peer's, not held against anyone measured
+        for n in failure.nodes:
+            charged_elsewhere[n] = charged_elsewhere.get(n, 0) + 1
+
+    out: dict[str, NodeBlame] = {}
+    for n in sorted(per_node):
+        seen = per_node[n]
+        errored = charged_elsewhere.get(n, 0)
+        note = f"; {errored} measurement(s) with {n} produced no figure and are not counted" if errored else ""
+        if not seen:
+            out[n] = NodeBlame(n, "healthy", f"{n} is within its peers' spread in every pair check{note}")
+            continue
+        worst = max(seen, key=lambda f: RANK[f.kind])
+        message = " | ".join(f"{f.series}: {f.text}" for f in seen)
+        tell = ""
+        if worst.kind == "cannot tell":
+            tell = (f"measure {n} with at least {settings.min_baseline} more peers (inventory pairs: all, or more nodes), "
+                    "so that a baseline without it can be built")
+        direction = worst.direction if worst.kind == "node fault" else None
+        if worst.kind == "node fault":
+            dirs = {f.direction for f in seen if f.kind == "node fault"}
+            direction = dirs.pop() if len(dirs) == 1 else "both"
+        out[n] = NodeBlame(n, worst.kind, message + note, direction, tuple(seen), tell)
+    return Blame(out, tuple(unmeasured), tuple(sorted(links, key=lambda lf: (lf.series, lf.nodes))), tuple(fabric),
+                 tuple(sorted(set(retests))))

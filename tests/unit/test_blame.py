@@ -1,0 +1,203 @@
+"""One attribution model for every pair check (pytest_fabric.judge.blame), on the cases of issue 29."""
+
+from __future__ import annotations
+
+import itertools
+import random
+
+from pytest_fabric.judge.blame import Blame, Failure, Figure, blame
+
+GB = 1e9
+
+
+def nodes(count: int) -> list[str]:
+    return [f"node{i:02d}" for i in range(1, count + 1)]
+
+
+def sweep(names: list[str]) -> list[tuple[str, str]]:
+    """Every pair once, roles alternating (as the sweep's circle method gives them)."""
+    return [(a, b) if i % 2 else (b, a) for i, (a, b) in enumerate(itertools.combinations(names, 2))]
+
+
+def noisy_tcp(names: list[str], seed: int, slow: dict[str, float] | None = None) -> list[Figure]:
+    """Real iperf3 on a busy machine: healthy pairs anywhere from 3.8 to 9.4 Gb/s, three repeats."""
+    rng = random.Random(seed)
+    slow = slow or {}
+    out = []
+    for a, b in sweep(names):
+        cap = min(slow.get(a, 1e12), slow.get(b, 1e12))
+        repeats = tuple(min(rng.uniform(3.8, 9.4) * GB, cap * rng.uniform(0.95, 1.0)) for _ in range(3))
+        out.append(Figure("tcp_throughput", (a, b), repeats, floor=0.5 * GB))
+    return out
+
+
+def sent_back(result: Blame) -> list[str]:
+    return list(result.send_back)
+
+
+def test_a_node_at_one_eighth_on_a_noisy_fabric_is_sent_back() -> None:
+    # issue 29: six nodes, healthy pairs 3.8-9.4 Gb/s, node03 shaped to 800 Mbit/s, floor 0.5 Gb/s
+    names = nodes(6)
+    result = blame(names, noisy_tcp(names, 1, {"node03": 0.8 * GB}))
+    assert sent_back(result) == ["node03"]
+    assert result.nodes["node03"].kind == "node fault"
+    assert result.nodes["node03"].direction == "both"
+    # judged against the pairs it is not in: the baseline names itself so
+    assert "without node03" in result.nodes["node03"].message
+    assert all(result.nodes[n].kind == "healthy" for n in names if n != "node03")
+    assert not result.links and not result.fabric
+
+
+def test_the_same_evidence_gives_the_same_verdict_in_any_order_and_through_float_noise() -> None:
+    names = nodes(6)
+    for seed in range(20):
+        figures = noisy_tcp(names, seed, {"node03": 0.8 * GB})
+        first = blame(names, figures)
+        shuffled = list(figures)
+        random.Random(seed).shuffle(shuffled)
+        # the last bits of each repeat changed, as another summation order would change them
+        jittered = [Figure(f.check, f.nodes, tuple(r * (1 + 1e-13) for r in f.repeats), f.floor) for f in shuffled]
+        again = blame(list(reversed(names)), jittered)
+        assert sent_back(first) == sent_back(again) == ["node03"], seed
+        assert {n: b.kind for n, b in first.nodes.items()} == {n: b.kind for n, b in again.nodes.items()}
+
+
+def test_no_healthy_node_is_sent_back_from_noise_alone() -> None:
+    names = nodes(8)
+    for seed in range(40):
+        result = blame(names, noisy_tcp(names, 100 + seed))
+        assert sent_back(result) == [], (seed, [b.message for b in result.nodes.values() if b.kind != "healthy"])
+
+
+def test_a_flapping_rail_is_unstable_on_its_own_node_and_its_peers_stay() -> None:
+    # a rail retraining 4X<->2X: repeats 196 and 98 Gb/s around a 180 floor, on node02's mlx5_1
+    names = nodes(6)
+    rng = random.Random(3)
+    figures = []
+    for a, b in sweep(names):
+        if "node02" in (a, b):
+            repeats = tuple(rng.choice((196.0, 98.0)) * GB * rng.uniform(0.99, 1.0) for _ in range(3))
+            if len({round(r / GB, -1) for r in repeats}) == 1:  # make every figure show both levels
+                repeats = (196.0 * GB, 98.0 * GB, repeats[2])
+        else:
+            repeats = tuple(196.0 * GB * rng.uniform(0.97, 1.0) for _ in range(3))
+        figures.append(Figure("rdma_bandwidth", (a, b), repeats, floor=180 * GB, rail="mlx5_1"))
+    result = blame(names, figures)
+    assert sent_back(result) == ["node02"]
+    assert result.nodes["node02"].kind == "unstable"
+    assert "rdma_bandwidth mlx5_1" in result.nodes["node02"].message
+    assert "two levels" in result.nodes["node02"].message
+
+
+def test_a_fault_only_nccl_sees_names_the_node() -> None:
+    # every rail and TCP healthy; node02 in all its multi-node NCCL pairs at 36 GB/s against 85
+    names = nodes(6)
+    rng = random.Random(4)
+    figures = []
+    for a, b in sweep(names):
+        figures.append(Figure("rdma_bandwidth", (a, b), tuple(196 * GB * rng.uniform(0.97, 1) for _ in range(3)),
+                              floor=180 * GB, rail="mlx5_0"))
+        figures.append(Figure("tcp_throughput", (a, b), tuple(24 * GB * rng.uniform(0.9, 1) for _ in range(3)),
+                              floor=10 * GB))
+        level = 36 if "node02" in (a, b) else 85
+        figures.append(Figure("nccl_allreduce", (a, b), tuple(level * GB * rng.uniform(0.97, 1) for _ in range(3)),
+                              floor=70 * GB, directed=False))
+    result = blame(names, figures)
+    assert sent_back(result) == ["node02"]
+    finding = result.nodes["node02"].findings
+    assert [f.series for f in finding] == ["nccl_allreduce"]
+
+
+def test_a_peer_outage_is_charged_to_the_unreachable_peer() -> None:
+    # node03's link goes down: node02's client towards it times out; node03 proves unreachable
+    names = nodes(6)
+    figures = [f for f in noisy_tcp(names, 5) if "node03" not in f.nodes]
+    failures = [Failure("tcp_throughput", f.nodes, "iperf3: error - unable to connect to server: timed out",
+                        charged="node03") for f in noisy_tcp(names, 5) if "node03" in f.nodes]
+    result = blame(names, figures, failures=failures, unreachable={"node03": "ssh: connect to host node03: No route to host"})
+    assert sent_back(result) == []
+    assert [u.node for u in result.unmeasured] == ["node03"]
+    assert "No route to host" in result.unmeasured[0].reason
+    assert result.unmeasured[0].fix
+    assert "node03" not in result.nodes
+    assert result.nodes["node02"].kind == "healthy"
+    assert "not counted" not in result.nodes["node02"].message  # the failure was node03's, not node02's
+
+
+def test_unreachable_and_unmeasured_nodes_are_never_sent_back() -> None:
+    # a wrong SSH user for every node: nothing measured, nothing sent back, every node listed apart
+    names = nodes(3)
+    result = blame(names, [], unreachable={n: "Permission denied (publickey)" for n in names})
+    assert sent_back(result) == [] and not result.rejects
+    assert [u.node for u in result.unmeasured] == names
+    # reachable, but no pair with node02 produced a figure (the tool is missing there)
+    figures = [f for f in noisy_tcp(nodes(5), 6) if "node02" not in f.nodes]
+    failures = [Failure("tcp_throughput", f.nodes, "iperf3: command not found") for f in noisy_tcp(nodes(5), 6)
+                if "node02" in f.nodes]
+    result = blame(nodes(5), figures, failures=failures)
+    assert sent_back(result) == []
+    assert [u.node for u in result.unmeasured] == ["node02"]
+    assert "iperf3: command not found" in result.unmeasured[0].reason
+
+
+def test_a_bad_link_between_good_nodes_is_a_link_and_no_node() -> None:
+    names = nodes(8)
+    rng = random.Random(7)
+    figures = []
+    for a, b in sweep(names):
+        level = 60 if {a, b} == {"node02", "node05"} else 196
+        figures.append(Figure("rdma_bandwidth", (a, b), tuple(level * GB * rng.uniform(0.97, 1) for _ in range(3)),
+                              floor=180 * GB, rail="mlx5_0"))
+    result = blame(names, figures)
+    assert sent_back(result) == []
+    assert [sorted(link.nodes) for link in result.links] == [["node02", "node05"]]
+    assert result.nodes["node02"].kind == result.nodes["node05"].kind == "link fault"
+    assert result.rejects and result.names_someone
+
+
+def test_a_node_slow_only_when_it_sends_is_a_send_fault() -> None:
+    names = nodes(8)
+    rng = random.Random(8)
+    figures = []
+    for a, b in sweep(names):
+        level = 90 if a == "node04" else 196
+        figures.append(Figure("rdma_bandwidth", (a, b), tuple(level * GB * rng.uniform(0.97, 1) for _ in range(3)),
+                              floor=180 * GB, rail="mlx5_0"))
+    result = blame(names, figures)
+    assert sent_back(result) == ["node04"]
+    assert result.nodes["node04"].direction == "send"
+
+
+def test_every_pair_short_is_the_fabric_and_no_node() -> None:
+    names = nodes(8)
+    rng = random.Random(9)
+    figures = [Figure("rdma_bandwidth", p, tuple(120 * GB * rng.uniform(0.97, 1) for _ in range(3)), floor=180 * GB)
+               for p in sweep(names)]
+    result = blame(names, figures)
+    assert sent_back(result) == []
+    assert result.fabric and "under the floor" in result.fabric[0]
+    assert all(b.kind == "fabric" for b in result.nodes.values())
+
+
+def test_too_few_nodes_to_tell_says_so_and_which_run_would_tell() -> None:
+    names = nodes(3)
+    figures = [
+        Figure("tcp_throughput", ("node01", "node02"), (9 * GB, 9.1 * GB, 9.2 * GB), floor=5 * GB),
+        Figure("tcp_throughput", ("node02", "node03"), (9 * GB, 9.1 * GB, 9.0 * GB), floor=5 * GB),
+        Figure("tcp_throughput", ("node03", "node01"), (1 * GB, 1.1 * GB, 1.0 * GB), floor=5 * GB),
+    ]
+    result = blame(names, figures)
+    assert sent_back(result) == []
+    assert result.nodes["node03"].kind == result.nodes["node01"].kind == "cannot tell"
+    assert result.nodes["node03"].tell
+    assert ("tcp_throughput", "node03", "node01") in result.retests  # the pair itself, again
+
+
+def test_a_retest_adds_repeats_to_its_pair_and_is_judged_against_the_same_baseline() -> None:
+    names = nodes(6)
+    figures = noisy_tcp(names, 11, {"node03": 0.8 * GB})
+    first = blame(names, figures)
+    # the same pairs measured again alone: one figure a pair, more repeats, the same verdict
+    again = blame(names, figures + noisy_tcp(names, 12, {"node03": 0.8 * GB}))
+    assert sent_back(first) == sent_back(again) == ["node03"]
+    assert "6 figures" not in again.nodes["node03"].message  # five peers: five figures, not ten
