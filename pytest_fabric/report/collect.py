@@ -37,7 +37,7 @@ from pytest_fabric.report.evidence import EVIDENCE_DIR_KEY, slim_evidence, write
 from pytest_fabric.report.run_verdict import Plan, RunVerdict, judge_run, with_soak
 
 __all__ = ["CHECKS_KEY", "SOAK_KEY", "get_checks", "get_plan", "is_controller", "json_safe", "record_of", "final_verdict",
-           "soak_record"]
+           "soak_record", "soak_send_back"]
 
 CHECKS_KEY = pytest.StashKey[dict[str, dict[str, Any]]]()
 PLAN_KEY = pytest.StashKey[Plan]()
@@ -79,6 +79,13 @@ def final_verdict(config: pytest.Config) -> RunVerdict:
 #: with ``--soak``: what gives the record's ``run.soak`` (session/soak.py puts it here; ``force``:
 #: built afresh now, not the copy of the last few seconds)
 SOAK_KEY = pytest.StashKey[Callable[..., dict[str, Any]]]()
+
+
+def soak_send_back(soak: dict[str, Any] | None) -> list[str]:
+    """The nodes a soak's faults are about: a node's own check or telemetry (a failure, a drift, a counter;
+    not an unmeasured cycle). A pair's fault names no end, as a lone failed pair does not (send_back)."""
+    faults = ((soak or {}).get("judgement") or {}).get("faults") or []
+    return [str(f["nodes"][0]) for f in faults if f.get("kind") != "errored" and len(f.get("nodes") or []) == 1]
 
 
 def soak_record(config: pytest.Config, *, force: bool = False) -> dict[str, Any] | None:

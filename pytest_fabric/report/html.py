@@ -48,6 +48,7 @@ from pytest_fabric.report.collect import (
     is_controller,
     record_of,
     soak_record,
+    soak_send_back,
 )
 from pytest_fabric.report.compare import summary_line
 from pytest_fabric.report.errors import MessageRepr
@@ -190,7 +191,7 @@ class FabricHtml:
             page.expectations_table(checks),
         ])
         postfix.extend([page.layer_tables(checks, info.nodes), page.node_table(info, checks),
-                        page.heatmaps_html(info, checks), self.shared.section_html(), page.send_back_line(checks)])
+                        page.heatmaps_html(info, checks), self.shared.section_html(), page.send_back_line(checks, soak_send_back(soak_record(self.config)))])
 
 
 def _soak_html(config: pytest.Config) -> str:

@@ -158,9 +158,10 @@ def not_run_table(verdict: RunVerdict, checks: Sequence[Check] = (), node_names:
             + "".join(rows) + "</table></div>")
 
 
-def send_back_line(checks: Sequence[Check]) -> str:
-    """``nodes to send back: gpu[03,17]``: the failed or errored nodes, a nodeset for ``srun --exclude``."""
-    nodes = nodeset(send_back(checks)) or "none"
+def send_back_line(checks: Sequence[Check], also: Sequence[str] = ()) -> str:
+    """``nodes to send back: gpu[03,17]``: the failed or errored nodes, a nodeset for ``srun --exclude``
+    (``also``: nodes a ``--soak`` fault names)."""
+    nodes = nodeset([*send_back(checks), *also]) or "none"
     line = f'<p class="fabric-send-back" id="fabric-send-back">nodes to send back: {_e(nodes)}</p>'
     pairs = cannot_tell(checks)
     if pairs:

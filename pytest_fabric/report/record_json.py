@@ -49,6 +49,7 @@ from pytest_fabric.report.collect import (
     is_controller,
     record_of,
     soak_record,
+    soak_send_back,
 )
 from pytest_fabric.report.compare import PREVIOUS_KEY
 from pytest_fabric.report.run_verdict import RunVerdict
@@ -123,7 +124,7 @@ def build_run(
         "started": info.started,
         "finished": finished or info.finished,
         **judged,
-        "send_back": nodeset(send_back(checks) + _soak_nodes(soak)) if verdict is not None else None,
+        "send_back": nodeset(send_back(checks) + soak_send_back(soak)) if verdict is not None else None,
         "cannot_tell": cannot_tell(checks) if verdict is not None else [],
         "counts": counts,
         "pytest_fabric_version": info.pytest_fabric_version,
@@ -140,13 +141,6 @@ def build_run(
                                took_s if took_s is not None else seconds_between(info.started, finished or utc_now())),
         **({"soak": soak} if soak is not None else {}),
     }
-
-
-def _soak_nodes(soak: dict[str, Any] | None) -> list[str]:
-    """The nodes a soak's faults are about: a node's own check or telemetry (a failure, a drift, a counter;
-    not an unmeasured cycle). A pair's fault names no end, as a lone failed pair does not (send_back)."""
-    faults = ((soak or {}).get("judgement") or {}).get("faults") or []
-    return [str(f["nodes"][0]) for f in faults if f.get("kind") != "errored" and len(f.get("nodes") or []) == 1]
 
 
 class RecordWriter:

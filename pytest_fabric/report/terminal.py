@@ -26,7 +26,13 @@ import pytest
 
 from pytest_fabric.record.runinfo import get_run_info
 from pytest_fabric.report.causes import Cause, group_by_cause, one_cause
-from pytest_fabric.report.collect import final_verdict, get_checks, is_controller
+from pytest_fabric.report.collect import (
+    final_verdict,
+    get_checks,
+    is_controller,
+    soak_record,
+    soak_send_back,
+)
 from pytest_fabric.report.compare import summary_line
 from pytest_fabric.report.record_json import WRITER_KEY, timed_plan
 from pytest_fabric.report.run_verdict import NOT_RUN_REASONS, RunVerdict
@@ -80,9 +86,10 @@ def not_run_lines(verdict: RunVerdict) -> list[str]:
     return (["not run (the verdict counts none of these):"] + lines) if lines else []
 
 
-def send_back_line(checks: Sequence[Mapping[str, Any]]) -> str:
-    """``nodes to send back: gpu[03,17]``, a nodeset to paste into ``srun --exclude`` (``none`` when none)."""
-    return f"nodes to send back: {nodeset(send_back(checks)) or 'none'}"
+def send_back_line(checks: Sequence[Mapping[str, Any]], also: Sequence[str] = ()) -> str:
+    """``nodes to send back: gpu[03,17]``, a nodeset to paste into ``srun --exclude`` (``none`` when none);
+    ``also``: nodes a ``--soak`` fault names."""
+    return f"nodes to send back: {nodeset([*send_back(checks), *also]) or 'none'}"
 
 
 def cannot_tell_line(checks: Sequence[Mapping[str, Any]]) -> str | None:
@@ -259,7 +266,8 @@ def pytest_terminal_summary(terminalreporter: Any, exitstatus: int, config: pyte
         tr.write_line(text, yellow=True, bold=n == 0)
     accept = verdict.verdict == "accept"
     tr.write_line(verdict_line(verdict, len(info.nodes)), green=accept, red=not accept, bold=True)
-    tr.write_line(send_back_line(checks), red=bool(send_back(checks)), bold=True)
+    soaked = soak_send_back(soak_record(config))
+    tr.write_line(send_back_line(checks, soaked), red=bool(send_back(checks) or soaked), bold=True)
     undecided = cannot_tell_line(checks)
     if undecided:
         tr.write_line(undecided, yellow=True)

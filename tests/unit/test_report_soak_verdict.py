@@ -24,3 +24,18 @@ def test_a_soak_fault_rejects_and_an_unmeasured_cycle_leaves_it_incomplete(run: 
                                                                           expected: str) -> None:
     joined = with_soak(_run(run, status), soak)
     assert joined.verdict == expected and joined.status == status
+
+
+def test_the_nodes_a_soak_fault_names_are_sent_back_but_a_pairs_end_is_not_guessed() -> None:
+    from pytest_fabric.report.collect import soak_send_back
+    from pytest_fabric.report.page import send_back_line as page_line
+    from pytest_fabric.report.terminal import send_back_line
+
+    soak = {"judgement": {"faults": [
+        {"kind": "flag", "nodes": ["gpu07"]},  # its GPU throttled
+        {"kind": "drift", "nodes": ["gpu01", "gpu02"]},  # a pair: which end, the soak cannot tell
+        {"kind": "errored", "nodes": ["gpu09"]},  # not measured: no evidence about the node
+    ]}}
+    assert soak_send_back(soak) == ["gpu07"] and soak_send_back(None) == []
+    assert send_back_line([], soak_send_back(soak)) == "nodes to send back: gpu07"
+    assert "nodes to send back: gpu07" in page_line([], soak_send_back(soak))
