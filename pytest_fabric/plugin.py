@@ -22,7 +22,7 @@ import pytest
 
 from pytest_fabric import __version__, hookspecs
 from pytest_fabric.checks.base import BUILTIN, CHECKS, Check, CheckRegistry, RegistryError
-from pytest_fabric.config.bundled import bundled_inventories, conformance_dir, inventory_path
+from pytest_fabric.config.bundled import bundled_inventories, bundled_inventory_name, conformance_dir, inventory_path
 from pytest_fabric.config.hostlist import fold
 from pytest_fabric.config.inventory import Node, load_inventory, with_data_addresses
 from pytest_fabric.config.profile import CheckSpec, bundled_profiles, load_profile, profile_schema
@@ -433,7 +433,7 @@ def pytest_collection_finish(session: pytest.Session) -> None:
     state = get_state(session.config)
     if state is None:
         return
-    _refuse_unmeasurable(state, session.items)
+    _refuse_unmeasurable(state, session.items, session.config)
     # A wave measures only the subjects still selected after -k / -m / --lf, per measurement
     # fixture their tests use; a round only the pairs among them (one registry for both).
     seen: dict[str, set[str]] = {}
@@ -450,9 +450,13 @@ def pytest_collection_finish(session: pytest.Session) -> None:
                 state.selected_subjects.setdefault(fixture_name, []).append((info.fixture, info.param))
 
 
-def _refuse_unmeasurable(state: FabricState, items: list[pytest.Item]) -> None:
+def _refuse_unmeasurable(state: FabricState, items: list[pytest.Item], config: pytest.Config) -> None:
     """Selected checks the profile sets that this inventory gives nothing to measure: a usage error now,
-    naming what to add, not quiet skips at the end (a set check that measured nothing is no pass)."""
+    naming what to add, not quiet skips at the end (a set check that measured nothing is no pass).
+
+    The bundled Slurm inventory (``--cluster slurm``) is the package's own file, bare on purpose: the run
+    goes on, those checks are said here and left unmeasured (not run: the verdict cannot be ACCEPT),
+    with the command that writes a copy to fill in."""
     problems = unmeasurable(state.profile, state.inventory, state.pairs)
     if not problems:
         return
@@ -462,6 +466,21 @@ def _refuse_unmeasurable(state: FabricState, items: list[pytest.Item]) -> None:
         if info is not None:
             selected.add(f"{info.layer}.{state.checks.profile_key_of(info.check, info.layer)}")
     chosen = [why for key, why in problems if key in selected]
+    # The bundled Slurm inventory is the allocation's nodes and nothing else, by design: the run goes on.
+    bundled = bundled_inventory_name(state.inventory.path) if state.inventory.slurm is not None else None
+    if chosen and bundled:
+        reporter = config.pluginmanager.get_plugin("terminalreporter")
+        if reporter is not None:
+            reporter.write_line(f"fabric: not measured with the bundled inventory {bundled!r} (listed as not run):")
+            for why in chosen:
+                reporter.write_line(f"  {why}")
+        unmeasured = dict(problems)
+        for item in items:  # skipped, not measured in a stand-in place (a temp dir for a mount)
+            info = item.stash.get(CHECK_KEY, None)
+            key = f"{info.layer}.{state.checks.profile_key_of(info.check, info.layer)}" if info is not None else ""
+            if key in unmeasured:
+                item.add_marker(pytest.mark.skip(reason=f"not measured: {unmeasured[key]}"))
+        return
     if chosen:
         raise pytest.UsageError(
             f"profile {state.profile.name} sets checks that inventory {state.inventory.path} gives nothing to "
@@ -647,6 +666,10 @@ def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
     if info is not None:
         info.finished = utc_now()
     state = get_state(session.config)
+    if state is not None and any(n.transport == "slurm" for n in state.inventory.nodes):
+        from pytest_fabric.slurm.allocation import record_job  # imported where used, as in pytest_fabric_make_transport
+
+        record_job(session.config)
     if state is not None and state.cluster is not None:
         if exitstatus == pytest.ExitCode.INTERRUPTED:
             state.cluster.interrupt()  # what the interrupted test ran in the foreground

@@ -11,7 +11,8 @@ from __future__ import annotations
 import importlib.util
 from pathlib import Path
 
-__all__ = ["conformance_dir", "profiles_dir", "inventories_dir", "bundled_inventories", "inventory_path"]
+__all__ = ["bundled_inventory_name", "bundled_inventories", "conformance_dir", "inventories_dir", "inventory_path",
+           "profiles_dir", "shown_inventory", "starter_command"]
 
 _PACKAGE = Path(__file__).resolve().parent.parent  # pytest_fabric/, where profiles/ and inventories/ are
 
@@ -46,6 +47,30 @@ def inventories_dir() -> Path:
 def bundled_inventories() -> list[str]:
     """Names ``--cluster`` accepts in place of a path."""
     return sorted(p.stem for p in inventories_dir().glob("*.yaml"))
+
+
+def bundled_inventory_name(path: Path | str) -> str | None:
+    """The name of the bundled inventory at ``path`` (``slurm``); None for a user's own file.
+
+    A bundled inventory lives inside the installed package (site-packages): a message never sends a
+    user there to edit it, but to a copy of their own (:func:`starter_command`).
+    """
+    try:
+        resolved = Path(path).resolve()
+    except OSError:
+        return None
+    return resolved.stem if resolved.parent == inventories_dir().resolve() else None
+
+
+def shown_inventory(path: Path | str) -> str:
+    """How a message names an inventory: its path, or ``the bundled inventory 'slurm'``."""
+    name = bundled_inventory_name(path)
+    return f"the bundled inventory {name!r} (--cluster {name})" if name else f"inventory {path}"
+
+
+def starter_command(name: str) -> str:
+    """The command that writes an editable copy of bundled inventory ``name`` to the current directory."""
+    return f"python -m pytest_fabric.inventories {name} my-{name}.yaml"
 
 
 def inventory_path(ref: str) -> Path:

@@ -16,6 +16,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from pytest_fabric.checks import base as checks
+from pytest_fabric.config.bundled import bundled_inventory_name, shown_inventory, starter_command
 from pytest_fabric.config.inventory import Inventory
 from pytest_fabric.config.profile import Profile
 from pytest_fabric.run.pairs import Pair
@@ -33,11 +34,14 @@ def _set(profile: Profile, check: checks.Check[Any]) -> bool:
 def unmeasurable(profile: Profile, inventory: Inventory, pairs: Sequence[Pair]) -> list[tuple[str, str]]:
     """(``layer.key``, why) for each set check this inventory gives nothing to measure, naming what to add."""
     out: list[tuple[str, str]] = []
-    where = f"inventory {inventory.path}"
+    where = shown_inventory(inventory.path)
+    bundled = bundled_inventory_name(inventory.path)
+    # A bundled inventory is the package's own file: the fix is a copy of it, never an edit there.
+    fix = f"{starter_command(bundled)} writes a copy to fill in; {_FIX}" if bundled else _FIX
 
     def need(check: checks.Check[Any], why: str) -> None:
         if _set(profile, check):
-            out.append((check.profile_key, f"{check.profile_key}: {why} ({_FIX})"))
+            out.append((check.profile_key, f"{check.profile_key}: {why} ({fix})"))
 
     storage: list[checks.Check[Any]] = [checks.SEQUENTIAL_READ, checks.SEQUENTIAL_WRITE, checks.RANDOM_READ_IOPS, checks.CHECKPOINT_WRITE,
                checks.AGGREGATE_WRITE]

@@ -20,15 +20,16 @@ __all__ = ["LinkRate", "data_interface", "link_rate", "mtu"]
 ARPHRD_INFINIBAND = "32"  # /sys/class/net/IF/type of an IPoIB interface (1 is Ethernet)
 
 
-def _ip_literal(address: str) -> str:
+def _ip_literal(address: str) -> str | OSError:
+    """The address as an IP literal, resolved on this controller; the resolver's error when it cannot be."""
     try:
         return str(ipaddress.ip_address(address))
     except ValueError:
         pass
     try:
         return socket.getaddrinfo(address, None)[0][4][0]  # type: ignore[return-value]
-    except OSError:
-        return address
+    except OSError as exc:
+        return exc
 
 
 def data_interface(node: NodeHandle, once: Once | None = None) -> tuple[str, CommandResult]:
@@ -44,6 +45,18 @@ def data_interface(node: NodeHandle, once: Once | None = None) -> tuple[str, Com
     result = node.run("ip -o addr show", timeout=15)
     addresses = parse_or_raise(ip_addr.parse_ip_addr, result)
     wanted = _ip_literal(node.address)
+    if isinstance(wanted, OSError):
+        # Slurm's node names (and SSH aliases) need not resolve where pytest runs: the data address
+        # that pairs are measured at is then unknown, which the inventory, not the node, must fix.
+        raise MeasurementError(
+            node.name,
+            f"the node name {node.address} does not resolve on this controller ({socket.gethostname()}): "
+            f"{wanted.strerror or wanted}; the address {node.name} is sent data at is unknown",
+            command=f"getent hosts {node.address}",
+            fix=f"give {node.name} a `data_address:` it holds in your inventory (a bundled one, --cluster slurm: "
+                "python -m pytest_fabric.inventories slurm my-slurm.yaml writes a copy to fill in), "
+                "or make the name resolve on this host (DNS, /etc/hosts)",
+        )
     interface = ip_addr.interface_with_address(addresses, wanted)
     if interface is None:
         raise MeasurementError(

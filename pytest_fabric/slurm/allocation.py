@@ -17,12 +17,13 @@ import pytest
 from pytest_fabric.checks import base as checks
 from pytest_fabric.config.inventory import Node
 from pytest_fabric.config.profile import Profile
+from pytest_fabric.record.runinfo import get_run_info
 from pytest_fabric.report.progress import PLAN_KEY
 from pytest_fabric.run.state import get_state
 from pytest_fabric.transport.slurm.settings import SlurmSettings, allocation_minutes
 from pytest_fabric.transport.slurm.transport import SlurmAllocation, SlurmTransport
 
-__all__ = ["ALLOCATION_KEY", "slurm_transport"]
+__all__ = ["ALLOCATION_KEY", "record_job", "slurm_transport"]
 
 ALLOCATION_KEY = pytest.StashKey[SlurmAllocation]()
 
@@ -61,6 +62,24 @@ def _allocation_for(config: pytest.Config) -> SlurmAllocation:
         config.stash[ALLOCATION_KEY] = allocation
         config.add_cleanup(allocation.release)
     return allocation
+
+
+def record_job(config: pytest.Config) -> None:
+    """Name the run's Slurm job on the terminal and in the record (``run.slurm_job``), once it had one.
+
+    A tenant matches the record to ``sacct -j JOB``; the allocation line says how the job was made
+    (salloc's command and its answer) or which job the run was inside (squeue's line).
+    """
+    allocation = config.stash.get(ALLOCATION_KEY, None)
+    info = get_run_info(config)
+    if allocation is None or allocation.job_id is None or info is None:
+        return
+    line = allocation.allocation_line or f"SLURM_JOB_ID={allocation.job_id}"
+    info.slurm_job = {"job_id": str(allocation.job_id), "allocation": line}
+    reporter = config.pluginmanager.get_plugin("terminalreporter")
+    if reporter is not None:
+        reporter.ensure_newline()
+        reporter.write_line(f"fabric: slurm job {allocation.job_id}: {line} (sacct -j {allocation.job_id} shows it)")
 
 
 def expected_gpus(profile: Profile) -> int | None:

@@ -201,6 +201,8 @@ class SlurmSim:
             f"NodeName={names} NodeAddr={prefix}.[{lo}-{hi}] CPUs=16 RealMemory=1000 "
             + (f"Gres=gpu:{self.gpus_per_node} " if self.gpus_per_node else "") + "State=UNKNOWN",
             f"PartitionName={PARTITION} Nodes={names} Default=YES MaxTime=INFINITE State=UP",
+            # docs/slurm.md's commands say -p gpu: the same nodes under that name, so they run as written
+            f"PartitionName=gpu Nodes={names} MaxTime=INFINITE State=UP",
             "",
         ]))
         (self.state / "gres.conf").write_text(self._gres_conf(names))

@@ -267,6 +267,9 @@ class SlurmAllocation:
         self.env = dict(env) if env is not None else None  # None: this process's environment
         self.tag = f"pf-{uuid.uuid4().hex[:8]}"
         self.job_id: str | None = settings.job_id
+        #: what made or named the job, for the terminal and the record: salloc's command and answer, or
+        #: the job this process runs in as squeue shows it (None: no job yet)
+        self.allocation_line: str | None = None
         self.owned = False  # True when we asked for the job, so we cancel it at the end
         self._asked = False  # True once salloc ran: a job named self.tag may exist even without job_id
         self._salloc: subprocess.Popen[str] | None = None  # the salloc still waiting, for interrupt()
@@ -316,6 +319,7 @@ class SlurmAllocation:
                 fix="run inside a live allocation (salloc -N K, or sbatch), or let the inventory ask for one",
             )
             return
+        self.allocation_line = f"SLURM_JOB_ID={self.job_id}: {state} on {nodelist or '?'} (squeue -j {self.job_id})"
         held = set(expand(nodelist)) if nodelist else set()
         for node in self.nodes:
             if held and node not in held:
@@ -383,6 +387,7 @@ class SlurmAllocation:
             )
             return
         self.job_id, self.owned = granted.group(1), True
+        self.allocation_line = f"{shlex.join(argv)}: {granted.group(0)}"
 
     def _request(self, argv: list[str], timeout: float) -> subprocess.CompletedProcess[str]:
         """Run salloc where :meth:`interrupt` reaches it without the lock ``ensure`` holds while it waits.
