@@ -259,6 +259,9 @@ class ClusterLock:
     run: LockHolder
     base: str = BASE
     locks: list[NodeLock] = field(default_factory=list)
+    #: nodes the lock could not be taken on, and why (the directory is another user's, no flock(1)):
+    #: measured unlocked, and said
+    unlocked: dict[str, str] = field(default_factory=dict)
 
     @property
     def taken_over(self) -> list[NodeLock]:
@@ -271,7 +274,8 @@ class ClusterLock:
             assert lock.took_over is not None
             by_run.setdefault(lock.took_over.run, (lock.took_over, lock.took_over_why, []))[2].append(lock.node)
         return [f"cluster lock: took over the stale lock of {holder.describe()} on {', '.join(nodes)}: {why}"
-                for holder, why, nodes in by_run.values()]
+                for holder, why, nodes in by_run.values()] + [
+            f"cluster lock: not taken on {node} (measured without it): {why}" for node, why in self.unlocked.items()]
 
     def release(self, nodes: Callable[[str], NodeHandle]) -> None:
         """Stop every holder and empty the lines still this run's; never raises."""
@@ -361,6 +365,8 @@ def take_cluster(
         for lock in results:
             if lock.process is not None:
                 taken.locks.append(lock)
+            elif lock.error:
+                taken.unlocked[lock.node] = lock.error
         if not busy:
             break
         waited = time.monotonic() - started

@@ -159,3 +159,16 @@ def test_the_holder_and_its_output_are_read_as_written() -> None:
     assert out.held and out.stale is not None and out.stale.run == "b2"
     assert cluster_lock.parse_holder("@@bad /tmp/x is not a directory of this user's own\n").bad.startswith("/tmp/x")
     assert LockHolder.parse("garbage") is None
+
+
+def test_a_node_whose_lock_directory_is_not_the_users_own_is_measured_unlocked_and_said(tmp_path: Path) -> None:
+    import os
+
+    base = tmp_path / "lock"
+    Path(f"{base}-{os.getuid()}").symlink_to(tmp_path)  # a link planted where the lock directory goes
+    node = _node()
+    taken = take_cluster([node], cluster_lock.this_run("mine00000005"), base=str(base))
+    assert taken.locks == []
+    (note,) = taken.notes()
+    assert note.startswith("cluster lock: not taken on localhost (measured without it): ")
+    assert "is not a directory of this user's own" in note
