@@ -36,7 +36,6 @@ import pytest
 
 from pytest_fabric.judge.verdict import Measurement
 from pytest_fabric.run.batches import Member, Share
-from pytest_fabric.run.fixtures import NodeParts, handle_for
 from pytest_fabric.run.pairs import Pair
 from pytest_fabric.run.state import CHECK_KEY, FabricState, get_state
 from pytest_fabric.run.subjects import subject_id, subject_nodes
@@ -125,6 +124,10 @@ def measure_batched(
     the name the batch is kept under, when it is not ``check`` (a round measured again keeps the
     first results as they were).
     """
+    # Here, not at the top: an extension imports this module for @wave before pytest registers
+    # run/fixtures.py (a plugin), which imported then would escape assertion rewriting.
+    from pytest_fabric.run.fixtures import handle_for
+
     assert state.cluster is not None
     cluster = state.cluster  # narrowed here, for the closures below
     name = cache_as or check
@@ -220,6 +223,8 @@ def measure_subject(
 
 def _measure(fixture: Callable[..., Measurement], kwargs: dict[str, Any], subject: str, handle: Any) -> Measurement:
     """The fixture's measurement of ``handle``: of each part, one after the other, for a whole node's GPUs or ports."""
+    from pytest_fabric.run.fixtures import NodeParts  # here, not at the top: as in measure_batched
+
     if isinstance(handle, NodeParts):
         return Measurement.of_parts([(part_id, fixture(**{**kwargs, subject: part})) for part_id, part in handle.parts])
     return fixture(**{**kwargs, subject: handle})
