@@ -90,7 +90,7 @@ def test_a_gpu_that_starts_throttling_under_the_load_fails_the_soak_with_its_cyc
         install_gpus(simcluster, node, FakeGpus(count=2, gemm_report_s=0.5))
         run = subprocess.Popen(
             [sys.executable, "-m", "pytest", "--cluster", str(inventory), "--profile", "soak-gpu.yaml",
-             "-p", "no:cacheprovider", "-k", "test_mtu", "--soak", "12s", f"--conformance-json={record}"],
+             "-p", "no:cacheprovider", "-k", "test_mtu", "--soak", "10s", f"--conformance-json={record}"],
             cwd=pytester.path, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
             env={**os.environ, "FABRIC_TEST_CHECKOUT": "1"})
         try:
