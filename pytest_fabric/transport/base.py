@@ -24,6 +24,7 @@ __all__ = [
     "TransportError",
     "NodeUnreachable",
     "AuthenticationFailed",
+    "SameMachine",
     "HostKeyMismatch",
     "ToolMissing",
     "CommandFailed",
@@ -74,6 +75,10 @@ class AuthenticationFailed(TransportError):
 
 class HostKeyMismatch(TransportError):
     """The node's host key is not the one known_hosts has (or is unknown under a strict policy)."""
+
+
+class SameMachine(TransportError):
+    """The node presented the host key another node of the inventory presented: one machine, two names."""
 
 
 class ToolMissing(TransportError):

@@ -67,6 +67,17 @@ class HostKeyLog:
     def __init__(self) -> None:
         self._lock = threading.Lock()
         self._decisions: list[HostKeyDecision] = []
+        self._owners: dict[str, str] = {}  # host key fingerprint -> the first node that presented it
+
+    def claim(self, node: str, fingerprint: str) -> str | None:
+        """Note that ``node`` presented this host key; the other node that presented it first, if one did.
+
+        A host key is one machine's: two names presenting it are one machine listed twice, whose
+        pairs would be measured against themselves.
+        """
+        with self._lock:
+            owner = self._owners.setdefault(fingerprint, node)
+        return owner if owner != node else None
 
     def add(self, decision: HostKeyDecision) -> None:
         with self._lock:

@@ -34,7 +34,7 @@ from typing import Any
 import fabric
 import paramiko
 
-from pytest_fabric.transport.base import CommandResult, CommandTimeout, TransportError
+from pytest_fabric.transport.base import CommandResult, CommandTimeout, SameMachine, TransportError
 from pytest_fabric.transport.cmdlog import (
     log_connected,
     log_failed,
@@ -346,7 +346,26 @@ class SSHTransport:
             log_connected(self._log, f"{conn.host}:{conn.port}", str(conn.user), time.monotonic() - started,
                           via=jump.split(",")[-1] if jump else None)
         note_connected(s.host_key_log, self.node, conn.client, s.host_key_policy, known_hosts, conn.host, conn.port, also)
+        self._refuse_same_machine(conn)
         return conn
+
+    def _refuse_same_machine(self, conn: fabric.Connection) -> None:
+        """Refuse a node whose host key another node presented: an ssh_config alias and an address (or two
+        DNS names) the inventory could not tell apart are one machine, and its pairs loop back."""
+        log, transport = self.settings.host_key_log, conn.client.get_transport()
+        if log is None or transport is None:
+            return
+        key = transport.get_remote_server_key()
+        other = log.claim(self.node, key.fingerprint)
+        if other is None:
+            return
+        conn.close()
+        raise SameMachine(
+            self.node,
+            f"presented the host key {key.fingerprint} ({key.get_name()}) that node {other} presented: one machine "
+            f"listed twice under two names ({conn.host}:{conn.port}), whose pairs would be measured against itself",
+            fix="list each machine once in the inventory (an ssh_config alias and the address it names are one machine)",
+        )
 
     def _socket(self, conn: fabric.Connection, jump: str | None) -> Any:
         """The byte stream to the node's sshd: a TCP socket, a jump host channel, or a ProxyCommand."""
