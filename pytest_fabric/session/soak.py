@@ -525,6 +525,13 @@ def pytest_configure(config: pytest.Config) -> None:
         return
     if hasattr(config, "workerinput") or config.getoption("numprocesses", None):
         raise pytest.UsageError("--soak runs its cycles in one process: leave out -n (pytest-xdist)")
+    written = state.inventory.slurm.time_limit_min if state.inventory.slurm is not None else None
+    if written is not None and any(n.transport == "slurm" for n in state.inventory.nodes) and written * 60 < duration:
+        # An allocation that ends first cuts the soak short, and its last cycles with it.
+        raise pytest.UsageError(
+            f"--soak {config.getoption('fabric_soak')}: inventory {state.inventory.path}: slurm: time {written} "
+            f"(minutes) ends before the soak does: raise it past {format_duration(duration)} and a cycle, or leave "
+            "it out to have the allocation take the soak's length and one more cycle")
     settings = getattr(state.profile.document, "soak", None)
     interval = getattr(settings, "interval_s", None) or DEFAULT_INTERVAL_S
     max_drift = getattr(settings, "max_drift_fraction", None)

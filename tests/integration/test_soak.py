@@ -21,6 +21,7 @@ import pytest
 from simcluster import NodeBreaker, SimCluster
 from simcluster.fabric_run import run_with_record
 from simcluster.gpu import FakeGpus, install_gpus, uninstall_gpus
+from simcluster.slurm import SlurmSim
 
 PROFILE = """name: soak-link
 inter_node:
@@ -121,3 +122,27 @@ def test_a_gpu_that_starts_throttling_under_the_load_fails_the_soak_with_its_cyc
     assert load["runs"] >= 2 and load["not_run"] == {}
     assert any(s["series"] == "gpu0 SM clock" for s in soak["telemetry"]["series"])  # the basic set: the stand-in's
     assert json.loads(record.read_text())["run"]["verdict"] == "reject"
+
+
+def test_a_soak_runs_the_same_way_under_slurm(pytester: pytest.Pytester, slurm_cluster: SlurmSim,
+                                              monkeypatch: pytest.MonkeyPatch) -> None:
+    """Two Slurm nodes, no time written: the allocation takes the soak's length; cycles and telemetry go
+    through the nodes' job steps, and no job is left."""
+    slurm_cluster.ensure_slurmds()
+    monkeypatch.setenv("SLURM_CONF", str(slurm_cluster.conf))
+    for name in [k for k in os.environ if k.startswith("SLURM_") and k != "SLURM_CONF"]:
+        monkeypatch.delenv(name)
+    nodes = slurm_cluster.nodes[:2]
+    inventory = slurm_cluster.write_inventory(pytester.path / "inventory.yaml", nodes=nodes,
+                                              extra={"slurm": {"partition": "sim", "wait": 10}})
+    pytester.makefile(".yaml", **{"soak-gpu": GPU_PROFILE.replace("load: 2 s", "load: 1 s")})
+    run = subprocess.run(
+        [sys.executable, "-m", "pytest", "--cluster", str(inventory), "--profile", "soak-gpu.yaml", "-p",
+         "no:cacheprovider", "-k", "test_mtu", "--soak", "5s", "--conformance-json=record.json"],
+        cwd=pytester.path, capture_output=True, text=True, timeout=180, env={**os.environ, "FABRIC_TEST_CHECKOUT": "1"})
+    record = json.loads((pytester.path / "record.json").read_text())["run"]
+    soak = record["soak"]
+    assert soak["cycles"] >= 2 and record["verdict"] == "accept", run.stdout[-3000:]
+    assert {s["node"] for s in soak["telemetry"]["series"]} == set(nodes)
+    assert set(soak["load"]["not_run"]) == set(nodes)  # no dcgmproftester there: said per node, the soak goes on
+    assert slurm_cluster.jobs() == []

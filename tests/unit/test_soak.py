@@ -158,3 +158,11 @@ def test_a_day_of_telemetry_is_kept_as_changes_and_thinned_levels_and_still_judg
     log.end(1)
     verdict = log.judge()
     assert [(f.kind, f.at) for f in verdict.faults] == [("counter", 2000 * 30.0)]
+
+
+def test_a_slurm_inventory_whose_time_ends_before_the_soak_is_refused(pytester: pytest.Pytester, quick: str) -> None:
+    pytester.makefile(".yaml", inv="name: s\ndefaults: {transport: slurm}\nslurm: {partition: sim, time: 30}\n"
+                                   "nodes:\n  - name: node01\n")
+    result = pytester.runpytest("--cluster", "inv.yaml", "-p", "no:cacheprovider", "--profile", quick, "--soak", "2h")
+    assert result.ret == pytest.ExitCode.USAGE_ERROR
+    result.stderr.fnmatch_lines(["*--soak 2h: inventory *inv.yaml: slurm: time 30 (minutes) ends before the soak*"])
