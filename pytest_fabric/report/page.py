@@ -26,6 +26,7 @@ from pytest_fabric.report.summary import (
     format_quantity,
     node_rows,
     nodeset,
+    not_measured,
     outcome_counts,
     outlier_text,
     plan_lines,
@@ -159,10 +160,15 @@ def not_run_table(verdict: RunVerdict, checks: Sequence[Check] = (), node_names:
 
 
 def send_back_line(checks: Sequence[Check], also: Sequence[str] = ()) -> str:
-    """``nodes to send back: gpu[03,17]``: the failed or errored nodes, a nodeset for ``srun --exclude``
-    (``also``: nodes a ``--soak`` fault names)."""
+    """``nodes to send back: gpu[03,17]``: the nodes with a measured fault, a nodeset for ``srun --exclude``
+    (``also``: nodes a ``--soak`` fault names); then the nodes not measured, apart, each with why."""
     nodes = nodeset([*send_back(checks), *also]) or "none"
     line = f'<p class="fabric-send-back" id="fabric-send-back">nodes to send back: {_e(nodes)}</p>'
+    missing = not_measured(checks)
+    if missing:
+        line += (f'<p class="fabric-not-measured" id="fabric-not-measured">nodes not measured (not sent back): '
+                 f'{_e(nodeset(missing))}</p><ul class="fabric-not-measured">'
+                 + "".join(f"<li>{_e(node)}: {_e(reason)}</li>" for node, reason in missing.items()) + "</ul>")
     pairs = cannot_tell(checks)
     if pairs:
         line += ('<p class="fabric-cannot-tell">cannot tell with this selection which end is at fault: '

@@ -30,6 +30,7 @@ __all__ = [
     "higher_is_better",
     "node_rows",
     "nodeset",
+    "not_measured",
     "numeric_value",
     "outlier_text",
     "outcome_counts",
@@ -90,38 +91,63 @@ def culprit(check: Check) -> str | None:
     return str(named) if named else None
 
 
+#: attribution verdicts that are a measured fault of the node itself (pytest_fabric.judge.blame)
+NODE_FAULTS = ("node fault", "unstable")
+
+
 def _pair_evidence(checks: list[Check]) -> tuple[set[str], dict[str, set[str]], list[Check]]:
-    """(nodes a check of their own blames, node -> peers of its failed pairs, failed pairs naming no node)."""
+    """(nodes a check of their own blames, node -> peers of its failed pairs, failed pairs naming no node).
+
+    Only measured shortfalls (failed checks, attribution's node faults) are evidence: an error is a
+    measurement that is missing, and its node is listed apart (:func:`not_measured`)."""
     faulty: set[str] = set()
     peers: dict[str, set[str]] = {}
     unnamed: list[Check] = []
     judged = attributions(checks)
     for c in checks:
         nodes = [str(n) for n in c.get("nodes") or []]
-        outcome = c.get("outcome")
-        if outcome not in ("failed", "error"):
+        if c.get("outcome") != "failed":
             continue
-        named = culprit(c)
-        if named is not None:
-            faulty.add(named)  # the error is that node's, whichever check met it
-        elif len(nodes) == 1:
+        if len(nodes) == 1:
             faulty.add(nodes[0])
         elif len(nodes) == 2:
             a, b = nodes
             peers.setdefault(a, set()).add(b)
             peers.setdefault(b, set()).add(a)
             unnamed.append(c)
-    faulty.update(n for n, v in judged.items() if v.get("verdict") == "node fault")
+    faulty.update(n for n, v in judged.items() if v.get("verdict") in NODE_FAULTS)
     return faulty, peers, unnamed
 
 
-def send_back(checks: Iterable[Check]) -> list[str]:
-    """The nodes to send back: those the evidence is about, sorted.
+def not_measured(checks: Iterable[Check]) -> dict[str, str]:
+    """The nodes that could not be reached or measured, each with the first reason (and its fix),
+    never among the nodes to send back: an error is a measurement that is missing, not a fault
+    measured. A node an error names (a peer's sshd stopped) is that node; a node's own check that
+    errored is its own; an error of a pair naming neither end is no node's."""
+    checks = list(checks)
+    blamed = set(send_back(checks))
+    out: dict[str, str] = {}
+    for c in checks:
+        if c.get("outcome") != "error":
+            continue
+        nodes = [str(n) for n in c.get("nodes") or []]
+        named = culprit(c) or (nodes[0] if len(nodes) == 1 else None)
+        if named is None or named in blamed or named in out:
+            continue
+        message = str(c.get("message") or "").strip().splitlines()
+        reason = f"{c.get('check')} {c.get('subject')}: {message[0] if message else 'error'}"
+        fix = str((c.get("extra") or {}).get("fix") or "").strip()
+        out[named] = f"{reason}; fix: {fix}" if fix else reason
+    return dict(sorted(out.items()))
 
-    Evidence about a node is a failed or errored check of that node (a GPU, a port, a mount, the
-    node itself), an error its own transport raised whichever check met it (a peer's sshd stopped:
-    that peer, not the node that waited on it), attribution's ``node fault``, or failed pairs with at
-    least two distinct peers that are not themselves at fault.  One failed pair names neither end:
+
+def send_back(checks: Iterable[Check]) -> list[str]:
+    """The nodes to send back: those a measured fault is about, sorted.
+
+    Evidence about a node is a failed check of that node (a GPU, a port, a mount, the node itself),
+    attribution's ``node fault`` or ``unstable``, or failed pairs with at least two distinct peers
+    that are not themselves at fault. A node that could not be reached or measured (an errored
+    check, whichever node its error names) is never sent back: :func:`not_measured` lists it.  One failed pair names neither end:
     with ``-k node03`` or ``--lf`` each healthy peer has one failed pair, with node03, and is fine
     (:func:`cannot_tell` lists such pairs).  A node attribution judged ``ok`` is not blamed by pairs.
     Checks of the whole cluster name no node.

@@ -43,6 +43,7 @@ from pytest_fabric.report.summary import (
     format_margin,
     format_quantity,
     nodeset,
+    not_measured,
     outlier_text,
     plan_lines,
     send_back,
@@ -50,7 +51,7 @@ from pytest_fabric.report.summary import (
 )
 
 __all__ = [
-    "cannot_tell_line", "error_groups", "error_lines", "not_run_lines", "problem_line", "send_back_line", "value_lines", "verdict_line",
+    "cannot_tell_line", "error_groups", "error_lines", "not_measured_lines", "not_run_lines", "problem_line", "send_back_line", "value_lines", "verdict_line",
 ]
 
 WORST_PER_LAYER = 5
@@ -84,6 +85,16 @@ def not_run_lines(verdict: RunVerdict) -> list[str]:
         more = f", +{len(ranked) - CHECKS_PER_REASON} more checks" if len(ranked) > CHECKS_PER_REASON else ""
         lines.append(f"  {text}: {', '.join(shown)}{more}")
     return (["not run (the verdict counts none of these):"] + lines) if lines else []
+
+
+def not_measured_lines(checks: Sequence[Mapping[str, Any]]) -> list[str]:
+    """``nodes not measured: node03`` and a line per node with why (and the fix): never sent back,
+    as nothing was measured on them; none when every node was measured."""
+    missing = not_measured(checks)
+    if not missing:
+        return []
+    return [f"nodes not measured (not sent back): {nodeset(missing)}",
+            *(f"  {node}: {safe_text(reason)}" for node, reason in missing.items())]
 
 
 def send_back_line(checks: Sequence[Mapping[str, Any]], also: Sequence[str] = ()) -> str:
@@ -268,6 +279,8 @@ def pytest_terminal_summary(terminalreporter: Any, exitstatus: int, config: pyte
     tr.write_line(verdict_line(verdict, len(info.nodes)), green=accept, red=not accept, bold=True)
     soaked = soak_send_back(soak_record(config))
     tr.write_line(send_back_line(checks, soaked), red=bool(send_back(checks) or soaked), bold=True)
+    for n, text in enumerate(not_measured_lines(checks)):
+        tr.write_line(text, yellow=True, bold=n == 0)
     undecided = cannot_tell_line(checks)
     if undecided:
         tr.write_line(undecided, yellow=True)

@@ -1,6 +1,6 @@
 """A failure is charged to the node the evidence points at (pytest_fabric/probes/reachability.py), on the
 simulated cluster: node03's sshd dies or its link goes down mid-run, and node02, whose iperf3 client or
-mpirun only waited on node03, is not sent back."""
+mpirun only waited on node03, is not sent back (node03 is listed as not measured, apart)."""
 
 from __future__ import annotations
 
@@ -69,7 +69,8 @@ def test_an_iperf3_client_whose_peer_sshd_dies_mid_run_charges_the_peer(
     pair = _pair(record, "tcp_throughput", "node02", "node03")
     assert pair["outcome"] == "error", record["_stdout"][-3000:]
     assert pair["extra"]["error_node"] == "node03", pair["message"]
-    assert record["run"]["send_back"] == "node03", record["_stdout"][-3000:]
+    # charged to node03, which could not be measured: listed apart with why, never sent back (issue 29)
+    assert not record["run"]["send_back"] and list(record["run"]["not_measured"]) == ["node03"], record["_stdout"][-3000:]
 
 
 def test_an_iperf3_client_timing_out_towards_a_peer_whose_link_went_down_charges_the_peer(
@@ -85,7 +86,8 @@ def test_an_iperf3_client_timing_out_towards_a_peer_whose_link_went_down_charges
     assert pair["outcome"] == "error", record["_stdout"][-3000:]
     assert pair["extra"]["error_node"] == "node03", pair["message"]
     assert pair["message"].startswith("node node03: unreachable (") and "node02's iperf3 client to it failed" in pair["message"]
-    assert record["run"]["send_back"] == "node03", record["_stdout"][-3000:]
+    # charged to node03, which could not be measured: listed apart with why, never sent back (issue 29)
+    assert not record["run"]["send_back"] and list(record["run"]["not_measured"]) == ["node03"], record["_stdout"][-3000:]
 
 
 def test_an_mpirun_launch_failing_on_a_host_whose_sshd_died_charges_that_host(
@@ -101,4 +103,5 @@ def test_an_mpirun_launch_failing_on_a_host_whose_sshd_died_charges_that_host(
     assert launched["extra"]["error_node"] == "node03", launched["message"]
     assert "node02's mpirun could not start its daemon there (ssh: Connection refused)" in launched["message"]
     assert _pair(record, "nccl_allreduce", "node01", "node02")["outcome"] == "passed"
-    assert record["run"]["send_back"] == "node03", record["_stdout"][-3000:]
+    # charged to node03, which could not be measured: listed apart with why, never sent back (issue 29)
+    assert not record["run"]["send_back"] and list(record["run"]["not_measured"]) == ["node03"], record["_stdout"][-3000:]

@@ -59,7 +59,8 @@ def test_record_matches_schema_and_design(tmp_path: Path) -> None:
     assert run["counts"] == {"passed": 7, "failed": 2, "error": 4, "waived": 1, "skipped": 1}
     # What did not run and why; the nodes to send back as a nodeset (node03 slow, node04 down).
     assert run["not_run"] == {"errored": {"inter_node.tcp_throughput": 3, "intra_node.nvlink_bandwidth": 1}}
-    assert run["send_back"] == "node[03-04]"
+    assert run["send_back"] == "node03"
+    assert list(run["not_measured"]) == ["node04"]  # down: listed apart with why, never sent back
     assert run["profile"] == "hdr200" and run["profile_extends"] == ["base"] and len(run["profile_sha256"]) == 64
     failed = next(c for c in record["checks"] if c["outcome"] == "failed")
     assert failed["measured"] == {"value": 120.5, "unit": "Gb/s"}

@@ -14,6 +14,7 @@ from pytest_fabric.report.summary import (
     node_rows,
     nodeset,
     outcome_counts,
+    not_measured,
     send_back,
     tool_versions,
     worst_per_layer,
@@ -85,11 +86,13 @@ def test_send_back_a_slow_node_not_its_peers() -> None:
     assert send_back(checks) == ["node03"]
 
 
-def test_send_back_a_down_node_and_a_failed_single_node_check() -> None:
+def test_send_back_a_failed_single_node_check_and_list_a_down_node_apart() -> None:
+    # issue 29: a node that could not be measured is never sent back; it is listed apart, with why
     _, checks = sample_cluster(4, slow=None, down="node04")
     checks.append(make_check("gpu_count", "node02", "failed", value=7, expected=8, nodes=["node02"]))
-    assert send_back(checks) == ["node02", "node04"]
-    assert nodeset(send_back(checks)) == "node[02,04]"
+    assert send_back(checks) == ["node02"]
+    assert nodeset(send_back(checks)) == "node02"
+    assert list(not_measured(checks)) == ["node04"]
 
 
 def test_send_back_follows_attribution() -> None:
@@ -138,4 +141,6 @@ def test_an_error_a_peer_caused_is_that_peers() -> None:
     checks = [make_check("sequential_read", "node03:/shared", "error", nodes=["node03"],
                          message="node node04: unreachable: connection refused", extra={"error_node": "node04"}),
               make_check("mtu", "node03", "passed", nodes=["node03"])]
-    assert send_back(checks) == ["node04"]
+    assert send_back(checks) == []
+    assert list(not_measured(checks)) == ["node04"]  # node04's, not node03's: listed apart, not sent back
+    assert "connection refused" in not_measured(checks)["node04"]

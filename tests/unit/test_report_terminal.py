@@ -8,6 +8,7 @@ from pytest_fabric.report.run_verdict import judge_run
 from pytest_fabric.report.terminal import (
     error_groups,
     error_lines,
+    not_measured_lines,
     not_run_lines,
     send_back_line,
     verdict_line,
@@ -65,8 +66,16 @@ def test_not_run_lines_give_counts_per_check_and_the_skip_reason() -> None:
 
 def test_send_back_line() -> None:
     _, checks = sample_cluster(4, slow="node03", down="node04")
-    assert send_back_line(checks) == "nodes to send back: node[03-04]"
+    assert send_back_line(checks) == "nodes to send back: node03"  # node04 is down: not measured, apart
     assert send_back_line([]) == "nodes to send back: none"
+
+
+def test_nodes_not_measured_are_a_list_of_their_own_with_why() -> None:
+    _, checks = sample_cluster(4, slow="node03", down="node04")
+    lines = not_measured_lines(checks)
+    assert lines[0] == "nodes not measured (not sent back): node04"
+    assert lines[1].startswith("  node04: ")
+    assert not_measured_lines([]) == []
 
 
 def test_a_message_quoting_other_nodes_is_still_one_cause() -> None:
