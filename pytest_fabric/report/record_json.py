@@ -308,12 +308,21 @@ def session_seconds(config: pytest.Config) -> float | None:
     return time.monotonic() - started if started is not None else None
 
 
+def plan_seconds(config: pytest.Config) -> float | None:
+    """What the plan is set beside: the run's wall time so far, or under ``--soak`` its last complete
+    cycle's (the plan prices one cycle; the records hold each test's last cycle)."""
+    spans = [s for s in (soak_record(config) or {}).get("cycle_spans") or [] if s.get("end_s") is not None]
+    if spans:
+        return float(spans[-1]["end_s"]) - float(spans[-1]["start_s"])
+    return session_seconds(config)
+
+
 def timed_plan(config: pytest.Config, checks: Sequence[dict[str, Any]], finished: str | None = None) -> dict[str, Any] | None:
     """The plan with what the run took, as the record keeps it (``run.plan``), for the terminal and the HTML report."""
     info = get_run_info(config)
     if info is None:
         return None
-    took = session_seconds(config)
+    took = plan_seconds(config)
     if took is None:
         took = seconds_between(info.started, finished or info.finished or utc_now())
     return plan_vs_actual(_planned(config), checks, took)
@@ -349,7 +358,7 @@ def pytest_sessionstart(session: pytest.Session) -> None:
     writer = RecordWriter(target, info, compared_with=str(cmp) if cmp else None, evidence_dir=str(ev) if ev else None,
                           comparison_warnings=previous.all_warnings if previous is not None else (),
                           host_keys=partial(host_key_decisions, config), plan=partial(_planned, config),
-                          took=partial(session_seconds, config), on_failure=partial(_say, config),
+                          took=partial(plan_seconds, config), on_failure=partial(_say, config),
                           soak=partial(soak_record, config) if config.stash.get(SOAK_KEY, None) else None)
     config.stash[WRITER_KEY] = writer
     config.pluginmanager.register(_JsonPlugin(config, writer), "fabric-report-json")

@@ -46,6 +46,9 @@ def test_a_short_soak_runs_cycles_to_one_verdict_records_them_and_draws_them(pyt
     soak = record["run"]["soak"]
     assert soak["cycles"] >= 2 and soak["status"] == "complete"
     assert record["run"]["verdict"] == "accept" and soak["judgement"]["verdict"] == "accept"
+    # plan vs actual sets the plan (one cycle) beside the last cycle, not beside the whole soak
+    last = soak["cycle_spans"][soak["cycles"] - 1]
+    assert abs(record["run"]["plan"]["took_s"] - (last["end_s"] - last["start_s"])) < 0.5, record["run"]["plan"]
     (mtu,) = soak["figures"]
     assert mtu["key"] == "inter_node.mtu" and mtu["limit"] == 1500
     assert len(mtu["points"]) >= 2 and {p[0] for p in mtu["points"]} >= {1, 2} and all(p[2] >= 1500 for p in mtu["points"])
