@@ -40,6 +40,7 @@ from pytest_fabric.run.batches import BatchCache, fan_out
 from pytest_fabric.run.once import Once
 from pytest_fabric.run.plan import format_duration
 from pytest_fabric.run.state import ELAPSED_KEY, STARTED_KEY, VERDICTS_KEY, FabricState, get_state
+from pytest_fabric.run.stopgate import RunStopped
 
 __all__ = ["SOAK_KEY", "SoakLog", "allocation_plan_s", "cycles_left", "progress_text", "soak_seconds"]
 
@@ -338,6 +339,8 @@ class Sampler:
             at = self.log.elapsed()
             try:
                 telemetry = sample(node)
+            except RunStopped:  # the run is stopping and refused the command: nothing about the node
+                return [], {}
             except Exception as exc:  # the node did not answer: a fault of its own (state: answered)
                 why = str(exc).splitlines()[0][:300] if str(exc) else type(exc).__name__
                 return [Sample(at, node.name, "answers telemetry", 0.0, "", "state", f"no: {why}")], {}

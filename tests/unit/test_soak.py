@@ -169,3 +169,23 @@ def test_a_slurm_inventory_whose_time_ends_before_the_soak_is_refused(pytester: 
     result = pytester.runpytest("--cluster", "inv.yaml", "-p", "no:cacheprovider", "--profile", quick, "--soak", "2h")
     assert result.ret == pytest.ExitCode.USAGE_ERROR
     result.stderr.fnmatch_lines(["*--soak 2h: inventory *inv.yaml: slurm: time 30 (minutes) ends before the soak*"])
+
+
+def test_a_sample_the_stopping_run_refused_is_no_fault_of_the_node() -> None:
+    """Ctrl-C while telemetry is sampled: the gate refuses the command (RunStopped); that says nothing of the node."""
+    from types import SimpleNamespace
+
+    from pytest_fabric.run.stopgate import RunStopped
+    from pytest_fabric.session.soak import Sampler, SoakLog
+
+    class Refused:
+        name = "node01"
+
+        def run(self, command: str, **_: object) -> None:
+            raise RunStopped(self.name, command)
+
+    log = SoakLog(60.0, 1.0, None)
+    state = SimpleNamespace(cluster=SimpleNamespace(nodes=[Refused()], gate=SimpleNamespace(stopping=True)),
+                            batches=SimpleNamespace(fanout=4))
+    Sampler(state, log).sample_once()  # type: ignore[arg-type]
+    assert log.samples == []
