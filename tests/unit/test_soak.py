@@ -116,10 +116,25 @@ def test_progress_says_the_cycle_of_about_n_the_time_left_and_the_worst_figure()
     assert progress_text(1, 1.0, 40.0, 5.0, ceiling).endswith("34 ms (93% inside its limit)")
 
 
-def test_the_record_schema_knows_run_soak() -> None:
+def test_a_soak_record_is_valid_against_the_record_schema(tmp_path: Path) -> None:
+    jsonschema = pytest.importorskip("jsonschema")
+    from pytest_fabric.judge.soak import Sample
+    from pytest_fabric.session.soak import SoakLog
+
     schema = json.loads((Path(__import__("pytest_fabric.report", fromlist=["x"]).__file__).parent
                          / "record.schema.json").read_text())
-    assert "soak" in json.dumps(schema)
+    log = SoakLog(60.0, 1.0, 0.1)
+    log.begin(1)
+    log.add_check({"nodeid": "t[a]", "layer": "inter_node", "check": "mtu", "subject": "a", "nodes": ["a"],
+                   "outcome": "passed", "measured": {"value": 9000, "unit": ""}, "expected": {"value": 1500, "unit": ""},
+                   "margin": 5.0})
+    log.add_samples([Sample(0.5, "a", "eth0 state", 1.0, "", "state", "up")], {"a": "gpu: no nvidia-smi on the node"})
+    log.end(1)
+    log.judge()
+    soak = log.to_json()
+    jsonschema.validate({"soak": soak}, {"type": "object", "properties": {"soak": schema["properties"]["run"]
+                                                                          ["properties"]["soak"]}})
+    assert soak["cycles"] == 1 and soak["figures"][0]["limit"] == 1500
 
 
 def test_the_profile_soak_section_is_typed_and_its_mistakes_named(pytester: pytest.Pytester) -> None:
