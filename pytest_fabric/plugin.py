@@ -22,7 +22,12 @@ import pytest
 
 from pytest_fabric import __version__, hookspecs
 from pytest_fabric.checks.base import BUILTIN, CHECKS, Check, CheckRegistry, RegistryError
-from pytest_fabric.config.bundled import bundled_inventories, bundled_inventory_name, conformance_dir, inventory_path
+from pytest_fabric.config.bundled import (
+    bundled_inventories,
+    bundled_inventory_name,
+    conformance_dir,
+    inventory_path,
+)
 from pytest_fabric.config.hostlist import fold
 from pytest_fabric.config.inventory import Node, load_inventory, with_data_addresses
 from pytest_fabric.config.profile import CheckSpec, bundled_profiles, load_profile, profile_schema
@@ -667,7 +672,9 @@ def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
         info.finished = utc_now()
     state = get_state(session.config)
     if state is not None and any(n.transport == "slurm" for n in state.inventory.nodes):
-        from pytest_fabric.slurm.allocation import record_job  # imported where used, as in pytest_fabric_make_transport
+        from pytest_fabric.slurm.allocation import (
+            record_job,  # imported where used, as in pytest_fabric_make_transport
+        )
 
         record_job(session.config)
     if state is not None and state.cluster is not None:
