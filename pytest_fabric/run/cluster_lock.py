@@ -34,6 +34,7 @@ from dataclasses import dataclass, field
 from typing import Literal
 
 from pytest_fabric.run.cluster import NodeHandle
+from pytest_fabric.run.owner import process_start as _process_start
 from pytest_fabric.transport.base import BackgroundProcess, TransportError
 from pytest_fabric.transport.shellcmd import fill
 
@@ -86,17 +87,6 @@ class LockHolder:
         since = self.since or self.started
         when = time.strftime("%Y-%m-%d %H:%M:%S UTC", time.gmtime(since)) if since else "an unknown time"
         return f"run {self.run} (controller {self.controller or '?'}, pid {self.pid or '?'}, since {when})"
-
-
-def _process_start(pid: int) -> str:
-    """The process's start time in clock ticks since boot (Linux), '' where it cannot be read."""
-    try:
-        with open(f"/proc/{pid}/stat", encoding="ascii", errors="replace") as f:
-            stat = f.read()
-    except OSError:
-        return ""
-    # The command name (field 2) may hold spaces and parentheses: count from its closing one.
-    return stat.rsplit(")", 1)[-1].split()[19] if ")" in stat else ""
 
 
 def this_run(run_id: str) -> LockHolder:
