@@ -8,7 +8,10 @@ that starts with ``## ``:
   then ``nvidia-smi --query-gpu=<gpu_fields(prefix, set)> --format=csv,noheader,nounits``;
 - ``## gpu none: <why>`` where the node has no ``nvidia-smi``;
 - ``## net``, then one line per interface but ``lo``: name, operstate, carrier_changes, rx_errors,
-  tx_errors, rx_dropped (``-`` where sysfs has no such file).
+  tx_errors, rx_dropped (``-`` where sysfs has no such file);
+- ``## ib``, then one line per InfiniBand/RoCE port in ``/sys/class/infiniband``: ``device/port``,
+  its state and physical state (``4:ACTIVE``, ``5:LinkUp``: the spaces taken out), and its
+  link_downed, symbol_error, port_rcv_errors and link_error_recovery counters.
 
 :func:`parse_telemetry` turns it into :class:`Reading` s: a series name (``gpu0 temperature``,
 ``eth0 state``), a number, its unit and how the soak judges it (``level``: drawn;
@@ -124,6 +127,28 @@ def _net(body: list[str]) -> list[Reading]:
     return out
 
 
+#: column of a ``## ib`` line after the state and physical state -> series suffix (all counters)
+_IB_COUNTERS = ("link downed", "symbol errors", "rcv errors", "link error recovery")
+
+
+def _ib(body: list[str]) -> list[Reading]:
+    out: list[Reading] = []
+    for line in body:
+        parts = line.split()
+        if len(parts) != 3 + len(_IB_COUNTERS):
+            raise UnrecognizedOutput(TOOL, f"a ## ib line has {len(parts)} words, not {3 + len(_IB_COUNTERS)}: "
+                                           f"{line[:80]!r}")
+        port, state, phys = parts[:3]
+        word = state.partition(":")[2] or state
+        out.append(Reading(f"{port} state", 1.0 if word == "ACTIVE" else 0.0, "", "state",
+                           f"{word} ({phys.partition(':')[2] or phys})"))
+        for series, text in zip(_IB_COUNTERS, parts[3:]):
+            value = _number(text)
+            if value is not None:
+                out.append(Reading(f"{port} {series}", value, "", "counter"))
+    return out
+
+
 def parse_telemetry(text: str) -> Telemetry:
     """A sample's readings from the sampling command's sections (see the module)."""
     sections: list[tuple[str, list[str]]] = []
@@ -148,6 +173,8 @@ def parse_telemetry(text: str) -> Telemetry:
             except ParseError as exc:  # the node's nvidia-smi failed: its ports are still sampled
                 not_sampled["gpu"] = f"nvidia-smi: {exc}"
                 readings.append(Reading("nvidia-smi answers", 0.0, "", "state", f"no: {exc}"))
+        elif head == "ib":
+            readings += _ib(body)
         elif head == "net":
             readings += _net(body)
             if not body:

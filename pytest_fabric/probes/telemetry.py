@@ -5,7 +5,8 @@ temperature, SM clock, power, uncorrected ECC errors, remapped rows and clock-ev
 (with the older ``clocks_throttle_reasons`` spelling where the driver refuses the newer), or why
 there is no GPU reading; and each of the node's own ports' (a device behind it; else the default
 route's; else every interface but ``lo``) state, carrier changes and error counters
-from sysfs. It reads only: nothing on the node changes.
+from sysfs, and each InfiniBand/RoCE port's state and link_downed, symbol_error, port_rcv_errors and
+link_error_recovery counters. It reads only: nothing on the node changes.
 """
 
 from __future__ import annotations
@@ -37,7 +38,12 @@ def sample_command() -> str:
         "[ -n \"$ports\" ] || ports=$(ls /sys/class/net | grep -vx lo); "
         "for n in $ports; do d=/sys/class/net/$n; "
         "echo \"$n $(r $d/operstate) $(r $d/carrier_changes) $(r $d/statistics/rx_errors) "
-        "$(r $d/statistics/tx_errors) $(r $d/statistics/rx_dropped)\"; done"
+        "$(r $d/statistics/tx_errors) $(r $d/statistics/rx_dropped)\"; done; "
+        # InfiniBand and RoCE ports: their state and the counters a flapping or failing link raises
+        "echo '## ib'; for p in /sys/class/infiniband/*/ports/*; do [ -e \"$p/state\" ] || continue; "
+        "dev=${p%/ports/*}; dev=${dev##*/}; "
+        "echo \"$dev/${p##*/} $(r $p/state | tr -d ' ') $(r $p/phys_state | tr -d ' ') $(r $p/counters/link_downed) "
+        "$(r $p/counters/symbol_error) $(r $p/counters/port_rcv_errors) $(r $p/counters/link_error_recovery)\"; done"
     )
 
 

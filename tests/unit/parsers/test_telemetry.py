@@ -58,3 +58,14 @@ def test_output_without_sections_or_a_short_port_line_is_refused() -> None:
         parse_telemetry("hello\n")
     with pytest.raises(UnrecognizedOutput, match="words"):
         parse_telemetry("## net\neth0 up 1\n")
+
+
+def test_infiniband_ports_state_and_counters() -> None:
+    t = parse_telemetry("## net\n## ib\nmlx5_0/1 4:ACTIVE 5:LinkUp 3 0 12 1\nmlx5_1/1 1:DOWN 3:Disabled 0 0 0 -\n")
+    by = {r.series: r for r in t.readings}
+    assert (by["mlx5_0/1 state"].value, by["mlx5_0/1 state"].text, by["mlx5_0/1 state"].kind) == (1, "ACTIVE (LinkUp)", "state")
+    assert by["mlx5_1/1 state"].value == 0 and by["mlx5_1/1 state"].text == "DOWN (Disabled)"
+    assert by["mlx5_0/1 link downed"].value == 3 and by["mlx5_0/1 link downed"].kind == "counter"
+    assert by["mlx5_0/1 rcv errors"].value == 12 and "mlx5_1/1 link error recovery" not in by
+    with pytest.raises(UnrecognizedOutput, match="## ib line"):
+        parse_telemetry("## ib\nmlx5_0/1 4:ACTIVE\n")
