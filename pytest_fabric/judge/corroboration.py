@@ -109,7 +109,12 @@ def perftest_internal(node: str, row: PerftestBandwidthRow, duration_s: int | No
 
 def covers_duration(node: str, tool: str, asked_s: float, took_s: float, *,
                     slack_s: float = 0.05) -> Corroboration:
-    """The command that ran ``tool`` for ``asked_s`` seconds (``-D``, ``-t``) took at least that long."""
+    """The command that ran ``tool`` for ``asked_s`` seconds (``-D``, ``-t``) took at least that long.
+
+    A command no transport timed (0 s) is not run: nothing says how long it took.
+    """
+    if took_s <= 0:
+        return Corroboration("duration", node, NOT_RUN, f"{tool}: the transport did not time its command")
     status = AGREES if took_s + slack_s >= asked_s else UNCORROBORATED
     text = f"{tool} was asked to run {asked_s:g} s; its command took {took_s:.2f} s"
     if status == UNCORROBORATED:

@@ -266,6 +266,7 @@ def measure_pair(
         version = version or parsed.version
         if settings.corroborate:
             found += corroboration.iperf3_internal(pair.a.name, parsed)
+            found.append(corroboration.covers_duration(pair.a.name, "iperf3", duration, result.duration_s))
         sent_bytes += parsed.sent_bytes or 0
         received_bytes += parsed.received_bytes or 0
     if settings.witness:

@@ -115,7 +115,9 @@ def test_honest_pairs_pass_with_every_corroboration_noted(record: dict[str, Any]
     assert len(honest) == 2
     for c in honest:
         found = c["extra"]["corroborations"]
-        assert {f["witness"] for f in found} == {"internal", witness}
+        # iperf3's -t is covered by its command's time; the stand-ins compress -D, so RDMA has no duration check
+        extra = {"duration"} if check == "tcp_throughput" else set()
+        assert {f["witness"] for f in found} == {"internal", witness} | extra
         assert {f["status"] for f in found} == {"agrees"}, found
 
 

@@ -43,6 +43,7 @@ def test_duration_must_cover_what_was_asked() -> None:
     assert c.covers_duration("n", "ib_write_bw", 5, 5.3).status == c.AGREES
     short = c.covers_duration("n", "ib_write_bw", 5, 0.4)
     assert short.status == c.UNCORROBORATED and "0.40 s" in short.detail
+    assert c.covers_duration("n", "iperf3", 5, 0.0).status == c.NOT_RUN  # a command no transport timed
 
 
 def test_recorded_fio_agrees_and_edited_bandwidth_does_not() -> None:

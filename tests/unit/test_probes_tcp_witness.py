@@ -54,4 +54,4 @@ def test_counters_that_did_not_grow_leave_the_claim_uncorroborated_on_the_client
 def test_without_the_witness_the_same_pair_stands_on_its_tool() -> None:
     measured = tcp.measure_pair(_with_counters(), dataclasses.replace(SETTINGS, corroborate=True))
     assert measured.missing is None
-    assert {c["witness"] for c in measured.extra["corroborations"]} == {"internal"}
+    assert {c["witness"] for c in measured.extra["corroborations"]} == {"internal", "duration"}
