@@ -64,6 +64,8 @@ _RANK_SCALE = 1.41
 #: of every figure's baseline is passed over without its own (one node moves a large MAD little)
 _ROUGH_FROM = 60
 _ROUGH = 0.5
+#: low repeats this unlikely by chance (but not beyond unstable_chance) ask for a retest step
+_SUSPECT_CHANCE = 1e-2
 #: the least chance of a low repeat assumed for a healthy figure
 _LEAST_CHANCE = 1e-3
 #: the mean range of n normal samples in standard deviations (d2 of quality control), n = 2..12
@@ -329,6 +331,8 @@ class _Series:
         floors = sorted(f.floor for f in figures if f.floor is not None)
         self.floor = math.log(_median(floors)) if floors and _median(floors) > 0 else None
         self.retests: list[tuple[str, str, str]] = []
+        #: nodes whose low repeats are not yet beyond chance, but would be with a few more
+        self.unsure: set[str] = set()
         self.pool_for: frozenset[str] | None = None
         self.rough_for: frozenset[str] | None = None
         self.rough: tuple[float, float, int, float] | None = None
@@ -421,7 +425,10 @@ class _Series:
             # never less likely than 1 in 1000: a baseline of a few figures has none by chance)
             chance = sum(_lows(f, center, reach) for f in kept)
             share = max(chance / max(1, sum(len(f.logs) for f in kept)), _LEAST_CHANCE)
-            unstable = unstable and _tail(lows, repeats, share) <= s.unstable_chance
+            chance_of = _tail(lows, repeats, share)
+            if unstable and chance_of <= _SUSPECT_CHANCE:
+                self.unsure.add(node)  # more repeats with it would tell (a retest step)
+            unstable = unstable and chance_of <= s.unstable_chance
         best: tuple[float, Direction, list[_Fig]] | None = None
         for direction, group in groups.items():
             most = _most(group)
@@ -465,12 +472,14 @@ class _Series:
 
     def _unstable(self, own: Sequence[_Fig], center: float, reach: float) -> tuple[bool, list[_Fig], int, int]:
         """Repeats on two levels: low ones (``reach`` under the baseline) in two figures or more, and
-        high ones: (two levels?, the figures with low repeats, low repeats, all repeats)."""
+        a high one beside a low one in a figure: (two levels?, the figures with low repeats, low
+        repeats, all repeats)."""
         split = [f for f in own if _lows(f, center, reach)]
         lows = sum(_lows(f, center, reach) for f in split)
         repeats = sum(len(f.logs) for f in own)
-        high = any(_q(f.logs[-1]) >= _q(center - reach / 2) for f in own)
-        return (len(split) >= 2 and high and _q(lows / repeats) >= _q(self.settings.unstable_share)), split, lows, repeats
+        # both levels inside one figure at least: steady bad paths (all their repeats low) are links
+        mixed = any(_q(f.logs[-1]) >= _q(center - reach / 2) for f in split)
+        return (len(split) >= 2 and mixed and _q(lows / repeats) >= _q(self.settings.unstable_share)), split, lows, repeats
 
     def _bar(self, spread: float, k: int, m: int) -> float:
         """How far below the baseline k figures must lie: ``confidence`` of their own spreads (the
@@ -535,7 +544,7 @@ class _Series:
                 break
         faulty = frozenset(found)
         for n in nodes:
-            if n not in found and self.suspect(n, faulty):
+            if n not in found and (n in self.unsure or self.suspect(n, faulty)):
                 self.retests.extend(self._with_helpers(n, [m for m in nodes if m not in found and m != n], nodes))
         findings = {n: Finding(self.name, sc.kind, sc.text, sc.direction, sc.peers) for n, sc in found.items()}
         links, fabric = self._links(nodes, faulty, findings)
@@ -596,6 +605,37 @@ class _Series:
                 else:
                     out.append((self.name, end, h) if role == 0 else (self.name, h, end))
         return out
+
+    def _ports(self, links: list[LinkFault], findings: dict[str, Finding], faulty: frozenset[str]) -> list[LinkFault]:
+        """A node at one end of two bad links or more whose repeats there are on two levels (low and
+        at the baseline inside one figure) is the common part: its rail retraining, unstable; bad
+        paths with steady figures stay links (ECMP routes through the spine differ per pair)."""
+        ends: dict[str, list[LinkFault]] = {}
+        for link in links:
+            for end in link.nodes:
+                ends.setdefault(end, []).append(link)
+        ports: list[str] = []
+        for node in sorted(n for n, found in ends.items() if len(found) >= 2):
+            mine = ends[node]
+            figs = [f for f in self.by_node.get(node, []) if any(f.figure.nodes == lf.nodes for lf in mine)]
+            center = self._quick_center(node, faulty) or 0.0
+            mixed = sum(1 for f in figs if _q(f.logs[-1]) >= _q(center - self.min_gap / 2))
+            if mixed < 2:
+                continue
+            ports.append(node)
+            peers = tuple(sorted({n for lf in mine for n in lf.nodes if n != node}))
+            findings[node] = Finding(
+                self.name, "unstable",
+                f"bad with {len(mine)} peers ({', '.join(peers)}) that are good elsewhere, its repeats with them on two "
+                f"levels: the common part is {node}'s rail, which retrains (unstable); " + "; ".join(lf.text for lf in mine),
+                None, peers)
+        if not ports:
+            return links
+        kept = [lf for lf in links if not set(lf.nodes) & set(ports)]
+        for node in {n for lf in links if set(lf.nodes) & set(ports) for n in lf.nodes} - set(ports):
+            if findings.get(node) is not None and findings[node].kind == "link fault" and not any(node in lf.nodes for lf in kept):
+                del findings[node]  # its only bad links were with a node found at fault
+        return kept
 
     def _links(self, nodes: Sequence[str], faulty: frozenset[str],
                findings: dict[str, Finding]) -> tuple[list[LinkFault], list[str]]:
@@ -669,6 +709,7 @@ class _Series:
                     findings[end] = Finding(self.name, "link fault", f"a link fault with {', '.join(peers)}: {text}", None, peers)
             else:
                 untold.append(f)
+        links = self._ports(links, findings, faulty)
         helpers = [n for n in nodes if n not in findings and n not in faulty]
         for f in untold:
             ends = f.figure.nodes

@@ -201,3 +201,24 @@ def test_a_retest_adds_repeats_to_its_pair_and_is_judged_against_the_same_baseli
     again = blame(names, figures + noisy_tcp(names, 12, {"node03": 0.8 * GB}))
     assert sent_back(first) == sent_back(again) == ["node03"]
     assert "6 figures" not in again.nodes["node03"].message  # five peers: five figures, not ten
+
+
+def test_two_steady_bad_paths_of_one_node_stay_links_and_two_level_ones_are_its_rail() -> None:
+    # node04 short only with node02 and node07 (routes through the spine differ per pair): links,
+    # nobody sent back; the same two paths with repeats on two levels are node04's rail retraining
+    names = nodes(8)
+    for flapping in (False, True):
+        rng = random.Random(10)
+        figures = []
+        for a, b in sweep(names):
+            bad = "node04" in (a, b) and {a, b} & {"node02", "node07"}
+            levels = ((196, 60, 60) if flapping else (60, 60, 60)) if bad else (196, 196, 196)
+            figures.append(Figure("rdma_bandwidth", (a, b), tuple(v * GB * rng.uniform(0.97, 1) for v in levels),
+                                  floor=180 * GB, rail="mlx5_0"))
+        result = blame(names, figures)
+        if flapping:
+            assert sent_back(result) == ["node04"] and result.nodes["node04"].kind == "unstable"
+            assert not result.links
+        else:
+            assert sent_back(result) == []
+            assert sorted(sorted(link.nodes) for link in result.links) == [["node02", "node04"], ["node04", "node07"]]
