@@ -104,7 +104,7 @@ def test_nodes_connecting_at_once_share_one_allocation(monkeypatch: pytest.Monke
         made.append(self)
 
     monkeypatch.setattr(slurm.SlurmAllocation, "__init__", slow_init)
-    config = SimpleNamespace(stash=pytest.Stash(), add_cleanup=lambda f: None)
+    config = SimpleNamespace(stash=pytest.Stash(), add_cleanup=lambda f: None, getoption=lambda name, default=None: default)
     state = SimpleNamespace(inventory=SimpleNamespace(nodes=[], slurm=None), profile=load_profile("base"))
     config.stash[STATE_KEY] = state  # type: ignore[assignment]
     got: list[object] = []

@@ -144,7 +144,7 @@ def test_unknown_profile_name(pytester: pytest.Pytester) -> None:
     inventory = _write(pytester, "inv.yaml", LOCAL_INVENTORY)
     output = _usage_error(pytester, "--cluster", str(inventory), "--profile", "hdr2000")
     assert "no profile named 'hdr2000' (did you mean 'hdr200'?)" in output
-    assert "base, hdr200-8rail, hdr200, localhost, ndr400-large, roce-small" in output
+    assert "base, hdr200-8rail, hdr200, localhost, ndr400-burn-in, ndr400-large, roce-small" in output
 
 
 @pytest.mark.parametrize(
