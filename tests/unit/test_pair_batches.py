@@ -139,7 +139,8 @@ from pytest_fabric.judge.verdict import Measurement
 
 @pytest.hookimpl(tryfirst=True)
 def pytest_fabric_make_transport(node, config):
-    return MockTransport(node.name, {})
+    # the run asks each node which file each tool is (tool identity): no tool is installed here
+    return MockTransport(node.name, {r"^for t in ": "ld_preload\\t\\n"})
 
 
 @pytest.fixture(autouse=True)
@@ -147,6 +148,7 @@ def _no_hardware(monkeypatch):
     monkeypatch.setattr(measured, "node_ports", lambda request, node: ([], []))
     monkeypatch.setattr(measured, "node_topology", lambda request, node: (None, None))
     monkeypatch.setattr(measured.affinity, "rails", lambda matrix: [])
+    monkeypatch.setattr(measured, "_bus_ids", lambda request, node: {})
 
     def pair_gpudirect(pair, run, **kwargs):
         with open("pairs.log", "a") as log:
