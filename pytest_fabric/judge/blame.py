@@ -66,8 +66,10 @@ _ROUGH_FROM = 60
 _ROUGH = 0.5
 #: low repeats this unlikely by chance (but not beyond unstable_chance) ask for a retest step
 _SUSPECT_CHANCE = 1e-2
-#: the least chance of a low repeat assumed for a healthy figure
-_LEAST_CHANCE = 1e-3
+#: a hair under the baseline's lowest repeat
+_EPS = 1e-9
+#: the chance assumed of a healthy repeat 8 spreads under the baseline
+_DEEP_CHANCE = 1e-3
 #: the mean range of n normal samples in standard deviations (d2 of quality control), n = 2..12
 _D2 = (1.128, 1.693, 2.059, 2.326, 2.534, 2.704, 2.847, 2.970, 3.078, 3.173, 3.258)
 
@@ -420,12 +422,24 @@ class _Series:
             # the reach: as far as the repeats of the figures without the node never wander from
             # their median (their spread around it, 1.4826 x MAD, never under a figure's spread)
             reach = max(self.min_gap, s.split_spreads * max(self._repeat_spread(kept, center), spread))
+            # and under all but the lowest 1 in 20 of the baseline's repeats (a bad cable's few among
+            # them): a low level of its own, not the baseline's tail
+            pooled = sorted(v for f in kept for v in f.logs)
+            rank = 1 + len(pooled) // 20
+            if len(pooled) >= rank:
+                reach = max(reach, center - pooled[rank - 1] + _EPS)
             unstable, split, lows, repeats = self._unstable(own, center, reach)
-            # as many low repeats by chance? the baseline's own share of them says how likely (and
-            # never less likely than 1 in 1000: a baseline of a few figures has none by chance)
+            # as many low repeats by chance? a healthy repeat falls under all but rank - 1 of the n
+            # repeats of the baseline with a chance of rank in n + 1
             chance = sum(_lows(f, center, reach) for f in kept)
-            share = max(chance / max(1, sum(len(f.logs) for f in kept)), _LEAST_CHANCE)
+            share = max(chance / max(1, len(pooled)), rank / (len(pooled) + 1))
             chance_of = _tail(lows, repeats, share)
+            # repeats twice as deep (8 spreads) are no tail of the baseline at all: 1 in 1000 at most
+            deep = max(self.min_gap, 2 * s.split_spreads * max(self._repeat_spread(kept, center), spread))
+            deep_two, deep_split, deep_lows, _ = self._unstable(own, center, deep)
+            if deep_two and _tail(deep_lows, repeats, _DEEP_CHANCE) < chance_of:
+                unstable, split, lows, chance_of = True, deep_split, deep_lows, _tail(deep_lows, repeats, _DEEP_CHANCE)
+                reach = deep
             if unstable and chance_of <= _SUSPECT_CHANCE:
                 self.unsure.add(node)  # more repeats with it would tell (a retest step)
             unstable = unstable and chance_of <= s.unstable_chance
@@ -607,7 +621,7 @@ class _Series:
         return out
 
     def _ports(self, links: list[LinkFault], findings: dict[str, Finding], faulty: frozenset[str]) -> list[LinkFault]:
-        """A node at one end of two bad links or more whose repeats there are on two levels (low and
+        """A node at one end of bad links to two peers or more whose repeats there are on two levels (low and
         at the baseline inside one figure) is the common part: its rail retraining, unstable; bad
         paths with steady figures stay links (ECMP routes through the spine differ per pair)."""
         ends: dict[str, list[LinkFault]] = {}
@@ -615,7 +629,7 @@ class _Series:
             for end in link.nodes:
                 ends.setdefault(end, []).append(link)
         ports: list[str] = []
-        for node in sorted(n for n, found in ends.items() if len(found) >= 2):
+        for node in sorted(n for n, found in ends.items() if len({m for lf in found for m in lf.nodes} - {n}) >= 2):
             mine = ends[node]
             figs = [f for f in self.by_node.get(node, []) if any(f.figure.nodes == lf.nodes for lf in mine)]
             center = self._quick_center(node, faulty) or 0.0
