@@ -493,7 +493,11 @@ class _Series:
         repeats = sum(len(f.logs) for f in own)
         # both levels inside one figure at least: steady bad paths (all their repeats low) are links
         mixed = any(_q(f.logs[-1]) >= _q(center - reach / 2) for f in split)
-        return (len(split) >= 2 and mixed and _q(lows / repeats) >= _q(self.settings.unstable_share)), split, lows, repeats
+        # with two peers at least: one bad path measured both ways (or again) is one peer's link
+        ends = [set(f.figure.nodes) for f in split]
+        node = set.intersection(*ends) if ends else set()
+        two = len({n for e in ends for n in e} - node) >= 2
+        return (len(split) >= 2 and two and mixed and _q(lows / repeats) >= _q(self.settings.unstable_share)), split, lows, repeats
 
     def _bar(self, spread: float, k: int, m: int) -> float:
         """How far below the baseline k figures must lie: ``confidence`` of their own spreads (the
