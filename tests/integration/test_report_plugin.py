@@ -61,8 +61,10 @@ def test_outputs_of_a_rejected_run(pytester: pytest.Pytester) -> None:
         "waived: port_rate node03:mlx5_0/1 (cable swap scheduled, ticket OPS-1234)",
         "conformance record: out/record.json",
         "REJECT: 3 failed, 4 errored (7 passed, 1 waived, 1 skipped; 16 checks on 4 nodes)",
-        # node01's GPU count failed, node03 failed every pair it is in, node04 errored everything.
-        "nodes to send back: node[[]01,03-04]",
+        # node01's GPU count failed, node03 failed every pair it is in; node04 errored everything:
+        # not measured, listed apart (issue 29)
+        "nodes to send back: node[[]01,03]",
+        "nodes not measured (not sent back): node04",
     ])
 
     # JSON record: schema, seal, evidence files, verdict.
@@ -73,7 +75,7 @@ def test_outputs_of_a_rejected_run(pytester: pytest.Pytester) -> None:
     assert record["run"]["verdict"] == "reject" and record["run"]["status"] == "complete"
     assert record["run"]["counts"] == {"passed": 7, "failed": 3, "error": 4, "waived": 1, "skipped": 1}
     assert record["run"]["not_run"] == {"errored": {"inter_node.tcp_throughput": 3, "intra_node.nvlink_bandwidth": 1}}
-    assert record["run"]["send_back"] == "node[01,03-04]"
+    assert record["run"]["send_back"] == "node[01,03]" and list(record["run"]["not_measured"]) == ["node04"]
     assert len(record["checks"]) == len(checks)
     by_subject = {c["subject"]: c for c in record["checks"]}
     assert by_subject["node01<->node04"]["outcome"] == "error"
@@ -87,7 +89,7 @@ def test_outputs_of_a_rejected_run(pytester: pytest.Pytester) -> None:
     props = {p.get("name"): p.get("value") for p in suite.iter("property")}
     assert props["fabric_verdict"] == "reject" and props["fabric_failed"] == "3" and props["fabric_nodes"] == "4"
     assert props["fabric_profile_sha256"] == "ab" * 32
-    assert props["fabric_status"] == "complete" and props["fabric_send_back"] == "node[01,03-04]"
+    assert props["fabric_status"] == "complete" and props["fabric_send_back"] == "node[01,03]"
     assert props["fabric_not_run_errored"] == "4"
 
     # HTML: verdict on top, columns, tables, heatmaps, evidence; everything escaped.
@@ -102,7 +104,8 @@ def test_outputs_of_a_rejected_run(pytester: pytest.Pytester) -> None:
     assert "<svg" in page and "fabric-cell-failed" in page and "tcp_throughput (Gb/s): node x node" in page
     assert "GPU pairs within each node" in page and "iperf3 3.12" in page and "abababab" in page
     assert "<script>alert" not in page
-    assert '<p class="fabric-send-back" id="fabric-send-back">nodes to send back: node[01,03-04]</p>' in page
+    assert '<p class="fabric-send-back" id="fabric-send-back">nodes to send back: node[01,03]</p>' in page
+    assert 'id="fabric-not-measured">nodes not measured (not sent back): node04</p>' in page
     tests = _blob(page)["tests"]
     row = tests[next(k for k in tests if k.endswith("test_check[6]"))][0]
     assert "<td class=col-measured><i>21021.20500</i>120.5 Gb/s</td>" in row["resultsTableRow"]
@@ -239,7 +242,8 @@ def test_a_run_that_measured_nothing_has_no_verdict(pytester: pytest.Pytester) -
     write_fake_project(pytester.path, info, checks)
     result = pytester.runpytest(*PLUGIN_ARGS, "--conformance-json=r.json", "--junitxml=j.xml", "--html=r.html")
     result.stdout.fnmatch_lines(["NO VERDICT: 0 failed, 1 errored, nothing measured (1 skipped; 2 checks on 2 nodes)",
-                                 "nodes to send back: node02"])  # node02's error, not node01's
+                                 "nodes to send back: none",
+                                 "nodes not measured (not sent back): node02"])  # node02's error, not node01's
     assert "ACCEPT" not in result.stdout.str()
     run = json.loads((pytester.path / "r.json").read_text())["run"]
     assert (run["verdict"], run["status"]) == (None, "complete")
