@@ -99,8 +99,14 @@ def _file_of(module: str) -> Path | None:
     return None
 
 
+# setup.py maps the suite (conformance/) and the profiles into the installed package: they are
+# what the plugin runs and reads, not its code, and an installed copy must be judged as the checkout.
+_MAPPED = {"conformance", "profiles"}
+
+
 def _modules() -> list[Path]:
-    return sorted(p for p in PACKAGE.rglob("*.py") if "__pycache__" not in p.parts)
+    return sorted(p for p in PACKAGE.rglob("*.py")
+                  if "__pycache__" not in p.parts and p.relative_to(PACKAGE).parts[0] not in _MAPPED)
 
 
 def _rel(path: Path) -> str:
