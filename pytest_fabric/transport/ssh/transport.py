@@ -21,6 +21,7 @@ same node, as pdsh would, instead of being refused.
 
 from __future__ import annotations
 
+import ipaddress
 import logging
 import random
 import socket
@@ -353,8 +354,8 @@ class SSHTransport:
         """Refuse a node whose host key another node presented: an ssh_config alias and an address (or two
         DNS names) the inventory could not tell apart are one machine, and its pairs loop back."""
         log, transport = self.settings.host_key_log, conn.client.get_transport()
-        if log is None or transport is None:
-            return
+        if log is None or transport is None or _is_loopback(str(conn.host)):
+            return  # as at load: localhost nodes are this machine on purpose (one sshd, several names)
         key = transport.get_remote_server_key()
         other = log.claim(self.node, key.fingerprint)
         if other is None:
@@ -604,3 +605,13 @@ class SSHTransport:
         with self._lock:
             self._drop()
             self._failure = None
+
+
+def _is_loopback(host: str) -> bool:
+    """``localhost`` or a loopback address: this machine, which an inventory may list more than once."""
+    if host == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host.strip("[]")).is_loopback
+    except ValueError:
+        return False
