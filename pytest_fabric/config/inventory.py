@@ -28,6 +28,7 @@ from pydantic import (
 )
 
 from pytest_fabric.config import hostlist, yamlsource
+from pytest_fabric.config.rdma_ports import rdma_port_names
 from pytest_fabric.config.units import Dimension, QuantityError, parse_quantity
 from pytest_fabric.config.yamlsource import SourceError
 from pytest_fabric.transport.slurm.settings import (
@@ -58,7 +59,6 @@ _NAME_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,62}$")
 _HOST_RE = re.compile(r"^[A-Za-z0-9:][A-Za-z0-9._:%-]{0,252}$")
 _USER_RE = re.compile(r"^[A-Za-z_][A-Za-z0-9._-]{0,31}$")
 _PATH_RE = re.compile(r"^[A-Za-z0-9._/@+~=,-]+$")
-_RDMA_PORT_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}(?:/[0-9]{1,3})?$")  # no leading - or .: not an option
 _LABEL_RE = re.compile(r"^[A-Za-z0-9._-]+$")
 # A filesystem type as findmnt prints it (xfs, nfs4, lustre, fuse.sshfs) and one mount option
 # (`ro`, `proto=rdma`, `addr=10.0.0.1`): they reach a shell only quoted, but are checked here.
@@ -169,14 +169,7 @@ class _NodeEntry(_Connection):
     @field_validator("rdma_ports")
     @classmethod
     def _rdma_ports(cls, value: list[str]) -> list[str]:
-        out = []
-        for port in value:
-            if not _RDMA_PORT_RE.match(port):
-                raise ValueError(f"{port!r} is not an RDMA port; write DEVICE or DEVICE/PORT, e.g. mlx5_0/1")
-            out.append(port if "/" in port else f"{port}/1")
-        if len(set(out)) != len(out):
-            raise ValueError("an RDMA port is listed twice")
-        return out
+        return rdma_port_names(value, twice="an RDMA port is listed twice")
 
     @field_validator("labels")
     @classmethod

@@ -33,6 +33,7 @@ from pydantic import (
 
 from pytest_fabric.config import yamlsource
 from pytest_fabric.config.bundled import profiles_dir
+from pytest_fabric.config.rdma_ports import rdma_port_names
 from pytest_fabric.config.units import Dimension, Quantity, QuantityField, parse_quantity
 from pytest_fabric.config.yamlsource import SourceError
 from pytest_fabric.judge.ceilings import impossible
@@ -439,14 +440,7 @@ class Ports(Count):
     @field_validator("names")
     @classmethod
     def _port_names(cls, value: list[str]) -> list[str]:
-        out = []
-        for name in value:
-            if not _PORT_NAME_RE.match(name):
-                raise ValueError(f"{name!r} is not an RDMA port; write DEVICE or DEVICE/PORT, e.g. mlx5_0/1")
-            out.append(name if "/" in name else f"{name}/1")
-        if len(set(out)) != len(out):
-            raise ValueError("a port is named twice")
-        return out
+        return rdma_port_names(value, twice="a port is named twice")
 
     @model_validator(mode="after")
     def _dimensions(self) -> Any:
@@ -461,7 +455,6 @@ class Ports(Count):
         return found
 
 
-_PORT_NAME_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]*(/\d+)?$")  # no leading - or .: not an option
 
 
 class PortRate(CheckSpec):
