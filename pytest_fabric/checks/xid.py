@@ -34,6 +34,7 @@ from pytest_fabric.probes.kernel_log import KernelLogReading, read_kernel_log
 from pytest_fabric.run.cluster import NodeHandle
 from pytest_fabric.run.fixtures import SpecLookup
 from pytest_fabric.run.waves import wave
+from pytest_fabric.transport.outputcap import cap_text
 
 __all__ = ["FATAL_XIDS", "XID_ERRORS", "XID_NAMES", "XidErrors", "pytest_fabric_checks", "xid_errors",
            "xid_measurement"]
@@ -95,8 +96,12 @@ def _name(code: int) -> str:
     return f"Xid {code} ({XID_NAMES[code]})" if code in XID_NAMES else f"Xid {code}"
 
 
+#: a kernel log line is the node's text: each quoted at most this long (50 of them go in the record)
+LINE_CHARS = 1_000
+
+
 def _quote(event: XidEvent) -> str:
-    return f"{_when(event.line)}: {event.line.message.splitlines()[0].strip()}"
+    return f"{_when(event.line)}: {cap_text(event.line.message.splitlines()[0].strip(), LINE_CHARS)}"
 
 
 def xid_measurement(reading: KernelLogReading, settings: XidErrors) -> Measurement:
@@ -138,7 +143,7 @@ def xid_measurement(reading: KernelLogReading, settings: XidErrors) -> Measureme
             value=parse_quantity(len(bad)), detail="; ".join(said) + f"; {where}", evidence=reading.evidence,
             extra={"log_source": reading.source, "bus_id": bus_id,
                    "events": [{"code": e.code, "fatal": e.code in fatal, "inferred": e.inferred,
-                               "line": e.line.text.splitlines()[0]} for e in found[:50]]})))
+                               "line": cap_text(e.line.text.splitlines()[0], LINE_CHARS)} for e in found[:50]]})))
     measured = Measurement.of_parts(parts)
     return dataclasses.replace(measured, extra={"log_source": reading.source,
                                                 "xid": {bus: sorted({e.code for e in found}) for bus, found in by_gpu.items()}})
