@@ -26,7 +26,7 @@ from pytest_fabric.judge.verdict import judge as judge_measurement
 from pytest_fabric.probes import counters, nccl, netdev, qos, rdma, reachability, tcp
 from pytest_fabric.probes.base import MeasurementError
 from pytest_fabric.run import retests
-from pytest_fabric.run.batches import Share
+from pytest_fabric.run.batches import Share, members_at_once
 from pytest_fabric.run.cluster import Cluster, NodeHandle, NodePair
 from pytest_fabric.run.fixtures import HcaHandle, SpecLookup
 from pytest_fabric.run.pairs import Pair, circle_rounds
@@ -596,7 +596,7 @@ def retest_alone(
     """
     if not pairs:
         return 0
-    per_round = max(1, state.batches.fanout // 2)
+    per_round = members_at_once(state.batches.fanout, 2)
     apart = _retest_apart(state, pairs, short or set())
 
     def measure_round(round_pairs: list[tuple[str, str]], k: int) -> list[Measurement | BaseException]:

@@ -43,6 +43,7 @@ __all__ = [
     "Share",
     "describe_concurrency",
     "fan_out",
+    "members_at_once",
 ]
 
 #: how many subjects one controller measures at once unless --fabric-fanout says otherwise: 512
@@ -112,6 +113,13 @@ def fan_out(items: Sequence[T], fn: Callable[[T], R], fanout: FanOut) -> list[R]
     return [f.result() for f in futures]
 
 
+def members_at_once(fanout: int, nodes: int = 1) -> int:
+    """How many members of a batch run at once under ``--fabric-fanout`` ``fanout``, each keeping
+    ``nodes`` nodes busy (2 a pair): the cap counts nodes, so a round runs ``fanout // 2`` pairs.
+    The one rule the batches, the retest rounds and the plan apply."""
+    return max(1, fanout // max(1, nodes))
+
+
 @dataclass(frozen=True)
 class Share:
     """A resource members of a batch share, and how many of them may use it at once."""
@@ -174,10 +182,10 @@ def describe_concurrency(size: int, share: Share | None, fanout: int, sharing: i
         if sharing == size:
             return f"{at_once} of {size} ({share.resource} is shared)"
         return f"{at_once} of the {sharing} sharing {share.resource}, in a batch of {size}"
-    members_at_once = max(1, fanout // max(1, nodes))
-    if members_at_once < size:
+    at_once = members_at_once(fanout, nodes)
+    if at_once < size:
         per = f" nodes, {nodes} a member" if nodes > 1 else ""
-        return f"{members_at_once} at a time of {size} (--fabric-fanout {fanout}{per})"
+        return f"{at_once} at a time of {size} (--fabric-fanout {fanout}{per})"
     return f"all {size} at once"
 
 
@@ -264,7 +272,7 @@ class BatchCache:
             if m.share is not None:
                 sharing[m.share.resource] = sharing.get(m.share.resource, 0) + 1
         size = len(members)
-        at_once = max(1, self.fanout // max(m.nodes for m in members))  # the cap counts nodes
+        at_once = members_at_once(self.fanout, max(m.nodes for m in members))
 
         def one(member: Member[S]) -> Outcome:
             gate = limits.get(member.share.resource) if member.share else None
