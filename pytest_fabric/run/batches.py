@@ -182,10 +182,10 @@ def describe_concurrency(size: int, share: Share | None, fanout: int, sharing: i
         if sharing == size:
             return f"{at_once} of {size} ({share.resource} is shared)"
         return f"{at_once} of the {sharing} sharing {share.resource}, in a batch of {size}"
-    at_once = members_at_once(fanout, nodes)
-    if at_once < size:
+    together = members_at_once(fanout, nodes)
+    if together < size:
         per = f" nodes, {nodes} a member" if nodes > 1 else ""
-        return f"{at_once} at a time of {size} (--fabric-fanout {fanout}{per})"
+        return f"{together} at a time of {size} (--fabric-fanout {fanout}{per})"
     return f"all {size} at once"
 
 
