@@ -29,6 +29,7 @@ from pydantic import (
 
 from pytest_fabric.config import hostlist, yamlsource
 from pytest_fabric.config.rdma_ports import rdma_port_names
+from pytest_fabric.config.tool_pins import PinnedTool, ToolPinEntry, check_tool_name, resolve_pins
 from pytest_fabric.config.units import Dimension, QuantityError, parse_quantity
 from pytest_fabric.config.yamlsource import SourceError
 from pytest_fabric.transport.slurm.settings import (
@@ -279,6 +280,7 @@ def _target_entry(value: Any) -> Any:
 
 
 _TargetItem = Annotated[_TargetEntry, BeforeValidator(_target_entry)]
+_ToolName = Annotated[str, AfterValidator(check_tool_name)]
 
 
 #: downloads or uploads to one egress server at once when the inventory does not say: a handful,
@@ -305,6 +307,8 @@ class _InventoryFile(BaseModel):
     storage: _Storage = Field(default_factory=_Storage)
     egress: _Egress = Field(default_factory=_Egress)
     slurm: SlurmSection | None = None  # run through Slurm steps (transport/slurm/settings.py)
+    #: the tenant's own binaries, uploaded to every node and run by absolute path (config/tool_pins.py)
+    tools: dict[_ToolName, ToolPinEntry] = Field(default_factory=dict)
 
     @field_validator("nodes")
     @classmethod
@@ -371,6 +375,12 @@ class Inventory:
     egress_concurrency: int = DEFAULT_EGRESS_CONCURRENCY
     #: the SHA-256 of the file as loaded: the record names what was judged, not only where it was
     sha256: str = ""
+    #: ``tools:``: the tenant's binaries, checked against their pins at load (config/tool_pins.py)
+    tools: tuple[PinnedTool, ...] = ()
+
+    def tool(self, name: str) -> PinnedTool | None:
+        """The tenant's pin of tool ``name``, if the inventory pins it."""
+        return next((pin for pin in self.tools if pin.name == name), None)
 
     def mount(self, path: str) -> Mount:
         """What the inventory states about the mount at ``path`` (nothing, for one it does not list)."""
@@ -400,6 +410,8 @@ def _known_fields(loc: tuple[Any, ...]) -> list[str]:
         model = _MountEntry
     elif loc and loc[0] == "slurm":
         model = SlurmSection
+    elif len(loc) >= 2 and loc[0] == "tools":
+        model = ToolPinEntry
     elif loc and loc[0] in ("defaults", "storage", "egress"):
         sections: dict[str, type[BaseModel]] = {"defaults": _Connection, "storage": _Storage, "egress": _Egress}
         model = sections[loc[0]]
@@ -471,6 +483,8 @@ def _written_as_text(loc: tuple[Any, ...]) -> bool:
     ``leaf: 010`` is the leaf "010", not the octal 8, and ``spine: no`` the spine "no", not False."""
     if loc == ("name",):
         return True
+    if len(loc) == 3 and loc[0] == "tools" and loc[2] == "sha256":
+        return True  # a hash of digits only (or 12e4...) is not a number to YAML here
     if len(loc) < 3 or loc[0] != "nodes" or not isinstance(loc[1], int):
         return False
     return (len(loc) == 3 and loc[2] == "name") or (len(loc) == 4 and loc[2] == "labels")
@@ -493,6 +507,8 @@ def load_inventory(path: Path | str) -> Inventory:
 
     slurm, job_id = _slurm_nodes(path, parsed, lines)
     nodes, problems = _resolve_nodes(path, lines, parsed.defaults, list(enumerate(parsed.nodes)), slurm=slurm)
+    tools, tool_problems = resolve_pins(path, lines, parsed.tools)
+    problems += tool_problems + _tools_through_slurm(path, lines, parsed.tools, nodes)
     if problems:
         raise SourceError("\n".join(_by_line(problems)))
     return Inventory(
@@ -508,7 +524,25 @@ def load_inventory(path: Path | str) -> Inventory:
         slurm=settings_from(slurm, job_id) if slurm is not None else None,
         egress_concurrency=parsed.egress.concurrency,
         sha256=hashlib.sha256(path.read_bytes()).hexdigest(),
+        tools=tools,
     )
+
+
+def _tools_through_slurm(path: Path, lines: dict[Any, int], tools: dict[str, ToolPinEntry], nodes: list[Node]) -> list[str]:
+    """Pinned tools cannot reach a node run through Slurm steps: refused at load, with the way that works.
+
+    sbcast writes one path on every node of the job, and a shared directory is the provider's
+    filesystem: neither is a fresh directory of the run's own on each node.
+    """
+    slurm = [n.name for n in nodes if n.transport == "slurm"]
+    if not tools or not slurm:
+        return []
+    line = yamlsource.line_of(lines, ("tools",))
+    return [
+        f"{path}:{line}: tools: the pinned tools cannot be uploaded to {hostlist.fold(slurm)}, reached through Slurm "
+        "job steps (the Slurm transport has no file upload); reach those nodes over SSH (transport: ssh, and no "
+        "slurm: section) to run your own binaries, or remove tools: to run the provider's"
+    ]
 
 
 def with_data_addresses(inventory: Inventory, hostname: Callable[[str], str]) -> Inventory:
