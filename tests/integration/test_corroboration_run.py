@@ -2,11 +2,12 @@
 
 On three simulated nodes, node02 runs a provider's wrapper in front of the real iperf3 (every byte
 count and rate of its JSON times four: bytes over seconds still give the rate) and in front of the
-ib_write_bw stand-in (iterations, bandwidth and message rate times four). The kernel's interface
-counters and the HCA ports' PortXmitData/PortRcvData still count what crossed: the pair node02
-measures from fails as uncorroborated on node02; the other pairs pass with their corroborations
-noted; software_consistency names node02's iperf3 by path and SHA-256. One run of the real
-command line, both checks, about 15 s.
+ib_write_bw stand-in (asked for -D 2 it runs -D 1, then prints bandwidth and message rate times
+four and iterations times eight: what -D 2 at four times the rate would have counted). The kernel's
+interface counters and the HCA ports' PortXmitData/PortRcvData still count what crossed, and the
+transport timed the short run: the pair node02 measures from fails as uncorroborated on node02; the
+other pairs pass with their corroborations noted; software_consistency names node02's iperf3 by
+path and SHA-256. One run of the real command line, both checks, about 15 s.
 """
 
 from __future__ import annotations
@@ -38,11 +39,14 @@ json.dump(scale(json.load(sys.stdin)), sys.stdout, indent=1)
 '
 """
 
-# Runs the stand-in (kept under .real/, beside the model it reads) and multiplies each table row's
-# iterations, peak, average and message rate by four.
+# Runs the stand-in (kept under .real/, beside the model it reads) for -D 1 whatever -D it was asked,
+# and multiplies each table row's peak, average and message rate by four and its iterations by eight
+# (-D 2's window is twice -D 1's): its own figures still agree with each other.
 PERFTEST_WRAPPER = r"""#!/bin/sh
+prev=
+for a; do shift; [ "$prev" = -D ] && a=1; set -- "$@" "$a"; prev=$a; done
 /usr/local/bin/.real/ib_write_bw "$@" | awk '
-/^ *[0-9]+ +[0-9]+ +[0-9.]+ +[0-9.]+/ { printf " %s %d %.2f %.2f %.6f\n", $1, $2 * 4, $3 * 4, $4 * 4, $5 * 4; next }
+/^ *[0-9]+ +[0-9]+ +[0-9.]+ +[0-9.]+/ { printf " %s %d %.2f %.2f %.6f\n", $1, $2 * 8, $3 * 4, $4 * 4, $5 * 4; next }
 { print }'
 """
 
@@ -102,8 +106,12 @@ def test_the_inflating_node_is_uncorroborated_and_named(record: dict[str, Any], 
     assert bad["outcome"] == "failed" and f"uncorroborated on {CHEAT}" in bad["message"], bad["message"]
     assert bad["subject"].startswith(CHEAT)  # node02 ran the client: its tool claimed the figure
     caught = [c for c in bad["extra"]["corroborations"] if c["status"] == "uncorroborated"]
-    assert caught and {c["node"] for c in caught} == {CHEAT} and {c["witness"] for c in caught} == {witness}
-    assert all(c["claimed"] > 3 * c["witnessed"] for c in caught)
+    # perftest was asked for -D 2 and its command returned after about 1 s: the duration caught it too
+    caught_by = {witness, "duration"} if check == "rdma_bandwidth" else {witness}
+    assert caught and {c["node"] for c in caught} == {CHEAT} and {c["witness"] for c in caught} == caught_by
+    assert all(c["claimed"] > 3 * c["witnessed"] for c in caught if c["witness"] == witness)
+    short = [c for c in caught if c["witness"] == "duration"]  # one per rail
+    assert all(c["claimed"] == 2 and c["witnessed"] < 1.9 for c in short), short
     # Consistent inflation: its own figures still agree with each other.
     assert {c["status"] for c in bad["extra"]["corroborations"] if c["witness"] == "internal"} == {"agrees"}
 
@@ -115,9 +123,8 @@ def test_honest_pairs_pass_with_every_corroboration_noted(record: dict[str, Any]
     assert len(honest) == 2
     for c in honest:
         found = c["extra"]["corroborations"]
-        # iperf3's -t is covered by its command's time; the stand-ins compress -D, so RDMA has no duration check
-        extra = {"duration"} if check == "tcp_throughput" else set()
-        assert {f["witness"] for f in found} == {"internal", witness} | extra
+        # iperf3's -t and perftest's -D are each covered by the time their command took
+        assert {f["witness"] for f in found} == {"internal", witness, "duration"}
         assert {f["status"] for f in found} == {"agrees"}, found
 
 

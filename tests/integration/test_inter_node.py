@@ -259,7 +259,7 @@ def test_oversubscribed_spine_fails_oversubscription(simcluster: SimCluster, tmp
     profile = tmp_path / "blocking.yaml"
     profile.write_text(
         "name: blocking\ninter_node:\n  link_layer: ethernet\n  ports: 1\n"
-        "  rdma_bandwidth: {min: 10 Gb/s, size: 8 MiB, repeat: 1}\n  oversubscription: {min: 90%}\n"
+        "  rdma_bandwidth: {min: 10 Gb/s, size: 8 MiB, repeat: 1, duration: 1 s}\n  oversubscription: {min: 90%}\n"
     )
     with hardware_installed(simcluster, hardware, spine_gbps=150):
         subprocess.run(

@@ -204,7 +204,7 @@ def test_roce_rdma_tests_run_in_the_lossless_class_not_tc0(simcluster: SimCluste
     profile = (
         "name: lossless\ninter_node:\n  link_layer: ethernet\n  ports: 2\n"
         "  roce: {pfc_priorities: [3], ecn: true, trust: dscp}\n"
-        "  rdma_bandwidth: {min: 90 Gb/s, size: 8 MiB, qps: 2, repeat: 1}\n"
+        "  rdma_bandwidth: {min: 90 Gb/s, size: 8 MiB, qps: 2, repeat: 1, duration: 1 s}\n"
         "  rdma_latency: {max: 3 us}\n"
     )
     with hardware_installed(simcluster, hardware):

@@ -164,8 +164,8 @@ class FakeHardware:
     perftest_connect_retry_s: float = 5.0
     # A perftest server with no client gives up after this long, so none is ever left behind.
     perftest_server_timeout_s: float = 120.0
-    # perftest runs (with this node on either end) last as long as real ones: -D seconds, or
-    # -n iterations at the modelled rate, so a slow rail run by count takes minutes.
+    # perftest -n runs (with this node on either end) last as long as real ones: -n iterations at
+    # the modelled rate, so a slow rail run by count takes minutes. A -D run always lasts its -D.
     perftest_real_time: bool = False
     # RoCE traffic in a priority without PFC on both ends (perftest without --tclass/--sl runs in
     # TC 0): the share of its bandwidth a congested lossy class keeps. 1.0: no congestion modelled.

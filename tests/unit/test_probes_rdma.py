@@ -3,6 +3,7 @@ which, how perftest is run (duration, NUMA binding, RoCE class), and what latenc
 
 from __future__ import annotations
 
+import dataclasses
 import re
 import threading
 from decimal import Decimal
@@ -18,6 +19,7 @@ from pytest_fabric.probes.base import MeasurementError
 from pytest_fabric.run.cluster import NodeHandle, NodePair
 from pytest_fabric.transport.mock import CannedCommand, MockTransport
 from pytest_fabric.transport.pool import ConnectionPool
+from pytest_fabric.transport.results import CommandResult
 
 DATA = Path(__file__).resolve().parents[1] / "data" / "perftest"
 BW = (DATA / "ib_write_bw-D5-report_gbits-8M-q4-hdr-constructed.txt").read_text()
@@ -336,3 +338,39 @@ def test_a_p99_needs_at_least_ten_thousand_iterations(tmp_path: Path) -> None:
     profile.write_text("name: few\ninter_node:\n  rdma_latency: {p99: 4 us, iterations: 1000}\n")
     with pytest.raises(SourceError, match="too few for a p99"):
         load_profile(str(profile))
+
+
+class TakesSeconds(SuccessiveRuns):
+    """A node whose ib_write_bw client returns after ``seconds``, as its transport timed it."""
+
+    def __init__(self, node: str, answers: dict[str, str | CannedCommand], seconds: float) -> None:
+        super().__init__(node, answers, [])
+        self.seconds = seconds
+
+    def run(self, command: str, *, timeout: float, check: bool = True) -> CommandResult:
+        result = super().run(command, timeout=timeout, check=check)
+        return dataclasses.replace(result, duration_s=self.seconds) if command.startswith("ib_write_bw") else result
+
+
+def test_a_d_run_that_returned_before_its_d_is_uncorroborated_on_the_client() -> None:
+    # Asked for -D 5, the client came back after 1.2 s: whatever its table says is not over 5 s.
+    def timed(name: str, address: str, seconds: float) -> NodeHandle:
+        answers: dict[str, str | CannedCommand] = {
+            r"^ibstat$": ibstat("mlx5_0"), r"^ibv_devinfo$": CannedCommand(exit_code=1),
+            r"^n=\$\(cat /sys/class/infiniband/": "-1 numactl", r"^ss -Hltn": "LISTEN 0 128 0.0.0.0:18515 0.0.0.0:*\n",
+            r"ib_write_bw .* 10\.0\.0\.\d$": bw_output(196.21), r"ib_write_(bw|lat) ": "",
+        }
+        transport = TakesSeconds(name, answers, seconds)
+        return NodeHandle(Node(name=name, host=address), ConnectionPool(lambda _: transport))
+
+    settings = rdma.RdmaSettings(repeat=1, duration_s=5, corroborate=True)
+    measured = rdma.pair_bandwidth(NodePair(timed("gpu01", "10.0.0.1", 1.2), timed("gpu02", "10.0.0.2", 9.0)),
+                                   settings, link_layer="InfiniBand")
+    (took,) = [c for c in measured.extra["corroborations"] if c["witness"] == "duration"]
+    assert took["status"] == "uncorroborated" and took["node"] == "gpu01", took
+    assert (took["claimed"], took["witnessed"]) == (5, 1.2)
+    assert measured.missing is not None and measured.missing.startswith("uncorroborated on gpu01: ")
+    assert "ib_write_bw was asked to run 5 s; its command took 1.20 s" in measured.missing
+    honest = rdma.pair_bandwidth(NodePair(timed("gpu01", "10.0.0.1", 5.4), timed("gpu02", "10.0.0.2", 5.4)),
+                                 settings, link_layer="InfiniBand")
+    assert [c["status"] for c in honest.extra["corroborations"] if c["witness"] == "duration"] == ["agrees"]
