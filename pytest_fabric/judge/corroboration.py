@@ -9,7 +9,9 @@ word. Two kinds of corroboration are judged here:
   it catches a wrapper that edits one number; a wrapper that edits them all consistently passes.
 - **a witness the tool does not control**: counters the kernel or the HCA keeps, read before and
   after the measurement on both ends (``/sys/class/net/IF/statistics/{tx,rx}_bytes`` for TCP,
-  PortXmitData/PortRcvData for RDMA). The bytes the tool claims must have crossed the port.
+  PortXmitData/PortRcvData for RDMA), or on the node that ran fio (the block device's sectors in
+  ``/proc/diskstats``, an NFS mount's server bytes in ``/proc/self/mountstats``). The bytes the
+  tool claims must have crossed the port, or reached the device.
 
 Each finding is a :class:`Corroboration` naming the node whose tool claimed the figure; a check
 with one ``uncorroborated`` fails on that node (:func:`failure`). What each witness proves and
@@ -25,11 +27,12 @@ from typing import Any
 from pytest_fabric.parsers.fio import FioIo
 from pytest_fabric.parsers.iperf3 import Iperf3Result
 from pytest_fabric.parsers.perftest import PerftestBandwidthRow
+from pytest_fabric.parsers.storage_counters import StorageCounters
 
 __all__ = [
     "AGREES", "NOT_RUN", "UNCORROBORATED", "COUNTER_TOLERANCE", "INTERNAL_TOLERANCE",
     "Corroboration", "counter_witness", "covers_duration", "failure", "fio_internal",
-    "iperf3_internal", "perftest_internal", "perftest_window_s", "summary",
+    "iperf3_internal", "perftest_internal", "perftest_window_s", "storage_witness", "summary",
 ]
 
 AGREES = "agrees"
@@ -50,7 +53,8 @@ class Corroboration:
     """One corroboration of one figure: which witness, whose claim, and what it found."""
 
     witness: str
-    """``internal``, ``duration``, ``interface counters`` or ``HCA port counters``."""
+    """``internal``, ``duration``, ``interface counters``, ``HCA port counters``, ``block device counters``,
+    ``NFS client counters`` or ``storage counters`` (a filesystem that has neither)."""
     node: str
     """The node whose tool printed the figure (a mismatch is that node's)."""
     status: str
@@ -150,7 +154,7 @@ def iperf3_internal(node: str, result: Iperf3Result, *, tolerance: float = INTER
 
 def counter_witness(witness: str, node: str, what: str, claimed_bytes: float, before: int | None,
                     after: int | None, *, tolerance: float = COUNTER_TOLERANCE,
-                    why: str | None = None) -> Corroboration:
+                    why: str | None = None, crossed: str = "crossed the port") -> Corroboration:
     """The bytes a tool claims against a counter's growth over the measurement (read before and after).
 
     The counter carries headers and other traffic too, so it may read more than the claim; a claim
@@ -171,8 +175,49 @@ def counter_witness(witness: str, node: str, what: str, claimed_bytes: float, be
     ratio = claimed_bytes / seen if seen else float("inf")
     text = (f"{what}: the tool claims {claimed_bytes:.6g} B but the counter grew only {seen} B "
             f"({'x' + format(ratio, '.2f') if seen else 'nothing'}; tolerance {_share(tolerance)}): "
-            "the bytes it reports never crossed the port")
+            f"the bytes it reports never {crossed}")
     return Corroboration(witness, node, UNCORROBORATED, text, claimed_bytes, float(seen), "B", tolerance)
+
+
+def storage_witness(node: str, direction: str, claimed_bytes: float, before: StorageCounters | None,
+                    after: StorageCounters | None, *, tolerance: float = COUNTER_TOLERANCE,
+                    why: str | None = None) -> Corroboration:
+    """The bytes fio claims it read or wrote against what the storage under its directory counted meanwhile.
+
+    A block device's sectors (``/proc/diskstats``) count every request that reached it, the
+    filesystem's metadata and journal and other programs' I/O too, so they read more than fio's
+    bytes, never less; an NFS client's server bytes count what its READ and WRITE calls moved. A
+    filesystem with neither (tmpfs, overlay, a FUSE or btrfs device number no device line has) has
+    no witness here: that is said, never passed as corroborated.
+    """
+    if before is None or after is None:
+        said = f" ({why})" if why else ""
+        return Corroboration("storage counters", node, NOT_RUN, f"fio {direction}: storage counters not readable "
+                             f"before and after{said}", claimed_bytes, None, "B", tolerance)
+    if (before.major_minor, before.target) != (after.major_minor, after.target):
+        return Corroboration("storage counters", node, NOT_RUN,
+                             f"fio {direction}: the directory was on {before.fstype} {before.major_minor} "
+                             f"({before.target}) before and on {after.fstype} {after.major_minor} ({after.target}) "
+                             "after: remounted during the run", claimed_bytes, None, "B", tolerance)
+    reading = direction == "read"
+    if after.device is not None:
+        field = "sectors read" if reading else "sectors written"
+        return counter_witness("block device counters", node,
+                               f"fio {direction} on {after.fstype} {after.target}: {after.device} {field} x 512",
+                               claimed_bytes, before.bytes_read if reading else before.bytes_written,
+                               after.bytes_read if reading else after.bytes_written, tolerance=tolerance,
+                               crossed="reached the device")
+    if after.nfs_server_read is not None:
+        field = "serverreadbytes" if reading else "serverwritebytes"
+        return counter_witness("NFS client counters", node,
+                               f"fio {direction} on {after.fstype} {after.target}: mountstats {field}",
+                               claimed_bytes, before.bytes_read if reading else before.bytes_written,
+                               after.bytes_read if reading else after.bytes_written, tolerance=tolerance,
+                               crossed="went to the server")
+    return Corroboration("storage counters", node, NOT_RUN,
+                         f"fio {direction}: no witness on this filesystem ({after.fstype} on {after.target}, device "
+                         f"{after.major_minor}: no block device line in /proc/diskstats, no NFS bytes in mountstats)",
+                         claimed_bytes, None, "B", tolerance)
 
 
 def failure(found: Iterable[Corroboration]) -> str | None:

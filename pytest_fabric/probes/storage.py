@@ -46,6 +46,7 @@ from pytest_fabric.parsers.base import ParseError
 from pytest_fabric.parsers.findmnt import FindmntFilesystem, parse_findmnt
 from pytest_fabric.probes import leftovers
 from pytest_fabric.probes.base import MeasurementError, parse_or_raise
+from pytest_fabric.probes.witness import StorageBytes, storage_bytes
 from pytest_fabric.run.batches import ALL_AT_ONCE, fan_out
 from pytest_fabric.run.cluster import NodeHandle
 from pytest_fabric.transport.base import CommandFailed, ToolMissing, TransportError
@@ -97,6 +98,9 @@ class FioSettings:
     check: str = "storage"  # the profile key, for messages that say what to change
     #: judge each job's io_bytes over its runtime against its bandwidth (a run always does)
     corroborate: bool = False
+    #: read the storage's own counters (block device sectors, NFS client bytes) before and after
+    #: the run (the witness fio does not control); a run sets it from --fabric-no-witness
+    witness: bool = False
 
     @property
     def writes(self) -> bool:
@@ -347,6 +351,8 @@ class _Run:
     read_from: dict[str, Any] | None = None
     together: str = ""  # measured together: with whom, over which window
     removed: list[str] = dataclasses.field(default_factory=list)  # what dead runs left, removed first
+    #: the storage counters read just before and just after fio ran (settings.witness)
+    witnessed: tuple[StorageBytes, StorageBytes] | None = None
 
 
 @dataclass
@@ -415,10 +421,16 @@ def _lay_out(prepared: _Prepared, spec: Mount | None, settings: FioSettings) -> 
 
 
 def _run_prepared(prepared: _Prepared, settings: FioSettings, timeout: float) -> _Run:
+    before = storage_bytes(prepared.node, prepared.directory) if settings.witness else None
     parsed, result = run_fio(prepared.node, prepared.directory, settings, timeout, existing=not settings.writes)
+    witnessed = None
+    if before is not None:
+        witnessed = (before, storage_bytes(prepared.node, prepared.directory))
+        # before fio's own result: the figures' errors name evidence[-2] as the fio command
+        prepared.evidence += [r.evidence for r in witnessed if r.evidence is not None]
     prepared.evidence.append(result)
     return _Run(parsed, prepared.evidence, prepared.mount, prepared.how_read, prepared.read_from,
-                removed=prepared.removed)
+                removed=prepared.removed, witnessed=witnessed)
 
 
 def _write_in(node: NodeHandle, spec: Mount | None, settings: FioSettings) -> _Run:
@@ -522,11 +534,17 @@ def _extra(parsed: fio.FioResult, settings: FioSettings, run: _Run, **more: Any)
 
 
 def _corroborated(node: NodeHandle, settings: FioSettings, run: _Run, direction: str, measured: Measurement) -> Measurement:
-    """``measured`` with fio's own figures judged against each other, job by job (judge/corroboration.py)."""
-    if not settings.corroborate:
+    """``measured`` with fio's own figures judged against each other, job by job, and the bytes of all its
+    jobs against the storage's counters (judge/corroboration.py)."""
+    if not settings.corroborate and run.witnessed is None:
         return measured
     found = [corroboration.fio_internal(node.name, getattr(job, direction), f"{job.name} {direction}")
-             for job in run.parsed.jobs if getattr(job, direction).active]
+             for job in run.parsed.jobs if getattr(job, direction).active] if settings.corroborate else []
+    if run.witnessed is not None:
+        before, after = run.witnessed
+        claimed = sum(getattr(job, direction).io_bytes for job in run.parsed.jobs)
+        found.append(corroboration.storage_witness(node.name, direction, claimed, before.counters, after.counters,
+                                                   why=before.problem or after.problem))
     return dataclasses.replace(
         measured, detail=f"{measured.detail}; {corroboration.summary(found)}",
         missing=corroboration.failure(found),

@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from pytest_fabric.judge import corroboration as c
-from pytest_fabric.parsers import fio, iperf3, perftest
+from pytest_fabric.parsers import fio, iperf3, perftest, storage_counters
 
 DATA = Path(__file__).resolve().parents[1] / "data"
 
@@ -101,3 +101,45 @@ def test_summary_and_failure() -> None:
     assert c.summary([ok, bad, skipped]) == (
         "corroborated by interface counters: 1 agrees, 1 uncorroborated; internal: 1 not run")
     assert ok.to_dict()["status"] == "agrees"
+
+
+def _storage(name: str) -> storage_counters.StorageCounters:
+    return storage_counters.parse((DATA / "storage-counters" / name).read_text())
+
+
+def test_a_real_fio_write_agrees_with_its_loop_devices_sectors() -> None:
+    before, after = _storage("ext4-loop-before-fio-write-16M.txt"), _storage("ext4-loop-after-fio-write-16M.txt")
+    found = c.storage_witness("node01", "write", 16 * 2**20, before, after)  # fio 3.33's io_bytes for that run
+    assert (found.witness, found.status, found.node) == ("block device counters", c.AGREES, "node01"), found.detail
+    assert "loop0 sectors written x 512" in found.detail
+
+
+def test_a_write_claiming_more_than_reached_the_device_is_uncorroborated_on_its_node() -> None:
+    before, after = _storage("ext4-loop-before-fio-write-16M.txt"), _storage("ext4-loop-after-fio-write-16M.txt")
+    found = c.storage_witness("node02", "write", 4 * 16 * 2**20, before, after)  # a wrapper's x4
+    assert (found.status, found.node) == (c.UNCORROBORATED, "node02")
+    assert found.witnessed == (1537420 - 1499538) * 512 and "never reached the device" in found.detail
+    # reads are held to the sectors read, which did not grow by 16 MiB during a write
+    assert c.storage_witness("node02", "read", 16 * 2**20, before, after).status == c.UNCORROBORATED
+
+
+def test_nfs_is_held_to_its_clients_server_bytes() -> None:
+    after = _storage("nfs4-home-constructed.txt")
+    before = dataclasses.replace(after, nfs_server_written=after.nfs_server_written - 16 * 2**20)  # type: ignore[operator]
+    assert c.storage_witness("n", "write", 16 * 2**20, before, after).status == c.AGREES
+    found = c.storage_witness("n", "write", 32 * 2**20, before, after)
+    assert (found.witness, found.status) == ("NFS client counters", c.UNCORROBORATED)
+
+
+def test_a_filesystem_without_counters_says_so_and_does_not_pass_as_corroborated() -> None:
+    tmpfs = _storage("tmpfs-tmp.txt")
+    found = c.storage_witness("n", "write", 16 * 2**20, tmpfs, tmpfs)
+    assert found.status == c.NOT_RUN and "no witness on this filesystem (tmpfs on /tmp" in found.detail
+    assert c.failure([found]) is None and "storage counters: 1 not run" in c.summary([found])
+
+
+def test_a_remount_or_an_unreadable_reading_is_not_run() -> None:
+    before, after = _storage("ext4-vda-bind-var-tmp.txt"), _storage("ext4-loop-after-fio-write-16M.txt")
+    assert "remounted during the run" in c.storage_witness("n", "write", 1, before, after).detail
+    unread = c.storage_witness("n", "write", 1, None, after, why="findmnt: not installed")
+    assert unread.status == c.NOT_RUN and "(findmnt: not installed)" in unread.detail

@@ -10,6 +10,7 @@ import pytest
 
 from pytest_fabric.config.inventory import Mount, Node
 from pytest_fabric.config.units import parse_quantity
+from pytest_fabric.judge.verdict import Measurement
 from pytest_fabric.probes import storage
 from pytest_fabric.probes.base import MeasurementError
 from pytest_fabric.run.cluster import NodeHandle
@@ -371,3 +372,47 @@ def test_fio_figures_that_do_not_follow_from_each_other_are_uncorroborated() -> 
     assert caught.missing is not None and caught.missing.startswith("uncorroborated on gpu07: ")
     assert "corroboration" not in " ".join(storage.sequential(
         node("gpu01", xfs, **{r"^fio ": json.dumps(edited)}), Mount("/data"), WRITE).extra)  # a bare probe call: off
+
+
+class CountsBetween(MockTransport):
+    """A node whose storage counters read ``before`` the first time and ``after`` from then on."""
+
+    def __init__(self, name: str, answers: dict[str, str | CannedCommand], before: str, after: str) -> None:
+        super().__init__(name, answers)
+        self.readings = [before, after]
+
+    def _answer(self, command: str) -> CannedCommand:
+        if command.startswith("d=") and "/proc/diskstats" in command:
+            self.calls.append(command)
+            return CannedCommand(stdout=self.readings.pop(0) if len(self.readings) > 1 else self.readings[0])
+        return super()._answer(command)
+
+
+def test_fio_bytes_the_block_device_never_saw_are_uncorroborated_on_that_node() -> None:
+    # The loop device's sectors grew by 19.4 MB around a real 16 MiB fio write: an 8 MiB claim agrees;
+    # a wrapper's x4 of every figure (still agreeing with itself) claims 32 MiB and is caught.
+    counters = DATA / "storage-counters"
+    before = (counters / "ext4-loop-before-fio-write-16M.txt").read_text()
+    after = (counters / "ext4-loop-after-fio-write-16M.txt").read_text()
+    ext4 = findmnt("/data", "ext4", "rw", source="/dev/loop0")
+
+    def measure(name: str, document: dict[str, object], settings: storage.FioSettings) -> Measurement:
+        answers: dict[str, str | CannedCommand] = {
+            r"findmnt -J": ext4, r"^mktemp -d": WORKDIR + "\n", r"^rm -rf": "", r"^fio ": json.dumps(document)}
+        return storage.sequential(handle(CountsBetween(name, answers, before, after)), Mount("/data"), settings)
+
+    witnessed = dataclasses.replace(WRITE, corroborate=True, witness=True)
+    honest = measure("gpu01", _as_write(json.loads(FIO_READ)), witnessed)
+    assert honest.missing is None
+    (block,) = [c for c in honest.extra["corroborations"] if c["witness"] == "block device counters"]
+    assert block["status"] == "agrees" and block["witnessed"] == (1537420 - 1499538) * 512
+    inflated = _as_write(json.loads(FIO_READ))
+    for job in inflated["jobs"]:  # type: ignore[attr-defined]
+        for key in ("io_bytes", "io_kbytes", "bw_bytes", "bw", "iops", "total_ios"):
+            job["write"][key] *= 4
+    caught = measure("gpu07", inflated, witnessed)
+    assert caught.missing is not None and caught.missing.startswith("uncorroborated on gpu07: ")
+    assert "never reached the device" in caught.missing
+    assert {c["status"] for c in caught.extra["corroborations"] if c["witness"] == "internal"} == {"agrees"}
+    # --fabric-no-witness: the counters are not read, fio's word stands (its figures agree)
+    assert measure("gpu07", inflated, dataclasses.replace(WRITE, corroborate=True)).missing is None
