@@ -50,6 +50,10 @@ class ToolIdentity:
     verify: tuple[str, ...] = ()
     """The package manager's verification lines that name the file (a changed digest, size, mode)."""
     verify_rc: int | None = None
+    supplied_by: str = "provider"
+    """``tenant`` for a copy of the tenant's pinned binary the run uploaded (inventory ``tools:``)."""
+    pinned_sha256: str | None = None
+    """The SHA-256 the tenant pinned, for a tenant's tool: :attr:`sha256` (read on the node) must equal it."""
 
     @property
     def missing(self) -> bool:
@@ -69,7 +73,9 @@ class ToolIdentity:
             "path": self.path, "resolved": self.resolved, "sha256": self.sha256,
             "elf": self.is_elf, "script": self.shebang, "build_id": self.build_id,
             "package_manager": self.package_manager, "package": self.package,
-            "verify": list(self.verify), "verify_rc": self.verify_rc,
+            "verify": list(self.verify), "verify_rc": self.verify_rc, "supplied_by": self.supplied_by,
+            **({"pinned_sha256": self.pinned_sha256, "verified_on_node": self.sha256 == self.pinned_sha256}
+               if self.supplied_by == "tenant" else {}),
         }
 
 

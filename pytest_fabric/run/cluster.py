@@ -11,12 +11,14 @@ from __future__ import annotations
 import contextlib
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
+from pathlib import Path
 
 from pytest_fabric.config.inventory import Inventory, Node
 from pytest_fabric.config.profile import Profile
 from pytest_fabric.run.batches import DEFAULT_FANOUT
 from pytest_fabric.run.stopgate import StopGate
-from pytest_fabric.transport.base import BackgroundProcess, Transport, TransportError
+from pytest_fabric.run.tenant_tools import InstalledTool, TenantTools
+from pytest_fabric.transport.base import BackgroundProcess, FileUpload, Transport, TransportError
 from pytest_fabric.transport.gather import Coalescing, Together
 from pytest_fabric.transport.pool import ConnectionPool
 from pytest_fabric.transport.results import CommandResult
@@ -34,6 +36,8 @@ class NodeHandle:
     _pool: ConnectionPool = field(repr=False)
     #: every command passes it: refused once the run stops (stopgate.py); None: nothing stops it
     _gate: StopGate | None = field(default=None, repr=False)
+    #: the tenant's pinned tools (inventory ``tools:``); None: every tool is the node's own
+    _tools: TenantTools | None = field(default=None, repr=False)
 
     @property
     def name(self) -> str:
@@ -64,6 +68,32 @@ class NodeHandle:
             return self.transport.run(command, timeout=timeout, check=check)
         with self._gate.passing(self.name, command, cleanup=cleanup):
             return self.transport.run(command, timeout=self._gate.timeout(timeout, cleanup=cleanup), check=check)
+
+    def tool(self, name: str) -> str:
+        """The words that run tool ``name`` here, its arguments to follow: the tenant's verified copy by
+        absolute path in a clean environment where the inventory pins it (uploaded on first use, once
+        per run), else ``name`` as the node's PATH finds it (run/tenant_tools.py)."""
+        return name if self._tools is None else self._tools.command(self.name, name)
+
+    def tenant_tool(self, name: str) -> InstalledTool | None:
+        """The tenant's copy of ``name`` on this node, uploaded and verified; None where it is not pinned."""
+        return None if self._tools is None else self._tools.installed(self.name, name)
+
+    def put_file(self, local: Path, remote: str, *, mode: int = 0o600, timeout: float = DEFAULT_TIMEOUT_S) -> None:
+        """Copy the file ``local`` to ``remote`` on the node (refused once the run stops); a transport that
+        cannot upload files is an error naming the node and the fix."""
+        transport = self.transport
+        if not isinstance(transport, FileUpload):
+            raise TransportError(
+                self.name, f"cannot upload {local}: its transport ({type(transport).__name__}) has no file upload",
+                command=f"put {local} {remote}",
+                fix="reach this node over SSH (transport: ssh in the inventory) to upload files to it",
+            )
+        if self._gate is None:
+            transport.put_file(local, remote, mode=mode, timeout=timeout)
+            return
+        with self._gate.passing(self.name, f"put {local} {remote}"):
+            transport.put_file(local, remote, mode=mode, timeout=self._gate.timeout(timeout))
 
     def start(self, command: str, *, timeout: float) -> BackgroundProcess:
         """Start a server on the node; it dies after ``timeout`` at the latest (refused once the run stops)."""
@@ -101,7 +131,8 @@ class Cluster:
     """The inventory's nodes, the profile, and their connections."""
 
     def __init__(
-        self, inventory: Inventory, profile: Profile, make_transport: Callable[[str], Transport], *, fanout: int = DEFAULT_FANOUT
+        self, inventory: Inventory, profile: Profile, make_transport: Callable[[str], Transport], *, fanout: int = DEFAULT_FANOUT,
+        tools: TenantTools | None = None,
     ) -> None:
         self.fanout = fanout  # at most this many connections are opened at once
         self.inventory = inventory
@@ -109,7 +140,9 @@ class Cluster:
         self.pool = ConnectionPool(make_transport)
         #: the one stop every node command passes (stopgate.py)
         self.gate = StopGate(lambda: self.pool.interrupt_all(max_workers=self.fanout))
-        self._handles = {n.name: NodeHandle(n, self.pool, self.gate) for n in inventory.nodes}
+        #: the tenant's pinned tools, routed by every NodeHandle.tool (None: the nodes' own tools)
+        self.tools = tools
+        self._handles = {n.name: NodeHandle(n, self.pool, self.gate, tools) for n in inventory.nodes}
 
     @property
     def name(self) -> str:

@@ -41,7 +41,8 @@ def open_cluster(config: pytest.Config, state: FabricState, make_transport: Call
     """The run's cluster, connected and locked (the first call opens it; later ones return it)."""
     if state.cluster is not None:
         return state.cluster
-    cluster = Cluster(state.inventory, state.profile, make_transport, fanout=state.batches.fanout)
+    cluster = Cluster(state.inventory, state.profile, make_transport, fanout=state.batches.fanout,
+                      tools=state.tenant_tools)
     state.cluster = cluster
     cluster.connect()
     mode = cast(cluster_lock.Mode, config.getoption("fabric_lock", "stop") or "stop")

@@ -15,6 +15,7 @@ from pytest_fabric.run.batches import BatchCache
 from pytest_fabric.run.once import Once
 from pytest_fabric.run.pairs import Pair
 from pytest_fabric.run.subjects import DEVICE_TESTS_UP_TO, subject_id
+from pytest_fabric.run.tenant_tools import TenantTools
 from pytest_fabric.transport.results import HostKeyLog
 from pytest_fabric.transport.ssh import JumpHosts, SSHTransport
 
@@ -51,6 +52,8 @@ class FabricState:
     #: everything else computed once per run: a node's ports, topology, preflight, the error
     #: counters before any traffic, attribution, ... (one error policy: see once.py)
     once: Once = field(default_factory=Once)
+    #: the tenant's pinned tools (inventory ``tools:``), routed by NodeHandle.tool; None: the nodes' own
+    tenant_tools: TenantTools | None = None
 
     def rounds_index(self) -> dict[int, list[Pair]]:
         """The scheduled pairs by round, in round order (built once: tests look up their round often)."""

@@ -9,6 +9,7 @@ says what to do.
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Protocol, runtime_checkable
 
 from pytest_fabric.transport.outputcap import MESSAGE_CHARS, cap_text
@@ -21,6 +22,7 @@ __all__ = [
     "CommandResult",
     "Transport",
     "BackgroundProcess",
+    "FileUpload",
     "TransportError",
     "NodeUnreachable",
     "AuthenticationFailed",
@@ -172,5 +174,21 @@ class Transport(Protocol):
 
         Called when the run is interrupted (Ctrl-C): commands in other threads (a wave, a round)
         then end within seconds instead of at their own timeouts.  Never raises.
+        """
+        ...
+
+
+@runtime_checkable
+class FileUpload(Protocol):
+    """A transport that can also copy a file to the node (SSH: SFTP; local: a copy). Apart from
+    :class:`Transport` because not every way in has one (Slurm job steps do not)."""
+
+    node: str
+
+    def put_file(self, local: Path, remote: str, *, mode: int = 0o600, timeout: float) -> None:
+        """Write the bytes of ``local`` to the path ``remote`` on the node, then set its ``mode``.
+
+        ``remote`` is an absolute path whose directory exists; an existing file there is replaced.
+        Raises :class:`TransportError` naming the node, both paths and the fix.
         """
         ...

@@ -9,13 +9,15 @@ from __future__ import annotations
 
 import logging
 import os
+import shutil
 import signal
 import subprocess
 import threading
 import time
 from collections.abc import Callable
+from pathlib import Path
 
-from pytest_fabric.transport.base import CommandResult, CommandTimeout
+from pytest_fabric.transport.base import CommandResult, CommandTimeout, TransportError
 from pytest_fabric.transport.cmdlog import log_failed, log_ran, log_started, node_logger
 from pytest_fabric.transport.outcome import judge
 from pytest_fabric.transport.packages import missing_tool
@@ -113,6 +115,16 @@ class LocalTransport:
         )
         log_ran(self._log, command, result.exit_code, result.duration_s, capture.stdout.total, capture.stderr.total)
         return judge(result, check=check)
+
+    def put_file(self, local: Path, remote: str, *, mode: int = 0o600, timeout: float) -> None:
+        """Copy ``local`` to ``remote`` on this machine and set its mode (see base.FileUpload)."""
+        try:
+            shutil.copyfile(local, remote)
+            os.chmod(remote, mode)
+        except OSError as exc:
+            raise TransportError(self.node, f"copying {local} to {remote} failed: {exc.strerror or exc}",
+                                 command=f"put {local} {remote}", fix=f"check that {local} can be read and "
+                                 "the directory of the destination exists and can be written") from exc
 
     def start(self, command: str, *, timeout: float) -> LocalBackgroundProcess:
         """Start ``command`` in the background; it is killed after ``timeout`` at the latest."""

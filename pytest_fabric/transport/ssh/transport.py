@@ -529,6 +529,30 @@ class SSHTransport:
         )
         return judge(result, check=check)
 
+    def put_file(self, local: Path, remote: str, *, mode: int = 0o600, timeout: float) -> None:
+        """Copy ``local`` to ``remote`` on the node over SFTP, on a session of the node's connection
+        (counted against max_sessions as a command is), then set its mode (see base.FileUpload)."""
+        began = time.monotonic()
+        command = f"sftp put {local} {remote}"
+        transport = self._transport_with_room()
+        try:
+            chan = transport.open_session(timeout=self.settings.connect_timeout)
+            chan.settimeout(timeout)  # each read and write of the transfer; the node cannot stall it for ever
+            chan.invoke_subsystem("sftp")
+            with paramiko.SFTPClient(chan) as sftp:
+                sftp.put(str(local), remote, confirm=True)
+                sftp.chmod(remote, mode)
+        except (paramiko.SSHException, OSError, EOFError) as exc:
+            log_failed(self._log, command, f"upload failed: {exc}", time.monotonic() - began)
+            raise TransportError(
+                self.node, f"uploading {local} to {remote} failed: {exc or type(exc).__name__}", command=command,
+                fix="check that the node's sshd offers SFTP (Subsystem sftp in sshd_config) and that the "
+                "directory exists and is writable by the SSH user",
+            ) from exc
+        finally:
+            self._release(transport)
+        log_ran(self._log, command, 0, time.monotonic() - began, 0, 0)
+
     def start(self, command: str, *, timeout: float) -> SSHBackgroundProcess:
         """Start ``command`` in the background; it is killed on the node after ``timeout`` at the latest."""
         began = time.monotonic()
