@@ -49,7 +49,7 @@ sys.path.insert(0, str(ROOT / "tests"))  # simcluster; pytest_fabric is the inst
 
 from simcluster import SimCluster, missing_prerequisites  # noqa: E402
 
-from pytest_fabric.config.profile import load_profile  # noqa: E402
+from pytest_fabric.checks.builtin import load_profile  # noqa: E402
 from pytest_fabric.run.pairs import make_pairs  # noqa: E402
 
 GOAL_WALL = 1.25

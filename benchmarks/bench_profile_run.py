@@ -36,7 +36,7 @@ from simcluster import FakeHardware, SimCluster, install_hardware, missing_prere
 from simcluster.gpu import install_gpus  # noqa: E402
 from simcluster.stack import install_stack  # noqa: E402
 
-from pytest_fabric.config.profile import load_profile  # noqa: E402
+from pytest_fabric.checks.builtin import load_profile  # noqa: E402
 from pytest_fabric.run.pairs import make_pairs  # noqa: E402
 
 SHORT = """name: short

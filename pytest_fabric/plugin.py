@@ -82,17 +82,18 @@ pytest_plugins = [
     "pytest_fabric.run.fixtures",
     "pytest_fabric.measurements.intra_node",
     "pytest_fabric.measurements.inter_node",
-    "pytest_fabric.measurements.storage",
     "pytest_fabric.measurements.egress",
     "pytest_fabric.measurements.software",
     "pytest_fabric.measurements.affinity",
     "pytest_fabric.measurements.gpu_health",
     "pytest_fabric.measurements.switch_links",
     "pytest_fabric.measurements.gpudirect",
+    "pytest_fabric.measurements.attribution",  # every pair check judged by one model (judge/blame.py)
     "pytest_fabric.checks.xid",  # Xid events in the kernel log, per GPU (a family: its own declarations)
     "pytest_fabric.checks.pcie_errors",  # PCIe replays and AER of GPUs and NICs, before and after the run
     "pytest_fabric.checks.link_history",  # port counters as they stand, link-downs in the kernel log
     "pytest_fabric.checks.gpu_load",  # GEMM, HBM and clock throttling per GPU (a family: its own declarations)
+    "pytest_fabric.checks.storage",  # mounts and fio on them (a family: its own declarations)
     # reporting, one feature per module (report/): order matters only for assertion rewriting
     "pytest_fabric.report.errors",
     "pytest_fabric.report.evidence",
@@ -462,7 +463,7 @@ def _refuse_unmeasurable(state: FabricState, items: list[pytest.Item], config: p
     The bundled Slurm inventory (``--cluster slurm``) is the package's own file, bare on purpose: the run
     goes on, those checks are said here and left unmeasured (not run: the verdict cannot be ACCEPT),
     with the command that writes a copy to fill in."""
-    problems = unmeasurable(state.profile, state.inventory, state.pairs)
+    problems = unmeasurable(state.profile, state.inventory, state.pairs, state.checks)
     if not problems:
         return
     selected = set()

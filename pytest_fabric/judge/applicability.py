@@ -31,8 +31,39 @@ def _set(profile: Profile, check: checks.Check[Any]) -> bool:
     return spec is not None and not spec.optional
 
 
-def unmeasurable(profile: Profile, inventory: Inventory, pairs: Sequence[Pair]) -> list[tuple[str, str]]:
-    """(``layer.key``, why) for each set check this inventory gives nothing to measure, naming what to add."""
+def _needs(inventory: Inventory, where: str) -> dict[str, str | None]:
+    """Need (``Check.needs``) -> why this inventory does not give it, with the key to add (``CHECK``
+    stands for the check's name); None: it does."""
+    targets = inventory.egress_targets
+    downloadable = [t for t in targets if t.startswith(("http://", "https://")) and t not in inventory.upload_targets]
+    leaves = {n.labels.get("leaf") for n in inventory.nodes if n.labels.get("leaf")}
+    node_local = all(m.shared is False or (m.fstype is not None and not m.is_shared()) for m in inventory.mount_specs)
+    return {
+        "mounts": None if inventory.mounts else (
+            f"{where} lists no storage.mounts: add the mounts to measure (storage: {{mounts: [/scratch]}}); a temp "
+            "dir is no storage of the cluster's"),
+        "shared_mount": None if not node_local else (
+            f"{where} lists no shared mount (all are node-local): CHECK measures all nodes writing to one shared "
+            "filesystem"),
+        "egress_targets": None if targets else (
+            f"{where} lists no egress.targets: add the hosts or URLs to reach "
+            "(egress: {targets: [https://mirror.example.com/100MB.bin]})"),
+        "download_url": None if downloadable else (
+            f"{where} lists no http(s) URL to download under egress.targets (host:port targets get dns_resolve and "
+            "connect_latency only)"),
+        "upload_target": None if inventory.upload_targets else (
+            f"{where} marks no egress target `upload: true` "
+            "(egress: {targets: [{url: https://upload.example.com/drop, upload: true}]})"),
+        "leaves": None if len(leaves) >= 2 else (
+            f"{where} labels {len(leaves)} leaf value(s); CHECK compares traffic across leaves: label the nodes "
+            "`labels: {leaf: leaf1}` by the leaf switch they hang off"),
+    }
+
+
+def unmeasurable(profile: Profile, inventory: Inventory, pairs: Sequence[Pair],
+                 registry: checks.CheckRegistry = checks.BUILTIN) -> list[tuple[str, str]]:
+    """(``layer.key``, why) for each set check this inventory gives nothing to measure, naming what to add:
+    the first of its declared ``needs`` the inventory does not meet. ``registry``: the run's checks."""
     out: list[tuple[str, str]] = []
     where = shown_inventory(inventory.path)
     bundled = bundled_inventory_name(inventory.path)
@@ -43,35 +74,11 @@ def unmeasurable(profile: Profile, inventory: Inventory, pairs: Sequence[Pair]) 
         if _set(profile, check):
             out.append((check.profile_key, f"{check.profile_key}: {why} ({fix})"))
 
-    storage: list[checks.Check[Any]] = [checks.SEQUENTIAL_READ, checks.SEQUENTIAL_WRITE, checks.RANDOM_READ_IOPS, checks.CHECKPOINT_WRITE,
-               checks.AGGREGATE_WRITE]
-    if not inventory.mounts:
-        for check in storage:
-            need(check, f"{where} lists no storage.mounts: add the mounts to measure "
-                        "(storage: {mounts: [/scratch]}); a temp dir is no storage of the cluster's")
-    elif all(m.shared is False or (m.fstype is not None and not m.is_shared()) for m in inventory.mount_specs):
-        need(checks.AGGREGATE_WRITE, f"{where} lists no shared mount (all are node-local): aggregate_write "
-                                     "measures all nodes writing to one shared filesystem")
-
-    targets = inventory.egress_targets
-    downloadable = [t for t in targets if t.startswith(("http://", "https://")) and t not in inventory.upload_targets]
-    if not targets:
-        for check in (checks.DNS_RESOLVE, checks.CONNECT_LATENCY, checks.DOWNLOAD, checks.UPLOAD):
-            need(check, f"{where} lists no egress.targets: add the hosts or URLs to reach "
-                        "(egress: {targets: [https://mirror.example.com/100MB.bin]})")
-    else:
-        if not downloadable:
-            need(checks.DOWNLOAD, f"{where} lists no http(s) URL to download under egress.targets "
-                                  "(host:port targets get dns_resolve and connect_latency only)")
-        if not inventory.upload_targets:
-            need(checks.UPLOAD, f"{where} marks no egress target `upload: true` "
-                                "(egress: {targets: [{url: https://upload.example.com/drop, upload: true}]})")
-
-    leaves = {n.labels.get("leaf") for n in inventory.nodes if n.labels.get("leaf")}
-    if len(leaves) < 2:
-        need(checks.OVERSUBSCRIPTION, f"{where} labels {len(leaves)} leaf value(s); oversubscription compares "
-                                      "traffic across leaves: label the nodes `labels: {leaf: leaf1}` by the "
-                                      "leaf switch they hang off")
+    unmet = _needs(inventory, where)
+    for check in registry.declared():
+        why = next((unmet[n] for n in check.needs if unmet.get(n)), None)
+        if why is not None:
+            need(check, why.replace("CHECK", check.name))
 
     if _set(profile, checks.ATTRIBUTION) and not (
         profile.spec("inter_node", "rdma_bandwidth") or profile.spec("inter_node", "tcp_throughput")

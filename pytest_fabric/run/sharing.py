@@ -26,21 +26,21 @@ of a wave's members holding one resource run together under a fan-out.
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Any
+from typing import Any, Literal
 from urllib.parse import urlsplit
 
 from pytest_fabric.config.inventory import Inventory
-from pytest_fabric.config.profile import Measured, Profile
+from pytest_fabric.config.profile import Profile
 from pytest_fabric.run.batches import Share
 from pytest_fabric.run.locality import MountSharing
 
 __all__ = [
     "EGRESS_CAPPED",
-    "MOUNT_LOADING",
     "Measured",
     "at_once",
     "egress_server",
     "egress_share",
+    "loads_mount",
     "measured_mode",
     "mount_is_shared",
     "mount_share",
@@ -50,8 +50,8 @@ __all__ = [
 #: the egress checks whose transfers load the target's server, and so are capped per server
 EGRESS_CAPPED = frozenset({"download", "upload"})
 
-#: the storage checks that load a shared mount (fio); the ``mount`` check reads findmnt and shares nothing
-MOUNT_LOADING = frozenset({"sequential_read", "sequential_write", "random_read_iops", "checkpoint_write"})
+#: how a per-node figure on a shared mount is taken: each node alone (taking turns), or all together
+Measured = Literal["alone", "together"]
 
 
 def mount_is_shared(inventory: Inventory, path: str | None, found: MountSharing | None = None) -> bool:
@@ -78,12 +78,20 @@ def measured_mode(profile: Profile, check: str) -> Measured:
     return "together" if mode == "together" else "alone"
 
 
+def loads_mount(profile: Profile, check: str) -> bool:
+    """Whether storage ``check``, as the profile sets it, loads its mount (fio), as its settings model
+    says; the ``mount`` check reads findmnt and loads nothing, and a check the profile does not set
+    runs nothing."""
+    spec = profile.spec("storage", check)
+    return spec is not None and spec.SHARES == "mount"
+
+
 def mount_share(
     inventory: Inventory, profile: Profile, check: str, path: str | None, found: MountSharing | None = None
 ) -> Share | None:
     """What a node measuring storage ``check`` on ``path`` shares: the mount, taken in turns (alone), or nothing.
     ``found``: the run's decision for the mount (:func:`mount_is_shared`)."""
-    if (check not in MOUNT_LOADING or not mount_is_shared(inventory, path, found)
+    if (not loads_mount(profile, check) or not mount_is_shared(inventory, path, found)
             or measured_mode(profile, check) == "together"):
         return None
     spec = profile.spec("storage", check)

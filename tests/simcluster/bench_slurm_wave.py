@@ -37,8 +37,8 @@ def _transport_wave(how: str, inventory: Path) -> tuple[float, float, float, flo
     """(connect wall, connect CPU, wave wall, wave CPU) of one wave through the transports alone, in this process."""
     from concurrent.futures import ThreadPoolExecutor
 
+    from pytest_fabric.checks.builtin import load_profile
     from pytest_fabric.config.inventory import load_inventory
-    from pytest_fabric.config.profile import load_profile
     from pytest_fabric.run.cluster import Cluster
     from pytest_fabric.transport.slurm import SlurmAllocation, SlurmTransport
     from pytest_fabric.transport.ssh import JumpHosts, SSHSettings, SSHTransport

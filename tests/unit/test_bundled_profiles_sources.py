@@ -9,7 +9,7 @@ from typing import Any
 
 import yaml
 
-from pytest_fabric.config.profile import load_profile
+from pytest_fabric.checks.builtin import load_profile
 from pytest_fabric.config.units import parse_quantity
 
 #: What no tenant can look up: the project's private notes and issue numbers.

@@ -6,7 +6,7 @@ from importlib import resources
 
 from unit.bundled_registry import bundled_schema
 
-from pytest_fabric.config.profile import load_profile
+from pytest_fabric.checks.builtin import load_profile
 
 
 def test_infiniband_profiles_set_an_absolute_cited_tcp_floor() -> None:

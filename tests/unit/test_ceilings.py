@@ -8,7 +8,8 @@ from pathlib import Path
 import pytest
 from unit.bundled_registry import bundled_schema
 
-from pytest_fabric.config.profile import bundled_profiles, load_profile
+from pytest_fabric.checks.builtin import load_profile
+from pytest_fabric.config.profile import bundled_profiles
 from pytest_fabric.config.yamlsource import SourceError
 from pytest_fabric.judge.ceilings import pcie_gbytes
 

@@ -8,11 +8,11 @@ import pytest
 
 from pytest_fabric import Dimension, Op
 from pytest_fabric.checks.base import CHECKS, Check, CheckRegistry, PortBlock, RegistryError
+from pytest_fabric.checks.builtin import builtin_registry, builtin_schema, load_profile
 from pytest_fabric.config.profile import (
     BUILTIN_SCHEMA,
     CheckSpec,
     Mtu,
-    load_profile,
     profile_schema,
 )
 from pytest_fabric.config.units import QuantityField
@@ -35,13 +35,19 @@ FLAPS = Check("link_flaps", "inter_node", LinkFlaps, "node", "wave", tools=("ip"
 
 
 def _registry(*extra: tuple[str, list[Check]]) -> CheckRegistry:  # type: ignore[type-arg]
-    return CheckRegistry.assemble([("fabric", list(CHECKS.values())), *extra])
+    return CheckRegistry.assemble([("fabric", list(builtin_registry().declared())), *extra])
 
 
 def test_the_builtins_assemble_to_the_table_and_the_builtin_schema() -> None:
-    registry = _registry()
-    assert list(registry.checks) == list(CHECKS)
-    assert profile_schema(registry.settings_models()) is BUILTIN_SCHEMA
+    table = CheckRegistry.assemble([("fabric", list(CHECKS.values()))])
+    assert list(table.checks) == list(CHECKS)
+    assert profile_schema(table.settings_models()) is BUILTIN_SCHEMA  # the table's keys: the typed sections
+    registry = _registry()  # with the families (checks/<family>.py): their keys added to those sections
+    assert list(registry.checks)[: len(CHECKS)] == list(CHECKS)
+    assert profile_schema(registry.settings_models()).known_fields(("storage",)) == \
+        builtin_schema().known_fields(("storage",))
+    assert "sequential_write" in builtin_schema().known_fields(("storage",))
+    assert "sequential_write" not in BUILTIN_SCHEMA.known_fields(("storage",))
 
 
 def test_an_extensions_declaration_reaches_keys_tools_plan_and_phase() -> None:

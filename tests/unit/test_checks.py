@@ -7,11 +7,13 @@ import typing
 from pathlib import Path
 
 import pytest
-from unit.bundled_registry import bundled_registry
+from unit.bundled_registry import bundled_registry, bundled_schema
 
+from pytest_fabric import plugin
 from pytest_fabric.checks import base as checks
+from pytest_fabric.checks.builtin import FAMILIES
 from pytest_fabric.config.bundled import conformance_dir
-from pytest_fabric.config.profile import LAYERS, CheckSpec, ProfileDocument
+from pytest_fabric.config.profile import LAYERS, CheckSpec
 from pytest_fabric.run.subjects import SUBJECT_FIXTURES
 
 
@@ -46,7 +48,7 @@ def test_every_conformance_test_is_a_declared_check_with_its_layer_and_subject()
 
 
 def _section_fields(layer: str) -> dict[str, type[CheckSpec]]:
-    section = typing.get_type_hints(ProfileDocument)[layer]
+    section = bundled_schema().sections[layer]  # the built-in table's keys and every family's
     out = {}
     for name, info in section.model_fields.items():
         for arg in typing.get_args(info.annotation) or (info.annotation,):
@@ -56,7 +58,7 @@ def _section_fields(layer: str) -> dict[str, type[CheckSpec]]:
 
 
 def test_every_declaration_names_a_profile_key_of_its_model() -> None:
-    for check in checks.declared():
+    for check in bundled_registry().declared():
         if check.model is None:
             continue  # judged by what the inventory states (storage.mount)
         fields = _section_fields(check.layer)
@@ -67,7 +69,14 @@ def test_every_declaration_names_a_profile_key_of_its_model() -> None:
 def test_every_profile_key_is_judged_by_a_declared_check() -> None:
     for layer in LAYERS:
         for key in _section_fields(layer):
-            assert checks.checks_judged_by(f"{layer}.{key}"), f"{layer}.{key} is judged by no check"
+            assert bundled_registry().checks_judged_by(f"{layer}.{key}"), f"{layer}.{key} is judged by no check"
+
+
+def test_the_families_a_run_registers_are_the_builtin_ones() -> None:
+    """plugin.py registers each family module as a plugin; checks/builtin.py assembles the same ones
+    for what reads profiles without a run (a family left out of either would read differently)."""
+    registered = [m for m in plugin.pytest_plugins if m.startswith("pytest_fabric.checks.")]
+    assert registered == [family.__name__ for family in FAMILIES]
 
 
 def test_port_blocks_do_not_overlap_and_stay_below_the_ephemeral_range() -> None:

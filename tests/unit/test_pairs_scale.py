@@ -6,7 +6,7 @@ import time
 
 import pytest
 
-from pytest_fabric.config.profile import load_profile
+from pytest_fabric.checks.builtin import load_profile
 from pytest_fabric.run.pairs import Strategy, make_pairs, resolve_strategy
 
 RULE = "all up to 32 nodes, then random:4"

@@ -8,7 +8,7 @@ from typing import Any
 
 import pytest
 
-from pytest_fabric.config.profile import load_profile
+from pytest_fabric.checks.builtin import load_profile
 from pytest_fabric.probes import nccl
 from pytest_fabric.run.pairs import make_pairs
 from pytest_fabric.run.plan import (

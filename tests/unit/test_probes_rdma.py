@@ -11,8 +11,8 @@ from pathlib import Path
 
 import pytest
 
+from pytest_fabric.checks.builtin import load_profile
 from pytest_fabric.config.inventory import Node
-from pytest_fabric.config.profile import load_profile
 from pytest_fabric.judge.verdict import judge
 from pytest_fabric.probes import rdma
 from pytest_fabric.probes.base import MeasurementError

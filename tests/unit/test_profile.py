@@ -9,7 +9,8 @@ from pathlib import Path
 import pytest
 from unit.bundled_registry import bundled_schema
 
-from pytest_fabric.config.profile import LAYERS, Profile, bundled_profiles, load_profile
+from pytest_fabric.checks.builtin import load_profile
+from pytest_fabric.config.profile import LAYERS, Profile, bundled_profiles
 from pytest_fabric.config.units import Dimension, Quantity, parse_quantity
 from pytest_fabric.config.yamlsource import SourceError
 from pytest_fabric.judge.verdict import Op

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from pytest_fabric.config.profile import load_profile
+from pytest_fabric.checks.builtin import load_profile
 
 
 def _mtu_source(*overrides: str) -> str | None:

@@ -6,7 +6,8 @@ from pathlib import Path
 
 import pytest
 
-from pytest_fabric.config.profile import LAYERS, load_profile
+from pytest_fabric.checks.builtin import load_profile
+from pytest_fabric.config.profile import LAYERS
 from pytest_fabric.config.yamlsource import SourceError
 
 

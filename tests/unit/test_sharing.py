@@ -7,8 +7,9 @@ from pathlib import Path
 
 import pytest
 
+from pytest_fabric.checks.builtin import load_profile
 from pytest_fabric.config.inventory import Inventory, load_inventory
-from pytest_fabric.config.profile import Profile, load_profile
+from pytest_fabric.config.profile import Profile
 from pytest_fabric.run import sharing
 from pytest_fabric.run.batches import Share
 

@@ -90,7 +90,7 @@ def test_nodes_connecting_at_once_share_one_allocation(monkeypatch: pytest.Monke
     import time
     from types import SimpleNamespace
 
-    from pytest_fabric.config.profile import load_profile
+    from pytest_fabric.checks.builtin import load_profile
     from pytest_fabric.run.state import STATE_KEY
     from pytest_fabric.slurm import allocation as slurm_session
     from pytest_fabric.transport import slurm

@@ -1,0 +1,49 @@
+"""The checks pytest-fabric ships, assembled as a run without extensions assembles them.
+
+A run's registry comes from every plugin's ``pytest_fabric_checks`` answer (plugin.py): the table in
+:mod:`pytest_fabric.checks.base` and one answer per family module, each a plugin of its own.  What
+reads profiles or declarations without a run (benchmarks, tools, tests) reads the same here: the
+registry of the built-in table and every family (:data:`FAMILIES`, the family modules plugin.py
+registers), the profile schema their settings models make, and a profile loaded by that schema.
+"""
+
+from __future__ import annotations
+
+from functools import cache
+from types import ModuleType
+from typing import Any
+
+from pytest_fabric.checks import gpu_load, link_history, pcie_errors, storage, xid
+from pytest_fabric.checks.base import CHECKS, Check, CheckRegistry
+from pytest_fabric.config.profile import Profile, ProfileSchema, profile_schema
+from pytest_fabric.config.profile import load_profile as load_with
+
+__all__ = ["FAMILIES", "builtin_registry", "builtin_schema", "load_profile"]
+
+#: the family modules pytest-fabric registers as plugins (plugin.py's ``pytest_plugins``), in that order
+FAMILIES: tuple[ModuleType, ...] = (xid, pcie_errors, link_history, gpu_load, storage)
+
+
+def _declared(family: ModuleType) -> list[Check[Any]]:
+    # a family's answer reads nothing of the run's config: the same declarations in every run
+    return list(family.pytest_fabric_checks(None))
+
+
+@cache
+def builtin_registry() -> CheckRegistry:
+    """The registry a run assembles from pytest-fabric's own plugins (no extension)."""
+    answers = [("pytest_fabric", list(CHECKS.values()))]
+    answers += [(family.__name__, _declared(family)) for family in FAMILIES]
+    return CheckRegistry.assemble(answers)
+
+
+@cache
+def builtin_schema() -> ProfileSchema:
+    """The profile schema of :func:`builtin_registry`: what ``--profile`` accepts without an extension."""
+    return profile_schema(builtin_registry().settings_models())
+
+
+def load_profile(reference: str, overrides: list[str] | None = None, schema: ProfileSchema | None = None) -> Profile:
+    """A bundled profile by name, or a profile file, as a run without extensions loads it
+    (:func:`pytest_fabric.config.profile.load_profile` with :func:`builtin_schema`, unless ``schema``)."""
+    return load_with(reference, overrides, schema or builtin_schema())
