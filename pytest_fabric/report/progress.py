@@ -26,6 +26,8 @@ import pytest
 from pytest_fabric.checks import base as checks
 from pytest_fabric.config.profile import Count
 from pytest_fabric.probes import mount_sharing
+from pytest_fabric.report import check_times
+from pytest_fabric.report.collect import get_checks, is_controller, run_stopped
 from pytest_fabric.run import sharing
 from pytest_fabric.run.batches import BatchProgress
 from pytest_fabric.run.plan import CheckPlan, RunPlan, format_duration, plan_run, planned_subject
@@ -36,6 +38,8 @@ __all__ = ["PLAN_KEY", "ProgressLine", "describe", "plan_items"]
 #: the plan stated after collection (what the header line said)
 PLAN_KEY = pytest.StashKey[RunPlan]()
 _LINE_KEY = pytest.StashKey["ProgressLine"]()
+#: time.monotonic() as the session started: what the run took, for the times kept for the next plan
+_STARTED_KEY = pytest.StashKey[float]()
 
 
 def describe(progress: BatchProgress, rounds: int = 0, expected_s: float | None = None) -> str:
@@ -218,20 +222,32 @@ def plan_items(items: list[pytest.Item], config: pytest.Config, *, read_mounts: 
             lambda path: mount_sharing.decided(state, path))
         subjects.append(planned_subject(info.layer, info.check, info.fixture, info.param, share))
     rails, gpus = _count(state.profile.spec_of(checks.PORTS)), _count(state.profile.spec_of(checks.GPU_COUNT))
+    previous, note = check_times.read(config, _times_key(state), _settings(specs))
     return plan_run(subjects, {k: v for k, v in specs.items() if v is not None}, state.batches.fanout,
-                    rails=rails, gpus=gpus, nodes=len(state.inventory.nodes), items=len(items), checks=state.checks)
+                    rails=rails, gpus=gpus, nodes=len(state.inventory.nodes), items=len(items), checks=state.checks,
+                    previous=previous, times_note=note)
+
+
+def _times_key(state: Any) -> str:
+    """Where this inventory and profile keep their per-check times in pytest's cache."""
+    return check_times.cache_key(state.inventory.sha256, state.profile.name)
+
+
+def _settings(specs: dict[tuple[str, str], Any]) -> dict[str, str]:
+    """Each check's settings digest: a time measured with other settings is not reused."""
+    return {check: check_times.settings_digest(spec) for (_, check), spec in specs.items()}
 
 
 def _loaded_mounts(items: list[pytest.Item], state: Any) -> list[str]:
-    """The mount paths a selected check the profile sets loads with fio (sharing.loads_mount)."""
+    """The mount paths a selected check the profile sets loads with fio (sharing.MOUNT_LOADING)."""
     paths: dict[str, None] = {}
     set_checks: dict[str, bool] = {}
     for item in items:
         info = item.stash.get(CHECK_KEY, None)
-        if info is None or info.fixture != "mount" or info.param is None:
+        if info is None or info.fixture != "mount" or info.param is None or info.check not in sharing.MOUNT_LOADING:
             continue
         if info.check not in set_checks:
-            set_checks[info.check] = sharing.loads_mount(state.profile, info.check)
+            set_checks[info.check] = state.profile.spec("storage", info.check) is not None
         if set_checks[info.check] and info.param[1] is not None:
             paths[info.param[1]] = None
     return list(paths)
@@ -247,7 +263,8 @@ def _count(spec: Count | None) -> int:
 def pytest_addoption(parser: pytest.Parser) -> None:
     parser.getgroup("fabric").addoption(
         "--time-budget", dest="fabric_time_budget", default=None, metavar="DURATION",
-        help="refuse to start (a usage error) when the run's plan takes longer, e.g. 30m, 2h, 90s",
+        help="refuse to start (a usage error) when the run's plan may take longer (its bound: every "
+             "measurement at its floor, the most retests), e.g. 30m, 2h, 90s",
     )
 
 
@@ -277,7 +294,7 @@ def pytest_report_collectionfinish(config: pytest.Config, items: list[pytest.Ite
 
 @pytest.hookimpl(trylast=True)
 def pytest_collection_modifyitems(session: pytest.Session, config: pytest.Config, items: list[pytest.Item]) -> None:
-    """``--time-budget``: a plan longer than the budget stops the run before anything is measured."""
+    """``--time-budget``: a plan whose bound exceeds the budget stops the run before anything is measured."""
     budget = config.getoption("fabric_time_budget", None)
     state = get_state(config)
     written = state.inventory.slurm.time_limit_min if state is not None and state.inventory.slurm else None
@@ -289,12 +306,12 @@ def pytest_collection_modifyitems(session: pytest.Session, config: pytest.Config
     why = plan.over_budget(budget_seconds(str(budget))) if budget else None
     if why is not None:
         raise pytest.UsageError(why)
-    if written is not None and state is not None and plan.total_s > written * 60:
+    if written is not None and state is not None and plan.bound_s > written * 60:
         # An allocation that ends before the run does cuts its last checks (error counters run last).
         raise pytest.UsageError(
             f"inventory {state.inventory.path}: slurm: time {written} (minutes) is shorter than the run's plan "
-            f"~{format_duration(plan.total_s)}: raise it, or leave it out to have the allocation take the plan "
-            "with a margin (x1.5 + 10 min)")
+            f"(at most {format_duration(plan.bound_s)}, about {format_duration(plan.total_s)}): raise it, or leave "
+            "it out to have the allocation take the plan's bound with a margin (x1.5 + 10 min)")
 
 
 @pytest.hookimpl(trylast=True)
@@ -320,6 +337,26 @@ def pytest_collection_finish(session: pytest.Session) -> None:
     state.batches.on_progress = line.update
     config.stash[_LINE_KEY] = line
 
+
+
+def pytest_sessionstart(session: pytest.Session) -> None:
+    session.config.stash[_STARTED_KEY] = time.monotonic()
+
+
+@pytest.hookimpl(trylast=True)
+def pytest_sessionfinish(session: pytest.Session) -> None:
+    """Keep what each check took in pytest's cache, for the plan of the next run of this inventory and profile."""
+    config = session.config
+    state = get_state(config)
+    plan = config.stash.get(PLAN_KEY, None)
+    started = config.stash.get(_STARTED_KEY, None)
+    if (state is None or plan is None or started is None or not is_controller(config) or run_stopped(config)
+            or config.getoption("fabric_soak", None)):  # a soak's records are its last cycle's, not the run it planned
+        return
+    specs = {(layer, check): state.profile.spec(layer, state.checks.profile_key_of(check, layer))
+             for layer, check in {(c.layer, c.check) for c in plan.checks}}
+    check_times.write(config, _times_key(state), plan, get_checks(config), time.monotonic() - started,
+                      _settings(specs))
 
 
 def pytest_unconfigure(config: pytest.Config) -> None:

@@ -1,28 +1,40 @@
-"""What a run will do and about how long it takes, from its items and the profile's settings.
+"""What a run will do and how long it takes: an estimate and a bound, from its items and the profile's settings.
 
 Pure: the plugin hands :func:`plan_run` one :class:`PlannedSubject` per selected test
 (after ``-k``/``-m``) of a check the profile sets and prints :meth:`RunPlan.summary` before
 the first measurement::
 
-    fabric: plan: 41,409 tests: 9 rounds x ~2.0 min + 31 waves ~8 min ~ 26 min (64 nodes at once)
+    fabric: plan: about 25 s (at most 3.3 min with retests), 3 checks on 8 nodes: 52 tests, 7 rounds x ~2 s
+    + 3 waves ~2 s, 64 nodes at once; times from the previous run of this inventory (2026-12-03 07:41 UTC)
+    for tcp_throughput, sequential_write; estimated for mtu
 
-It is built from the same declarations the run uses (:mod:`pytest_fabric.checks.base`): a pair check
-is measured a round of disjoint pairs at a time, ``fanout // 2`` pairs at once (``--fabric-fanout``
-counts nodes), every pair check of a round one after the other; a per-node check (node, GPU,
-port, mount, egress target) is one wave of at most ``fanout`` nodes at once, and subjects that
-share a resource (one node's GPUs, a shared mount measured alone, an egress server) at most that
-resource's limit at once: :mod:`pytest_fabric.run.sharing`, the rule the run's fixtures use. One
-measurement takes the check's settings' time where the profile gives them (``duration`` x
-``repeat``, fio ``runtime``, ``size`` over the floor; a read's files laid out first; a transfer's
-``bytes`` over its floor) plus what
-starting its tools costs; an NCCL check the all_reduce_perf runs its probe makes (:func:`nccl_runs`), each
-its start and the probe's collectives at the floor (:func:`allreduce_seconds`); else the check's declared
-typical time; a check declared
-``one_at_a_time`` goes through a pair's rails (or a node's GPUs) one after the other, the others at once. Checks that
-only read other checks' results (outliers, attribution) measure nothing themselves, but the
-pairs they find suspect are re-measured alone: an expected share of the pairs, in retest rounds
-of disjoint pairs like any round, each :data:`RETEST_REPEATS` samples. Opening the connections
-and every batch's start are in it too.
+The schedule is the run's own: a pair check is measured a round of disjoint pairs at a time,
+:func:`~pytest_fabric.run.batches.members_at_once` of them at once (``--fabric-fanout`` counts
+nodes), every pair check of a round one after the other; a per-node check (node, GPU, port, mount,
+egress target) is one wave under the same cap, and subjects that share a resource (one node's GPUs,
+a shared mount measured alone, an egress server) at most that resource's limit at once
+(:func:`pytest_fabric.run.sharing.at_once`, the rule the run's fixtures use); retests run in the
+rounds of disjoint pairs :func:`pytest_fabric.run.retests.schedule` makes of them, as
+``measurements/inter_node.retest_alone`` runs them.
+
+Two figures come out of it:
+
+- **the estimate** (:attr:`RunPlan.total_s`): each measurement as long as it took in the previous run
+  of the same inventory and profile (:class:`PreviousRun`, kept in pytest's cache by
+  :mod:`pytest_fabric.report.check_times`), else as the settings say (``duration`` x ``repeat``,
+  fio ``runtime``, ``size`` over the floor; a read's files laid out first; a transfer's ``bytes``
+  over its floor) plus what starting its tools costs; an NCCL check the all_reduce_perf runs its
+  probe makes (:func:`nccl_runs`), each its start and the probe's collectives at the floor
+  (:func:`allreduce_seconds`); else the check's declared typical time. Retests: what the previous
+  run's took, else an expected share (:data:`RETEST_SHARE`) of the pairs re-measured alone.
+- **the bound** (:attr:`RunPlan.bound_s`): the longest a passing run takes: each measurement at its
+  floor (never shorter than the previous run took), and every check that re-measures taking the
+  most retests it declares (:class:`~pytest_fabric.checks.base.Retests`: steps, each at most every
+  pair of the sweep alone in retest rounds, ``samples`` each, and the sweep's rounds again).
+  ``--time-budget`` is judged against it.
+
+A check declared ``one_at_a_time`` goes through a pair's rails (or a node's GPUs) one after the other.
+Opening the connections and every batch's start are in it too.
 
 The plan is kept per phase (:func:`phase_of`: a layer's per-node checks, its pair rounds, its
 cluster-wide checks) so the report can set each beside what it took (:meth:`RunPlan.to_json`).
@@ -38,7 +50,8 @@ from typing import Any
 
 from pytest_fabric.checks.base import BUILTIN, CheckRegistry
 from pytest_fabric.probes import nccl
-from pytest_fabric.run.batches import DEFAULT_FANOUT, Share
+from pytest_fabric.run import retests, sharing
+from pytest_fabric.run.batches import DEFAULT_FANOUT, Share, members_at_once
 
 __all__ = [
     "BATCH_S",
@@ -51,6 +64,8 @@ __all__ = [
     "TRANSFER_CONNECT_S",
     "PlannedSubject",
     "CheckPlan",
+    "CheckTime",
+    "PreviousRun",
     "RunPlan",
     "allreduce_seconds",
     "layout_seconds",
@@ -135,31 +150,64 @@ class PlannedSubject:
     resource: str | None = None  # what it shares with other subjects of its wave (a shared mount)
     limit: int = 1  # how many holding ``resource`` run at once
     once_per: str | None = None  # subjects with the same key are one measurement (a node's GPUs: one reading)
+    ends: tuple[str, str] | None = None  # pair tests: (sender, receiver), what retest rounds are made of
+
+
+@dataclass(frozen=True)
+class CheckTime:
+    """What one check took in a previous run of the same inventory and profile."""
+
+    measurement_s: float  # one measurement: a slot of its waves or rounds
+    retest_s: float = 0.0  # everything it re-measured before judging, together
+
+
+@dataclass(frozen=True)
+class PreviousRun:
+    """The per-check times of the previous run of this inventory and profile (pytest's cache)."""
+
+    when: str  # when it ended, as the plan line says it (``2026-12-03 07:41 UTC``)
+    checks: Mapping[str, CheckTime]
+    outside_s: float | None = None  # what no check's tests held: connections, collection, reports
 
 
 @dataclass(frozen=True)
 class CheckPlan:
-    """One check's share of the run."""
+    """One check's share of the run: the estimate, and the bound beside it."""
 
     layer: str
     check: str
     kind: str
     tests: int
     rounds: int  # pair checks: rounds of disjoint pairs; waves: 1; cluster checks: 1
-    seconds: float  # one measurement
+    seconds: float  # one measurement, as estimated
     slots: int  # measurements one after the other, summed over the check's rounds or its wave
     retest_s: float = 0.0  # the expected re-measurements alone of the pairs it finds suspect
     phase: str = ""  # phase_of(layer, check, kind)
     order: int = 0  # the declared phase: when it runs relative to the others
+    bound_seconds: float | None = None  # one measurement at its floor (None: as ``seconds``)
+    retest_bound_s: float = 0.0  # the most retests it declares, in retest rounds
+    previous: bool = False  # its times come from the previous run of this inventory and profile
 
     @property
     def batches(self) -> int:
         """Waves or rounds this check starts (each costs :data:`BATCH_S`); none for a check that measures nothing."""
-        return self.rounds if self.seconds > 0 else 0
+        return self.rounds if self.seconds > 0 or (self.bound_seconds or 0) > 0 else 0
 
     @property
     def total_s(self) -> float:
+        """The estimate."""
         return self.seconds * self.slots + self.batches * BATCH_S + self.retest_s
+
+    @property
+    def bound_s(self) -> float:
+        """The longest a passing run of it takes: every measurement at its floor, the most retests."""
+        one = self.seconds if self.bound_seconds is None else max(self.bound_seconds, self.seconds)
+        return one * self.slots + self.batches * BATCH_S + max(self.retest_bound_s, self.retest_s)
+
+    @property
+    def planned(self) -> bool:
+        """It takes time of its own (a reads check with no retests takes none)."""
+        return self.total_s > 0 or self.bound_s > 0
 
 
 @dataclass(frozen=True)
@@ -171,20 +219,28 @@ class RunPlan:
     fanout: int = DEFAULT_FANOUT
     connect_s: float = 0.0  # opening every node's connection before the first check
     bookkeeping_s: float = 0.0  # every collected test's own cost, skipped ones too (PER_TEST_S)
+    nodes: int = 0  # the inventory's
+    previous_when: str | None = None  # the previous run whose times it holds (None: none used)
+    #: why no previous run's times were used where none were (no cache, nothing kept for this inventory)
+    times_note: str = ""
+    previous_outside_s: float | None = None  # what the previous run spent outside the checks
 
     @property
     def outside_s(self) -> float:
-        """What no planned check's measurement holds: the connections and every test's bookkeeping."""
+        """What no planned check's measurement holds: the connections and every test's bookkeeping
+        (as the previous run of this inventory spent it, where known: never less than the connections)."""
+        if self.previous_outside_s is not None:
+            return max(self.previous_outside_s, self.connect_s)
         return self.connect_s + self.bookkeeping_s
 
     @property
     def rounds(self) -> int:
         """Rounds of pairs the pair checks sweep (the most any one pair check has)."""
-        return max((c.rounds for c in self.checks if c.kind == "pair" and c.seconds > 0), default=0)
+        return max((c.rounds for c in self.checks if c.kind == "pair" and c.batches), default=0)
 
     @property
     def waves(self) -> int:
-        return sum(1 for c in self.checks if c.kind == "wave" and c.seconds > 0)
+        return sum(1 for c in self.checks if c.kind == "wave" and c.batches)
 
     @property
     def rounds_s(self) -> float:
@@ -200,64 +256,113 @@ class RunPlan:
 
     @property
     def total_s(self) -> float:
+        """The estimate: what the run is expected to take."""
         return self.rounds_s + self.waves_s + self.cluster_s + self.outside_s
 
+    @property
+    def bound_s(self) -> float:
+        """The bound: the longest a passing run takes (floors, the most retests); never below the estimate."""
+        return max(self.total_s, sum(c.bound_s for c in self.checks) + self.outside_s)
+
+    @property
+    def retest_bound_s(self) -> float:
+        return sum(max(c.retest_bound_s, c.retest_s) for c in self.checks)
+
+    def sources(self) -> tuple[list[str], list[str]]:
+        """The checks whose times come from the previous run, and those estimated (each taking time)."""
+        timed = [c for c in self.checks if c.planned]
+        return ([c.check for c in timed if c.previous], [c.check for c in timed if not c.previous])
+
+    def times_said(self) -> str:
+        """Where the figures come from: ``times from the previous run of this inventory (...) for a, b;
+        estimated for c``, or ``times estimated (no previous run ...)``."""
+        previous, estimated = self.sources()
+        if not previous:
+            return f"times estimated ({self.times_note})" if self.times_note else "times estimated"
+        said = f"times from the previous run of this inventory ({self.previous_when}) for {', '.join(previous)}"
+        return f"{said}; estimated for {', '.join(estimated)}" if estimated else said
+
     def summary(self) -> str:
-        """``41,409 tests: 9 rounds x ~2.0 min + 31 waves ~8 min + 3 cluster checks ~6 min ~ 26 min``."""
+        """``about 25 s (at most 3.3 min with retests), 3 checks on 8 nodes: 52 tests, 7 rounds x ~2 s
+        + 3 waves ~2 s, 64 nodes at once; times ...``."""
         parts = []
         if self.rounds:
-            parts.append(f"{self.rounds} rounds x ~{format_duration(self.rounds_s / self.rounds)}")
+            parts.append(f"{self.rounds} round{'s' if self.rounds > 1 else ''} x "
+                         f"~{format_duration(self.rounds_s / self.rounds)}")
         if self.waves:
-            parts.append(f"{self.waves} waves ~{format_duration(self.waves_s)}")
-        cluster = sum(1 for c in self.checks if c.kind == "cluster" and c.seconds > 0)
+            parts.append(f"{self.waves} wave{'s' if self.waves > 1 else ''} ~{format_duration(self.waves_s)}")
+        cluster = sum(1 for c in self.checks if c.kind == "cluster" and c.batches)
         if cluster:
             parts.append(f"{cluster} cluster check{'s' if cluster > 1 else ''} ~{format_duration(self.cluster_s)}")
-        what = " + ".join(parts) if parts else "nothing to measure"
-        tail = f" ~ {format_duration(self.total_s)}" if parts else ""
-        return f"{self.tests:,} tests: {what}{tail} (at most {self.fanout} nodes at once)"
+        checks = len({c.check for c in self.checks if c.planned})
+        on = f" on {self.nodes} nodes" if self.nodes else ""
+        if not parts:
+            return f"nothing to measure, {self.tests:,} tests{on}"
+        retests = " with retests" if self.retest_bound_s > 0 else ""
+        return (f"about {format_duration(self.total_s)} (at most {format_duration(self.bound_s)}{retests}), "
+                f"{checks} check{'s' if checks != 1 else ''}{on}: {self.tests:,} tests, {' + '.join(parts)}, "
+                f"{self.fanout} nodes at once; {self.times_said()}")
 
     def phases(self) -> list[tuple[str, float]]:
         """Each phase and its planned seconds, in the order the run reaches them: by declared phase,
         then layer (software first, egress last), then per-node checks, pair rounds, cluster checks."""
+        return [(name, estimate) for name, estimate, _ in self._phases()]
+
+    def _phases(self) -> list[tuple[str, float, float]]:
         first: dict[str, tuple[int, int, int]] = {}
         seconds: dict[str, float] = defaultdict(float)
+        bound: dict[str, float] = defaultdict(float)
         for c in self.checks:
             key = (c.order, _LAYER_ORDER.get(c.layer, len(_LAYER_ORDER)), list(_KIND_WORDS).index(c.kind)
                    if c.kind in _KIND_WORDS else len(_KIND_WORDS))
             first[c.phase] = min(first.get(c.phase, key), key)
             seconds[c.phase] += c.total_s
-        return [(name, seconds[name]) for name in sorted(first, key=lambda n: (first[n], n))]
+            bound[c.phase] += c.bound_s
+        return [(name, seconds[name], bound[name]) for name in sorted(first, key=lambda n: (first[n], n))]
 
     def to_json(self) -> dict[str, Any]:
         """The plan as the JSON record keeps it (``run.plan``); the report adds what each phase took."""
+        previous, estimated = self.sources()
         return {
             "summary": self.summary(),
             "planned_s": round(self.total_s, 1),
+            "bound_s": round(self.bound_s, 1),
             "connect_s": round(self.connect_s, 1),
             "outside_s": round(self.outside_s, 1),
             "fanout": self.fanout,
             "tests": self.tests,
+            "times": {"previous_run": self.previous_when if previous else None, "from_previous_run": previous,
+                      "estimated": estimated},
             "phases": [
-                {"phase": name, "planned_s": round(planned, 1),
+                {"phase": name, "planned_s": round(planned, 1), "bound_s": round(most, 1),
                  "checks": sorted({c.check for c in self.checks if c.phase == name})}
-                for name, planned in self.phases()
+                for name, planned, most in self._phases()
             ],
         }
 
     def dominant(self, count: int = 3) -> list[CheckPlan]:
-        """The checks that take the most of the plan, longest first."""
-        return sorted((c for c in self.checks if c.total_s > 0), key=lambda c: -c.total_s)[:count]
+        """The checks that take the most of the bound, longest first."""
+        return sorted((c for c in self.checks if c.bound_s > 0), key=lambda c: -c.bound_s)[:count]
 
     def over_budget(self, budget_s: float) -> str | None:
-        """Why the plan does not fit ``budget_s`` (naming what dominates it), or None when it does."""
-        if self.total_s <= budget_s:
+        """Why the run may not fit ``budget_s`` (naming what dominates its bound), or None when its bound does.
+
+        The bound, not the estimate: a budget is a promise, and a slow node's retests (minutes the
+        estimate does not foresee) are what overrun it."""
+        if self.bound_s <= budget_s:
             return None
-        parts = ", ".join(f"{c.layer}.{c.check} ~{format_duration(c.total_s)}" for c in self.dominant())
-        phases = ", ".join(f"{name} ~{format_duration(s)}" for name, s in
-                           sorted(self.phases(), key=lambda p: -p[1])[:2] if s > 0)
-        return (f"the plan takes ~{format_duration(self.total_s)}, more than --time-budget "
-                f"{format_duration(budget_s)}; most of it: {parts} (phases: {phases}). Select fewer checks "
-                "(-k, -m), sample pairs (pairs: random:K), or give a larger budget")
+        parts = ", ".join(f"{c.layer}.{c.check} at most {format_duration(c.bound_s)}"
+                          + (f" ({format_duration(max(c.retest_bound_s, c.retest_s))} of it retests)"
+                             if max(c.retest_bound_s, c.retest_s) > 0 else "")
+                          for c in self.dominant())
+        phases = ", ".join(f"{name} ~{format_duration(s)}" for name, s, _ in
+                           sorted(self._phases(), key=lambda p: -p[2])[:2] if s > 0)
+        retests = (", or leave attribution's retests out (inter_node.attribution: {retest: false})"
+                   if any(c.check == "attribution" and c.retest_bound_s > 0 for c in self.checks) else "")
+        return (f"the plan takes at most {format_duration(self.bound_s)} (about {format_duration(self.total_s)}), "
+                f"more than --time-budget {format_duration(budget_s)}; most of it: {parts} (phases: {phases}). "
+                f"Give a budget of at least {format_duration(self.bound_s)}, select fewer checks (-k, -m), "
+                f"sample pairs (pairs: random:K){retests}")
 
 
 def format_duration(seconds: float) -> str:
@@ -380,7 +485,7 @@ def measurement_seconds(check: str, spec: Any, *, gpus: int = 1, nodes: int = 0,
 
 def plan_run(subjects: Iterable[PlannedSubject], specs: Mapping[tuple[str, str], Any], fanout: int,
              *, rails: int = 1, gpus: int = 1, nodes: int = 0, items: int = 0,
-             checks: CheckRegistry = BUILTIN) -> RunPlan:
+             checks: CheckRegistry = BUILTIN, previous: PreviousRun | None = None, times_note: str = "") -> RunPlan:
     """The plan of a run of ``subjects``; ``specs`` maps (layer, check) to the profile's settings
     (the checks it sets: a reads check retests only when the check it reads is there).
 
@@ -389,38 +494,51 @@ def plan_run(subjects: Iterable[PlannedSubject], specs: Mapping[tuple[str, str],
     inventory's, whose connections open ``fanout`` at a time before the first check. ``items``:
     every collected test, the skipped ones of checks the profile does not set too. ``checks``: the
     run's declarations (an extension's checks' typical times and phases), the built-in ones by default.
+    ``previous``: the previous run of this inventory and profile, whose per-check times the estimate
+    takes where it holds them; ``times_note``: why there is none (the plan line says it).
     """
     by_check: dict[tuple[str, str, str], list[PlannedSubject]] = defaultdict(list)
     tests = 0
     for subject in subjects:
         tests += 1
         by_check[(subject.layer, subject.check, subject.kind)].append(subject)
-    per_round = max(1, fanout // 2)  # --fabric-fanout counts nodes: a round runs fanout // 2 pairs at once
+    per_round = members_at_once(fanout, 2)  # the run's rule: a round runs fanout // 2 pairs at once
     registry = checks
+    took = previous.checks if previous is not None else {}
+    sweeps = {check: members for (_, check, kind), members in by_check.items() if kind == "pair"}
     plans: list[CheckPlan] = []
     for (layer, check, kind), members in by_check.items():
-        seconds = _one_measurement(layer, check, specs, rails, gpus, nodes, registry)
+        floor = _one_measurement(layer, check, specs, rails, gpus, nodes, registry)
         declared = registry.check_of(check)
         if kind == "pair":
-            in_round: dict[int | None, int] = defaultdict(int)
-            for m in members:
-                in_round[m.round] += 1
-            rounds = len(in_round)
-            slots = sum(math.ceil(n / per_round) for n in in_round.values())
+            rounds, slots = _round_slots(members, per_round)
         elif kind == "wave":
             rounds, slots = 1, _wave_slots(members, fanout)
         else:
             rounds, slots = 1, len(members)
-        retest_s = 0.0
-        source = declared.reads_from if declared is not None else None
-        if source is not None and (layer, source) in specs and _retests(check, specs.get((layer, check))):
-            retest_s = _retest_seconds(len(members), per_round, _one_measurement(layer, source, specs, rails, gpus,
-                                                                                      nodes, registry))
+        seen = took.get(check)
+        seconds = seen.measurement_s if seen is not None and floor > 0 else floor
+        retest_s = retest_bound_s = 0.0
+        retested = declared.retests if declared is not None else None
+        source = _retest_source(check, declared.reads_from if declared is not None else None, specs)
+        if retested is not None and source is not None and _retests(check, specs.get((layer, check))):
+            sweep = sweeps.get(source, [])
+            one = _one_measurement(layer, source, specs, rails, gpus, nodes, registry)
+            measured = took.get(source)
+            typical = measured.measurement_s if measured is not None else one
+            retest_bound_s = _retest_bound(sweep, per_round, retested.steps, retested.samples,
+                                           retested.rounds_again, max(one, typical))
+            retest_s = (seen.retest_s if seen is not None
+                        else _retest_seconds(len(sweep), per_round, typical, retested.samples))
         plans.append(CheckPlan(layer, check, kind, len(members), rounds, seconds, slots, retest_s,
-                               phase_of(layer, check, kind, registry), declared.phase if declared is not None else 0))
-    plans += _attribution_retests(plans, specs, per_round, rails, gpus, nodes, registry)
-    connect_s = CONNECT_S * math.ceil(nodes / max(1, fanout)) if tests else 0.0
-    return RunPlan(tests, plans, fanout, connect_s, PER_TEST_S * max(items, tests))
+                               phase_of(layer, check, kind, registry), declared.phase if declared is not None else 0,
+                               bound_seconds=floor, retest_bound_s=retest_bound_s,
+                               previous=seen is not None))
+    connect_s = CONNECT_S * math.ceil(nodes / members_at_once(fanout)) if tests else 0.0
+    used = previous is not None and any(c.previous for c in plans)
+    return RunPlan(tests, plans, fanout, connect_s, PER_TEST_S * max(items, tests), nodes,
+                   previous.when if used and previous is not None else None, times_note,
+                   previous.outside_s if used and previous is not None else None)
 
 
 #: storage checks that read files another node (or the node itself) lays out first (probes/storage.py
@@ -466,32 +584,50 @@ def _retests(check: str, spec: Any) -> bool:
     return bool(getattr(spec, "retest", True))
 
 
-def _retest_seconds(pairs: int, per_round: int, seconds: float) -> float:
+def _retest_source(check: str, reads_from: str | None, specs: Mapping[tuple[str, str], Any]) -> str | None:
+    """The pair check whose pairs ``check`` re-measures: the one it reads, or attribution's (its ``check``,
+    else rdma_bandwidth where set, else tcp_throughput: measurements/inter_node.py's choice); None: none is set."""
+    if reads_from is not None:
+        return reads_from if ("inter_node", reads_from) in specs else None
+    if check != "attribution":
+        return None
+    named = getattr(specs.get(("inter_node", "attribution")), "check", None)
+    source = named or ("rdma_bandwidth" if ("inter_node", "rdma_bandwidth") in specs else "tcp_throughput")
+    return source if ("inter_node", source) in specs else None
+
+
+def _round_slots(members: Iterable[PlannedSubject], per_round: int) -> tuple[int, int]:
+    """Rounds, and measurements one after the other over them: each round ``per_round`` pairs at once."""
+    in_round: dict[int | None, int] = defaultdict(int)
+    for m in members:
+        in_round[m.round] += 1
+    return len(in_round), sum(math.ceil(n / per_round) for n in in_round.values())
+
+
+def _retest_seconds(pairs: int, per_round: int, seconds: float, samples: int = RETEST_REPEATS) -> float:
     """The expected time of re-measuring :data:`RETEST_SHARE` of ``pairs`` alone: retest rounds of
-    disjoint pairs (a round of ``per_round`` pairs at once), each pair :data:`RETEST_REPEATS` samples.
+    disjoint pairs (a round of ``per_round`` pairs at once), each pair ``samples`` samples.
     Below one expected pair, the chance of one round."""
     expected = RETEST_SHARE * pairs
     rounds = math.ceil(expected / per_round) if expected >= 1 else expected
-    return rounds * (RETEST_REPEATS * seconds + BATCH_S)
+    return rounds * (samples * seconds + BATCH_S)
 
 
-def _attribution_retests(checks: list[CheckPlan], specs: Mapping[tuple[str, str], Any], per_round: int,
-                         rails: int, gpus: int, nodes: int, registry: CheckRegistry = BUILTIN) -> list[CheckPlan]:
-    """Attribution re-measures suspects of the pair check it reads (its ``check``, else rdma_bandwidth
-    where set, else tcp_throughput) against known-good helpers: its own phase's share of the plan."""
-    spec = specs.get(("inter_node", "attribution"))
-    if spec is None or not _retests("attribution", spec):
-        return []
-    named = getattr(spec, "check", None)
-    source = named or ("rdma_bandwidth" if ("inter_node", "rdma_bandwidth") in specs else "tcp_throughput")
-    pairs = next((c.tests for c in checks if c.check == source and c.kind == "pair"), 0)
-    if not pairs:
-        return []
-    seconds = _retest_seconds(pairs, per_round, _one_measurement("inter_node", source, specs, rails, gpus, nodes,
-                                                                 registry))
-    declared = registry.check_of("attribution")
-    return [CheckPlan("inter_node", "attribution retests", "wave", 0, 0, 0.0, 0, seconds,
-                      phase_of("inter_node", "attribution"), declared.phase if declared is not None else 0)]
+def _retest_bound(sweep: list[PlannedSubject], per_round: int, steps: int, samples: int, rounds_again: bool,
+                  seconds: float) -> float:
+    """The most a check's retests take: ``steps`` steps, each at most every pair of the ``sweep`` alone, in
+    the retest rounds :func:`pytest_fabric.run.retests.schedule` makes of them (``samples`` each, a round's
+    samples together), and with ``rounds_again`` every round of the sweep measured again."""
+    if not sweep:
+        return 0.0
+    ends = [m.ends for m in sweep if m.ends is not None]
+    sweep_rounds, sweep_slots = _round_slots(sweep, per_round)
+    # the schedule of every pair of the sweep, as the run makes it; without the pairs' ends, the sweep's slots
+    alone = retests.rounds_needed(ends, per_round) if len(ends) == len(sweep) else sweep_slots
+    total = steps * alone * (samples * seconds + BATCH_S)
+    if rounds_again:
+        total += sweep_slots * seconds + sweep_rounds * BATCH_S
+    return total
 
 
 def planned_subject(
@@ -508,7 +644,7 @@ def planned_subject(
     if subject is None:
         return PlannedSubject(layer, check, "cluster")
     if subject == "node_pair":
-        return PlannedSubject(layer, check, "pair", round=int(param.round))
+        return PlannedSubject(layer, check, "pair", round=int(param.round), ends=(str(param.a), str(param.b)))
     if subject in ("gpu", "hca"):
         return PlannedSubject(layer, check, "wave", once_per=str(param[0]))
     if share is not None:
@@ -517,7 +653,9 @@ def planned_subject(
 
 
 def _wave_slots(members: list[PlannedSubject], fanout: int) -> int:
-    """Measurements one after the other in a wave: the fan-out cap, or the busiest shared resource."""
+    """Measurements one after the other in a wave: the fan-out cap, or the busiest shared resource,
+    each as many at once as the run's rules let (:func:`~pytest_fabric.run.batches.members_at_once`,
+    :func:`~pytest_fabric.run.sharing.at_once`)."""
     holding: dict[str, int] = defaultdict(int)
     limits: dict[str, int] = {}
     measured: set[str] = set()
@@ -528,5 +666,6 @@ def _wave_slots(members: list[PlannedSubject], fanout: int) -> int:
         if m.resource is not None:
             holding[m.resource] += 1
             limits[m.resource] = max(1, m.limit)
-    busiest = max((math.ceil(n / limits[r]) for r, n in holding.items()), default=1)
-    return max(math.ceil(len(measured) / fanout), busiest)
+    busiest = max((math.ceil(n / sharing.at_once(Share(r, limits[r]), n, fanout)) for r, n in holding.items()),
+                  default=1)
+    return max(math.ceil(len(measured) / members_at_once(fanout)), busiest)

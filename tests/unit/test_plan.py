@@ -8,7 +8,7 @@ from typing import Any
 
 import pytest
 
-from pytest_fabric.checks.builtin import load_profile
+from pytest_fabric.config.profile import load_profile
 from pytest_fabric.probes import nccl
 from pytest_fabric.run.pairs import make_pairs
 from pytest_fabric.run.plan import (
@@ -84,7 +84,13 @@ def test_rounds_and_waves_of_an_all_pairs_sweep() -> None:
     iops = 10 + OVERHEAD_S + layout_seconds("random_read_iops", _specs("hdr200"))  # runtime: 10 s, files laid out first
     assert plan.waves_s == pytest.approx((iops + BATCH_S) + (64 * 10 + BATCH_S))  # download: its declared typical time
     assert plan.outside_s == PER_TEST_S * plan.tests  # no inventory given: no connections to open
-    assert plan.summary() == "4,160 tests: 63 rounds x ~11 s + 2 waves ~11 min ~ 23 min (at most 64 nodes at once)"
+    # the bound: every pair of the sweep re-measured alone once (one step, 3 samples; these subjects
+    # name no ends, so the sweep's 63 slots stand for the retest rounds), iops and downloads at their floors
+    outlier = by_check["tcp_throughput_outlier"]
+    assert outlier.retest_bound_s == pytest.approx(63 * (RETEST_REPEATS * tcp + BATCH_S))
+    assert plan.bound_s == pytest.approx(plan.total_s - outlier.retest_s + outlier.retest_bound_s)
+    assert plan.summary() == ("about 23 min (at most 54 min with retests), 4 checks: 4,160 tests, 63 rounds x ~11 s "
+                              "+ 2 waves ~11 min, 64 nodes at once; times estimated")
 
 
 def test_the_fanout_cap_and_shared_resources_make_slots() -> None:
@@ -115,7 +121,7 @@ def test_planned_subject_follows_the_measurement_fixtures_shares() -> None:
 
 
 def test_nothing_selected() -> None:
-    assert plan_run([], {}, fanout=64, nodes=8).summary() == "0 tests: nothing to measure (at most 64 nodes at once)"
+    assert plan_run([], {}, fanout=64, nodes=8).summary() == "nothing to measure, 0 tests on 8 nodes"
 
 
 @pytest.mark.parametrize(
@@ -172,16 +178,20 @@ def test_attribution_retests_are_an_expected_share_in_retest_rounds_unless_it_do
     subjects += [PlannedSubject("inter_node", "attribution", "wave") for _ in nodes]
     specs = _specs("ndr400-large")
     plan = plan_run(subjects, specs, fanout=512, rails=8, nodes=512)
-    retests = {c.check: c for c in plan.checks}["attribution retests"]
+    retests = {c.check: c for c in plan.checks}["attribution"]
     one = 3 * (5 + OVERHEAD_S)  # rdma_bandwidth: 3 x 5 s, its 8 rails at once
     # 2% of 1,024 pairs is 20; 256 pairs run at once: one retest round of 3 samples
     assert len(pairs) == 1024 and retests.total_s == RETEST_REPEATS * one + BATCH_S
     assert retests.phase == phase_of("inter_node", "attribution")
+    # at most: three steps of every pair alone (4 retest rounds: the sweep's slots, no ends named here),
+    # then the 4 rounds of the sweep again
+    assert retests.retest_bound_s == pytest.approx(3 * 4 * (RETEST_REPEATS * one + BATCH_S) + 4 * (one + BATCH_S))
     profile = tmp_path / "no-retest.yaml"
     profile.write_text("name: no-retest\nextends: ndr400-large\ninter_node:\n  attribution: {retest: false}\n")
     quiet = load_profile(str(profile), [])
     specs[("inter_node", "attribution")] = quiet.spec("inter_node", "attribution")
-    assert "attribution retests" not in {c.check for c in plan_run(subjects, specs, fanout=512, rails=8).checks}
+    quiet_plan = {c.check: c for c in plan_run(subjects, specs, fanout=512, rails=8).checks}["attribution"]
+    assert quiet_plan.total_s == quiet_plan.bound_s == 0
 
 
 def test_plan_vs_actual_sets_each_phase_beside_what_its_tests_took() -> None:
@@ -451,3 +461,159 @@ def test_gemm_and_clock_throttling_share_one_load_in_the_plan() -> None:
     assert g == 70.0 and c == 30.0  # 60 s + the load's 10 s start, then the 30 s the longer duration adds
     alone = {("intra_node", "clock_throttling"): clocks}
     assert _one_measurement("intra_node", "clock_throttling", alone, 1, 8, checks=registry) == 100.0
+
+
+def _sweep(nodes: list[str], *checks: str) -> list[PlannedSubject]:
+    """An all-pairs sweep's tests as the plugin hands them over (each pair's round and ends), and a node test
+    of each per-node check."""
+    subjects = [planned_subject("inter_node", "tcp_throughput", "node_pair", p) for p in make_pairs(nodes, "all")]
+    for check in checks:
+        if check == "tcp_throughput_outlier":
+            subjects += [planned_subject("inter_node", check, "node_pair", p) for p in make_pairs(nodes, "all")]
+        else:
+            subjects += [planned_subject("inter_node", check, "node", (n,)) for n in nodes]
+    return subjects
+
+
+def _tcp(duration: str = "2 s") -> dict[tuple[str, str], Any]:
+    """2 s TCP pairs, the outlier rule and attribution, typed by the models the checks declare."""
+    from pytest_fabric.checks.base import check_of
+
+    def typed(check: str, settings: dict[str, Any]) -> Any:
+        declared = check_of(check)
+        assert declared is not None and declared.model is not None
+        return declared.model.model_validate(settings)
+
+    outlier = typed("tcp_throughput_outlier", {"max_below_median": "20%"})
+    return {("inter_node", "tcp_throughput"): typed("tcp_throughput", {"min": "1.5 Gb/s", "duration": duration}),
+            ("inter_node", "outlier"): outlier, ("inter_node", "tcp_throughput_outlier"): outlier,
+            ("inter_node", "attribution"): typed("attribution", {})}
+
+
+def test_the_bound_counts_every_retest_round_the_run_would_make() -> None:
+    """A slow node's retests took 100 s that no plan line showed (issue 28). The bound holds the most each
+    check declares: attribution's three steps of every pair of the sweep alone, in the rounds
+    retests.schedule makes of them (the run's own schedule), three samples a round, then the sweep's
+    rounds again; the outliers' one step. The estimate keeps the expected share."""
+    from pytest_fabric.checks.base import ATTRIBUTION, TCP_THROUGHPUT_OUTLIER
+    from pytest_fabric.run import retests
+
+    nodes = [f"node{i:02d}" for i in range(1, 9)]
+    plan = plan_run(_sweep(nodes, "tcp_throughput_outlier", "attribution"), _tcp(), fanout=64, nodes=8)
+    by_check = {c.check: c for c in plan.checks}
+    one = 2 + start_seconds("tcp_throughput")
+    ends = [(p.a, p.b) for p in make_pairs(nodes, "all")]
+    alone = retests.rounds_needed(ends, 32)
+    assert alone == 7  # every node is in 7 pairs: 7 rounds of 4
+    assert ATTRIBUTION.retests is not None and TCP_THROUGHPUT_OUTLIER.retests is not None
+    attribution = by_check["attribution"]
+    assert attribution.retest_bound_s == pytest.approx(3 * alone * (3 * one + BATCH_S) + 7 * (one + BATCH_S))
+    assert by_check["tcp_throughput_outlier"].retest_bound_s == pytest.approx(alone * (3 * one + BATCH_S))
+    # 2% of 28 pairs is 0.56 of a pair: that share of one retest round, as the estimate
+    assert attribution.retest_s == pytest.approx(RETEST_SHARE * 28 * (RETEST_REPEATS * one + BATCH_S))
+    assert plan.bound_s == pytest.approx(plan.total_s - attribution.retest_s - by_check["tcp_throughput_outlier"].retest_s
+                                         + attribution.retest_bound_s + by_check["tcp_throughput_outlier"].retest_bound_s)
+    assert "with retests" in plan.summary() and format_duration(plan.bound_s) in plan.summary()
+    # attribution told not to retest: nothing of it in either figure
+    quiet = {**_tcp(), ("inter_node", "attribution"): _tcp()[("inter_node", "attribution")].model_copy(
+        update={"retest": False})}
+    muted = {c.check: c for c in plan_run(_sweep(nodes, "attribution"), quiet, fanout=64, nodes=8).checks}
+    assert muted["attribution"].bound_s == muted["attribution"].total_s == 0
+
+
+def test_the_cap_on_retest_rounds_is_the_runs() -> None:
+    """--fabric-fanout 4 counts nodes: 2 pairs a retest round (members_at_once), as retest_alone runs them."""
+    from pytest_fabric.run import retests
+    from pytest_fabric.run.batches import members_at_once
+
+    nodes = [f"node{i:02d}" for i in range(1, 9)]
+    plan = plan_run(_sweep(nodes, "tcp_throughput_outlier"), _tcp(), fanout=4, nodes=8)
+    outlier = {c.check: c for c in plan.checks}["tcp_throughput_outlier"]
+    one = 2 + start_seconds("tcp_throughput")
+    rounds = retests.rounds_needed([(p.a, p.b) for p in make_pairs(nodes, "all")], members_at_once(4, 2))
+    assert rounds == 14  # 28 pairs, 2 at once
+    assert outlier.retest_bound_s == pytest.approx(rounds * (3 * one + BATCH_S))
+    assert {c.check: c for c in plan.checks}["tcp_throughput"].slots == 14
+
+
+def test_a_previous_runs_times_make_the_estimate_and_the_line_says_where_each_came_from() -> None:
+    from pytest_fabric.run.plan import CheckTime, PreviousRun
+
+    nodes = [f"node{i:02d}" for i in range(1, 9)]
+    subjects = _sweep(nodes, "mtu", "attribution")
+    previous = PreviousRun("2026-12-02 08:01 UTC", {"tcp_throughput": CheckTime(2.9), "attribution": CheckTime(0, 95.0)},
+                           outside_s=3.5)
+    fresh = plan_run(subjects, _tcp(), fanout=64, nodes=8)
+    again = plan_run(subjects, _tcp(), fanout=64, nodes=8, previous=previous)
+    by_check = {c.check: c for c in again.checks}
+    assert by_check["tcp_throughput"].total_s == pytest.approx(7 * (2.9 + BATCH_S))
+    assert by_check["attribution"].total_s == 95.0  # the slow node's retests, as the previous run took them
+    assert by_check["mtu"].total_s == {c.check: c for c in fresh.checks}["mtu"].total_s  # not in the cache: estimated
+    assert again.outside_s == 3.5
+    # the bound still takes every measurement at its floor and the most retests, never less than the estimate
+    assert again.bound_s >= again.total_s and by_check["attribution"].bound_s >= 95.0
+    assert again.summary().endswith("; times from the previous run of this inventory (2026-12-02 08:01 UTC) for "
+                                    "tcp_throughput, attribution; estimated for mtu")
+    record = again.to_json()
+    assert record["times"] == {"previous_run": "2026-12-02 08:01 UTC",
+                               "from_previous_run": ["tcp_throughput", "attribution"], "estimated": ["mtu"]}
+    assert record["bound_s"] == round(again.bound_s, 1)
+    assert fresh.summary().endswith("; times estimated")
+
+
+def test_a_time_budget_is_judged_against_the_bound() -> None:
+    """The estimate fits the budget, the bound with a slow node's retests does not: refused, naming the bound,
+    the estimate, the retests and the fixes."""
+    nodes = [f"node{i:02d}" for i in range(1, 9)]
+    plan = plan_run(_sweep(nodes, "attribution"), _tcp(), fanout=64, nodes=8)
+    between = (plan.total_s + plan.bound_s) / 2
+    assert plan.total_s < between < plan.bound_s
+    why = plan.over_budget(between)
+    assert why is not None
+    assert why.startswith(f"the plan takes at most {format_duration(plan.bound_s)} (about "
+                          f"{format_duration(plan.total_s)}), more than --time-budget {format_duration(between)}")
+    assert "inter_node.attribution at most" in why and "of it retests" in why
+    assert "inter_node.attribution: {retest: false}" in why and "Give a budget of at least" in why
+    assert plan.over_budget(plan.bound_s + 1) is None
+
+
+def test_the_times_kept_are_each_measurement_by_the_plans_schedule() -> None:
+    """What the cache keeps: a measuring check's tests' time less its batches' starts, over its slots; a
+    retesting check's whole time as its retests; a check with an error or a skip, nothing."""
+    from pytest_fabric.report.check_times import check_times
+
+    nodes = [f"node{i:02d}" for i in range(1, 9)]
+    plan = plan_run(_sweep(nodes, "mtu", "attribution"), _tcp(), fanout=64, nodes=8)
+    records = [{"check": "tcp_throughput", "outcome": "passed", "duration_s": 17.0 / 28} for _ in range(28)]
+    records += [{"check": "attribution", "outcome": "failed" if n == "node03" else "passed",
+                 "duration_s": 90.0 if n == "node01" else 0.01} for n in nodes]
+    records += [{"check": "mtu", "outcome": "passed", "duration_s": 0.2}] * 7 + [{"check": "mtu", "outcome": "error"}]
+    kept = check_times(plan, records)
+    assert kept["tcp_throughput"] == {"measurement_s": pytest.approx((17.0 - 7 * BATCH_S) / 7, abs=1e-3),
+                                      "retest_s": 0.0}
+    assert kept["attribution"] == {"measurement_s": 0.0, "retest_s": pytest.approx(90.07)}
+    assert "mtu" not in kept
+
+
+def test_the_next_run_plans_from_the_previous_runs_times_and_says_so(pytester: pytest.Pytester,
+                                                                       monkeypatch: pytest.MonkeyPatch) -> None:
+    """Two local nodes, mtu: the first run's plan is estimated, the second's from the first run's times
+    (pytest's cache, keyed by the inventory and the profile); with -p no:cacheprovider, estimated and said so."""
+    monkeypatch.setenv("COLUMNS", "400")
+    pytester.makefile(".yaml", inv="name: two\nnodes:\n  - name: n1\n    host: localhost\n  - name: n2\n    host: localhost\n")
+    pytester.makefile(".yaml", prof="name: tiny\ninter_node:\n  mtu: {min: 1000}\n")
+    args = ("--cluster", "inv.yaml", "--profile", "prof.yaml", "-k", "mtu")
+
+    def plan_line(*more: str) -> str:
+        result = pytester.runpytest_subprocess(*args, *more)
+        result.assert_outcomes(passed=2)
+        (line,) = [x for x in result.stdout.lines if x.startswith("fabric: plan:")]
+        return line
+
+    assert plan_line().endswith("times estimated (no previous run of this inventory and profile in pytest's cache)")
+    second = plan_line()
+    assert " times from the previous run of this inventory (" in second and second.endswith(" UTC) for mtu"), second
+    assert plan_line("-p", "no:cacheprovider").endswith("times estimated (pytest's cache is off: -p no:cacheprovider)")
+    # another profile of the same inventory keeps times of its own
+    pytester.makefile(".yaml", prof="name: tiny2\ninter_node:\n  mtu: {min: 1000}\n")
+    assert plan_line().endswith("(no previous run of this inventory and profile in pytest's cache)")
