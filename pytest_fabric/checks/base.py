@@ -29,6 +29,7 @@ __all__ = [
     "Batching",
     "Check",
     "CHECKS",
+    "Need",
     "BUILTIN",
     "CheckRegistry",
     "RegistryError",
@@ -50,6 +51,8 @@ Subject = Literal["node", "gpu", "hca", "node_pair", "mount", "egress_target", "
 #: disjoint pairs at once; cluster: one measurement of the whole cluster; reads: judges what
 #: other checks measured and measures nothing itself
 Batching = Literal["wave", "round", "cluster", "reads"]
+#: what a check needs the inventory to give it (Check.needs)
+Need = Literal["mounts", "shared_mount", "egress_targets", "download_url", "upload_target", "leaves"]
 
 S = TypeVar("S", bound=p.CheckSpec)
 
@@ -125,6 +128,11 @@ class Check(Generic[S]):
     #: a check of batching "reads": the check whose results it judges; it is set only when both
     #: its own key and that check are (the outlier rule with no rdma_bandwidth judges nothing)
     reads_from: str | None = None
+    #: what the inventory must give it to measure anything (judge/applicability.py says which key to
+    #: add when it does not): "mounts" (storage.mounts), "shared_mount" (one that is not node-local),
+    #: "egress_targets", "download_url" (an http(s) target not marked upload), "upload_target", "leaves"
+    #: (nodes labelled by at least two leaf switches)
+    needs: tuple[Need, ...] = ()
     #: the most retests it takes before it judges (None: it re-measures nothing)
     retests: Retests | None = None
 
@@ -254,7 +262,7 @@ RDMA_LATENCY_OUTLIER = declare(Check("rdma_latency_outlier", "inter_node", p.Lat
                                      key="latency_outlier", phase=_PHASE_READS_ROUNDS, reads_from="rdma_latency",
                                      retests=_OUTLIER_RETESTS))
 OVERSUBSCRIPTION = declare(Check("oversubscription", "inter_node", p.Share, "cluster", "cluster", phase=25,
-                                 typical_s=60.0, ports=PortBlock(22115, 4200)))  # slot x 16 rails
+                                 typical_s=60.0, ports=PortBlock(22115, 4200), needs=("leaves",)))  # slot x 16 rails
 SCALING_EFFICIENCY = declare(Check("scaling_efficiency", "inter_node", p.Share, "cluster", "cluster", phase=26,
                                    typical_s=300.0))  # NCCL at 2, 4, 8, ... nodes, three runs each
 ATTRIBUTION = declare(Check("attribution", "inter_node", p.Attribution, "node", "reads", phase=30,
@@ -262,24 +270,18 @@ ATTRIBUTION = declare(Check("attribution", "inter_node", p.Attribution, "node", 
 FABRIC_ATTRIBUTION = declare(Check("fabric_attribution", "inter_node", p.Attribution, "cluster", "reads",
                                    key="attribution", phase=30))
 
-# storage: per mount of the inventory on each node, and all nodes at once on a shared mount
-MOUNT: Check[p.CheckSpec] = declare(Check("mount", "storage", None, "mount", "wave"))  # judged by what the inventory states
-SEQUENTIAL_READ = declare(Check("sequential_read", "storage", p.StorageBandwidth, "mount", "wave", tools=("fio",)))
-SEQUENTIAL_WRITE = declare(Check("sequential_write", "storage", p.StorageBandwidth, "mount", "wave", tools=("fio",)))
-RANDOM_READ_IOPS = declare(Check("random_read_iops", "storage", p.Iops, "mount", "wave", tools=("fio",)))
-CHECKPOINT_WRITE = declare(Check("checkpoint_write", "storage", p.CheckpointWrite, "mount", "wave", tools=("fio",)))
-AGGREGATE_WRITE = declare(Check("aggregate_write", "storage", p.AggregateWrite, "cluster", "cluster",
-                                tools=("fio",)))
+# storage: checks/storage.py, a family of its own
 
 # egress: per target of the inventory, from each node
 # a lookup or a TCP handshake takes milliseconds: one is a command's round trip, like a reading
 DNS_RESOLVE = declare(Check("dns_resolve", "egress", p.TimeCeiling, "egress_target", "wave", tools=("getent",),
-                            typical_s=0.3))
-CONNECT_LATENCY = declare(Check("connect_latency", "egress", p.TimeCeiling, "egress_target", "wave", typical_s=0.3))
+                            typical_s=0.3, needs=("egress_targets",)))
+CONNECT_LATENCY = declare(Check("connect_latency", "egress", p.TimeCeiling, "egress_target", "wave", typical_s=0.3,
+                                needs=("egress_targets",)))
 DOWNLOAD = declare(Check("download", "egress", p.EgressTransfer, "egress_target", "wave", tools=("curl",),
-                         typical_s=10.0))
+                         typical_s=10.0, needs=("egress_targets", "download_url")))
 UPLOAD = declare(Check("upload", "egress", p.EgressTransfer, "egress_target", "wave", tools=("curl",),
-                       typical_s=10.0))
+                       typical_s=10.0, needs=("egress_targets", "upload_target")))
 
 
 # The blocks the probes take their ports from, by name (the checks' own declarations hold them).

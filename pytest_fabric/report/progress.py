@@ -239,15 +239,15 @@ def _settings(specs: dict[tuple[str, str], Any]) -> dict[str, str]:
 
 
 def _loaded_mounts(items: list[pytest.Item], state: Any) -> list[str]:
-    """The mount paths a selected check the profile sets loads with fio (sharing.MOUNT_LOADING)."""
+    """The mount paths a selected check the profile sets loads with fio (sharing.loads_mount)."""
     paths: dict[str, None] = {}
     set_checks: dict[str, bool] = {}
     for item in items:
         info = item.stash.get(CHECK_KEY, None)
-        if info is None or info.fixture != "mount" or info.param is None or info.check not in sharing.MOUNT_LOADING:
+        if info is None or info.fixture != "mount" or info.param is None:
             continue
         if info.check not in set_checks:
-            set_checks[info.check] = state.profile.spec("storage", info.check) is not None
+            set_checks[info.check] = sharing.loads_mount(state.profile, info.check)
         if set_checks[info.check] and info.param[1] is not None:
             paths[info.param[1]] = None
     return list(paths)

@@ -8,7 +8,7 @@ from typing import Any
 
 import pytest
 
-from pytest_fabric.config.profile import load_profile
+from pytest_fabric.checks.builtin import load_profile
 from pytest_fabric.probes import nccl
 from pytest_fabric.run.pairs import make_pairs
 from pytest_fabric.run.plan import (
@@ -440,7 +440,7 @@ def test_a_check_declares_what_starting_its_tools_costs() -> None:
 
 @pytest.mark.parametrize(("level", "seconds"), [(1, 120.0), (2, 240.0), (3, 1020.0), (4, 3720.0)])
 def test_the_plan_prices_each_dcgm_level(level: int, seconds: float) -> None:
-    from pytest_fabric.config.profile import GpuHealth
+    from pytest_fabric.checks.gpu import GpuHealth
     from pytest_fabric.run.plan import measurement_seconds
 
     # NVIDIA's dcgmi diag reference: seconds, ~2 min, ~15 min, longer; each with a level-1 run's 2 min
