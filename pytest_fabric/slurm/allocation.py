@@ -49,13 +49,14 @@ def _allocation_for(config: pytest.Config) -> SlurmAllocation:
         # The GPUs the profile expects on each node: the allocation asks for them (see .gpus).
         settings = dataclasses.replace(settings, gpus_per_node=expected_gpus(state.profile))
         if settings.time_limit_min is None:
-            # Not written: as long as the run's plan, with a margin (the default of 120 minutes was
-            # shorter than many plans, and a run cut at its time limit loses its last checks).
+            # Not written: as long as the run's plan may take (its bound: floors, the most retests), with
+            # a margin (the default of 120 minutes was shorter than many plans, and a run cut at its time
+            # limit loses its last checks).
             plan = config.stash.get(PLAN_KEY, None)
             # A --soak holds the allocation for its length and one more cycle.
             from pytest_fabric.session.soak import allocation_plan_s, soak_seconds
 
-            planned = allocation_plan_s(plan.total_s if plan is not None else None, soak_seconds(config))
+            planned = allocation_plan_s(plan.bound_s if plan is not None else None, soak_seconds(config))
             minutes = allocation_minutes(planned) if planned is not None else 120  # no plan: no terminal
             settings = dataclasses.replace(settings, time_limit_min=minutes)
         allocation = SlurmAllocation(nodes, settings)
