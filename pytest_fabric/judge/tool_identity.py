@@ -66,7 +66,7 @@ def flags(identity: NodeToolIdentity) -> list[str]:
         if name in EXPECTED_ELF and not tool.is_elf:
             what = f"a script ({tool.shebang})" if tool.is_script else f"not an ELF (magic {tool.magic or 'unread'})"
             out.append(f"{name}: {tool.resolved} is {what} where a compiled program is expected")
-        if tool.package_manager and not tool.package:
+        if tool.package_manager and not tool.package and tool.supplied_by != "tenant":  # the tenant's own build
             out.append(f"{name}: no {tool.package_manager} package owns {tool.resolved}")
         if tool.verify:
             out.append(f"{name}: {tool.package_manager} verification of {tool.package}: {'; '.join(tool.verify)}")

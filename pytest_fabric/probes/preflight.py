@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import dataclasses
 import re
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 
 from pytest_fabric.checks.base import BUILTIN, CheckRegistry
@@ -67,10 +67,19 @@ def required_tools(set_checks: Iterable[str], link_layer: str | None, extra: Ite
     return out
 
 
-def preflight_script(tools: Iterable[str]) -> str:
-    """The one command preflight runs on a node."""
+def preflight_script(tools: Iterable[str], pinned: Mapping[str, tuple[str, str]] | None = None) -> str:
+    """The one command preflight runs on a node; ``pinned`` maps a tool the tenant pins to its copy's path
+    and the words that run it (run/tenant_tools.py): that copy is the one asked, never the node's PATH."""
     lines = []
     for tool in sorted(set(tools)):
+        if pinned and tool in pinned:
+            path, command = pinned[tool]
+            flag = VERSION_FLAGS.get(tool)
+            # the command is already shell words (built by shellcmd): its braces are kept as they are
+            words = command.replace("{", "{{").replace("}", "}}")
+            show = "; timeout 5 " + words + " {flag} </dev/null 2>&1 | head -n 4" if flag else ""
+            lines.append(fill("printf '@@tool %s %s\\n' {tool} {path}" + show, tool=tool, path=path, flag=flag or ""))
+            continue
         # The name travels as a quoted word into every place it appears, the @@ lines included:
         # printf prints it as data (issue 27: it once ran inside `echo "@@tool NAME"`).
         flag = VERSION_FLAGS.get(tool)
@@ -161,8 +170,11 @@ def preflight_from(node: str, text: str) -> NodePreflight:
 
 
 def read_preflight(node: NodeHandle, tools: Iterable[str]) -> NodePreflight:
-    """Run preflight on ``node``: one command."""
-    result = node.run(preflight_script(tools), timeout=120, check=False)
+    """Run preflight on ``node``: one command. A tool the tenant pins is uploaded first (once per node per
+    run) and its copy asked; an upload the node altered raises here, naming the node."""
+    tools = sorted(set(tools))
+    pinned = {t: (copy.path, copy.command) for t in tools if (copy := node.tenant_tool(t)) is not None}
+    result = node.run(preflight_script(tools, pinned), timeout=120, check=False)
     if "@@gpus" not in result.stdout:
         raise MeasurementError(
             node.name, f"the preflight listing did not finish (exit {result.exit_code}): "

@@ -271,11 +271,12 @@ def workdir_for(node: NodeHandle, path: str | None) -> tuple[str, list[CommandRe
     return directory, [made, removal], leftovers.removed(removal, dead, node.name, reasons)
 
 
-def _fio_command(directory: str, settings: FioSettings, *, layout: bool = False, existing: bool = False) -> str:
+def _fio_command(directory: str, settings: FioSettings, *, layout: bool = False, existing: bool = False,
+                 fio: str = "fio") -> str:
     # The job name is the same for the layout and the read, so fio names the files alike
     # (<name>.<job>.0) and the read finds the ones another node laid out.
     parts = [
-        "fio",
+        fio,  # the node's fio, or the tenant's pinned copy (NodeHandle.tool)
         f"--name=pytest-fabric-{settings.rw}",
         f"--directory={quote(directory)}",
         f"--rw={settings.rw}",
@@ -313,7 +314,8 @@ def run_fio(
     node: NodeHandle, directory: str, settings: FioSettings, timeout: float, *, layout: bool = False, existing: bool = False
 ) -> tuple[fio.FioResult, CommandResult]:
     """Run fio once; a filesystem that refuses O_DIRECT is an error that says how to measure it anyway."""
-    result = node.run(_fio_command(directory, settings, layout=layout, existing=existing), timeout=timeout, check=False)
+    command = _fio_command(directory, settings, layout=layout, existing=existing, fio=node.tool("fio"))
+    result = node.run(command, timeout=timeout, check=False)
     if result.exit_code != 0 and settings.direct and _refused_direct(result):
         said = "; ".join(line.strip() for line in (result.stderr or result.stdout).splitlines() if "fio:" in line)[:400]
         raise MeasurementError(

@@ -225,17 +225,19 @@ def measure_pair(
     duration = max(1, round(settings.duration_s))
     budget = duration + 30
     servers: list[BackgroundProcess] = []
+    # the tenant's pinned copy where the inventory pins iperf3 (run/tenant_tools.py), else the node's
+    server_tool, client_tool = pair.b.tool("iperf3"), pair.a.tool("iperf3")
     try:
         for port in ports:
             servers.append(
-                pair.b.start(f"{server_prefix}iperf3 -s -1 -p {port}", timeout=budget + SERVER_READY_TIMEOUT_S)
+                pair.b.start(f"{server_prefix}{server_tool} -s -1 -p {port}", timeout=budget + SERVER_READY_TIMEOUT_S)
             )
         _wait_listening(pair.b, ports, servers)
         target = quote(pair.b.address)
 
         def client(port: int) -> CommandResult:
             return pair.a.run(
-                f"{client_prefix}iperf3 -c {target} -p {port} -t {duration} -P {streams_each} -J",
+                f"{client_prefix}{client_tool} -c {target} -p {port} -t {duration} -P {streams_each} -J",
                 timeout=budget,
                 check=False,
             )

@@ -10,6 +10,7 @@ proves, and what it cannot (a kernel that lies to ``sha256sum``), is in docs/rep
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Iterable
 
 from pytest_fabric.parsers import tool_identity
@@ -70,11 +71,21 @@ def identity_command(tools: Iterable[str]) -> str:
 def read_identity(
     node: NodeHandle, tools: Iterable[str], once: Once | None = None
 ) -> tuple[tool_identity.NodeToolIdentity, CommandResult]:
-    """The node's tool identities (one command); with the run's ``once``, read once per node per run."""
+    """The node's tool identities (one command); with the run's ``once``, read once per node per run.
+
+    A tool the tenant pins (inventory ``tools:``) is the copy the run uploaded, as the node listed it
+    right after the upload (``supplied_by: tenant``, its pinned SHA-256 beside): not what PATH finds.
+    """
     names = tuple(sorted(set(tools)))
 
     def read() -> tuple[tool_identity.NodeToolIdentity, CommandResult]:
-        result = node.run(identity_command(names), timeout=60, check=False)
+        tenant = {name: found for name in names if (found := node.tenant_tool(name)) is not None}
+        own = [name for name in names if name not in tenant]
+        if tenant and not own:  # every tool is the tenant's: the upload's own listing says it all
+            first = next(iter(tenant.values()))
+            identities = {n: t.identity for n, t in tenant.items()}
+            return tool_identity.NodeToolIdentity(identities, None, first.ld_so_preload), first.listing
+        result = node.run(identity_command(own), timeout=60, check=False)
         if result.exit_code != 0:
             raise MeasurementError(
                 node.name, f"the tool identity listing failed (exit {result.exit_code}): "
@@ -82,7 +93,10 @@ def read_identity(
                 command="command -v; readlink -f; sha256sum; readelf -n; dpkg -S / rpm -qf",
                 fix="run the listing by hand on the node; a login shell that prints text breaks it",
             )
-        return parse_or_raise(tool_identity.parse, result), result
+        listed = parse_or_raise(tool_identity.parse, result)
+        if tenant:
+            listed = dataclasses.replace(listed, tools={**listed.tools, **{n: t.identity for n, t in tenant.items()}})
+        return listed, result
 
     if once is None:
         return read()

@@ -83,7 +83,7 @@ def _install_in(node: NodeHandle, pins: tuple[PinnedTool, ...], directory: str, 
                 "provider why, and measure the other nodes",
             )
         identity = dataclasses.replace(found, name=pin.name, supplied_by="tenant", pinned_sha256=pin.sha256)
-        tools[pin.name] = InstalledTool(pin, paths[pin.name], identity)
+        tools[pin.name] = InstalledTool(pin, paths[pin.name], identity, result, listing.ld_so_preload)
     if listing.ld_so_preload:
         notes += (f"/etc/ld.so.preload on {node.name} loads {', '.join(listing.ld_so_preload)} into every process, "
                   "the tenant's tools too (a clean environment does not clear it)",)

@@ -68,6 +68,9 @@ class InstalledTool:
     path: str  # absolute, on the node
     #: the tool identity listing of the uploaded file, run on the node after the upload
     identity: ToolIdentity
+    #: that listing's command and output (the evidence), and the node's /etc/ld.so.preload lines it read
+    listing: CommandResult
+    ld_so_preload: tuple[str, ...] = ()
 
     @property
     def verified(self) -> bool:

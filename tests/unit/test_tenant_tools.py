@@ -19,6 +19,8 @@ from pytest_fabric.config.inventory import Node
 from pytest_fabric.config.tool_pins import PinnedTool
 from pytest_fabric.probes import tool_upload
 from pytest_fabric.probes.base import MeasurementError
+from pytest_fabric.probes.preflight import read_preflight
+from pytest_fabric.probes.tool_identity import read_identity
 from pytest_fabric.run.cluster import NodeHandle
 from pytest_fabric.run.once import Once
 from pytest_fabric.run.owner import this_run
@@ -171,3 +173,23 @@ def test_a_transport_without_file_upload_is_an_error_with_the_fix(tmp_path: Path
     with pytest.raises(TransportError, match="has no file upload") as excinfo:
         node.put_file(tmp_path / "x", "/tmp/x")
     assert "transport: ssh" in str(excinfo.value)
+
+
+def test_preflight_and_the_tool_identity_ask_the_tenants_copy_never_path(tmp_path: Path) -> None:
+    pin = _pin(tmp_path, '#!/bin/sh\n[ "$1" = --version ] && echo "iperf 3.99 (tenant)"\n')
+    holder: list[NodeHandle] = []
+    tools = _tools((pin,), holder, Once())
+    holder.append(node := _node(tools))
+    try:
+        found = read_preflight(node, ["iperf3", "sh"])
+        installed = node.tenant_tool("iperf3")
+        assert installed is not None
+        assert found.tools["iperf3"] == installed.path and found.versions["iperf3"] == "3.99"
+        assert found.tools["sh"].startswith("/")  # not pinned: as PATH finds it
+        listed, _ = read_identity(node, ["iperf3", "sh"])
+        assert listed.tools["iperf3"].supplied_by == "tenant" and listed.tools["iperf3"].path == installed.path
+        assert listed.tools["sh"].supplied_by == "provider"
+        only, evidence = read_identity(node, ["iperf3"])  # every tool pinned: the upload's listing is the evidence
+        assert only.tools["iperf3"].sha256 == pin.sha256 and evidence is installed.listing
+    finally:
+        tools.remove_all(lambda made, fn: [fn(m) for m in made])
