@@ -19,7 +19,6 @@ import pytest
 from pytest_fabric.checks import base as checks
 from pytest_fabric.config.profile import CheckSpec
 from pytest_fabric.config.units import Quantity, parse_quantity
-from pytest_fabric.judge import attribution as attribution_rules
 from pytest_fabric.judge import consistency
 from pytest_fabric.judge.verdict import Measurement
 from pytest_fabric.judge.verdict import judge as judge_measurement
@@ -688,22 +687,6 @@ def _needs_every_pair(request: pytest.FixtureRequest, state: FabricState, test_c
         )
 
 
-def _needs_every_node(request: pytest.FixtureRequest, state: FabricState) -> None:
-    """Skip per-node attribution when the selection keeps only some nodes (see _needs_every_pair)."""
-    selected = {
-        info.nodes[0]
-        for item in request.session.items
-        if (info := item.stash.get(CHECK_KEY, None)) is not None and info.check == "attribution" and info.nodes
-    }
-    names = set(state.inventory.node_names)
-    if selected and selected & names != names:
-        pytest.skip(
-            f"attribution judges each node against every pair of the cluster; the selection keeps it for "
-            f"{len(selected & names)} of {len(names)} nodes and pytest-fabric does not measure the whole cluster "
-            "unasked. Select attribution for every node (-k attribution) or none"
-        )
-
-
 def _outlier_limit(state: FabricState, lower_is_better: bool) -> float | None:
     spec: Any = state.profile.spec("inter_node", "latency_outlier" if lower_is_better else "outlier")
     bound = None if spec is None else (spec.max_above_median if lower_is_better else spec.max_below_median)
@@ -855,14 +838,6 @@ def _aggregate_rails(request: pytest.FixtureRequest, node_pair: NodePair) -> Mea
 # --------------------------------------------------------------------------- whole-fabric checks
 
 
-def _attribution_checks(state: FabricState) -> list[str]:
-    """The pair checks attribution reads: the one the profile names, else every pair bandwidth check it sets."""
-    spec: Any = state.profile.spec("inter_node", "attribution")
-    if spec is not None and spec.check:
-        return [str(spec.check)]
-    return [c for c in ("rdma_bandwidth", "tcp_throughput") if state.profile.spec("inter_node", c) is not None]
-
-
 def _is_bad(
     state: FabricState,
     check: str,
@@ -893,90 +868,6 @@ def _is_bad(
         if pair_id in population.values and consistency.outlier(population, pair_id).beyond_spread > limit:
             return True
     return False
-
-
-def _attribute(state: FabricState, check: str) -> attribution_rules.Attribution:
-    """Attribution from one pair check's results: only measured pairs count; suspects are re-measured."""
-    assert state.cluster is not None
-    spec: Any = state.profile.spec("inter_node", "attribution")
-    measurements = all_pair_measurements(state, check)
-    values: dict[str, float] | consistency.Population = pair_population(state, check) or {}
-    names = {p.id: (p.a, p.b) for p in state.pairs}
-    measured: list[tuple[str, str]] = []
-    bad: list[tuple[str, str]] = []
-    errored: dict[str, list[str]] = {}
-    unreachable: dict[str, str] = {}
-    for key, m in measurements.items():
-        a, b = names[key]
-        if isinstance(m, BaseException):
-            first = str(m).splitlines()[0] if str(m) else type(m).__name__
-            for end in (a, b):
-                errored.setdefault(end, []).append(f"{key}: {first}")
-            if isinstance(m, UNREACHABLE) and m.node in (a, b):
-                unreachable[m.node] = m.detail
-            continue
-        measured.append((a, b))
-        if _is_bad(state, check, key, m, values):
-            bad.append((a, b))
-
-    short = {frozenset(p) for p in bad}
-
-    def alone(pairs: list[tuple[str, str]]) -> dict[tuple[str, str], attribution_rules.Retest | bool]:
-        # every retest of this step at once, in rounds of disjoint pairs; then each judged on its median
-        retest_alone(state, check, pairs, RETEST_REPEATS, short=short)
-        return {p: attribution_rules.Retest(*_good_alone(state, check, *p, values)) for p in pairs}
-
-    def in_round(pairs: list[tuple[str, str]]) -> dict[tuple[str, str], attribution_rules.Retest | bool]:
-        # each pair's whole round again (one re-run per round, whichever of its pairs asks first)
-        return {
-            (a, b): not _is_bad(state, check, f"{a}<->{b}", rerun_round(state, check, f"{a}<->{b}"), values)
-            for a, b in pairs
-        }
-
-    retest = spec is None or spec.retest
-    return attribution_rules.attribute(
-        state.inventory.node_names,
-        measured,
-        bad,
-        unreachable=unreachable,
-        errored=errored,
-        node_fault_share=float(spec.node_fault_share.value) if spec is not None else 0.5,
-        remeasure=attribution_rules.Remeasure(alone, in_round) if retest else None,
-        what=check.replace("_", " "),
-    )
-
-
-def cluster_attribution(request: pytest.FixtureRequest) -> attribution_rules.Attribution:
-    """Attribution for the whole run, per node and for the fabric, computed once (retests included)."""
-    state = _state(request)
-
-    def attribute() -> attribution_rules.Attribution:
-        checks = _attribution_checks(state)
-        if not checks:  # a skip: not kept, each test skips for itself
-            pytest.skip(f"attribution reads rdma_bandwidth or tcp_throughput; profile {state.profile.name} sets neither")
-        return attribution_rules.merge({c: _attribute(state, c) for c in checks})
-
-    return state.once.get("attribution", None, attribute)
-
-
-@pytest.fixture
-def attribution(request: pytest.FixtureRequest, node: NodeHandle, spec: SpecLookup) -> Measurement:
-    """The node's class: ok, node fault, link fault or cannot attribute (an error when unreachable or unmeasured)."""
-    spec(checks.ATTRIBUTION)
-    _needs_every_node(request, _state(request))
-    result = cluster_attribution(request)[node.name]
-    if result.verdict in ("unreachable", "not measured"):
-        # Nothing measured for this node: that is an error, never a verdict on it.
-        raise MeasurementError(node.name, result.message, fix=f"make every pair with {node.name} measurable and run again")
-    return Measurement(value=result.verdict, detail=result.message, extra={"attribution": result.to_dict()})
-
-
-@pytest.fixture
-def fabric_attribution(request: pytest.FixtureRequest, cluster: Cluster, spec: SpecLookup) -> Measurement:
-    """Findings about the whole fabric, stated once: fabric-wide shortfall, pairs that fail under load."""
-    spec(checks.ATTRIBUTION)
-    result = cluster_attribution(request).fabric
-    return Measurement(value=result.verdict, detail=result.message, extra={"fabric_attribution": result.to_dict()})
 
 
 @pytest.fixture

@@ -624,7 +624,9 @@ def pair_bandwidth(
     rails_text = ", ".join(f"{r.name} {m.display('Gb/s')}" for _, m, _, _, r in results)
     together = max((len(g) for g in lane_groups(lanes, len(settings.lane_ports))), default=0)
     extra: dict[str, object] = {
-        "rails": [{"a": r.a_name, "b": r.b_name, "gbps": float(m.to("Gb/s"))} for _, m, _, _, r in results],
+        # each rail's runs and line rate too: attribution judges every rail on its own (judge/blame.py)
+        "rails": [{"a": r.a_name, "b": r.b_name, "gbps": float(m.to("Gb/s")), "line_gbps": float(line.to("Gb/s")),
+                   "repeats": [round(float(s.to("Gb/s")), 3) for s in runs]} for _, m, runs, line, r in results],
         "rails_at_once": together,
     }
     if settings.corroborate or settings.witness:

@@ -20,6 +20,8 @@ from pytest_fabric.report.heatmap import MAX_NODES, matrix_heatmaps, pair_heatma
 from pytest_fabric.report.run_verdict import NOT_RUN_REASONS, RunVerdict
 from pytest_fabric.report.summary import (
     LAYERS,
+    NOT_BLAMED,
+    blame_findings,
     cannot_tell,
     format_expected,
     format_margin,
@@ -169,6 +171,17 @@ def send_back_line(checks: Sequence[Check], also: Sequence[str] = ()) -> str:
         line += (f'<p class="fabric-not-measured" id="fabric-not-measured">nodes not measured (not sent back): '
                  f'{_e(nodeset(missing))}</p><ul class="fabric-not-measured">'
                  + "".join(f"<li>{_e(node)}: {_e(reason)}</li>" for node, reason in missing.items()) + "</ul>")
+    found = blame_findings(checks)
+    classes = (
+        ("links", "link faults (the cable or switch path between two good nodes; no node sent back)",
+         lambda x: f"{'<->'.join(map(str, x.get('nodes') or []))} ({x.get('series')}): {x.get('message')}"),
+        ("fabric", "fabric findings (short with no node pattern; no node sent back)", str),
+        ("cannot_tell", "cannot tell node from link (not sent back)", lambda x: f"{x.get('node')}: {x.get('message')}; {x.get('tell')}"),
+    )
+    for key, title, show in classes:
+        if found[key]:
+            line += (f'<p class="fabric-blame-{key}">{_e(title)}:</p><ul class="fabric-blame-{key}">'
+                     + "".join(f"<li>{_e(show(x))}</li>" for x in found[key]) + "</ul>")
     pairs = cannot_tell(checks)
     if pairs:
         line += ('<p class="fabric-cannot-tell">cannot tell with this selection which end is at fault: '
@@ -382,7 +395,8 @@ def node_table(info: RunInfo, checks: Sequence[Check]) -> str:
     for r in rows:
         a = r.attribution or {}
         verdict = a.get("verdict") or ("" if r.failed or r.errored else "ok")
-        cls = "fabric-o-failed" if verdict in ("node fault", "link fault") else "fabric-o-passed" if verdict == "ok" else ""
+        cls = ("fabric-o-failed" if verdict in ("node fault", "unstable", "link fault")
+               else "fabric-o-passed" if verdict in NOT_BLAMED else "")
         attribution = f'<span class="{cls}">{_e(verdict)}</span>'
         if a.get("message"):
             attribution += f" {_e(a['message'])}"

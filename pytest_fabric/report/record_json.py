@@ -55,6 +55,7 @@ from pytest_fabric.report.compare import PREVIOUS_KEY
 from pytest_fabric.report.run_verdict import RunVerdict
 from pytest_fabric.report.summary import (
     OUTCOMES,
+    blame_findings,
     cannot_tell,
     nodeset,
     not_measured,
@@ -128,6 +129,8 @@ def build_run(
         "send_back": nodeset(send_back(checks) + soak_send_back(soak)) if verdict is not None else None,
         "not_measured": not_measured(checks) if verdict is not None else {},
         "cannot_tell": cannot_tell(checks) if verdict is not None else [],
+        # attribution's findings that send no node back: link faults, fabric shortfalls, cannot tell
+        "blame": blame_findings(checks) if verdict is not None else {},
         "counts": counts,
         "pytest_fabric_version": info.pytest_fabric_version,
         "pytest_version": pytest.__version__,

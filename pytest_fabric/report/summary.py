@@ -23,6 +23,7 @@ __all__ = [
     "OUTCOMES",
     "NodeRow",
     "attributions",
+    "blame_findings",
     "format_expected",
     "format_margin",
     "format_number",
@@ -93,6 +94,28 @@ def culprit(check: Check) -> str | None:
 
 #: attribution verdicts that are a measured fault of the node itself (pytest_fabric.judge.blame)
 NODE_FAULTS = ("node fault", "unstable")
+#: the checks that state attribution's verdicts (a link fault or cannot tell fails them too)
+ATTRIBUTION_CHECKS = ("attribution", "fabric_attribution")
+#: attribution verdicts that blame nothing of the node ("ok": records before issue 29)
+NOT_BLAMED = ("healthy", "fabric", "ok")
+
+
+def blame_findings(checks: Iterable[Check]) -> dict[str, Any]:
+    """What attribution found that is no node's to send back, apart: ``links`` (a cable or switch
+    path: each ``{"series", "nodes", "message"}``), ``fabric`` (shortfalls with no node pattern),
+    ``cannot_tell`` (each ``{"node", "message", "tell"}``: the run that would tell). Read from the
+    ``fabric_attribution`` check's record; empty lists where it did not run."""
+    for c in checks:
+        found = (c.get("extra") or {}).get("fabric_attribution")
+        if isinstance(found, dict) and "links" in found:
+            out = {key: [x for x in found.get(key) or [] if isinstance(x, (dict, str))]
+                   for key in ("links", "fabric", "cannot_tell")}
+            loaded = [str(p) for p in found.get("under_load") or []]
+            if loaded:
+                out["fabric"].append(f"fails under load (short inside their round, good alone, short in it again): "
+                                     f"{', '.join(loaded)}")
+            return out
+    return {"links": [], "fabric": [], "cannot_tell": []}
 
 
 def _pair_evidence(checks: list[Check]) -> tuple[set[str], dict[str, set[str]], list[Check]]:
@@ -106,8 +129,8 @@ def _pair_evidence(checks: list[Check]) -> tuple[set[str], dict[str, set[str]], 
     judged = attributions(checks)
     for c in checks:
         nodes = [str(n) for n in c.get("nodes") or []]
-        if c.get("outcome") != "failed":
-            continue
+        if c.get("outcome") != "failed" or c.get("check") in ATTRIBUTION_CHECKS:
+            continue  # attribution's verdict, not its outcome, says whether its node is at fault
         if len(nodes) == 1:
             faulty.add(nodes[0])
         elif len(nodes) == 2:
@@ -144,29 +167,22 @@ def not_measured(checks: Iterable[Check]) -> dict[str, str]:
 def send_back(checks: Iterable[Check]) -> list[str]:
     """The nodes to send back: those a measured fault is about, sorted.
 
-    Evidence about a node is a failed check of that node (a GPU, a port, a mount, the node itself),
-    attribution's ``node fault`` or ``unstable``, or failed pairs with at least two distinct peers
-    that are not themselves at fault. A node that could not be reached or measured (an errored
-    check, whichever node its error names) is never sent back: :func:`not_measured` lists it.  One failed pair names neither end:
-    with ``-k node03`` or ``--lf`` each healthy peer has one failed pair, with node03, and is fine
-    (:func:`cannot_tell` lists such pairs).  A node attribution judged ``ok`` is not blamed by pairs.
-    Checks of the whole cluster name no node.
+    Evidence about a node is a failed check of that node (a GPU, a port, a mount, the node itself)
+    or attribution's ``node fault`` or ``unstable`` (:mod:`pytest_fabric.judge.blame`, which every
+    pair check feeds: its ``send_back``). A failed pair names neither end by itself: attribution
+    decides, and without it (``-k``, ``--lf``, a profile without ``attribution``) :func:`cannot_tell`
+    lists the pair. A node that could not be reached or measured (an errored check, whichever node
+    its error names) is never sent back: :func:`not_measured` lists it. Checks of the whole cluster
+    name no node.
     """
-    checks = list(checks)
-    judged = attributions(checks)
-    faulty, peers, _ = _pair_evidence(checks)
-    blamed = set(faulty)
-    for node, others in peers.items():
-        if (judged.get(node) or {}).get("verdict") == "ok":
-            continue
-        if len(others - faulty) >= 2:
-            blamed.add(node)
-    return sorted(blamed)
+    faulty, _, _ = _pair_evidence(list(checks))
+    return sorted(faulty)
 
 
 def cannot_tell(checks: Iterable[Check]) -> list[str]:
     """Failed pairs whose fault no evidence puts on either end (``gpu01<->gpu02``): with this
-    selection (one pair of a node, ``-k``, ``--lf``, attribution that errored) it cannot be told."""
+    selection (one pair of a node, ``-k``, ``--lf``, no attribution, attribution that errored) it
+    cannot be told. Attribution's own findings that name no node are :func:`blame_findings`."""
     checks = list(checks)
     blamed = set(send_back(checks))
     _, _, unnamed = _pair_evidence(checks)
@@ -225,10 +241,10 @@ def worst_per_layer(checks: Iterable[Check], limit: int = 5) -> dict[str, list[C
 def attributions(checks: Iterable[Check]) -> dict[str, dict[str, Any]]:
     """Per node, the attribution verdict the checks recorded (``extra["attribution"]``).
 
-    A node judged a "node fault" by any check keeps that verdict: it is the
-    strongest statement, and the one a provider has to act on.
+    The strongest verdict a check recorded wins (a node fault over unstable over a link fault
+    over cannot tell): the one a provider has to act on.
     """
-    rank = {"node fault": 0, "link fault": 1, "ok": 2}
+    rank = {"node fault": 0, "unstable": 1, "link fault": 2, "cannot tell": 3, "fabric": 4, "healthy": 5, "ok": 5}
     out: dict[str, dict[str, Any]] = {}
     for c in checks:
         raw = (c.get("extra") or {}).get("attribution")
@@ -258,7 +274,7 @@ class NodeRow:
     @property
     def ok(self) -> bool:
         """No failed or errored check involves this node, and no attribution blames it."""
-        blamed = bool(self.attribution) and (self.attribution or {}).get("verdict") != "ok"
+        blamed = bool(self.attribution) and (self.attribution or {}).get("verdict") not in NOT_BLAMED
         return not self.failed and not self.errored and not blamed
 
 

@@ -38,6 +38,7 @@ from pytest_fabric.report.record_json import WRITER_KEY, timed_plan
 from pytest_fabric.report.run_verdict import NOT_RUN_REASONS, RunVerdict
 from pytest_fabric.report.safetext import safe_text, text_lines
 from pytest_fabric.report.summary import (
+    blame_findings,
     cannot_tell,
     format_expected,
     format_margin,
@@ -51,7 +52,7 @@ from pytest_fabric.report.summary import (
 )
 
 __all__ = [
-    "cannot_tell_line", "error_groups", "error_lines", "not_measured_lines", "not_run_lines", "problem_line", "send_back_line", "value_lines", "verdict_line",
+    "blame_lines", "cannot_tell_line", "error_groups", "error_lines", "not_measured_lines", "not_run_lines", "problem_line", "send_back_line", "value_lines", "verdict_line",
 ]
 
 WORST_PER_LAYER = 5
@@ -101,6 +102,25 @@ def send_back_line(checks: Sequence[Mapping[str, Any]], also: Sequence[str] = ()
     """``nodes to send back: gpu[03,17]``, a nodeset to paste into ``srun --exclude`` (``none`` when none);
     ``also``: nodes a ``--soak`` fault names."""
     return f"nodes to send back: {nodeset([*send_back(checks), *also]) or 'none'}"
+
+
+def blame_lines(checks: Sequence[Mapping[str, Any]]) -> list[str]:
+    """Attribution's findings that send no node back, each class apart with its reasons: link faults
+    (a cable or switch path), fabric shortfalls (no node pattern), and cannot tell (with the run that
+    would tell)."""
+    found = blame_findings(checks)
+    lines: list[str] = []
+    if found["links"]:
+        lines.append("link faults (the cable or switch path between two good nodes; no node sent back):")
+        lines += [f"  {'<->'.join(map(str, lf.get('nodes') or []))} ({lf.get('series')}): {safe_text(str(lf.get('message')))}"
+                  for lf in found["links"] if isinstance(lf, Mapping)]
+    if found["fabric"]:
+        lines.append("fabric findings (short with no node pattern; no node sent back):")
+        lines += [f"  {safe_text(str(text))}" for text in found["fabric"]]
+    if found["cannot_tell"]:
+        lines.append("cannot tell node from link (not sent back):")
+        lines += [f"  {c.get('node')}: {safe_text(str(c.get('tell')))}" for c in found["cannot_tell"] if isinstance(c, Mapping)]
+    return lines
 
 
 def cannot_tell_line(checks: Sequence[Mapping[str, Any]]) -> str | None:
@@ -281,6 +301,8 @@ def pytest_terminal_summary(terminalreporter: Any, exitstatus: int, config: pyte
     tr.write_line(send_back_line(checks, soaked), red=bool(send_back(checks) or soaked), bold=True)
     for n, text in enumerate(not_measured_lines(checks)):
         tr.write_line(text, yellow=True, bold=n == 0)
+    for text in blame_lines(checks):
+        tr.write_line(text, yellow=True, bold=not text.startswith(" "))
     undecided = cannot_tell_line(checks)
     if undecided:
         tr.write_line(undecided, yellow=True)

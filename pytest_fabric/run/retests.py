@@ -1,4 +1,4 @@
-"""Retests in rounds: the pairs attribution and the outlier checks re-measure, run together.
+"""Retests in rounds: the pairs attribution (judge/blame.py's asks) and the outlier checks re-measure, run together.
 
 A retest re-measures a pair with nothing of the sweep running, several samples judged on their
 median (:data:`~pytest_fabric.measurements.inter_node.RETEST_REPEATS`). One pair at a time, a
@@ -6,10 +6,11 @@ sweep with 40 suspects and their helpers is hundreds of measurements back to bac
 share no node do not load each other's links, so the retests of one step (every pair the rules
 ask for at once) run in rounds of disjoint pairs, as the sweep does:
 
-- :func:`spread_helpers` picks the known-good helpers of each suspect so that the helpers are
+- :func:`spread_helpers` picks known-good helpers for each suspect so that the helpers are
   spread across the healthy nodes (the least used first): one helper shared by every suspect
-  would put it in every retest and serialise them, and one marginal helper must not condemn,
-  or clear, every suspect.
+  would put it in every retest and serialise them (benchmarks/bench_outliers.py prices the
+  rounds with it; the blame model spreads its own helpers by each suspect's place in the
+  inventory, to the same end).
 - :func:`schedule` packs the retests into rounds where no node (suspect or helper) is in two
   retests, at most ``per_round`` retests a round (``--fabric-fanout`` counts nodes: fanout // 2
   pairs), and never two retests that share an ``apart`` tag (pairs that fell short in the same

@@ -163,7 +163,8 @@ def test_an_unreachable_node_is_unreachable_not_a_node_fault(
     assert verdicts["node04"]["outcome"] == "error", output[-3000:]
     assert "unreachable" in verdicts["node04"]["message"] and "not a node fault" in verdicts["node04"]["message"]
     assert {verdicts[n]["outcome"] for n in ("node01", "node02", "node03")} == {"passed"}
-    assert "errored and are not counted" in verdicts["node01"]["message"]
+    # node04's pairs errored on node04 (unreachable): counted for no one, and node04 is listed apart
+    assert not record["run"]["send_back"] and list(record["run"]["not_measured"]) == ["node04"]
     assert checks(record, "fabric_attribution")["cluster"]["outcome"] == "passed"
 
 
@@ -185,7 +186,8 @@ def test_every_pair_short_is_one_fabric_wide_finding(four: tuple[SimCluster, Pat
     assert set(outcomes(record, "attribution").values()) == {"passed"}, output[-3000:]
     fabric = checks(record, "fabric_attribution")["cluster"]
     assert fabric["outcome"] == "failed"
-    assert "fabric-wide shortfall" in fabric["message"] and "6 of 6 measured pairs" in fabric["message"]
+    assert "fabric-wide shortfall" in fabric["message"] and "the median of the 6 figures" in fabric["message"]
+    assert not record["run"]["send_back"]
 
 
 def test_a_selection_that_leaves_out_pairs_skips_peer_relative_checks(
@@ -254,13 +256,13 @@ def run_tcp(work: Path, inventory: Path, *args: str) -> tuple[dict, str]:
     return json.loads((work / "record.json").read_text()), result.stdout + result.stderr
 
 
-def test_a_noisy_link_whose_repeats_straddle_the_floor_cannot_be_attributed(
+def test_a_noisy_link_whose_repeats_straddle_the_floor_is_no_fault_of_a_node_or_a_cable(
     simcluster: SimCluster, break_node: NodeBreaker, tmp_path: Path
 ) -> None:
     """Issue 19's hdr200 case on the simulated cluster: a link whose runs land on both sides of
-    the floor is "cannot attribute", never a link fault. The sweep's run of node01->node0X is slow
+    the floor is never a link fault, nor a node's. The sweep's run of node01->node0X is slow
     (150 Mbit/s against a 400 Mbit/s floor); re-measured alone its three runs give 150, 1500 and
-    1500 Mbit/s: bad, good, good."""
+    1500 Mbit/s: two levels in one pair, its repeats as wide as the gap (judge/blame.py)."""
     nodes = simcluster.nodes[:4]
     inventory = simcluster.write_inventory(tmp_path / "inventory.yaml", nodes=nodes)
     sender, receiver = next((p.a, p.b) for p in make_pairs([n.name for n in nodes], "all"))
@@ -273,21 +275,17 @@ def test_a_noisy_link_whose_repeats_straddle_the_floor_cannot_be_attributed(
     verdicts = checks(record, "attribution")
     for end in (sender, receiver):
         found = verdicts[end]["extra"]["attribution"]
-        assert found["verdict"] == "cannot attribute", verdicts[end]["message"]
-        assert "fall on both sides of the floor" in verdicts[end]["message"]
+        assert found["verdict"] not in ("link fault", "node fault", "unstable"), verdicts[end]["message"]
         (retest,) = [t for t in found["retests"] if t.startswith(f"{sender}->{receiver}")]
-        assert retest.startswith(f"{sender}->{receiver} cannot tell alone: ") and retest.count("Mbit/s") + retest.count("Gb/s") >= 4
-    assert {verdicts[n]["extra"]["attribution"]["verdict"] for n in verdicts if n not in (sender, receiver)} == {"ok"}
-    fabric = checks(record, "fabric_attribution")["cluster"]
-    assert fabric["extra"]["fabric_attribution"]["verdict"] == "cannot attribute" and pair in fabric["message"]
-    assert "link fault" not in {c["extra"]["attribution"]["verdict"] for c in verdicts.values()}
+        assert "measured alone: " in retest and retest.count("Gb/s") == 3, retest
+    assert not record["run"]["send_back"] and not record["run"]["blame"]["links"], output[-3000:]
 
 
 def test_retests_of_disjoint_pairs_run_together_and_no_node_is_in_two_at_once(
     simcluster: SimCluster, break_node: NodeBreaker, tmp_path: Path
 ) -> None:
-    """Two slow nodes of six: their nine short pairs and their helpers are re-measured in rounds of
-    disjoint pairs (one at a time before issue 21: no two retests ever overlapped)."""
+    """Two slow cables of six nodes, in different sweep rounds: each link is re-measured alone before
+    it is reported, and the two retests, sharing no node, run together (one at a time before issue 21)."""
     from simcluster.breaker import read_iperf3_runs
 
     from pytest_fabric.checks import base as declared
@@ -295,15 +293,22 @@ def test_retests_of_disjoint_pairs_run_together_and_no_node_is_in_two_at_once(
     nodes = simcluster.nodes[:6]
     inventory = simcluster.write_inventory(tmp_path / "inventory.yaml", nodes=nodes)
     by_address = {n.address: n.name for n in nodes}
-    with break_node.iperf3_runs(nodes), break_node.shaped("node03", 150), break_node.shaped("node06", 150):
+    pairs = make_pairs([n.name for n in nodes], "all")
+    first = pairs[0]
+    second = next(p for p in pairs if p.round != first.round and not {p.a, p.b} & {first.a, first.b})
+    slow = [(first.a, first.b, 150), (second.a, second.b, 150)]
+    with break_node.iperf3_runs(nodes, slow_links=slow):
         record, output = run_tcp(tmp_path, inventory)
         runs = [r for n in nodes for r in read_iperf3_runs(n)]
-    assert {n for n, c in checks(record, "attribution").items() if c["extra"]["attribution"]["verdict"] == "node fault"} == {
-        "node03", "node06"
-    }, output[-3000:]
+    verdicts = {n: c["extra"]["attribution"]["verdict"] for n, c in checks(record, "attribution").items()}
+    ends = {first.a, first.b, second.a, second.b}
+    assert {n for n, v in verdicts.items() if v == "link fault"} == ends, output[-3000:]
+    assert not record["run"]["send_back"]
+    assert sorted(tuple(lf["nodes"]) for lf in record["run"]["blame"]["links"]) == sorted(
+        [(first.a, first.b), (second.a, second.b)])
     retest_port = declared.TCP_THROUGHPUT_PORTS.port(100)
     retests = [r for r in runs if r.port == retest_port]
-    assert len(retests) >= 9 * 3, (len(retests), output[-2000:])  # nine short pairs, three samples each, and helpers
+    assert len(retests) >= 2 * 3, (len(retests), output[-2000:])  # two links, three samples each
     overlapping = [(x, y) for i, x in enumerate(retests) for y in retests[i + 1:] if x.start < y.end and y.start < x.end]
     assert overlapping, "every retest ran alone, one after another"
     for x, y in overlapping:

@@ -150,19 +150,31 @@ exec {REAL_IPERF3} "$@"
         return int(count.read_text()) if count.exists() else 0
 
     @contextlib.contextmanager
-    def iperf3_runs(self, nodes: Sequence[SimNode | str]) -> Iterator[list[SimNode]]:
-        """Inside the block, every iperf3 client run of ``nodes`` is logged (:func:`read_iperf3_runs`)."""
+    def iperf3_runs(
+        self, nodes: Sequence[SimNode | str], slow_links: Sequence[tuple[str, str, int]] = ()
+    ) -> Iterator[list[SimNode]]:
+        """Inside the block, every iperf3 client run of ``nodes`` is logged (:func:`read_iperf3_runs`).
+        ``slow_links``: (sender, receiver, Mbit/s): every run from the sender to that receiver takes
+        the rate (a bad cable, one direction), runs to others are unshaped."""
         resolved = [self._node(n) for n in nodes]
-        script = f"""#!/bin/sh
+        for node in resolved:
+            shaped = "".join(
+                f"""  *" -c {self._node(receiver).address} "*)
+    /usr/sbin/tc qdisc replace dev eth0 root tbf rate {int(rate)}mbit burst {_burst(int(rate))} latency 20ms ;;
+"""
+                for sender, receiver, rate in slow_links if self._node(sender).name == node.name)
+            script = f"""#!/bin/sh
 # iperf3 with every client run logged (tests/simcluster/breaker.py)
 case " $* " in *" -c "*) ;; *) exec {REAL_IPERF3} "$@" ;; esac
+case " $* " in
+{shaped}  *) {"/usr/sbin/tc qdisc del dev eth0 root 2>/dev/null" if shaped else ":"} ;;
+esac
 start=$(date +%s.%N)
 {REAL_IPERF3} "$@"
 rc=$?
 echo "$start $(date +%s.%N) $*" >> /usr/local/bin/{RUNS_LOG}
 exit $rc
 """
-        for node in resolved:
             (node.bindir / RUNS_LOG).unlink(missing_ok=True)
             self.cluster.install_tool(node, "iperf3", script)
         try:
@@ -170,6 +182,8 @@ exit $rc
         finally:
             for node in resolved:
                 self.cluster.remove_tool(node, "iperf3")
+                if any(self._node(sender).name == node.name for sender, _, _ in slow_links):
+                    self.cluster.unshape(node)
 
     def restore_all(self) -> None:
         """Undo every break on every node this breaker touched."""

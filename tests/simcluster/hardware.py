@@ -135,6 +135,10 @@ class FakeHardware:
     # the other (either side's entry applies), normal from then on: a transient pair fault that
     # is gone when the pair is re-measured.
     transient_slow_peers: dict[str, float] = field(default_factory=dict)
+    # A rail that retrains (4X <-> 2X): every other ib_*_bw run with this node on either end, from
+    # one client to one server, carries this fraction of normal bandwidth (1.0: steady). Its
+    # repeats fall on two levels, 196 and 98 Gb/s on a 200G rail at 0.5: unstable, not noise.
+    flapping_fraction: float = 1.0
     # A multi-node all_reduce (NCCL_ALGO=Ring) is derived from the rails, never given: each node
     # carries nccl_efficiency x (its ports NCCL uses: NCCL_IB_HCA's, else every Active one) x the
     # slowest of those ports' rate (its rdma_bw_gbps when lower: a bad rail holds every ring back),
@@ -429,4 +433,3 @@ def hardware_installed(cluster: SimCluster, hardware: Mapping[str, FakeHardware]
         yield cluster
     finally:
         uninstall_hardware(cluster)
-

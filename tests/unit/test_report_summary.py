@@ -7,6 +7,7 @@ from __future__ import annotations
 
 from pytest_fabric.report.summary import (
     attributions,
+    blame_findings,
     cannot_tell,
     format_expected,
     format_margin,
@@ -116,11 +117,25 @@ def _pairs_of(node: str, peers: list[str], bad: bool = True) -> list[dict[str, o
             for p in peers]
 
 
-def test_with_k_node03_only_node03_is_sent_back_not_its_healthy_peers() -> None:
-    # -k node03 (or --lf) runs only node03's pairs: each peer's only evidence is its pair with node03.
+def test_failed_pairs_alone_send_back_no_one_attribution_decides() -> None:
+    # -k node03 (or --lf) runs only node03's pairs: one model judges pairs (judge/blame.py, the
+    # attribution check), and without it no end is guessed: the pairs are listed as cannot tell.
     checks = _pairs_of("node03", ["node01", "node02", "node04", "node05", "node06"])
-    assert send_back(checks) == ["node03"]
-    assert cannot_tell(checks) == []
+    assert send_back(checks) == []
+    assert len(cannot_tell(checks)) == 5
+    judged = make_check("attribution", "node03", "failed", nodes=["node03"],
+                        extra={"attribution": {"node": "node03", "verdict": "unstable"}})
+    assert send_back([*checks, judged]) == ["node03"] and cannot_tell([*checks, judged]) == []
+
+
+def test_blame_findings_that_send_no_node_back_are_read_apart() -> None:
+    found = {"verdict": "cannot tell", "links": [{"series": "tcp_throughput", "nodes": ["a", "b"], "message": "a link fault"}],
+             "fabric": [], "cannot_tell": [{"node": "c", "message": "short", "tell": "measure c with 3 more peers"}]}
+    checks = [make_check("fabric_attribution", "cluster", "failed", nodes=[], extra={"fabric_attribution": found}),
+              make_check("attribution", "a", "failed", nodes=["a"], extra={"attribution": {"node": "a", "verdict": "link fault"}})]
+    assert send_back(checks) == []
+    assert blame_findings(checks) == {"links": found["links"], "fabric": [], "cannot_tell": found["cannot_tell"]}
+    assert blame_findings([]) == {"links": [], "fabric": [], "cannot_tell": []}
 
 
 def test_one_failed_pair_per_node_with_one_peer_names_nobody() -> None:

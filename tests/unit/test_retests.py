@@ -8,7 +8,6 @@ from collections import Counter
 
 import pytest
 
-from pytest_fabric.judge.attribution import Remeasure, attribute
 from pytest_fabric.run.pairs import make_pairs
 from pytest_fabric.run.retests import Pair, rounds_needed, run_rounds, schedule, spread_helpers
 
@@ -118,23 +117,3 @@ def test_samples_are_taken_as_rounds_sample_k_of_every_pair_together() -> None:
     assert out[("a", "b")] == ["a->b#0", "a->b#1", "a->b#2"]
     assert [k for k, _ in calls] == [0, 0, 1, 1, 2, 2]  # sample k of every round before sample k + 1
     assert {m for _, members in calls[:2] for m in members} == set(pairs)
-
-
-def test_attribution_asks_for_every_retest_of_a_step_at_once() -> None:
-    """The rules stay pure: they hand the driver lists, never one pair at a time."""
-    nodes = [f"n{i}" for i in range(8)]
-    measured = [(p.a, p.b) for p in make_pairs(nodes, "all")]
-    bad = [p for p in measured if {"n2", "n5"} & set(p)]
-    asked: list[list[Pair]] = []
-
-    def alone(pairs: list[Pair]) -> dict[Pair, bool]:
-        asked.append(list(pairs))
-        return {p: not {"n2", "n5"} & set(p) for p in pairs}
-
-    result = attribute(nodes, measured, bad, remeasure=Remeasure(alone))
-    assert {n for n, r in result.nodes.items() if r.verdict == "node fault"} == {"n2", "n5"}
-    assert len(asked) == 2  # the bad pairs, then both suspects with their helpers (those not asked yet)
-    assert len(asked[0]) == len(bad)
-    assert {n for pair in asked[1] for n in pair} >= {"n2", "n5"}
-    helpers = {n for pair in asked[1] for n in pair} - {"n2", "n5"}
-    assert len(helpers) == 4  # two each, none shared: the step runs in rounds of disjoint pairs

@@ -827,6 +827,7 @@ def _side_info(doc: Model, me: str, tool: str, opts: dict[str, str]) -> Model:
         "roce_pfc": (port or {}).get("roce_pfc") if (port or {}).get("roce_pfc") is not None else hw["roce_pfc"],
         "roce_lossy_bw_fraction": hw.get("roce_lossy_bw_fraction", 1.0),
         "rx_fraction": hw.get("rx_fraction", 1.0), "transient_slow_peers": hw.get("transient_slow_peers", {}),
+        "flapping_fraction": hw.get("flapping_fraction", 1.0),
     }
 
 
@@ -1168,13 +1169,29 @@ def _perftest_client(tool: str, kind: str, opts: dict[str, str], info: Model, do
                 most_leaf = {leaf: max(most_leaf[leaf], count()) for leaf, count in per_leaf.items()}
             info = {**info, "concurrent": most, "cross_leaf": most_cross, "spine": spine,
                     "leaf_flows": most_leaf}
-        info = {**info, "transient": _transient(doc, info, server)}
+        info = {**info, "transient": _transient(doc, info, server) * _flapping(doc, info, server)}
         wire = _wire_bytes(kind, opts, _pair_model(info, server))
         send_line(sock, {"done": True, "wire_bytes": wire})
     reads = tool.startswith("ib_read")
     _count_traffic(doc, info, xmit=not reads or kind == "lat", rcv=reads or kind == "lat", nbytes=wire)
     print("\n".join(_results(tool, kind, opts, info, server, info, server)))
     return 0
+
+
+def _flapping(doc: Model, client: Model, server: Model) -> float:
+    """A retraining rail's factor on every other run from this client to that server (the first at
+    full rate), else 1: the client keeps the last run's level in its own /tmp."""
+    factor = min(float(client.get("flapping_fraction", 1.0)), float(server.get("flapping_fraction", 1.0)))
+    if factor >= 1.0:
+        return 1.0
+    seen = Path(f"/tmp/.fabric-standin-flapping-{doc.get('generation', '')}")
+    seen.mkdir(exist_ok=True)
+    mark = seen / f"{server['node']}-{client['port']['device'] if client.get('port') else 'port'}"
+    if mark.exists():
+        mark.unlink()
+        return factor
+    mark.write_text("")
+    return 1.0
 
 
 def _transient(doc: Model, client: Model, server: Model) -> float:

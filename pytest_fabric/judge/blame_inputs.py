@@ -1,0 +1,101 @@
+"""What each pair check hands the blame model: its measurements as :class:`~pytest_fabric.judge.blame.Figure` values.
+
+Pure: a measurement and the profile's floors in, figures out. Every pair check feeds
+:func:`~pytest_fabric.judge.blame.blame` through here, in the unit it is shown in:
+
+- ``tcp_throughput``: one figure per pair, sender first (iperf3's client sends), Gb/s;
+- ``rdma_bandwidth``: one figure per rail (each rail a series of its own), every run of
+  ib_write_bw kept as a repeat, the floor resolved against that rail's line rate, Gb/s;
+- ``gpudirect_bandwidth``: one figure per GPU (a series per GPU name: GPU0 of every node is
+  measured over the same kind of path), Gb/s;
+- ``nccl_allreduce``: one figure per group of nodes (a multi-node pair), no direction, GB/s busbw.
+
+A measurement that is not a number (a missing port, wrong results) gives no figure: its own test
+fails it, and the nodes it names are judged on their other figures.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from pytest_fabric.config.units import Quantity, QuantityError, bandwidth
+from pytest_fabric.judge.blame import Figure
+from pytest_fabric.judge.verdict import Expectation, Measurement, Op
+
+__all__ = ["CHECKS", "UNITS", "figures_of", "floors_of"]
+
+#: the pair checks the model reads, and the unit their figures are compared in
+UNITS: dict[str, str] = {
+    "tcp_throughput": "Gb/s",
+    "rdma_bandwidth": "Gb/s",
+    "gpudirect_bandwidth": "Gb/s",
+    "nccl_allreduce": "GB/s",
+}
+CHECKS = tuple(UNITS)
+#: checks whose pair has a sender and a receiver (an NCCL ring has neither)
+_DIRECTED = {"tcp_throughput": True, "rdma_bandwidth": True, "gpudirect_bandwidth": True, "nccl_allreduce": False}
+
+
+def floors_of(expectations: Sequence[Expectation]) -> list[Quantity]:
+    """The floors (``min``) among a check's expectations; a floor may be a share of line rate."""
+    return [e.value for e in expectations if e.op is Op.MIN and isinstance(e.value, Quantity)]
+
+
+def _floor(floors: Sequence[Quantity], unit: str, line: Quantity | None) -> float | None:
+    """The highest floor in ``unit``; a ``90% line`` floor against ``line`` (None without one)."""
+    out: list[float] = []
+    for floor in floors:
+        try:
+            if floor.is_line_share:
+                if line is not None:
+                    out.append(float(floor.of(line).to(unit)))
+            else:
+                out.append(float(floor.to(unit)))
+        except QuantityError:
+            continue  # a floor of another dimension is no floor of this figure
+    return max(out) if out else None
+
+
+def _number(value: Any) -> float | None:
+    return float(value) if isinstance(value, (int, float)) and not isinstance(value, bool) and value > 0 else None
+
+
+def figures_of(check: str, nodes: Sequence[str], measured: Measurement, floors: Sequence[Quantity]) -> list[Figure]:
+    """``measured`` (``nodes`` measured together, sender first) as the model's figures."""
+    unit = UNITS[check]
+    directed = _DIRECTED[check]
+    group = tuple(nodes)
+    parts: list[Mapping[str, Any]] = []
+    if check == "rdma_bandwidth":
+        parts = [r for r in measured.extra.get("rails") or [] if isinstance(r, Mapping)]
+    elif check == "gpudirect_bandwidth":
+        parts = [g for g in measured.extra.get("gpus") or [] if isinstance(g, Mapping)]
+    if parts:
+        out = []
+        for part in parts:
+            figure = _number(part.get("gbps"))
+            if figure is None:
+                continue
+            repeats = tuple(v for r in part.get("repeats") or [] if (v := _number(r)) is not None) or (figure,)
+            line = _number(part.get("line_gbps"))
+            rail = str(part.get("gpu")) if check == "gpudirect_bandwidth" else _rail(part)
+            out.append(Figure(check, group, repeats, _floor(floors, unit, bandwidth(line, "Gb/s") if line else measured.line_rate),
+                              rail, directed))
+        return out
+    if not isinstance(measured.value, Quantity) or measured.missing is not None:
+        return []
+    try:
+        samples = [float(s.to(unit)) for s in measured.samples] or [float(measured.value.to(unit))]
+    except QuantityError:
+        return []
+    repeats = tuple(v for v in samples if v > 0)
+    if not repeats:
+        return []
+    return [Figure(check, group, repeats, _floor(floors, unit, measured.line_rate), "", directed)]
+
+
+def _rail(part: Mapping[str, Any]) -> str:
+    """A rail's name in every pair: the port's, when both ends name it alike (mlx5_0 to mlx5_0)."""
+    a, b = str(part.get("a")), str(part.get("b"))
+    return a if a == b else f"{a}/{b}"

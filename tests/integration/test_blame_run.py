@@ -1,0 +1,112 @@
+"""One attribution model for every pair check (issue 29), on the simulated cluster: the cases where
+the run sent back a healthy node, or no one, before pytest_fabric/judge/blame.py judged the run."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+from simcluster import NodeBreaker, SimCluster
+from simcluster.hardware import FakeHardware, default_ports, hardware_installed
+
+
+def _run(work: Path, inventory: Path, profile: str, select: str) -> dict[str, Any]:
+    (work / "profile.yaml").write_text(profile)
+    result = subprocess.run(
+        [sys.executable, "-m", "pytest", "--cluster", str(inventory), "--profile", "profile.yaml", "-p", "no:cacheprovider",
+         "--conformance-json", "record.json", "-q", "-rfE", "-k", select],
+        cwd=work, capture_output=True, text=True, timeout=600,
+    )
+    record: dict[str, Any] = json.loads((work / "record.json").read_text())
+    record["_output"] = (result.stdout + result.stderr)[-4000:]
+    return record
+
+
+def _verdicts(record: dict[str, Any]) -> dict[str, str]:
+    return {c["subject"]: c["extra"]["attribution"]["verdict"] for c in record["checks"]
+            if c["check"] == "attribution" and c["outcome"] in ("passed", "failed")}
+
+
+NOISY = """\
+name: noisy
+inter_node:
+  pairs: all
+  tcp_throughput: {min: 0.5 Gb/s, streams: 1, processes: 1, duration: 2 s}
+  outlier: {max_below_median: 7%}
+  attribution: {retest: true}
+"""
+
+
+def test_a_node_at_a_fraction_of_its_noisy_peers_is_sent_back_alone_and_again_the_same(
+    simcluster: SimCluster, break_node: NodeBreaker, tmp_path: Path
+) -> None:
+    """Six nodes, real iperf3 (healthy pairs several Gb/s, noisy on a busy machine), node03 shaped
+    to 800 Mbit/s: above the 0.5 Gb/s floor, far below its peers. Before: nothing sent back, or
+    every node, depending on the run."""
+    inventory = simcluster.write_inventory(tmp_path / "inventory.yaml", nodes=simcluster.nodes[:6])
+    found = []
+    with break_node.shaped("node03", 800):
+        for attempt in range(2):
+            work = tmp_path / f"run{attempt}"
+            work.mkdir()
+            found.append(_run(work, inventory, NOISY, "test_tcp_throughput or attribution"))
+    for record in found:
+        assert record["run"]["send_back"] == "node03", record["_output"]
+        assert _verdicts(record)["node03"] == "node fault", record["_output"]
+    assert _verdicts(found[0]) == _verdicts(found[1])
+
+
+NCCL = """\
+name: nccl-only
+intra_node:
+  gpu_count: 8
+inter_node:
+  link_layer: infiniband
+  ports: 4
+  rdma_bandwidth: {min: 90% line, size: 8 MiB, qps: 2, repeat: 1, duration: 1 s}
+  nccl_allreduce: {min: 60 GB/s, size: 1 GiB}
+  pairs: all
+  attribution: {retest: true}
+"""
+
+
+def test_a_node_only_multi_node_nccl_finds_slow_is_named(simcluster: SimCluster, tmp_path: Path) -> None:
+    """Every rail healthy; node02's GPUs or PCIe hold every NCCL ring it is in to under half (a
+    fault only NCCL sees). Before: attribution read rdma_bandwidth alone and sent back no one."""
+    nodes = simcluster.nodes[:4]
+    inventory = simcluster.write_inventory(tmp_path / "inventory.yaml", nodes=nodes)
+    hardware = {n.name: FakeHardware() for n in nodes}
+    hardware["node02"] = FakeHardware(nccl_efficiency=0.35)
+    with hardware_installed(simcluster, hardware):
+        record = _run(tmp_path, inventory, NCCL, "test_nccl_allreduce or attribution")
+    assert record["run"]["send_back"] == "node02", record["_output"]
+    assert _verdicts(record) == {"node01": "healthy", "node02": "node fault", "node03": "healthy", "node04": "healthy"}
+    node02 = next(c for c in record["checks"] if c["check"] == "attribution" and c["subject"] == "node02")
+    assert "nccl_allreduce" in node02["message"] and "Send node02 to the provider" in node02["message"]
+
+
+FLAPPING = """\
+name: flapping
+inter_node:
+  link_layer: infiniband
+  ports: 1
+  rdma_bandwidth: {min: 90% line, size: 8 MiB, qps: 1, repeat: 4, duration: 1 s}
+  pairs: all
+  attribution: {retest: true}
+"""
+
+
+def test_a_flapping_rail_is_its_node_unstable_and_its_peers_stay(simcluster: SimCluster, tmp_path: Path) -> None:
+    """node02's rail retrains 4X <-> 2X: its runs alternate 196 and 98 Gb/s around the 180 Gb/s floor.
+    Before: "cannot attribute ... spread near the floor" on both ends, and a healthy peer sent back."""
+    nodes = simcluster.nodes[:4]
+    inventory = simcluster.write_inventory(tmp_path / "inventory.yaml", nodes=nodes)
+    hardware = {n.name: FakeHardware(ports=default_ports()[:1]) for n in nodes}
+    hardware["node02"] = FakeHardware(ports=default_ports()[:1], flapping_fraction=0.5)
+    with hardware_installed(simcluster, hardware):
+        record = _run(tmp_path, inventory, FLAPPING, "test_rdma_bandwidth or attribution")
+    assert record["run"]["send_back"] == "node02", record["_output"]
+    assert _verdicts(record) == {"node01": "healthy", "node02": "unstable", "node03": "healthy", "node04": "healthy"}
