@@ -89,7 +89,6 @@ pytest_plugins = [
     "pytest_fabric.measurements.switch_links",
     "pytest_fabric.measurements.gpudirect",
     "pytest_fabric.measurements.attribution",  # every pair check judged by one model (judge/blame.py)
-    "pytest_fabric.measurements.attribution",  # every pair check judged by one model (judge/blame.py)
     "pytest_fabric.checks.xid",  # Xid events in the kernel log, per GPU (a family: its own declarations)
     "pytest_fabric.checks.pcie_errors",  # PCIe replays and AER of GPUs and NICs, before and after the run
     "pytest_fabric.checks.link_history",  # port counters as they stand, link-downs in the kernel log
