@@ -9,6 +9,7 @@ from __future__ import annotations
 import glob
 import hashlib
 import os
+import shutil
 import stat
 import subprocess
 from pathlib import Path
@@ -193,3 +194,23 @@ def test_preflight_and_the_tool_identity_ask_the_tenants_copy_never_path(tmp_pat
         assert only.tools["iperf3"].sha256 == pin.sha256 and evidence is installed.listing
     finally:
         tools.remove_all(lambda made, fn: [fn(m) for m in made])
+
+
+def test_a_killed_runs_tool_directory_is_removed_by_the_next_upload(tmp_path: Path) -> None:
+    dead = Path("/tmp/.pytest-fabric-0dead0run000.Zz9Yy8")
+    dead.mkdir(mode=0o700)
+    (dead / "iperf3").write_text("left by a run killed with SIGKILL")
+    (dead / ".owner").write_text("run=0dead0run000 controller=elsewhere pid=1 pidstart=1 started=1 until=2\n")
+    pin = _pin(tmp_path)
+    holder: list[NodeHandle] = []
+    tools = _tools((pin,), holder, Once())
+    holder.append(node := _node(tools))
+    try:
+        made = tools.on("local")
+        assert not dead.exists()
+        assert any(str(dead) in note and "lease ended" in note for note in made.notes), made.notes
+        assert node.tenant_tool("iperf3") is not None
+    finally:
+        tools.remove_all(lambda made, fn: [fn(m) for m in made])
+        if dead.exists():  # only when the test failed: leave nothing behind
+            shutil.rmtree(dead)
