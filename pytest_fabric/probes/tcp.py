@@ -218,6 +218,9 @@ def measure_pair(
     pin_notes.append(note)
 
     ports = [settings.port + i for i in range(settings.processes)]
+    # the tenant's pinned copy where the inventory pins iperf3 (run/tenant_tools.py), else the node's;
+    # asked before the counters are read, so an upload on first use is not counted in the test's bytes
+    server_tool, client_tool = pair.b.tool("iperf3"), pair.a.tool("iperf3")
     # Read before any server starts, so the counters' growth covers every byte of the test.
     ends = _witness_ends(pair, once) if settings.witness else []
     before = _read_ends(ends)
@@ -225,8 +228,6 @@ def measure_pair(
     duration = max(1, round(settings.duration_s))
     budget = duration + 30
     servers: list[BackgroundProcess] = []
-    # the tenant's pinned copy where the inventory pins iperf3 (run/tenant_tools.py), else the node's
-    server_tool, client_tool = pair.b.tool("iperf3"), pair.a.tool("iperf3")
     try:
         for port in ports:
             servers.append(
