@@ -10,15 +10,16 @@ import pytest
 from pytest_fabric.checks import base as checks
 from pytest_fabric.checks.base import GPUDIRECT_BANDWIDTH_PORTS
 from pytest_fabric.judge.verdict import Measurement
+from pytest_fabric.measurements import cross_checked
 from pytest_fabric.measurements.affinity import node_topology
-from pytest_fabric.measurements.inter_node import node_ports, rdma_traffic
+from pytest_fabric.measurements.inter_node import measure_function, node_ports, rdma_traffic
 from pytest_fabric.measurements.intra_node import node_gpus
 from pytest_fabric.parsers.base import ParseError
 from pytest_fabric.probes import affinity, gpudirect, rdma
 from pytest_fabric.run.cluster import NodeHandle, NodePair
 from pytest_fabric.run.fixtures import SpecLookup
 from pytest_fabric.run.state import FabricState, get_state
-from pytest_fabric.run.waves import wave
+from pytest_fabric.run.waves import wave, whole_round
 from pytest_fabric.transport.base import TransportError
 
 
@@ -28,7 +29,6 @@ def _state(request: pytest.FixtureRequest) -> FabricState:
     return state
 
 
-@pytest.fixture
 @wave("node_pair")
 def gpudirect_bandwidth(request: pytest.FixtureRequest, node_pair: NodePair, spec: SpecLookup) -> Measurement:
     """ib_write_bw from each GPU of one node (named by its bus id) to the same GPU of the other, over their nearest NICs."""
@@ -44,6 +44,17 @@ def gpudirect_bandwidth(request: pytest.FixtureRequest, node_pair: NodePair, spe
         node_pair, run, rails_a=affinity.rails(node_topology(request, node_pair.a)[0]),
         rails_b=affinity.rails(node_topology(request, node_pair.b)[0]), ports_a=ports_a, ports_b=ports_b,
         bus_ids_a=_bus_ids(request, node_pair.a), bus_ids_b=_bus_ids(request, node_pair.b))
+
+
+_measure_pair = gpudirect_bandwidth  # the wave: its round measured at once, the check named after it
+
+
+@pytest.fixture(name="gpudirect_bandwidth")
+def _gpudirect_cross_checked(request: pytest.FixtureRequest, node_pair: NodePair, spec: SpecLookup) -> Measurement:
+    """The pair's GPUDirect figures (after its whole round), each held to host RDMA between the same ports."""
+    measured = _measure_pair(request=request, node_pair=node_pair, spec=spec)
+    return cross_checked.gpudirect(_state(request), node_pair, measured, measure_function,
+                                   whole=whole_round(request.config))
 
 
 def _bus_ids(request: pytest.FixtureRequest, node: NodeHandle) -> dict[str, str]:

@@ -22,6 +22,7 @@ from pytest_fabric.config.units import Quantity, parse_quantity
 from pytest_fabric.judge import consistency
 from pytest_fabric.judge.verdict import Measurement
 from pytest_fabric.judge.verdict import judge as judge_measurement
+from pytest_fabric.measurements import cross_checked
 from pytest_fabric.probes import counters, nccl, netdev, qos, rdma, reachability, tcp
 from pytest_fabric.probes.base import MeasurementError
 from pytest_fabric.run import retests
@@ -498,7 +499,9 @@ def roce(request: pytest.FixtureRequest, node: NodeHandle, spec: SpecLookup) -> 
 def tcp_throughput(request: pytest.FixtureRequest, node_pair: NodePair, spec: SpecLookup) -> Measurement:
     """iperf3 from ``node_pair.a`` to ``node_pair.b``; the whole round runs at once."""
     spec(checks.TCP_THROUGHPUT)
-    return pair_measurement(request, "tcp_throughput", node_pair)
+    measured = pair_measurement(request, "tcp_throughput", node_pair)
+    return cross_checked.tcp(_state(request), node_pair, measured, measure_function,
+                              whole=whole_round(request.config))
 
 
 @pytest.fixture
@@ -516,7 +519,9 @@ def rdma_latency(request: pytest.FixtureRequest, node_pair: NodePair, spec: Spec
 @pytest.fixture
 def nccl_allreduce(request: pytest.FixtureRequest, node_pair: NodePair, spec: SpecLookup) -> Measurement:
     spec(checks.NCCL_ALLREDUCE)
-    return pair_measurement(request, "nccl_allreduce", node_pair)
+    measured = pair_measurement(request, "nccl_allreduce", node_pair)
+    return cross_checked.nccl(_state(request), node_pair, measured, measure_function,
+                              whole=whole_round(request.config))
 
 
 # --------------------------------------------------------------------------- re-measuring before judging

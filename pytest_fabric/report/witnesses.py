@@ -1,6 +1,7 @@
 """What vouches for a check's figures besides its tool, as HTML for the check's evidence block.
 
-Reads the record's ``extra.corroborations`` (what each witness found, judge/corroboration.py) and
+Reads the record's ``extra.corroborations`` (what each witness found, judge/corroboration.py),
+``extra.cross_checks`` (the check's figure against another check's, judge/cross_checks.py) and
 ``extra.tool_identity`` (the file each tool name was on each node: path, SHA-256, build id,
 package). Pure: a record dict in, escaped HTML out; node text is escaped by :func:`text`.
 """
@@ -14,23 +15,37 @@ from pytest_fabric.report.htmltext import text
 
 __all__ = ["corroborations_html", "tool_identity_html"]
 
-_MARK = {"agrees": "agrees", "uncorroborated": "UNCORROBORATED", "not run": "not run"}
+_MARK = {"agrees": "agrees", "uncorroborated": "UNCORROBORATED", "not run": "not run",
+         "consistent": "consistent", "inconsistent": "INCONSISTENT", "finding": "finding"}
 
 
 def corroborations_html(check: Mapping[str, Any]) -> str:
-    """One line per corroboration (witness, node, what it found); a sentence when none ran."""
+    """One line per corroboration (witness, node, what it found), a sentence when none ran; then the cross-checks."""
     extra = check.get("extra") or {}
     found = extra.get("corroborations")
     if found is None:
-        return ""
+        return _cross_checks(extra)
     if not found:
-        return "<p>Corroborations: none ran.</p>"
+        return "<p>Corroborations: none ran.</p>" + _cross_checks(extra)
     lines = "".join(
         f"<li>{text(c.get('witness'))} on {text(c.get('node'))}: {_MARK.get(str(c.get('status')), text(c.get('status')))}"
         f" &mdash; {text(c.get('detail'))}</li>"
         for c in found if isinstance(c, Mapping)
     )
-    return f"<details><summary>Corroborations ({len(found)})</summary><ul>{lines}</ul></details>"
+    return f"<details><summary>Corroborations ({len(found)})</summary><ul>{lines}</ul></details>" + _cross_checks(extra)
+
+
+def _cross_checks(extra: Mapping[str, Any]) -> str:
+    """One line per cross-check that ran (which, the node charged, what it found); nothing when none ran."""
+    found = [c for c in extra.get("cross_checks") or [] if isinstance(c, Mapping)]
+    if not found:
+        return ""
+    lines = "".join(
+        f"<li>{text(c.get('name'))}, charged to {text(c.get('node'))}: "
+        f"{_MARK.get(str(c.get('status')), text(c.get('status')))} &mdash; {text(c.get('detail'))}</li>"
+        for c in found
+    )
+    return f"<details><summary>Cross-checks ({len(found)})</summary><ul>{lines}</ul></details>"
 
 
 def tool_identity_html(check: Mapping[str, Any]) -> str:
