@@ -326,6 +326,12 @@ def _peers(cluster: Cluster, node: NodeHandle) -> list[NodeHandle]:
     return nodes[at + 1 :] + nodes[:at]
 
 
+def _witnesses(request: pytest.FixtureRequest) -> bool:
+    """Whether fio's bytes are held to the storage's own counters (on unless --fabric-no-witness)."""
+    state = get_state(request.config)
+    return state is not None and state.witnesses
+
+
 def _settings(spec: Any, rw: str, check: str) -> storage.FioSettings:
     runtime = getattr(spec, "runtime", None)  # measured: together (the profile fills it in): time-based
     return storage.FioSettings(
@@ -414,7 +420,8 @@ def mount_expected(request: pytest.FixtureRequest, mount: MountHandle, mount_sta
 @wave("mount", shares=_takes_turns("sequential_read"))
 def sequential_read(request: pytest.FixtureRequest, mount: MountHandle, cluster: Cluster, spec: SpecLookup) -> Measurement:
     """Reads files ``mount.node`` did not write: laid out by another node on a shared mount, else caches dropped."""
-    settings = _settings(spec(SEQUENTIAL_READ), "read", "storage.sequential_read")
+    settings = dataclasses.replace(_settings(spec(SEQUENTIAL_READ), "read", "storage.sequential_read"),
+                                   witness=_witnesses(request))
     measured = _measure(request, "sequential_read", mount, "sequential", settings, lambda: storage.sequential(
         mount.node, _spec_of(request, mount), settings, _peers(cluster, mount.node)))
     return _as_measured(request, "sequential_read", mount, measured)
@@ -423,7 +430,8 @@ def sequential_read(request: pytest.FixtureRequest, mount: MountHandle, cluster:
 @pytest.fixture
 @wave("mount", shares=_takes_turns("sequential_write"))
 def sequential_write(request: pytest.FixtureRequest, mount: MountHandle, spec: SpecLookup) -> Measurement:
-    settings = _settings(spec(SEQUENTIAL_WRITE), "write", "storage.sequential_write")
+    settings = dataclasses.replace(_settings(spec(SEQUENTIAL_WRITE), "write", "storage.sequential_write"),
+                                   witness=_witnesses(request))
     measured = _measure(request, "sequential_write", mount, "sequential", settings,
                         lambda: storage.sequential(mount.node, _spec_of(request, mount), settings))
     return _as_measured(request, "sequential_write", mount, measured)
@@ -444,6 +452,7 @@ def random_read_iops(request: pytest.FixtureRequest, mount: MountHandle, cluster
         direct=settings.direct,
         check="storage.random_read_iops",
         corroborate=True,
+        witness=_witnesses(request),
     )
     measured = _measure(request, "random_read_iops", mount, "random_read", fio_settings, lambda: storage.random_read(
         mount.node, _spec_of(request, mount), fio_settings, _peers(cluster, mount.node)))
@@ -468,6 +477,7 @@ def checkpoint_write(request: pytest.FixtureRequest, mount: MountHandle, spec: S
         ioengine=settings.ioengine,
         fsync_on_close=True,
         corroborate=True,
+        witness=_witnesses(request),
         # Together applies here too, time-based: each node's buffered writers loop over their
         # files for `runtime`, then fsync (fio's end_fsync runs after the time_based loop and
         # counts in the job's runtime), so the figure is still data made durable, and every
