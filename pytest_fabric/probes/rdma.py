@@ -352,13 +352,13 @@ def _run_pair(
     server_settings: RdmaSettings | None = None,
 ) -> tuple[CommandResult, list[CommandResult]]:
     served = server_settings or settings
-    server_cmd = f"{binding.b}{settings.tool} {_perftest_args(b_port.device, b_port.port, served, port)} {client_args}"
+    server_cmd = f"{binding.b}{pair.b.tool(settings.tool)} {_perftest_args(b_port.device, b_port.port, served, port)} {client_args}"
     server = pair.b.start(server_cmd, timeout=settings.timeout_s + SERVER_START_S)
     evidence: list[CommandResult] = []
     try:
         _server_listening(pair.b, port, server)
         client_cmd = (
-            f"{binding.a}{settings.tool} {_perftest_args(a_port.device, a_port.port, settings, port)} {client_args} "
+            f"{binding.a}{pair.a.tool(settings.tool)} {_perftest_args(a_port.device, a_port.port, settings, port)} {client_args} "
             f"{quote(pair.b.address)}"
         )
         client = pair.a.run(client_cmd, timeout=settings.timeout_s, check=False)
