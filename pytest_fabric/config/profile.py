@@ -113,7 +113,6 @@ _PARAM_DIMENSIONS = {
     "block_size": Dimension.SIZE,
     "duration": Dimension.TIME,
     "runtime": Dimension.TIME,
-    "node_fault_share": Dimension.PERCENT,
 }
 
 
@@ -360,11 +359,12 @@ class Share(CheckSpec):
 
 
 class Attribution(CheckSpec):
-    """Blame bad pairs on nodes or on links; ``retest`` re-measures suspects against known-good nodes."""
+    """Blame what fell short on nodes, links or the fabric (judge/blame.py); ``retest`` measures what it
+    cannot tell yet, and each link's pair, alone before the verdict."""
 
-    check: Literal["rdma_bandwidth", "tcp_throughput"] | None = None  # default: rdma_bandwidth if set, else tcp
+    # default: every pair check the profile sets (measurements/attribution.py)
+    check: Literal["rdma_bandwidth", "tcp_throughput", "nccl_allreduce", "gpudirect_bandwidth"] | None = None
     retest: bool = True
-    node_fault_share: QuantityField = Field(default_factory=lambda: parse_quantity("50%"))
 
     @model_validator(mode="after")
     def _dimensions(self) -> Any:

@@ -342,8 +342,9 @@ def attribution(request: pytest.FixtureRequest, node: NodeHandle, spec: SpecLook
         # Nothing measured for this node: that is an error, never a verdict on it.
         u = missing[node.name]
         unreachable = u.reason.startswith("could not be reached")
-        head = f"{node.name} is unreachable ({u.reason})" if unreachable else f"{node.name}: {u.reason}, so there is nothing to attribute"
-        raise MeasurementError(node.name, f"{head}: not a node fault, and not held against its peers", fix=u.fix)
+        text = (f"{node.name} is unreachable ({u.reason}): not a node fault, and not held against its peers" if unreachable
+                else f"{node.name}: {u.reason}, so there is nothing to attribute (held against neither it nor its peers)")
+        raise MeasurementError(node.name, text, fix=u.fix)
     nb = result.blame.nodes.get(node.name)
     if nb is None:
         raise MeasurementError(node.name, f"no pair check measured {node.name} (it has no pair in the schedule)",

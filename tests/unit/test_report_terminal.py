@@ -6,6 +6,7 @@ import pytest
 
 from pytest_fabric.report.run_verdict import judge_run
 from pytest_fabric.report.terminal import (
+    blame_lines,
     error_groups,
     error_lines,
     not_measured_lines,
@@ -112,3 +113,19 @@ def test_a_cluster_wide_finding_comes_before_the_worst_pairs(pytester: pytest.Py
     out = pytester.runpytest().stdout.str()
     first_pair = out.index("FAILED rdma_bandwidth")
     assert out.index("cluster-wide findings") < out.index("FAILED fabric_attribution: fabric-wide shortfall") < first_pair
+
+
+def test_attributions_findings_that_send_no_node_back_are_each_said_apart() -> None:
+    found = {"verdict": "cannot tell", "under_load": ["n2<->n5"],
+             "links": [{"series": "rdma_bandwidth mlx5_0", "nodes": ["n1", "n4"], "message": "a link fault: 90 against 196"}],
+             "fabric": [], "cannot_tell": [{"node": "n7", "message": "short", "tell": "measure n7 with at least 3 more peers"}]}
+    checks = [make_check("fabric_attribution", "cluster", "failed", nodes=[], extra={"fabric_attribution": found})]
+    assert blame_lines(checks) == [
+        "link faults (the cable or switch path between two good nodes; no node sent back):",
+        "  n1<->n4 (rdma_bandwidth mlx5_0): a link fault: 90 against 196",
+        "fabric findings (short with no node pattern; no node sent back):",
+        "  fails under load (short inside their round, good alone, short in it again): n2<->n5",
+        "cannot tell node from link (not sent back):",
+        "  n7: measure n7 with at least 3 more peers",
+    ]
+    assert send_back_line(checks) == "nodes to send back: none" and blame_lines([]) == []
