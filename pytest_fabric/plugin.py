@@ -80,12 +80,13 @@ pytest_plugins = [
     "pytest_fabric.session.stopping",  # SIGTERM and SIGHUP stop a run as Ctrl-C does
     "pytest_fabric.session.soak",  # --soak DURATION: the checks in cycles, judged over time
     "pytest_fabric.run.fixtures",
-    "pytest_fabric.measurements.intra_node",
+    # first of the measurement plugins: the others import its GPU inventory, and a plugin module must
+    # not be imported before pytest registers it (its asserts would not be rewritten)
+    "pytest_fabric.checks.gpu",  # GPUs, their links, NCCL inside a node, DCGM (a family: its own declarations)
     "pytest_fabric.measurements.inter_node",
     "pytest_fabric.measurements.egress",
     "pytest_fabric.measurements.software",
     "pytest_fabric.measurements.affinity",
-    "pytest_fabric.measurements.gpu_health",
     "pytest_fabric.measurements.switch_links",
     "pytest_fabric.measurements.gpudirect",
     "pytest_fabric.measurements.attribution",  # every pair check judged by one model (judge/blame.py)

@@ -190,25 +190,10 @@ SOFTWARE_CONSISTENCY = declare(
 
 # intra-node
 GPU_COUNT = declare(Check("gpu_count", "intra_node", p.Count, "node", "wave", tools=("nvidia-smi",)))
-GPU_MODEL = declare(Check("gpu_model", "intra_node", p.Text, "gpu", "wave", tools=("nvidia-smi",)))
-GPU_PCIE = declare(Check("gpu_pcie", "intra_node", p.PcieLink, "gpu", "wave", tools=("nvidia-smi", "nvbandwidth"),
-                         typical_s=10.0))  # read under nvbandwidth load
-NIC_PCIE = declare(Check("nic_pcie", "intra_node", p.PcieLink, "node", "wave", tools=("lspci",)))
-GPU_INTERCONNECT = declare(Check("gpu_interconnect", "intra_node", p.Text, "node", "wave", tools=("nvidia-smi",)))
-NVLINK_BANDWIDTH = declare(Check("nvlink_bandwidth", "intra_node", p.BandwidthFloor, "node", "wave",
-                                 tools=("nvidia-smi", "nvbandwidth"), typical_s=30.0))  # every GPU pair
-HOST_TO_DEVICE_BANDWIDTH = declare(Check("host_to_device_bandwidth", "intra_node", p.BandwidthFloor, "node", "wave",
-                                         tools=("nvbandwidth",), typical_s=10.0))
-DEVICE_TO_HOST_BANDWIDTH = declare(Check("device_to_host_bandwidth", "intra_node", p.BandwidthFloor, "node", "wave",
-                                         tools=("nvbandwidth",), typical_s=10.0))
-NODE_NCCL_ALLREDUCE = declare(Check("node_nccl_allreduce", "intra_node", p.NcclBandwidth, "node", "wave",
-                                    key="nccl_allreduce", tools=("nvidia-smi", "all_reduce_perf"),
-                                    typical_s=45.0))  # all_reduce_perf sweep on a node's 8 GPUs
+# the GPUs' models, links, NCCL inside a node and DCGM's diagnostic: checks/gpu.py, a family of its own
 GPU_NIC_AFFINITY = declare(Check("gpu_nic_affinity", "intra_node", p.GpuNicAffinity, "node", "wave",
                                  tools=("nvidia-smi",)))
 GPU_RAILS = declare(Check("gpu_rails", "intra_node", p.GpuNicAffinity, "cluster", "cluster", key="gpu_nic_affinity"))
-GPU_HEALTH = declare(Check("gpu_health", "intra_node", p.GpuHealth, "node", "wave", tools=("dcgmi",),
-                           typical_s=120.0))  # dcgmi diag -r 1 (level 2 and above take minutes more)
 
 # inter-node: ports and links of each node
 LINK_LAYER = declare(Check("link_layer", "inter_node", p.Text, "node", "wave", tools=("ibstat",)))

@@ -27,11 +27,11 @@ import pytest
 from pydantic import Field, field_validator
 
 from pytest_fabric.checks.base import Check
+from pytest_fabric.checks.gpu import node_gpus
 from pytest_fabric.config.profile import Finding
 from pytest_fabric.config.units import Dimension, Quantity, QuantityField, parse_quantity
 from pytest_fabric.judge import gpu_peers
 from pytest_fabric.judge.verdict import Measurement
-from pytest_fabric.measurements.intra_node import node_gpus
 from pytest_fabric.probes import gpu_load as probe
 from pytest_fabric.probes.base import MeasurementError
 from pytest_fabric.run.cluster import NodeHandle

@@ -100,6 +100,11 @@ class CheckSpec(BaseModel):
                 out.append((name, op, value))
         return out
 
+    def seconds(self) -> float | None:
+        """How long one measurement takes where these settings decide it other than by a ``duration``, a
+        ``runtime`` or a size at the floor (DCGM's level); None: the plan works it out (run/plan.py)."""
+        return None
+
     def params(self) -> dict[str, Any]:
         bound_names = {name for name, _, _ in self.BOUNDS}
         return {
@@ -590,14 +595,6 @@ class GpuNicAffinity(Finding):
     paths: list[PciePath] = Field(default_factory=lambda: list(_NEAR_PATHS))
 
 
-class GpuHealth(Finding):
-    """``dcgmi diag -r LEVEL`` (1 quick, 2 medium, 3 long, 4 extended) passes on every GPU."""
-
-    OK = "pass"
-    SCALAR_FIELD = "level"
-    level: int = Field(default=1, ge=1, le=4)
-
-
 class SwitchLinks(Finding):
     """``iblinkinfo`` from one node: every switch port with a peer at ``width`` lanes and ``rate``,
     and no "Could be" hint (a link trained below what both ends support) unless ``could_be: false``."""
@@ -631,17 +628,10 @@ class Software(_Section):
 
 
 class IntraNode(_Section):
+    """The keys of the GPU family (checks/gpu.py) and the others' are added by :func:`profile_schema`."""
+
     gpu_count: Count | None = None
-    gpu_model: Text | None = None
-    gpu_interconnect: Text | None = None
-    gpu_pcie: PcieLink | None = None
-    nic_pcie: PcieLink | None = None
-    nvlink_bandwidth: BandwidthFloor | None = None
-    host_to_device_bandwidth: BandwidthFloor | None = None
-    device_to_host_bandwidth: BandwidthFloor | None = None
-    nccl_allreduce: NcclBandwidth | None = None
     gpu_nic_affinity: GpuNicAffinity | None = None
-    gpu_health: GpuHealth | None = None
 
 
 class InterNode(_Section):

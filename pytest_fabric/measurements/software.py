@@ -18,11 +18,11 @@ from __future__ import annotations
 import pytest
 
 from pytest_fabric.checks import base as checks
+from pytest_fabric.checks.gpu import node_gpus
 from pytest_fabric.config.hostlist import fold
 from pytest_fabric.config.units import parse_quantity
 from pytest_fabric.judge import tool_identity as identity_judge
 from pytest_fabric.judge.verdict import Measurement
-from pytest_fabric.measurements.intra_node import node_gpus
 from pytest_fabric.parsers.tool_identity import NodeToolIdentity
 from pytest_fabric.probes import preflight as preflight_probe
 from pytest_fabric.probes import software as software_probe

@@ -24,7 +24,7 @@ from pytest_fabric.run.cluster import NodeHandle
 from pytest_fabric.transport.outcome import judge as judge_result
 from pytest_fabric.transport.results import CommandResult
 
-__all__ = ["TIMEOUT_S", "failures", "gpu_health", "warnings", "with_memory_faults"]
+__all__ = ["TIMEOUT_S", "diagnose", "failures", "warnings", "with_memory_faults"]
 
 TIMEOUT_S = {1: 300.0, 2: 1200.0, 3: 3600.0, 4: 3 * 3600.0}
 
@@ -61,7 +61,7 @@ def warnings(result: dcgmi_diag.DcgmDiagResult) -> list[str]:
     return out
 
 
-def gpu_health(node: NodeHandle, level: int) -> Measurement:
+def diagnose(node: NodeHandle, level: int) -> Measurement:
     """Run the diagnostic at ``level``; ``pass`` or ``fail`` with each failed test per GPU."""
     command = f"dcgmi diag -r {level}"
     result: CommandResult = node.run(command, timeout=TIMEOUT_S[level], check=False)

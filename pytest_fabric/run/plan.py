@@ -49,6 +49,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from pytest_fabric.checks.base import BUILTIN, CheckRegistry
+from pytest_fabric.config.profile import CheckSpec
 from pytest_fabric.probes import nccl
 from pytest_fabric.run import retests, sharing
 from pytest_fabric.run.batches import DEFAULT_FANOUT, Share, members_at_once
@@ -87,12 +88,6 @@ TRANSFER_CONNECT_S = 0.5
 
 #: a reading (ibstat, nvidia-smi, findmnt, sysfs): about a second
 READING_S = 0.3
-
-#: ``dcgmi diag -r LEVEL`` end to end, by level: NVIDIA's dcgmi diag reference ("1: quick deployment
-#: checks, normally lasting seconds; 2: medium validation, approximately two minutes; 3: long hardware
-#: diagnostics, approximately 15 minutes; 4: extended, longer-running", taken as an hour), each with
-#: the 2 minutes a level-1 run takes here end to end (DCGM's start, the plugins' setup, the table)
-DCGM_LEVEL_S = {1: 120.0, 2: 240.0, 3: 1020.0, 4: 3720.0}
 
 #: opening one node's connection (SSH handshake and authentication), ``fanout`` nodes at a time
 CONNECT_S = 1.0
@@ -454,8 +449,9 @@ def measurement_seconds(check: str, spec: Any, *, gpus: int = 1, nodes: int = 0,
     runs = nccl_runs(check, spec, gpus=gpus, nodes=nodes, source=source)
     if runs is not None:
         return sum(allreduce_seconds(size, floor, ranks) for size, floor, ranks in runs)
-    if check == "gpu_health":  # DCGM's level sets how long it runs, not a duration
-        return DCGM_LEVEL_S.get(int(getattr(spec, "level", 1) or 1), DCGM_LEVEL_S[1])
+    own = spec.seconds() if isinstance(spec, CheckSpec) else None
+    if own is not None:  # the settings say how long it runs, not as a duration (DCGM's level)
+        return own
     repeat = int(getattr(spec, "repeat", 1) or 1)
     duration = _seconds(getattr(spec, "duration", None)) or _seconds(getattr(spec, "runtime", None))
     if duration is not None:

@@ -104,7 +104,7 @@ def test_wheel_ships_every_module_and_data_file(wheel: Path) -> None:
     missing = left_out(in_wheel, tracked)
     assert not missing, f"{wheel.name} lacks {len(missing)} file(s) of the source tree: {missing[:20]}"
     for required in (
-        "pytest_fabric/measurements/intra_node.py",
+        "pytest_fabric/checks/gpu.py",
         "pytest_fabric/conformance/inter_node/test_tcp.py",
         "pytest_fabric/profiles/hdr200.yaml",
         "pytest_fabric/inventories/local.yaml",

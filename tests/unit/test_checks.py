@@ -104,16 +104,17 @@ def test_a_port_outside_its_block_is_an_error_not_another_checks_port() -> None:
 
 def test_tools_follow_the_declarations_and_the_link_layer() -> None:
     keys = ["inter_node.rdma_bandwidth", "inter_node.error_counters", "intra_node.nccl_allreduce"]
-    assert checks.tools_for(keys, "infiniband") == {
+    registry = bundled_registry()
+    assert registry.tools_for(keys, "infiniband") == {
         "ibstat": ["inter_node.rdma_bandwidth"], "ib_write_bw": ["inter_node.rdma_bandwidth"],
         "perfquery": ["inter_node.error_counters"],
         "nvidia-smi": ["intra_node.nccl_allreduce"], "all_reduce_perf": ["intra_node.nccl_allreduce"],
     }
-    assert "ethtool" in checks.tools_for(keys, "ethernet")
+    assert "ethtool" in registry.tools_for(keys, "ethernet")
 
 
 def test_a_key_two_checks_share_is_one_profile_key() -> None:
     assert [c.name for c in checks.checks_judged_by("inter_node.outlier")] == [
         "rdma_bandwidth_outlier", "tcp_throughput_outlier"]
-    assert checks.profile_key_of("node_nccl_allreduce", "intra_node") == "nccl_allreduce"
+    assert bundled_registry().profile_key_of("node_nccl_allreduce", "intra_node") == "nccl_allreduce"
     assert checks.profile_key_of("my_own_check", "inter_node") == "my_own_check"

@@ -25,7 +25,7 @@ def node(stdout: str, exit_code: int = 0) -> NodeHandle:
 
 def test_dcgm4_failure_names_the_gpu_the_test_and_dcgms_words_and_not_the_warned_gpu() -> None:
     text = (DATA / "dcgm4-r2-4gpu-warn-gpu0-pcie-fail-gpu1-wrapped-constructed.txt").read_text()
-    measured = dcgm.gpu_health(node(text, exit_code=226), 2)
+    measured = dcgm.diagnose(node(text, exit_code=226), 2)
     assert measured.value == "fail"
     assert measured.detail == (
         "dcgmi diag -r 2: GPU1: pcie (Warning: GPU1: Bandwidth of GPU 1 in direction d2h of 3.11 did not exceed "
@@ -39,7 +39,7 @@ def test_dcgm4_warning_alone_passes_and_is_shown() -> None:
     healthy = text.replace(
         "| pcie                      | Fail ", "| pcie                      | Pass "
     ).replace("GPU1: Fail", "GPU1: Pass")
-    measured = dcgm.gpu_health(node(healthy), 2)
+    measured = dcgm.diagnose(node(healthy), 2)
     assert measured.value == "pass", measured.detail
     assert "skipped: targeted_stress" in measured.detail
     assert (
@@ -51,7 +51,7 @@ def test_dcgm4_warning_alone_passes_and_is_shown() -> None:
 def test_a_table_cut_short_is_an_error_naming_the_node() -> None:
     text = (DATA / "dcgm4.2.3-4gpu-26b9-pod-banner-issue253-excerpt.txt").read_text()
     with pytest.raises(MeasurementError, match="gpu07.*stops after 1 test"):
-        dcgm.gpu_health(node(text, exit_code=137), 2)
+        dcgm.diagnose(node(text, exit_code=137), 2)
 
 
 def test_a_memory_fault_nvidia_smi_shows_fails_a_node_the_diagnostic_passed() -> None:
@@ -61,7 +61,7 @@ def test_a_memory_fault_nvidia_smi_shows_fails_a_node_the_diagnostic_passed() ->
     healthy = text.replace(
         "| pcie                      | Fail ", "| pcie                      | Pass "
     ).replace("GPU1: Fail", "GPU1: Pass")
-    passed = dcgm.gpu_health(node(healthy), 2)
+    passed = dcgm.diagnose(node(healthy), 2)
     smi = (
         DATA.parent
         / "nvidia-smi-q"

@@ -1,0 +1,249 @@
+"""GPUs inside one node (``intra_node.*``): the GPUs, their links (NVLink/NVSwitch/PCIe), NCCL inside
+one node, and DCGM's health diagnostic: settings, declarations and fixtures.
+
+Per node: ``gpu_interconnect``, ``nic_pcie``, ``nvlink_bandwidth``, ``host_to_device_bandwidth``,
+``device_to_host_bandwidth``, ``node_nccl_allreduce``, ``gpu_health``.  Per GPU (``node01:gpu3``,
+as many as the profile's ``gpu_count``): ``gpu_model``, ``gpu_pcie``; a GPU the node does not show
+fails as missing.  (``gpu_count`` itself is declared in checks/base.py: the plan, the Slurm
+allocation and NCCL's ranks read it as the profile's statement of the hardware; its fixture is here.)
+
+The GPU inventory (``nvidia-smi -q -x``) is read once per node and run and
+shared by the count, model and PCIe checks, by ``gpu_interconnect`` where the
+profile expects NVLink (the GPUs' NVLink fabric state), and by ``gpu_health`` (the GPUs'
+memory state): it is one command, and every GPU subject of a node must be judged on the
+same reading.  So are the PCIe links sampled under load for ``gpu_pcie`` (one copy to every
+GPU at once per node).
+
+Every check runs in a wave: on all nodes at once. The GPUs of one node take turns
+(one node's GPUs are one resource), so the first reads the node and the others
+find its reading.  The family registers its checks through ``pytest_fabric_checks``, as an
+extension does; its probes are :mod:`pytest_fabric.probes.gpu` and :mod:`pytest_fabric.probes.dcgm`.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from typing import Any
+
+import pytest
+from pydantic import Field
+
+from pytest_fabric.checks import base as checks
+from pytest_fabric.checks.base import Check
+from pytest_fabric.config.profile import BandwidthFloor, Finding, NcclBandwidth, PcieLink, Text
+from pytest_fabric.judge.verdict import Measurement
+from pytest_fabric.probes import dcgm
+from pytest_fabric.probes import gpu as gpu_probe
+from pytest_fabric.probes.base import MeasurementError
+from pytest_fabric.run.batches import Share
+from pytest_fabric.run.cluster import NodeHandle
+from pytest_fabric.run.fixtures import GpuHandle, SpecLookup
+from pytest_fabric.run.state import FabricState, get_state
+from pytest_fabric.run.waves import wave
+from pytest_fabric.transport.base import ToolMissing, TransportError
+
+__all__ = [
+    "DCGM_LEVEL_S",
+    "DEVICE_TO_HOST_BANDWIDTH",
+    "GPU_HEALTH",
+    "GPU_INTERCONNECT",
+    "GPU_MODEL",
+    "GPU_PCIE",
+    "HOST_TO_DEVICE_BANDWIDTH",
+    "NIC_PCIE",
+    "NODE_NCCL_ALLREDUCE",
+    "NVLINK_BANDWIDTH",
+    "GpuHealth",
+    "node_gpus",
+    "node_links_under_load",
+    "pytest_fabric_checks",
+]
+
+#: ``dcgmi diag -r LEVEL`` end to end, by level: NVIDIA's dcgmi diag reference ("1: quick deployment
+#: checks, normally lasting seconds; 2: medium validation, approximately two minutes; 3: long hardware
+#: diagnostics, approximately 15 minutes; 4: extended, longer-running", taken as an hour), each with
+#: the 2 minutes a level-1 run takes here end to end (DCGM's start, the plugins' setup, the table)
+DCGM_LEVEL_S = {1: 120.0, 2: 240.0, 3: 1020.0, 4: 3720.0}
+
+
+class GpuHealth(Finding):
+    """``dcgmi diag -r LEVEL`` (1 quick, 2 medium, 3 long, 4 extended) passes on every GPU."""
+
+    OK = "pass"
+    SCALAR_FIELD = "level"
+    level: int = Field(default=1, ge=1, le=4)
+
+    def seconds(self) -> float | None:
+        """DCGM's level sets how long it runs, not a duration (the plan reads this)."""
+        return DCGM_LEVEL_S.get(self.level, DCGM_LEVEL_S[1])
+
+
+GPU_MODEL = Check("gpu_model", "intra_node", Text, "gpu", "wave", tools=("nvidia-smi",))
+GPU_PCIE = Check("gpu_pcie", "intra_node", PcieLink, "gpu", "wave", tools=("nvidia-smi", "nvbandwidth"),
+                 typical_s=10.0)  # read under nvbandwidth load
+NIC_PCIE = Check("nic_pcie", "intra_node", PcieLink, "node", "wave", tools=("lspci",))
+GPU_INTERCONNECT = Check("gpu_interconnect", "intra_node", Text, "node", "wave", tools=("nvidia-smi",))
+NVLINK_BANDWIDTH = Check("nvlink_bandwidth", "intra_node", BandwidthFloor, "node", "wave",
+                         tools=("nvidia-smi", "nvbandwidth"), typical_s=30.0)  # every GPU pair
+HOST_TO_DEVICE_BANDWIDTH = Check("host_to_device_bandwidth", "intra_node", BandwidthFloor, "node", "wave",
+                                 tools=("nvbandwidth",), typical_s=10.0)
+DEVICE_TO_HOST_BANDWIDTH = Check("device_to_host_bandwidth", "intra_node", BandwidthFloor, "node", "wave",
+                                 tools=("nvbandwidth",), typical_s=10.0)
+#: all_reduce_perf's sweep on a node's GPUs; judged by ``intra_node.nccl_allreduce``
+NODE_NCCL_ALLREDUCE = Check("node_nccl_allreduce", "intra_node", NcclBandwidth, "node", "wave",
+                            key="nccl_allreduce", tools=("nvidia-smi", "all_reduce_perf"), typical_s=45.0)
+#: dcgmi diag -r 1 (level 2 and above take minutes more: GpuHealth.seconds)
+GPU_HEALTH = Check("gpu_health", "intra_node", GpuHealth, "node", "wave", tools=("dcgmi",), typical_s=120.0)
+
+
+def pytest_fabric_checks(config: pytest.Config) -> list[Check[Any]]:
+    """pytest-fabric registers this family the way an extension registers its checks."""
+    return [GPU_MODEL, GPU_PCIE, NIC_PCIE, GPU_INTERCONNECT, NVLINK_BANDWIDTH, HOST_TO_DEVICE_BANDWIDTH,
+            DEVICE_TO_HOST_BANDWIDTH, NODE_NCCL_ALLREDUCE, GPU_HEALTH]
+
+
+def _same_node(state: FabricState, gpu: GpuHandle) -> Share:
+    return Share(f"{gpu.node.name}'s GPUs", 1)
+
+
+def _state(request: pytest.FixtureRequest) -> FabricState:
+    state = get_state(request.config)
+    assert state is not None
+    return state
+
+
+def node_gpus(request: pytest.FixtureRequest, node: NodeHandle) -> gpu_probe.GpuInventory:
+    """The node's GPU inventory, read once per run (an error is kept: the node's other checks report it)."""
+    return _state(request).once.get("gpu inventory", node.name, lambda: gpu_probe.inventory(node))
+
+
+def node_links_under_load(request: pytest.FixtureRequest, node: NodeHandle) -> gpu_probe.LinksUnderLoad:
+    """The node's GPU links sampled under load, once per run: every GPU subject is judged on one load.
+
+    A failure is kept too, so the node's other GPUs report the same cause at
+    once instead of each starting the copy (and its sampling window) again.
+    """
+    return _state(request).once.get(
+        "gpu links under load", node.name, lambda: gpu_probe.links_under_load(node, node_gpus(request, node))
+    )
+
+
+def _expected_gpus(state: FabricState, node: NodeHandle) -> int:
+    """GPUs the profile expects per node (0 when it sets no gpu_count)."""
+    spec = state.profile.spec("intra_node", "gpu_count")
+    value = getattr(spec, "equal", None) or getattr(spec, "min", None) if spec is not None else None
+    return int(value.value) if value is not None else 0
+
+
+@pytest.fixture
+@wave("node")
+def gpu_count(request: pytest.FixtureRequest, node: NodeHandle, spec: SpecLookup) -> Measurement:
+    spec(checks.GPU_COUNT)
+    return gpu_probe.gpu_count(node_gpus(request, node))
+
+
+@pytest.fixture
+@wave("gpu", shares=_same_node)
+def gpu_model(request: pytest.FixtureRequest, gpu: GpuHandle, spec: SpecLookup) -> Measurement:
+    spec(GPU_MODEL)
+    return gpu_probe.gpu_model(node_gpus(request, gpu.node), gpu.index)
+
+
+@pytest.fixture
+@wave("gpu", shares=_same_node)
+def gpu_pcie(request: pytest.FixtureRequest, gpu: GpuHandle, spec: SpecLookup) -> Measurement:
+    spec(GPU_PCIE)
+    inv = node_gpus(request, gpu.node)
+    absent = gpu_probe.gpu_absent(inv, gpu.index)
+    if absent is not None:
+        return absent  # no load needed to find a GPU missing
+    return gpu_probe.gpu_pcie(inv, gpu.index, node_links_under_load(request, gpu.node))
+
+
+@pytest.fixture
+@wave("node")
+def gpu_interconnect(request: pytest.FixtureRequest, node: NodeHandle, spec: SpecLookup) -> Measurement:
+    expected = spec(GPU_INTERCONNECT)
+    measured = gpu_probe.gpu_interconnect(node)
+    if "nvlink" not in expected.value.lower():
+        return measured
+    # NVLink expected: a GPU the NVSwitch fabric has not registered fails it by name.
+    try:
+        inv = node_gpus(request, node)
+    except MeasurementError as exc:
+        # The inventory's own checks report why; the topology alone still judges the links.
+        return dataclasses.replace(measured, detail=f"{measured.detail}; NVLink fabric state not read: {exc}")
+    return gpu_probe.with_fabric_state(measured, inv)
+
+
+@pytest.fixture
+@wave("node")
+def nic_pcie(request: pytest.FixtureRequest, node: NodeHandle, spec: SpecLookup) -> Measurement:
+    """The PCIe link of the NICs of the rails the inventory (``rdma_ports``) or the profile (``ports.names``)
+    names; of every Mellanox/NVIDIA function where none are named."""
+    spec(NIC_PCIE)
+    ports_spec = _state(request).profile.spec_of(checks.PORTS)
+    named = tuple(node.spec.rdma_ports) or (tuple(ports_spec.names) if ports_spec is not None else ())
+    return gpu_probe.nic_pcie(node, named)
+
+
+@pytest.fixture
+@wave("node")
+def nvlink_bandwidth(node: NodeHandle, spec: SpecLookup) -> Measurement:
+    spec(NVLINK_BANDWIDTH)
+    return gpu_probe.nvlink_bandwidth(node)
+
+
+@pytest.fixture
+@wave("node")
+def host_to_device_bandwidth(node: NodeHandle, spec: SpecLookup) -> Measurement:
+    spec(HOST_TO_DEVICE_BANDWIDTH)
+    return gpu_probe.host_bandwidth(node, gpu_probe.H2D_TESTCASE)
+
+
+@pytest.fixture
+@wave("node")
+def device_to_host_bandwidth(node: NodeHandle, spec: SpecLookup) -> Measurement:
+    spec(DEVICE_TO_HOST_BANDWIDTH)
+    return gpu_probe.host_bandwidth(node, gpu_probe.D2H_TESTCASE)
+
+
+@pytest.fixture
+@wave("node")
+def node_nccl_allreduce(request: pytest.FixtureRequest, node: NodeHandle, spec: SpecLookup) -> Measurement:
+    """Single-node all_reduce (the inter-node layer's ``nccl_allreduce`` fixture is the multi-node one)."""
+    settings = spec(NODE_NCCL_ALLREDUCE)
+    inv = node_gpus(request, node)
+    expected = _expected_gpus(_state(request), node)
+    if expected and len(inv.gpus) < expected:
+        # A bus bandwidth over fewer GPUs is not comparable with the profile's
+        # figure, and all_reduce_perf -g N would only die with "invalid device ordinal".
+        return Measurement.absent(
+            f"{node.name} shows {len(inv.gpus)} GPU(s) ({inv.command}); the all_reduce needs the profile's {expected}",
+            inv.evidence,
+        )
+    return gpu_probe.node_allreduce(node, size_bytes=int(settings.size.to("B")), gpus=expected or len(inv.gpus))
+
+
+@pytest.fixture
+@wave("node")
+def gpu_health(request: pytest.FixtureRequest, node: NodeHandle, spec: SpecLookup) -> Measurement:
+    """``dcgmi diag -r LEVEL`` (``gpu_health: {level: 1}``) passes on every GPU of the node, and
+    nvidia-smi shows no GPU memory fault (uncorrectable volatile ECC errors, a pending or failed
+    row remap, a pending page retirement).
+
+    A node without dcgmi is an error naming the package (DCGM is not part of every GPU node's
+    install), as is everything else that stops the diagnostic."""
+    settings = spec(GPU_HEALTH)
+    try:
+        measured = dcgm.diagnose(node, settings.level)
+    except ToolMissing as exc:
+        # An error of the node, never a skip: a missing tool must not turn a set check into a pass.
+        raise ToolMissing(node.name, "dcgmi", command=exc.command,
+                          package="datacenter-gpu-manager (and start nv-hostengine)") from None
+    try:
+        inv = node_gpus(request, node)  # the node's one GPU inventory, shared with the checks above
+    except TransportError as exc:
+        # gpu_count and the other inventory checks report why; the diagnostic still judges the node.
+        return dataclasses.replace(measured, detail=f"{measured.detail}; GPU memory state not read: {exc}")
+    return dcgm.with_memory_faults(measured, inv.gpus, inv.command, inv.evidence)
