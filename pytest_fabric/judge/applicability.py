@@ -19,6 +19,7 @@ from pytest_fabric.checks import base as checks
 from pytest_fabric.config.bundled import bundled_inventory_name, shown_inventory, starter_command
 from pytest_fabric.config.inventory import Inventory
 from pytest_fabric.config.profile import Profile
+from pytest_fabric.judge.blame_inputs import CHECKS as PAIR_CHECKS
 from pytest_fabric.run.pairs import Pair
 
 __all__ = ["cannot_exist", "unmeasurable"]
@@ -80,11 +81,9 @@ def unmeasurable(profile: Profile, inventory: Inventory, pairs: Sequence[Pair],
         if why is not None:
             need(check, why.replace("CHECK", check.name))
 
-    if _set(profile, checks.ATTRIBUTION) and not (
-        profile.spec("inter_node", "rdma_bandwidth") or profile.spec("inter_node", "tcp_throughput")
-    ):
-        out.append(("inter_node.attribution", "inter_node.attribution: attribution re-measures what rdma_bandwidth "
-                    f"or tcp_throughput found; profile {profile.name} sets neither (set one, {_FIX})"))
+    if _set(profile, checks.ATTRIBUTION) and not any(profile.spec("inter_node", c) for c in PAIR_CHECKS):
+        out.append(("inter_node.attribution", "inter_node.attribution: attribution judges what the pair checks "
+                    f"({', '.join(PAIR_CHECKS)}) measured; profile {profile.name} sets none (set one, {_FIX})"))
     link_layer = profile.spec_of(checks.LINK_LAYER)
     if link_layer is not None and link_layer.value.lower() == "ethernet":
         need(checks.SWITCH_LINKS, "switch_links reads an InfiniBand subnet (iblinkinfo); this profile's "
