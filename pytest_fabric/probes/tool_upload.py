@@ -62,7 +62,8 @@ def _install_in(node: NodeHandle, pins: tuple[PinnedTool, ...], directory: str, 
     paths = {pin.name: f"{directory}/{pin.name}" for pin in pins}
     for pin in pins:
         node.put_file(pin.source, paths[pin.name], mode=0o700, timeout=60 + pin.size / _UPLOAD_RATE)
-    check = fill("stat -c '@@dir %a %U' -- {d} >&2; id -un >&2; ", d=directory)
+    check = fill("stat -c '@@dir %a %U' -- {d} >&2; id -un >&2; "
+                 "findmnt -n -o OPTIONS -T {d} 2>/dev/null | sed 's/^/@@options /' >&2; ", d=directory)
     result = node.run(check + _clean(identity_command(paths.values())), timeout=60, check=False)
     evidence.append(result)
     listing = parse_or_raise(identity_parser.parse, result,
@@ -101,6 +102,14 @@ def _check_directory(node: NodeHandle, directory: str, result: CommandResult) ->
             f"{said[1] if len(said) > 1 else '?'}, not 700 owned by {me or 'the SSH user'}: another user could "
             "replace the tenant's tools in it", command=result.command,
             fix=f"check {PARENT} on {node.name} (mktemp -d makes 0700 directories of the user who runs it)",
+        )
+    options = next((line.split()[1] for line in lines if line.startswith("@@options ") and len(line.split()) > 1), "")
+    if "noexec" in options.split(","):
+        raise MeasurementError(
+            node.name, f"{PARENT} on {node.name} is mounted noexec ({options}): the tenant's tools cannot run from "
+            f"{directory}", command=result.command,
+            fix=f"mount {PARENT} without noexec on {node.name}, or remove tools: from the inventory to run the "
+            "node's own tools",
         )
 
 

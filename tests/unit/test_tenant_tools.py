@@ -36,6 +36,7 @@ from pytest_fabric.transport.base import TransportError
 from pytest_fabric.transport.local import LocalTransport
 from pytest_fabric.transport.mock import MockTransport
 from pytest_fabric.transport.pool import ConnectionPool
+from pytest_fabric.transport.results import CommandResult
 
 TOOL = '#!/bin/sh\nprintf "ran %s\\n" "$*"; env | sort\n'
 
@@ -214,3 +215,16 @@ def test_a_killed_runs_tool_directory_is_removed_by_the_next_upload(tmp_path: Pa
         tools.remove_all(lambda made, fn: [fn(m) for m in made])
         if dead.exists():  # only when the test failed: leave nothing behind
             shutil.rmtree(dead)
+
+
+@pytest.mark.parametrize(("stderr", "said"), [
+    ("@@dir 755 root\nroot\n", "is mode 755 owned by root, not 700 owned by root"),
+    ("@@dir 700 nobody\nroot\n", "is mode 700 owned by nobody, not 700 owned by root"),
+    ("@@dir 700 root\nroot\n@@options rw,nosuid,nodev,noexec,relatime\n", "is mounted noexec"),
+])
+def test_a_directory_others_can_write_or_that_cannot_run_programs_is_refused(stderr: str, said: str) -> None:
+    result = CommandResult("n1", "stat ...", 0, "", stderr)
+    with pytest.raises(MeasurementError, match=said):
+        tool_upload._check_directory(_node(None), "/tmp/.pytest-fabric-x.y", result)
+    tool_upload._check_directory(_node(None), "/tmp/.pytest-fabric-x.y",
+                                 CommandResult("n1", "stat ...", 0, "", "@@dir 700 root\nroot\n@@options rw,nosuid\n"))
