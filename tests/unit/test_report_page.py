@@ -79,3 +79,16 @@ def test_each_expected_value_is_said_once_with_its_source() -> None:
     html = page.expectations_table(checks)
     assert html.count("vendor datasheet") == 1 and "<code>inter_node.mtu.min</code>: 9000" in html
     assert html.endswith('<td class="num">64</td></tr></table></details>')
+
+
+def test_the_send_back_line_lists_attributions_other_classes_apart_escaped() -> None:
+    found = {"links": [{"series": "tcp_throughput", "nodes": ["n1", "n4"], "message": "0.4 against 3.7 <b>"}],
+             "fabric": ["rdma_bandwidth mlx5_0: the median is under the floor"],
+             "cannot_tell": [{"node": "n7", "message": "short", "tell": "measure n7 with 3 more peers"}]}
+    checks = [make_check("fabric_attribution", "cluster", "failed", nodes=[], extra={"fabric_attribution": found}),
+              make_check("attribution", "n1", "failed", nodes=["n1"],
+                         extra={"attribution": {"node": "n1", "verdict": "link fault"}})]
+    html = page.send_back_line(checks)
+    assert "nodes to send back: none" in html
+    assert 'class="fabric-blame-links"' in html and "n1&lt;-&gt;n4 (tcp_throughput): 0.4 against 3.7 &lt;b&gt;" in html
+    assert "under the floor" in html and "n7: short; measure n7 with 3 more peers" in html
