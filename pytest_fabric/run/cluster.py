@@ -140,6 +140,10 @@ class Cluster:
         self.pool = ConnectionPool(make_transport)
         #: the one stop every node command passes (stopgate.py)
         self.gate = StopGate(lambda: self.pool.interrupt_all(max_workers=self.fanout))
+        if inventory.tools and tools is None:
+            # fail closed: pins that nothing routes would run the provider's tools under the tenant's name
+            raise ValueError(f"the inventory pins {', '.join(p.name for p in inventory.tools)} but nothing routes "
+                             "the cluster's tools to the pinned copies (measurements/tenant_tools.py not registered?)")
         #: the tenant's pinned tools, routed by every NodeHandle.tool (None: the nodes' own tools)
         self.tools = tools
         self._handles = {n.name: NodeHandle(n, self.pool, self.gate, tools) for n in inventory.nodes}

@@ -13,16 +13,18 @@ import shutil
 import stat
 import subprocess
 from pathlib import Path
+from typing import cast
 
 import pytest
 
-from pytest_fabric.config.inventory import Node
+from pytest_fabric.config.inventory import Inventory, Node
+from pytest_fabric.config.profile import Profile
 from pytest_fabric.config.tool_pins import PinnedTool
 from pytest_fabric.probes import tool_upload
 from pytest_fabric.probes.base import MeasurementError
 from pytest_fabric.probes.preflight import read_preflight
 from pytest_fabric.probes.tool_identity import read_identity
-from pytest_fabric.run.cluster import NodeHandle
+from pytest_fabric.run.cluster import Cluster, NodeHandle
 from pytest_fabric.run.once import Once
 from pytest_fabric.run.owner import this_run
 from pytest_fabric.run.tenant_tools import (
@@ -228,3 +230,11 @@ def test_a_directory_others_can_write_or_that_cannot_run_programs_is_refused(std
         tool_upload._check_directory(_node(None), "/tmp/.pytest-fabric-x.y", result)
     tool_upload._check_directory(_node(None), "/tmp/.pytest-fabric-x.y",
                                  CommandResult("n1", "stat ...", 0, "", "@@dir 700 root\nroot\n@@options rw,nosuid\n"))
+
+
+def test_a_cluster_whose_inventory_pins_tools_never_runs_without_the_pins(tmp_path: Path) -> None:
+    pin = _pin(tmp_path)
+    inventory = Inventory(name="c", path=tmp_path / "inv.yaml", nodes=(Node(name="local", host="localhost", transport="local"),),
+                          mounts=(), egress_targets=(), tools=(pin,))
+    with pytest.raises(ValueError, match="pins iperf3 but nothing routes"):
+        Cluster(inventory, cast(Profile, None), LocalTransport)
