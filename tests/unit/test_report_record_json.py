@@ -220,3 +220,24 @@ def test_schema_holds_corroborations_and_tool_identity(tmp_path: Path) -> None:
     check["extra"]["tool_identity"]["node01"]["iperf3"]["sha256"] = "not a digest"
     with pytest.raises(jsonschema.ValidationError):
         jsonschema.validate(record, _schema())
+
+
+def test_schema_holds_the_storage_witness_and_cross_checks(tmp_path: Path) -> None:
+    from pytest_fabric.judge import corroboration, cross_checks
+
+    record = json.loads(_write(tmp_path).read_text())
+    check = record["checks"][0]
+    check["extra"] = {
+        "corroborations": [
+            corroboration.Corroboration("block device counters", "node01", "uncorroborated", "x", 6.7e7, 1.6e7,
+                                        "B", 0.02).to_dict(),
+            corroboration.Corroboration("storage counters", "node01", "not run", "no witness on this filesystem").to_dict(),
+            corroboration.Corroboration("NFS client counters", "node01", "agrees", "x", 1.0, 2.0, "B", 0.02).to_dict(),
+        ],
+        "cross_checks": [cross_checks.nccl_against_rails("node01", 196.0, {"mlx5_0/1": 196.0}).to_dict(),
+                         cross_checks.tcp_against_rdma("node01", "eth0", None, 9.0, None).to_dict()],
+    }
+    jsonschema.validate(record, _schema())
+    check["extra"]["cross_checks"][0]["status"] = "roughly"
+    with pytest.raises(jsonschema.ValidationError):
+        jsonschema.validate(record, _schema())
