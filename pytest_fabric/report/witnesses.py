@@ -62,6 +62,9 @@ def tool_identity_html(check: Mapping[str, Any]) -> str:
             if not isinstance(ident, Mapping):
                 continue
             package = ident.get("package") or f"no {ident.get('package_manager') or 'package'} owner"
+            if ident.get("supplied_by") == "tenant":  # the inventory's tools: a copy the run uploaded
+                package = ("the tenant's copy: sha256 verified on the node" if ident.get("verified_on_node")
+                           else "the tenant's copy: NOT the pinned sha256")
             kind = "ELF" if ident.get("elf") else (f"script {ident.get('script')}" if ident.get("script") else "not ELF")
             rows.append(
                 f"<tr><td>{text(node)}</td><td>{text(name)}</td><td>{text(ident.get('resolved') or 'missing')}</td>"

@@ -104,3 +104,14 @@ def test_a_record_without_corroborations_shows_none_and_an_empty_list_says_so() 
     assert "Corroborations" not in rows.evidence_html({"outcome": "passed", "evidence": [], "detail": "x"})
     said = rows.evidence_html({"outcome": "passed", "evidence": [], "detail": "x", "extra": {"corroborations": []}})
     assert "Corroborations: none ran." in said
+
+
+def test_a_tenants_tool_says_it_is_the_tenants_copy_and_whether_the_node_kept_it() -> None:
+    def check(verified: bool) -> dict[str, object]:
+        tool = {"resolved": "/tmp/.pytest-fabric-r.X/iperf3", "sha256": "cd" * 32, "elf": True, "script": None,
+                "package": None, "package_manager": "dpkg", "build_id": "beef", "supplied_by": "tenant",
+                "pinned_sha256": "cd" * 32, "verified_on_node": verified}
+        return {"subject": "a<->b", "outcome": "passed", "evidence": [], "extra": {"tool_identity": {"a": {"iperf3": tool}}}}
+
+    assert "the tenant's copy: sha256 verified on the node" in rows.evidence_html(check(True))
+    assert "the tenant's copy: NOT the pinned sha256" in rows.evidence_html(check(False))
