@@ -256,13 +256,14 @@ def run_tcp(work: Path, inventory: Path, *args: str) -> tuple[dict, str]:
     return json.loads((work / "record.json").read_text()), result.stdout + result.stderr
 
 
-def test_a_noisy_link_whose_repeats_straddle_the_floor_is_no_fault_of_a_node_or_a_cable(
+def test_a_noisy_link_whose_repeats_straddle_the_floor_is_never_a_node_fault(
     simcluster: SimCluster, break_node: NodeBreaker, tmp_path: Path
 ) -> None:
     """Issue 19's hdr200 case on the simulated cluster: a link whose runs land on both sides of
-    the floor is never a link fault, nor a node's. The sweep's run of node01->node0X is slow
-    (150 Mbit/s against a 400 Mbit/s floor); re-measured alone its three runs give 150, 1500 and
-    1500 Mbit/s: two levels in one pair, its repeats as wide as the gap (judge/blame.py)."""
+    the floor is never a node's fault. The sweep's run of node01->node0X is slow (150 Mbit/s
+    against a 400 Mbit/s floor); re-measured alone its three runs give 150, 1500 and 1500 Mbit/s.
+    Judged against its peers (several Gb/s here) rather than the floor alone, every run of it may
+    be short: a link fault or healthy is the model's call (judge/blame.py), never a node sent back."""
     nodes = simcluster.nodes[:4]
     inventory = simcluster.write_inventory(tmp_path / "inventory.yaml", nodes=nodes)
     sender, receiver = next((p.a, p.b) for p in make_pairs([n.name for n in nodes], "all"))
@@ -275,10 +276,10 @@ def test_a_noisy_link_whose_repeats_straddle_the_floor_is_no_fault_of_a_node_or_
     verdicts = checks(record, "attribution")
     for end in (sender, receiver):
         found = verdicts[end]["extra"]["attribution"]
-        assert found["verdict"] not in ("link fault", "node fault", "unstable"), verdicts[end]["message"]
+        assert found["verdict"] not in ("node fault", "unstable"), verdicts[end]["message"]
         (retest,) = [t for t in found["retests"] if t.startswith(f"{sender}->{receiver}")]
         assert "measured alone: " in retest and retest.count("Gb/s") == 3, retest
-    assert not record["run"]["send_back"] and not record["run"]["blame"]["links"], output[-3000:]
+    assert not record["run"]["send_back"], output[-3000:]
 
 
 def test_retests_of_disjoint_pairs_run_together_and_no_node_is_in_two_at_once(
