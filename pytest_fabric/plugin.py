@@ -86,6 +86,7 @@ pytest_plugins = [
     "pytest_fabric.measurements.inter_node",
     "pytest_fabric.measurements.egress",
     "pytest_fabric.measurements.software",
+    "pytest_fabric.measurements.tenant_tools",  # inventory tools: the tenant's pinned binaries, uploaded and removed
     "pytest_fabric.measurements.affinity",
     "pytest_fabric.measurements.switch_links",
     "pytest_fabric.measurements.gpudirect",
