@@ -1,7 +1,7 @@
 """The tenant's pinned tools on a node: the command that runs them, the upload, the verification, the removal.
 
 Run against this machine through the local transport (a real shell, real files under /tmp), as the
-simulated cluster does over SSH in tests/integration/test_tenant_tools.py.
+simulated cluster does over SSH in tests/integration/test_tenant_tools_run.py.
 """
 
 from __future__ import annotations
