@@ -123,7 +123,8 @@ def _remove_directory(node: NodeHandle, directory: str) -> CommandResult | None:
 def remove(node: NodeHandle, made: NodeTools) -> list[str]:
     """Read each uploaded file's SHA-256 once more, then remove the run's directory on ``node``.
 
-    One line per tool that changed during the run (empty: every file was still as pinned).
+    What to say of the node, one line each: what the upload found beside the files (an
+    ``/etc/ld.so.preload``, a dead run's directory removed), then each tool that changed during the run.
     """
     sums = "; ".join(
         fill("h=$(sha256sum -- {p} 2>/dev/null) || h=-; printf '" + _SUM + "\\t%s\\t%s\\n' {name} \"${{h%% *}}\"",
@@ -134,10 +135,11 @@ def remove(node: NodeHandle, made: NodeTools) -> list[str]:
     try:
         result = node.run(command, timeout=60, check=False, cleanup=True)
     except Exception as exc:  # noqa: BLE001 - the run is ending; say it, the next run removes the directory
-        return [f"{node.name}: the tenant's tools in {made.directory} could not be checked again or removed: {exc}"]
+        return [*made.notes,
+                f"{node.name}: the tenant's tools in {made.directory} could not be checked again or removed: {exc}"]
     read = dict(line.split("\t")[1:3] for line in result.stdout.splitlines()
                 if line.startswith(_SUM + "\t") and line.count("\t") == 2)
-    out = []
+    out = list(made.notes)
     for name, tool in sorted(made.tools.items()):
         got = read.get(name, "-")
         if got != tool.pin.sha256:

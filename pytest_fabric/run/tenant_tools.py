@@ -136,7 +136,8 @@ class TenantTools:
         self, fan_out: Callable[[list[NodeTools], Callable[[NodeTools], list[str]]], list[list[str]]]
     ) -> tuple[list[str], list[str]]:
         """Check every uploaded file again and remove the run's directories (``fan_out`` runs ``remove`` on
-        each node's): the nodes done, and one line per file that changed during the run."""
+        each node's): the nodes done, and what ``remove`` said (a file that changed during the run, a
+        node's /etc/ld.so.preload, a dead run's directory the upload removed), one line each."""
         with self._lock:
             made, self._made = list(self._made), []
         changed = [line for lines in fan_out(made, self._remove) for line in lines]

@@ -213,6 +213,8 @@ def test_a_killed_runs_tool_directory_is_removed_by_the_next_upload(tmp_path: Pa
         assert not dead.exists()
         assert any(str(dead) in note and "lease ended" in note for note in made.notes), made.notes
         assert node.tenant_tool("iperf3") is not None
+        _, said = tools.remove_all(lambda made, fn: [fn(m) for m in made])
+        assert said == list(made.notes)  # the terminal summary says it
     finally:
         tools.remove_all(lambda made, fn: [fn(m) for m in made])
         if dead.exists():  # only when the test failed: leave nothing behind
