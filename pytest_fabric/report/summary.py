@@ -16,6 +16,10 @@ from datetime import datetime
 from typing import Any
 
 from pytest_fabric.config.hostlist import HostlistError, fold
+from pytest_fabric.config.units import QuantityError, parse_quantity
+from pytest_fabric.judge.blame import Blame, blame
+from pytest_fabric.judge.blame_inputs import UNITS, figures_of
+from pytest_fabric.judge.verdict import Measurement
 from pytest_fabric.run.plan import format_duration, phase_of
 
 __all__ = [
@@ -32,6 +36,7 @@ __all__ = [
     "node_rows",
     "nodeset",
     "not_measured",
+    "recorded_blame",
     "numeric_value",
     "outlier_text",
     "outcome_counts",
@@ -139,7 +144,32 @@ def _pair_evidence(checks: list[Check]) -> tuple[set[str], dict[str, set[str]], 
             peers.setdefault(b, set()).add(a)
             unnamed.append(c)
     faulty.update(n for n, v in judged.items() if v.get("verdict") in NODE_FAULTS)
+    if not judged:  # no attribution in the run: the same model on the pairs' recorded figures (no retests)
+        found = recorded_blame(checks)
+        faulty.update(found.send_back if found is not None else ())
     return faulty, peers, unnamed
+
+
+def recorded_blame(checks: Iterable[Check]) -> Blame | None:
+    """judge/blame.py on the pair checks' figures as recorded (each pair's value, its rails, its floor),
+    for a run without the attribution check (``-k tcp_throughput``, a profile without it): the one
+    model, without the retests attribution would run. None when no pair check has a figure."""
+    figures = []
+    for c in checks:
+        check, names = str(c.get("check")), [str(n) for n in c.get("nodes") or []]
+        value = c.get("measured") or {}
+        if check not in UNITS or len(names) != 2 or c.get("outcome") not in ("passed", "failed") or not value.get("unit"):
+            continue
+        expected = c.get("expected") or {}
+        try:
+            measured = parse_quantity(f"{value.get('value')} {value.get('unit')}")
+            floors = [parse_quantity(str(expected.get("as_written") or f"{expected.get('value')} {expected.get('unit')}"))
+                      ] if expected.get("op") == ">=" else []
+        except (QuantityError, ValueError):
+            continue
+        figures += figures_of(check, (names[0], names[1]), Measurement(value=measured, extra=dict(c.get("extra") or {})),
+                              floors)
+    return blame(sorted({n for f in figures for n in f.nodes}), figures) if figures else None
 
 
 def not_measured(checks: Iterable[Check]) -> dict[str, str]:
@@ -170,8 +200,9 @@ def send_back(checks: Iterable[Check]) -> list[str]:
     Evidence about a node is a failed check of that node (a GPU, a port, a mount, the node itself)
     or attribution's ``node fault`` or ``unstable`` (:mod:`pytest_fabric.judge.blame`, which every
     pair check feeds: its ``send_back``). A failed pair names neither end by itself: attribution
-    decides, and without it (``-k``, ``--lf``, a profile without ``attribution``) :func:`cannot_tell`
-    lists the pair. A node that could not be reached or measured (an errored check, whichever node
+    decides; in a run without it (``-k tcp_throughput``, a profile without ``attribution``) the same
+    model judges the recorded figures (:func:`recorded_blame`), and a pair whose ends it cannot tell
+    apart (``-k node03``: no baseline without node03) is listed by :func:`cannot_tell`. A node that could not be reached or measured (an errored check, whichever node
     its error names) is never sent back: :func:`not_measured` lists it. Checks of the whole cluster
     name no node.
     """

@@ -117,12 +117,26 @@ def _pairs_of(node: str, peers: list[str], bad: bool = True) -> list[dict[str, o
             for p in peers]
 
 
+def _sweep(slow: str, nodes: list[str]) -> list[dict[str, object]]:
+    """Every pair of ``nodes`` with its figure: ``slow``'s pairs at 1 Gb/s, the others 9 to 9.4."""
+    out = []
+    for i, a in enumerate(nodes):
+        for j, b in enumerate(nodes[i + 1:]):
+            bad = slow in (a, b)
+            out.append(make_check("tcp_throughput", f"{a}<->{b}", "failed" if bad else "passed", nodes=[a, b],
+                                  value=1.0 if bad else 9.0 + 0.1 * ((i + j) % 5), unit="Gb/s", expected=5))
+    return out
+
+
 def test_failed_pairs_alone_send_back_no_one_attribution_decides() -> None:
-    # -k node03 (or --lf) runs only node03's pairs: one model judges pairs (judge/blame.py, the
-    # attribution check), and without it no end is guessed: the pairs are listed as cannot tell.
-    checks = _pairs_of("node03", ["node01", "node02", "node04", "node05", "node06"])
+    # -k node03 (or --lf) runs only node03's pairs: the one model (judge/blame.py) has no baseline
+    # without node03, so no end is guessed: the pairs are listed as cannot tell.
+    nodes = ["node01", "node02", "node03", "node04", "node05", "node06"]
+    checks = [c for c in _sweep("node03", nodes) if "node03" in c["nodes"]]
     assert send_back(checks) == []
     assert len(cannot_tell(checks)) == 5
+    # the whole sweep without the attribution check: the same model on the recorded figures
+    assert send_back(_sweep("node03", nodes)) == ["node03"]
     judged = make_check("attribution", "node03", "failed", nodes=["node03"],
                         extra={"attribution": {"node": "node03", "verdict": "unstable"}})
     assert send_back([*checks, judged]) == ["node03"] and cannot_tell([*checks, judged]) == []
