@@ -29,10 +29,10 @@ def test_oversubscription(oversubscription: Measurement, judge: Judge) -> None:
 
 
 def test_attribution(node: NodeHandle, attribution: Measurement, judge: Judge) -> None:
-    """After the pair rounds, re-measured alone: a node bad with most peers is a node fault; a single bad pair, a link fault."""
+    """Every pair check's figures against a baseline without the node: a node fault, unstable, a link fault or cannot tell."""
     judge(attribution)
 
 
 def test_fabric_attribution(fabric_attribution: Measurement, judge: Judge) -> None:
-    """Once for the whole fabric: every pair short (fabric-wide), or pairs short only under load (contention)."""
+    """Once for the whole fabric: shortfalls with no node pattern, pairs short only under load, links, what cannot be told."""
     judge(fabric_attribution)
