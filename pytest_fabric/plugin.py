@@ -84,7 +84,6 @@ pytest_plugins = [
     # not be imported before pytest registers it (its asserts would not be rewritten)
     "pytest_fabric.checks.gpu",  # GPUs, their links, NCCL inside a node, DCGM (a family: its own declarations)
     "pytest_fabric.measurements.inter_node",
-    "pytest_fabric.measurements.egress",
     "pytest_fabric.measurements.software",
     "pytest_fabric.measurements.tenant_tools",  # inventory tools: the tenant's pinned binaries, uploaded and removed
     "pytest_fabric.measurements.affinity",
@@ -96,6 +95,7 @@ pytest_plugins = [
     "pytest_fabric.checks.link_history",  # port counters as they stand, link-downs in the kernel log
     "pytest_fabric.checks.gpu_load",  # GEMM, HBM and clock throttling per GPU (a family: its own declarations)
     "pytest_fabric.checks.storage",  # mounts and fio on them (a family: its own declarations)
+    "pytest_fabric.checks.egress",  # DNS, connects, downloads and uploads to targets (a family)
     # reporting, one feature per module (report/): order matters only for assertion rewriting
     "pytest_fabric.report.errors",
     "pytest_fabric.report.evidence",

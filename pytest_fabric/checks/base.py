@@ -257,16 +257,7 @@ FABRIC_ATTRIBUTION = declare(Check("fabric_attribution", "inter_node", p.Attribu
 
 # storage: checks/storage.py, a family of its own
 
-# egress: per target of the inventory, from each node
-# a lookup or a TCP handshake takes milliseconds: one is a command's round trip, like a reading
-DNS_RESOLVE = declare(Check("dns_resolve", "egress", p.TimeCeiling, "egress_target", "wave", tools=("getent",),
-                            typical_s=0.3, needs=("egress_targets",)))
-CONNECT_LATENCY = declare(Check("connect_latency", "egress", p.TimeCeiling, "egress_target", "wave", typical_s=0.3,
-                                needs=("egress_targets",)))
-DOWNLOAD = declare(Check("download", "egress", p.EgressTransfer, "egress_target", "wave", tools=("curl",),
-                         typical_s=10.0, needs=("egress_targets", "download_url")))
-UPLOAD = declare(Check("upload", "egress", p.EgressTransfer, "egress_target", "wave", tools=("curl",),
-                       typical_s=10.0, needs=("egress_targets", "upload_target")))
+# egress: per target of the inventory, from each node: checks/egress.py, a family of its own
 
 
 # The blocks the probes take their ports from, by name (the checks' own declarations hold them).

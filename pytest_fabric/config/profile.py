@@ -172,23 +172,6 @@ class RdmaBandwidth(BandwidthFloor):
         return value
 
 
-class EgressTransfer(BandwidthFloor):
-    #: nodes transferring to one target's server at once; unset: the inventory's egress.concurrency
-    #: (a cap for the server's sake, which this can lower, never raise)
-    concurrency: int | None = Field(default=None, ge=1, le=4096)
-    #: what one transfer moves: a download asks for the file's first ``bytes`` (an HTTP Range), an
-    #: upload sends that many; unset: the whole file, and the upload's default size. Bounded, a
-    #: transfer takes as long as it needs and the plan knows how long that is (bytes over ``min``).
-    bytes: QuantityField | None = None
-
-    @field_validator("bytes")
-    @classmethod
-    def _some_bytes(cls, value: Quantity | None) -> Quantity | None:
-        if value is not None and float(parse_quantity(value, dimension=Dimension.SIZE).to("B")) < 1:
-            raise ValueError(f"bytes: {value} moves nothing; give a size of at least a byte (e.g. '256 MiB')")
-        return value
-
-
 class NcclBandwidth(BandwidthFloor):
     size: QuantityField = Field(default_factory=lambda: parse_quantity("8 GiB"))
 
@@ -217,12 +200,6 @@ class LatencyCeiling(CheckSpec):
                 f"{self.iterations // 100} samples); give at least {P99_MIN_ITERATIONS}"
             )
         return self
-
-
-class TimeCeiling(CheckSpec):
-    BOUNDS = _bounds(("max", Op.MAX, Dimension.TIME))
-    SCALAR_FIELD = "max"
-    max: QuantityField | None = None
 
 
 class Count(CheckSpec):
@@ -669,10 +646,7 @@ class Storage(_Section):
 
 
 class Egress(_Section):
-    dns_resolve: TimeCeiling | None = None
-    connect_latency: TimeCeiling | None = None
-    download: EgressTransfer | None = None
-    upload: EgressTransfer | None = None
+    """Its checks' keys are their family's (checks/egress.py), added by :func:`profile_schema`."""
 
 
 class Soak(BaseModel):

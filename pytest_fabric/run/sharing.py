@@ -35,7 +35,6 @@ from pytest_fabric.run.batches import Share
 from pytest_fabric.run.locality import MountSharing
 
 __all__ = [
-    "EGRESS_CAPPED",
     "Measured",
     "at_once",
     "egress_server",
@@ -46,9 +45,6 @@ __all__ = [
     "mount_share",
     "share_for",
 ]
-
-#: the egress checks whose transfers load the target's server, and so are capped per server
-EGRESS_CAPPED = frozenset({"download", "upload"})
 
 #: how a per-node figure on a shared mount is taken: each node alone (taking turns), or all together
 Measured = Literal["alone", "together"]
@@ -109,10 +105,12 @@ def egress_server(target: str) -> str:
 
 def egress_share(inventory: Inventory, profile: Profile, check: str, target: str) -> Share | None:
     """What a node's ``check`` to ``target`` shares: its server, at most ``egress.concurrency`` at once."""
-    if check not in EGRESS_CAPPED:
+    spec = profile.spec("egress", check)
+    # the settings model says whether its transfers load the target's server (download, upload)
+    if spec is None or spec.SHARES != "server":
         return None
     limit = inventory.egress_concurrency
-    own = getattr(profile.spec("egress", check), "concurrency", None)
+    own = getattr(spec, "concurrency", None)
     if own is not None:
         limit = min(limit, int(own))
     return Share(f"egress target {egress_server(target)}", limit)

@@ -1,28 +1,82 @@
-"""Egress measurements, for each target from each node: name resolution, TCP connect time, download and upload.
+"""Egress (``egress.*``), for each target from each node: name resolution, TCP connect time, download
+and upload: settings, declarations and fixtures.
 
 Each check runs in a wave over every node and target, under ``--fabric-fanout``. A target's server
 is someone else's: downloads and uploads to one server (host:port) run at most the inventory's
 ``egress.concurrency`` at a time (default 8; the check's ``concurrency:`` may lower it), whatever the
 fan-out (pytest_fabric/run/sharing.py, which the plan reads too). The detail says the cap.
 A transfer moves the check's ``bytes:`` where the profile bounds it (a download asks for a Range).
+The family registers its checks through ``pytest_fabric_checks``, as an extension does; the probe is
+:mod:`pytest_fabric.probes.egress`.
 """
 
 from __future__ import annotations
 
 import dataclasses
 from collections.abc import Callable
+from typing import Any
 
 import pytest
+from pydantic import Field, field_validator
 
-from pytest_fabric.checks import base as checks
-from pytest_fabric.config.profile import EgressTransfer
-from pytest_fabric.judge.verdict import Measurement
+from pytest_fabric.checks.base import Check
+from pytest_fabric.config.profile import BandwidthFloor, CheckSpec
+from pytest_fabric.config.units import Dimension, Quantity, QuantityField, parse_quantity
+from pytest_fabric.judge.verdict import Measurement, Op
 from pytest_fabric.probes import egress
 from pytest_fabric.run import sharing
 from pytest_fabric.run.batches import Share
 from pytest_fabric.run.fixtures import EgressTarget, SpecLookup
 from pytest_fabric.run.state import FabricState, get_state
 from pytest_fabric.run.waves import wave
+
+__all__ = ["CONNECT_LATENCY", "DNS_RESOLVE", "DOWNLOAD", "UPLOAD", "EgressTransfer", "TimeCeiling",
+           "pytest_fabric_checks"]
+
+
+class TimeCeiling(CheckSpec):
+    """A lookup or a connect that must take at most ``max``."""
+
+    BOUNDS = (("max", Op.MAX, Dimension.TIME),)
+    SCALAR_FIELD = "max"
+    max: QuantityField | None = None
+
+
+class EgressTransfer(BandwidthFloor):
+    """A transfer to or from a target, at least ``min``; what one moves is ``bytes`` (unset: the whole
+    file, the default upload size)."""
+
+    SHARES = "server"
+    #: nodes transferring to one target's server at once; unset: the inventory's egress.concurrency
+    #: (a cap for the server's sake, which this can lower, never raise)
+    concurrency: int | None = Field(default=None, ge=1, le=4096)
+    #: what one transfer moves: a download asks for the file's first ``bytes`` (an HTTP Range), an
+    #: upload sends that many; unset: the whole file, and the upload's default size. Bounded, a
+    #: transfer takes as long as it needs and the plan knows how long that is (bytes over ``min``).
+    bytes: QuantityField | None = None
+
+    @field_validator("bytes")
+    @classmethod
+    def _some_bytes(cls, value: Quantity | None) -> Quantity | None:
+        if value is not None and float(parse_quantity(value, dimension=Dimension.SIZE).to("B")) < 1:
+            raise ValueError(f"bytes: {value} moves nothing; give a size of at least a byte (e.g. '256 MiB')")
+        return value
+
+
+# a lookup or a TCP handshake takes milliseconds: one is a command's round trip, like a reading
+DNS_RESOLVE = Check("dns_resolve", "egress", TimeCeiling, "egress_target", "wave", tools=("getent",), typical_s=0.3,
+                    needs=("egress_targets",))
+CONNECT_LATENCY = Check("connect_latency", "egress", TimeCeiling, "egress_target", "wave", typical_s=0.3,
+                        needs=("egress_targets",))
+DOWNLOAD = Check("download", "egress", EgressTransfer, "egress_target", "wave", tools=("curl",), typical_s=10.0,
+                 needs=("egress_targets", "download_url"))
+UPLOAD = Check("upload", "egress", EgressTransfer, "egress_target", "wave", tools=("curl",), typical_s=10.0,
+               needs=("egress_targets", "upload_target"))
+
+
+def pytest_fabric_checks(config: pytest.Config) -> list[Check[Any]]:
+    """pytest-fabric registers this family the way an extension registers its checks."""
+    return [DNS_RESOLVE, CONNECT_LATENCY, DOWNLOAD, UPLOAD]
 
 
 def _server(check: str) -> Callable[[FabricState, EgressTarget], Share | None]:
@@ -60,7 +114,7 @@ def _bytes(settings: EgressTransfer) -> int | None:
 @pytest.fixture
 @wave("egress_target")
 def dns_resolve(egress_target: EgressTarget, spec: SpecLookup) -> Measurement:
-    spec(checks.DNS_RESOLVE)
+    spec(DNS_RESOLVE)
     return egress.dns_resolve(egress_target.node, egress_target.target)
 
 
@@ -68,7 +122,7 @@ def dns_resolve(egress_target: EgressTarget, spec: SpecLookup) -> Measurement:
 @wave("egress_target")
 def connect_latency(egress_target: EgressTarget, spec: SpecLookup) -> Measurement:
     """Median of a few TCP connects to the target's host and port, timed on the node."""
-    spec(checks.CONNECT_LATENCY)
+    spec(CONNECT_LATENCY)
     return egress.connect_latency(egress_target.node, egress_target.target)
 
 
@@ -76,7 +130,7 @@ def connect_latency(egress_target: EgressTarget, spec: SpecLookup) -> Measuremen
 @wave("egress_target", shares=_server("download"))
 def download(request: pytest.FixtureRequest, egress_target: EgressTarget, spec: SpecLookup) -> Measurement:
     """curl the target URL on the node; the average download rate.  Not for upload targets."""
-    settings = spec(checks.DOWNLOAD)
+    settings = spec(DOWNLOAD)
     if not egress.is_url(egress_target.target):
         pytest.skip(f"{egress_target.target} is not an http(s) URL: host:port targets get dns_resolve and connect_latency only")
     state = get_state(request.config)
@@ -91,7 +145,7 @@ def download(request: pytest.FixtureRequest, egress_target: EgressTarget, spec: 
 @wave("egress_target", shares=_server("upload"))
 def upload(request: pytest.FixtureRequest, egress_target: EgressTarget, spec: SpecLookup) -> Measurement:
     """HTTP PUT to the target from the node, only for targets the inventory marks ``upload: true``."""
-    settings = spec(checks.UPLOAD)
+    settings = spec(UPLOAD)
     state = get_state(request.config)
     assert state is not None  # `egress_target` skips first when the plugin is not configured
     accepting = state.inventory.upload_targets
