@@ -84,7 +84,7 @@ pytest_plugins = [
     # not be imported before pytest registers it (its asserts would not be rewritten)
     "pytest_fabric.checks.gpu",  # GPUs, their links, NCCL inside a node, DCGM (a family: its own declarations)
     "pytest_fabric.measurements.inter_node",
-    "pytest_fabric.measurements.software",
+    "pytest_fabric.checks.software",  # preflight and the software stack (a family: its own declarations)
     "pytest_fabric.measurements.tenant_tools",  # inventory tools: the tenant's pinned binaries, uploaded and removed
     "pytest_fabric.measurements.affinity",
     "pytest_fabric.measurements.switch_links",

@@ -160,7 +160,6 @@ class Check(Generic[S]):
 #: ports a slot of a block holds where a pair's rails or GPUs run at once (more run in groups)
 LANES_PER_SLOT = 8
 
-_PHASE_SOFTWARE = -30  # preflight first: it tells later checks which nodes lack their tools
 _PHASE_READS_ROUNDS = 20  # after the pair rounds whose results they read
 _PHASE_LAST = 99  # error counters: they see the growth caused by all the traffic of the run
 
@@ -178,15 +177,7 @@ def declare(check: Check[S]) -> Check[S]:
     return check
 
 
-# software: what a node has before anything is measured on it
-PREFLIGHT = declare(Check("preflight", "software", p.Preflight, "node", "wave", phase=_PHASE_SOFTWARE))
-GPUDIRECT = declare(Check("gpudirect", "software", p.GpuDirect, "node", "wave", phase=-29))
-MEMLOCK = declare(Check("memlock", "software", p.Memlock, "node", "wave", phase=-29))
-PCIE_ACS = declare(Check("pcie_acs", "software", p.PcieAcs, "node", "wave", phase=-29))
-MIN_VERSIONS = declare(Check("min_versions", "software", p.MinVersions, "node", "wave", phase=-28))
-SOFTWARE_CONSISTENCY = declare(
-    Check("software_consistency", "software", p.SoftwareConsistency, "cluster", "cluster", phase=-27)
-)
+# software: what a node has before anything is measured on it: checks/software.py, a family of its own
 
 # intra-node
 GPU_COUNT = declare(Check("gpu_count", "intra_node", p.Count, "node", "wave", tools=("nvidia-smi",)))

@@ -13,7 +13,16 @@ from functools import cache
 from types import ModuleType
 from typing import Any
 
-from pytest_fabric.checks import egress, gpu, gpu_load, link_history, pcie_errors, storage, xid
+from pytest_fabric.checks import (
+    egress,
+    gpu,
+    gpu_load,
+    link_history,
+    pcie_errors,
+    software,
+    storage,
+    xid,
+)
 from pytest_fabric.checks.base import CHECKS, Check, CheckRegistry
 from pytest_fabric.config.profile import Profile, ProfileSchema, profile_schema
 from pytest_fabric.config.profile import load_profile as load_with
@@ -21,7 +30,7 @@ from pytest_fabric.config.profile import load_profile as load_with
 __all__ = ["FAMILIES", "builtin_registry", "builtin_schema", "load_profile"]
 
 #: the family modules pytest-fabric registers as plugins (plugin.py's ``pytest_plugins``), in that order
-FAMILIES: tuple[ModuleType, ...] = (gpu, xid, pcie_errors, link_history, gpu_load, storage, egress)
+FAMILIES: tuple[ModuleType, ...] = (gpu, software, xid, pcie_errors, link_history, gpu_load, storage, egress)
 
 
 def _declared(family: ModuleType) -> list[Check[Any]]:

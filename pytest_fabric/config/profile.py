@@ -12,14 +12,12 @@ from __future__ import annotations
 
 import copy
 import hashlib
-import re
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Annotated, Any, ClassVar, Literal, Protocol, TypeVar
+from typing import Any, ClassVar, Literal, Protocol, TypeVar
 
 import yaml
 from pydantic import (
-    AfterValidator,
     BaseModel,
     ConfigDict,
     Field,
@@ -443,127 +441,8 @@ class Finding(CheckSpec):
         return [("value", Op.EQUAL, self.OK)]
 
 
-#: the software stack components pytest-fabric reads on every node (probes/software.py)
-SOFTWARE_COMPONENTS = ("kernel", "driver", "cuda", "nccl", "ofed", "rdma_core", "hca_firmware")
-Component = Literal["kernel", "driver", "cuda", "nccl", "ofed", "rdma_core", "hca_firmware"]
 PciePath = Literal["PIX", "PXB", "PHB", "NODE", "SYS"]
-_ALL_COMPONENTS: tuple[Component, ...] = ("kernel", "driver", "cuda", "nccl", "ofed", "rdma_core", "hca_firmware")
 _NEAR_PATHS: tuple[PciePath, ...] = ("PIX", "PXB")  # the GPU and its NIC under one PCIe switch
-
-
-#: a program name as preflight looks it up on PATH: no '/' (a path), no leading '-' (an option),
-#: nothing a shell reads as syntax; shared profiles are untrusted input (docs/security.md)
-_TOOL_NAME_RE = re.compile(r"^[A-Za-z0-9._+][A-Za-z0-9._+-]{0,63}$")
-
-
-def _tool_name(value: str) -> str:
-    if not _TOOL_NAME_RE.match(value) or value in (".", ".."):
-        raise ValueError(
-            f"{value!r} is not a program name: write the name preflight finds on PATH (e.g. jq, g++, "
-            "python3.11), up to 64 of the characters A-Z a-z 0-9 . _ + - (no '/', spaces or shell "
-            "characters, not starting with '-')"
-        )
-    return value
-
-
-#: checked one item at a time, so an error names the line of that item
-ToolName = Annotated[str, AfterValidator(_tool_name)]
-
-
-class Preflight(Finding):
-    """Before any measurement: the tools the profile's checks run, on every node, and its GPUs and HCAs."""
-
-    tools: list[ToolName] = Field(default_factory=list)  # more programs every node must have
-
-
-class GpuDirect(Finding):
-    """GPUDirect RDMA: ``peermem`` (nvidia_peermem loaded), ``dmabuf`` (open kernel module, kernel 5.12+) or ``either``."""
-
-    SCALAR_FIELD = "via"
-    via: Literal["peermem", "dmabuf", "either"] = "either"
-
-
-class Memlock(Finding):
-    """``ulimit -l`` in the sessions the checks run in: RDMA registers (pins) memory.
-
-    ``memlock: unlimited`` (what RDMA stacks ask for) or a floor, ``memlock: {min: 64 GiB}``.
-    """
-
-    SCALAR_FIELD = "value"
-    value: Literal["unlimited"] | None = None
-    min: QuantityField | None = None
-
-    @model_validator(mode="before")
-    @classmethod
-    def _size(cls, value: Any) -> Any:
-        return {"min": value} if isinstance(value, str) and value.strip() != "unlimited" else value
-
-    @field_validator("min")
-    @classmethod
-    def _min_size(cls, value: Quantity | None) -> Quantity | None:
-        return None if value is None else parse_quantity(value, dimension=Dimension.SIZE)
-
-    def bounds(self) -> list[tuple[str, Op, Quantity | str | int | bool]]:
-        if self.min is not None:
-            return [("min", Op.MIN, self.min)]
-        return [("value", Op.EQUAL, "unlimited")]
-
-
-class PcieAcs(Finding):
-    """``pcie_acs: off``: no PCIe bridge has ACS redirection on (it routes GPU-NIC peer traffic via the root complex)."""
-
-    OK = "off"
-    SCALAR_FIELD = "value"
-    value: Literal["off"] = "off"
-
-    @model_validator(mode="before")
-    @classmethod
-    def _yaml_off(cls, value: Any) -> Any:
-        return {"value": "off"} if value is False else value  # YAML 1.1 reads a bare `off` as false
-
-
-class SoftwareConsistency(Finding):
-    """The same version of each component on every node (``components``: which ones; all by default)."""
-
-    OK = "consistent"
-    components: list[Component] = Field(default_factory=lambda: list(_ALL_COMPONENTS))
-
-    @model_validator(mode="before")
-    @classmethod
-    def _list(cls, value: Any) -> Any:
-        return {"components": value} if isinstance(value, list) else value
-
-
-class MinVersions(Finding):
-    """The lowest version of a component each node may run (``nccl: '2.21.5'``); dotted parts compare as numbers."""
-
-    kernel: str | None = None
-    driver: str | None = None
-    cuda: str | None = None
-    nccl: str | None = None
-    ofed: str | None = None
-    rdma_core: str | None = None
-    hca_firmware: str | None = None
-
-    @field_validator("*", mode="before")
-    @classmethod
-    def _quoted(cls, value: Any, info: ValidationInfo) -> Any:
-        if isinstance(value, float) or (isinstance(value, int) and not isinstance(value, bool)):
-            raise ValueError(
-                f"write the version in quotes ('{value}'): YAML reads an unquoted {value} as a number "
-                "(12.10 would become 12.1)"
-            )
-        return value
-
-    @model_validator(mode="after")
-    def _dimensions(self) -> Any:
-        if not self.pins():
-            raise ValueError(f"give at least one of {', '.join(SOFTWARE_COMPONENTS)}")
-        return self
-
-    def pins(self) -> dict[str, str]:
-        """component -> the minimum version the profile pins."""
-        return {name: getattr(self, name) for name in SOFTWARE_COMPONENTS if getattr(self, name) is not None}
 
 
 class GpuNicAffinity(Finding):
@@ -596,12 +475,7 @@ class _Section(BaseModel):
 
 
 class Software(_Section):
-    preflight: Preflight | None = None
-    gpudirect: GpuDirect | None = None
-    memlock: Memlock | None = None
-    pcie_acs: PcieAcs | None = None
-    software_consistency: SoftwareConsistency | None = None
-    min_versions: MinVersions | None = None
+    """Its checks' keys are their family's (checks/software.py), added by :func:`profile_schema`."""
 
 
 class IntraNode(_Section):

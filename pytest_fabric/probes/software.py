@@ -24,7 +24,6 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 
 from pytest_fabric.config.hostlist import fold
-from pytest_fabric.config.profile import SOFTWARE_COMPONENTS
 from pytest_fabric.parsers import ethtool, ibstat, ldconfig, ofed_info
 from pytest_fabric.parsers.base import ParseError
 from pytest_fabric.probes.base import MeasurementError
@@ -34,6 +33,7 @@ from pytest_fabric.transport.results import CommandResult
 __all__ = [
     "LABELS",
     "NodeStack",
+    "SOFTWARE_COMPONENTS",
     "STACK_SCRIPT",
     "below_minimum",
     "compare_versions",
@@ -44,6 +44,8 @@ __all__ = [
     "stack_from",
 ]
 
+#: the software stack components pytest-fabric reads on every node
+SOFTWARE_COMPONENTS = ("kernel", "driver", "cuda", "nccl", "ofed", "rdma_core", "hca_firmware")
 #: how messages name each component
 LABELS = {
     "kernel": "kernel",

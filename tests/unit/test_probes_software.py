@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import pytest
+from unit.bundled_registry import bundled_registry
 
 from pytest_fabric.probes.base import MeasurementError
 from pytest_fabric.probes.preflight import (
@@ -171,7 +172,7 @@ def test_preflight_from_the_listing() -> None:
 
 def test_required_tools_follow_the_profile() -> None:
     tools = required_tools(["inter_node.tcp_throughput", "inter_node.error_counters", "storage.sequential_read",
-                            "software.min_versions"], "ethernet", ["jq"])
+                            "software.min_versions"], "ethernet", ["jq"], bundled_registry())
     assert tools == {"iperf3": ["inter_node.tcp_throughput"], "rdma": ["inter_node.error_counters"],
                      "ethtool": ["inter_node.error_counters"], "fio": ["storage.sequential_read"],
                      "jq": ["software.preflight.tools"]}

@@ -1,4 +1,5 @@
-"""The software layer: preflight before any measurement, and one software stack on every node.
+"""The software layer (``software.*``): preflight before any measurement, and one software stack on
+every node: settings, declarations and fixtures.
 
 Per node, each in a wave over every node (the first test of a check reads all nodes at once):
 ``preflight`` (the tools the profile's checks run, GPUs and HCAs visible), ``gpudirect``
@@ -10,30 +11,174 @@ names the nodes that differ from the majority.
 
 A node that preflight found without a tool makes every later check that runs the tool there
 error at once, with that cause and the package to install, instead of each check finding out
-by itself (``pytest_runtest_setup`` below).
+by itself (``pytest_runtest_setup`` below).  The family registers its checks through
+``pytest_fabric_checks``, as an extension does.
 """
 
 from __future__ import annotations
 
-import pytest
+import re
+from typing import Annotated, Any, Literal
 
-from pytest_fabric.checks import base as checks
+import pytest
+from pydantic import AfterValidator, Field, ValidationInfo, field_validator, model_validator
+
+from pytest_fabric.checks.base import Check
 from pytest_fabric.checks.gpu import node_gpus
 from pytest_fabric.config.hostlist import fold
-from pytest_fabric.config.units import parse_quantity
+from pytest_fabric.config.profile import Finding
+from pytest_fabric.config.units import Dimension, Quantity, QuantityField, parse_quantity
 from pytest_fabric.judge import tool_identity as identity_judge
-from pytest_fabric.judge.verdict import Measurement
+from pytest_fabric.judge.verdict import Measurement, Op
 from pytest_fabric.parsers.tool_identity import NodeToolIdentity
 from pytest_fabric.probes import preflight as preflight_probe
 from pytest_fabric.probes import software as software_probe
 from pytest_fabric.probes import tool_identity as identity_probe
 from pytest_fabric.probes.base import MeasurementError
+from pytest_fabric.probes.software import SOFTWARE_COMPONENTS
 from pytest_fabric.record.check_record import REPORT_ATTRIBUTE
 from pytest_fabric.run.cluster import Cluster, NodeHandle
 from pytest_fabric.run.fixtures import SpecLookup
 from pytest_fabric.run.state import CHECK_KEY, FabricState, get_state
 from pytest_fabric.run.waves import wave
 from pytest_fabric.transport.base import ToolMissing, TransportError
+
+__all__ = ["GPUDIRECT", "MEMLOCK", "MIN_VERSIONS", "PCIE_ACS", "PREFLIGHT", "SOFTWARE_CONSISTENCY", "GpuDirect",
+           "Memlock", "MinVersions", "PcieAcs", "Preflight", "SoftwareConsistency", "pytest_fabric_checks"]
+
+Component = Literal["kernel", "driver", "cuda", "nccl", "ofed", "rdma_core", "hca_firmware"]
+_ALL_COMPONENTS: tuple[Component, ...] = ("kernel", "driver", "cuda", "nccl", "ofed", "rdma_core", "hca_firmware")
+
+
+#: a program name as preflight looks it up on PATH: no '/' (a path), no leading '-' (an option),
+#: nothing a shell reads as syntax; shared profiles are untrusted input (docs/security.md)
+_TOOL_NAME_RE = re.compile(r"^[A-Za-z0-9._+][A-Za-z0-9._+-]{0,63}$")
+
+
+def _tool_name(value: str) -> str:
+    if not _TOOL_NAME_RE.match(value) or value in (".", ".."):
+        raise ValueError(
+            f"{value!r} is not a program name: write the name preflight finds on PATH (e.g. jq, g++, "
+            "python3.11), up to 64 of the characters A-Z a-z 0-9 . _ + - (no '/', spaces or shell "
+            "characters, not starting with '-')"
+        )
+    return value
+
+
+#: checked one item at a time, so an error names the line of that item
+ToolName = Annotated[str, AfterValidator(_tool_name)]
+
+
+class Preflight(Finding):
+    """Before any measurement: the tools the profile's checks run, on every node, and its GPUs and HCAs."""
+
+    tools: list[ToolName] = Field(default_factory=list)  # more programs every node must have
+
+
+class GpuDirect(Finding):
+    """GPUDirect RDMA: ``peermem`` (nvidia_peermem loaded), ``dmabuf`` (open kernel module, kernel 5.12+) or ``either``."""
+
+    SCALAR_FIELD = "via"
+    via: Literal["peermem", "dmabuf", "either"] = "either"
+
+
+class Memlock(Finding):
+    """``ulimit -l`` in the sessions the checks run in: RDMA registers (pins) memory.
+
+    ``memlock: unlimited`` (what RDMA stacks ask for) or a floor, ``memlock: {min: 64 GiB}``.
+    """
+
+    SCALAR_FIELD = "value"
+    value: Literal["unlimited"] | None = None
+    min: QuantityField | None = None
+
+    @model_validator(mode="before")
+    @classmethod
+    def _size(cls, value: Any) -> Any:
+        return {"min": value} if isinstance(value, str) and value.strip() != "unlimited" else value
+
+    @field_validator("min")
+    @classmethod
+    def _min_size(cls, value: Quantity | None) -> Quantity | None:
+        return None if value is None else parse_quantity(value, dimension=Dimension.SIZE)
+
+    def bounds(self) -> list[tuple[str, Op, Quantity | str | int | bool]]:
+        if self.min is not None:
+            return [("min", Op.MIN, self.min)]
+        return [("value", Op.EQUAL, "unlimited")]
+
+
+class PcieAcs(Finding):
+    """``pcie_acs: off``: no PCIe bridge has ACS redirection on (it routes GPU-NIC peer traffic via the root complex)."""
+
+    OK = "off"
+    SCALAR_FIELD = "value"
+    value: Literal["off"] = "off"
+
+    @model_validator(mode="before")
+    @classmethod
+    def _yaml_off(cls, value: Any) -> Any:
+        return {"value": "off"} if value is False else value  # YAML 1.1 reads a bare `off` as false
+
+
+class SoftwareConsistency(Finding):
+    """The same version of each component on every node (``components``: which ones; all by default)."""
+
+    OK = "consistent"
+    components: list[Component] = Field(default_factory=lambda: list(_ALL_COMPONENTS))
+
+    @model_validator(mode="before")
+    @classmethod
+    def _list(cls, value: Any) -> Any:
+        return {"components": value} if isinstance(value, list) else value
+
+
+class MinVersions(Finding):
+    """The lowest version of a component each node may run (``nccl: '2.21.5'``); dotted parts compare as numbers."""
+
+    kernel: str | None = None
+    driver: str | None = None
+    cuda: str | None = None
+    nccl: str | None = None
+    ofed: str | None = None
+    rdma_core: str | None = None
+    hca_firmware: str | None = None
+
+    @field_validator("*", mode="before")
+    @classmethod
+    def _quoted(cls, value: Any, info: ValidationInfo) -> Any:
+        if isinstance(value, float) or (isinstance(value, int) and not isinstance(value, bool)):
+            raise ValueError(
+                f"write the version in quotes ('{value}'): YAML reads an unquoted {value} as a number "
+                "(12.10 would become 12.1)"
+            )
+        return value
+
+    @model_validator(mode="after")
+    def _dimensions(self) -> Any:
+        if not self.pins():
+            raise ValueError(f"give at least one of {', '.join(SOFTWARE_COMPONENTS)}")
+        return self
+
+    def pins(self) -> dict[str, str]:
+        """component -> the minimum version the profile pins."""
+        return {name: getattr(self, name) for name in SOFTWARE_COMPONENTS if getattr(self, name) is not None}
+
+
+# what a node has before anything is measured on it: preflight first, it tells later checks which
+# nodes lack their tools; the stack's versions after the node's own settings
+PREFLIGHT = Check("preflight", "software", Preflight, "node", "wave", phase=-30)
+GPUDIRECT = Check("gpudirect", "software", GpuDirect, "node", "wave", phase=-29)
+MEMLOCK = Check("memlock", "software", Memlock, "node", "wave", phase=-29)
+PCIE_ACS = Check("pcie_acs", "software", PcieAcs, "node", "wave", phase=-29)
+MIN_VERSIONS = Check("min_versions", "software", MinVersions, "node", "wave", phase=-28)
+SOFTWARE_CONSISTENCY = Check("software_consistency", "software", SoftwareConsistency, "cluster", "cluster", phase=-27)
+
+
+def pytest_fabric_checks(config: pytest.Config) -> list[Check[Any]]:
+    """pytest-fabric registers this family the way an extension registers its checks."""
+    return [PREFLIGHT, GPUDIRECT, MEMLOCK, PCIE_ACS, SOFTWARE_CONSISTENCY, MIN_VERSIONS]
+
 
 _PREFLIGHT = "preflight"
 
@@ -85,7 +230,7 @@ def _expected_count(state: FabricState, layer: str, check: str) -> int:
 @wave("node")
 def preflight(request: pytest.FixtureRequest, node: NodeHandle, spec: SpecLookup) -> Measurement:
     """Tools on PATH (missing ones: an error naming the package), GPUs and HCAs the profile expects visible."""
-    spec(checks.PREFLIGHT)
+    spec(PREFLIGHT)
     state = _state(request)
     found = node_preflight(request, node)
     needed = _required(state)
@@ -123,7 +268,7 @@ def preflight(request: pytest.FixtureRequest, node: NodeHandle, spec: SpecLookup
 @wave("node")
 def gpudirect(request: pytest.FixtureRequest, node: NodeHandle, spec: SpecLookup) -> Measurement:
     """nvidia_peermem loaded, or dma-buf possible (open kernel module on Linux 5.12+), as the profile's ``via`` asks."""
-    settings = spec(checks.GPUDIRECT)
+    settings = spec(GPUDIRECT)
     found = node_preflight(request, node)
     ok, why = preflight_probe.gpudirect(found, settings.via)
     if ok:
@@ -139,7 +284,7 @@ def gpudirect(request: pytest.FixtureRequest, node: NodeHandle, spec: SpecLookup
 @wave("node")
 def memlock(request: pytest.FixtureRequest, node: NodeHandle, spec: SpecLookup) -> Measurement:
     """``ulimit -l`` of the session the checks run in."""
-    spec(checks.MEMLOCK)
+    spec(MEMLOCK)
     found = node_preflight(request, node)
     if found.memlock is None:
         raise MeasurementError(node.name, "ulimit -l printed nothing", command="ulimit -l")
@@ -160,7 +305,7 @@ def memlock(request: pytest.FixtureRequest, node: NodeHandle, spec: SpecLookup) 
 @wave("node")
 def pcie_acs(request: pytest.FixtureRequest, node: NodeHandle, spec: SpecLookup) -> Measurement:
     """No PCIe bridge above a GPU or Mellanox NIC has ACS redirection on (lspci -vvv ACSCtl)."""
-    spec(checks.PCIE_ACS)
+    spec(PCIE_ACS)
     found = node_preflight(request, node)
     if found.acs is None:
         raise MeasurementError(node.name, "lspci -vvv listed no PCI device", command="lspci -vvv",
@@ -182,7 +327,7 @@ def pcie_acs(request: pytest.FixtureRequest, node: NodeHandle, spec: SpecLookup)
 @wave("node")
 def min_versions(request: pytest.FixtureRequest, node: NodeHandle, spec: SpecLookup) -> Measurement:
     """Each component the profile pins is at least that version on this node."""
-    settings = spec(checks.MIN_VERSIONS)
+    settings = spec(MIN_VERSIONS)
     stack = node_stack(request, node)
     pins = settings.pins()
     below = software_probe.below_minimum(stack, pins)
@@ -230,7 +375,7 @@ def all_identities(state: FabricState, cluster: Cluster) -> dict[str, NodeToolId
 def software_consistency(request: pytest.FixtureRequest, cluster: Cluster, spec: SpecLookup) -> Measurement:
     """The same kernel, driver, CUDA, NCCL, OFED, rdma-core and HCA firmware on every node, and the same
     file (SHA-256) under each tool name the profile's checks run."""
-    settings = spec(checks.SOFTWARE_CONSISTENCY)
+    settings = spec(SOFTWARE_CONSISTENCY)
     stacks, errors = all_stacks(request, cluster)
     findings = software_probe.consistency(stacks, settings.components)
     identities = all_identities(_state(request), cluster)
