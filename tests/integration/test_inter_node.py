@@ -94,7 +94,7 @@ def test_attribution_blames_the_node_and_the_cable(record: dict) -> None:
     assert {s: c["outcome"] for s, c in verdicts.items() if c["outcome"] != "passed"}.keys() == {"node03", "node05", "node06"}
     assert "node fault" in verdicts["node03"]["message"] and "Send node03 to the provider" in verdicts["node03"]["message"]
     assert "link fault" in verdicts["node05"]["message"] and "node05 and node06" in verdicts["node05"]["message"]
-    assert "bad alone" in verdicts["node05"]["message"]  # re-measured alone before the verdict
+    assert "node05->node06 rdma_bandwidth measured alone" in verdicts["node05"]["message"]  # before the verdict
     assert verdicts["node01"]["outcome"] == "passed"
 
 
