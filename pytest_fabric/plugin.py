@@ -237,7 +237,7 @@ def pytest_configure(config: pytest.Config) -> None:
     # Every plugin's checks first: the profile's schema is built from their settings models.
     registry = registered_checks(config)
     try:
-        schema = profile_schema(registry.settings_models())
+        schema = profile_schema(registry.settings_models(), registry.ceilings())
     except ValueError as exc:
         raise pytest.UsageError(f"pytest_fabric_checks: {exc}") from None
     try:

@@ -24,6 +24,7 @@ from dataclasses import dataclass, field
 from typing import Any, Generic, Literal, TypeVar, get_args
 
 from pytest_fabric.config import profile as p
+from pytest_fabric.judge.ceilings import Ceiling
 
 __all__ = [
     "Batching",
@@ -133,6 +134,9 @@ class Check(Generic[S]):
     #: "egress_targets", "download_url" (an http(s) target not marked upload), "upload_target", "leaves"
     #: (nodes labelled by at least two leaf switches)
     needs: tuple[Need, ...] = ()
+    #: what bounds its floor (judge/ceilings.py, at load): "port_line" (one port's port_rate), "all_rails"
+    #: (ports x port_rate), "gpu_pcie" (the GPU's PCIe link), "nvlink" (the GPU model's NVLink); None: nothing
+    ceiling: Ceiling | None = None
     #: the most retests it takes before it judges (None: it re-measures nothing)
     retests: Retests | None = None
 
@@ -206,17 +210,19 @@ SWITCH_LINKS = declare(Check("switch_links", "inter_node", p.SwitchLinks, "clust
 # connect and result exchange, a few round trips: 0.14 s beyond -t on 8 quiet simulated nodes
 # (benchmarks/bench_plan_accuracy.py, 2 s runs taking 2.14 s a round), 0.25 s with a real network's.
 TCP_THROUGHPUT = declare(Check("tcp_throughput", "inter_node", p.TcpThroughput, "node_pair", "round",
-                               tools=("iperf3",), start_s=0.25, ports=PortBlock(5201, 1400)))
+                               tools=("iperf3",), start_s=0.25, ports=PortBlock(5201, 1400), ceiling="port_line"))
 RDMA_BANDWIDTH = declare(Check("rdma_bandwidth", "inter_node", p.RdmaBandwidth, "node_pair", "round",
-                               tools=("ibstat", "ib_write_bw"), ports=PortBlock(18515, 2900)))  # rails at once
+                               tools=("ibstat", "ib_write_bw"), ports=PortBlock(18515, 2900),  # rails at once
+                               ceiling="port_line"))
 RDMA_LATENCY = declare(Check("rdma_latency", "inter_node", p.LatencyCeiling, "node_pair", "round",
                              tools=("ibstat", "ib_write_lat"), typical_s=2.0,  # 10,000 iterations a rail
                              ports=PortBlock(21415, 400), one_at_a_time="rails"))
 GPUDIRECT_BANDWIDTH = declare(Check("gpudirect_bandwidth", "inter_node", p.RdmaBandwidth, "node_pair", "round",
                                     tools=("ibstat", "ib_write_bw", "nvidia-smi"),
-                                    ports=PortBlock(26315, 2900)))  # GPUs at once
+                                    ports=PortBlock(26315, 2900), ceiling="port_line"))  # GPUs at once
 NCCL_ALLREDUCE = declare(Check("nccl_allreduce", "inter_node", p.NcclBandwidth, "node_pair", "round",
-                               tools=("mpirun", "all_reduce_perf"), typical_s=60.0))  # sweep up to 8-16 GiB
+                               tools=("mpirun", "all_reduce_perf"), typical_s=60.0,  # sweep up to 8-16 GiB
+                               ceiling="all_rails"))
 # reads rdma_bandwidth's rails (measured at once) and measures each rail alone, once, one after the
 # other: typical_s is one such run at rdma_bandwidth's usual 5 s, its set-up and server start
 AGGREGATE_RDMA_BANDWIDTH = declare(Check("aggregate_rdma_bandwidth", "inter_node", p.Share, "node_pair", "round",
@@ -344,6 +350,11 @@ class CheckRegistry:
                     if key not in out.setdefault(tool, []):
                         out[tool].append(key)
         return out
+
+    def ceilings(self) -> dict[tuple[str, str], Ceiling]:
+        """(layer, key) -> what bounds that key's floor, for the checks that declare one: what the profile
+        loader holds each floor to (:func:`pytest_fabric.config.profile.profile_schema`)."""
+        return {(c.layer, c.setting): c.ceiling for c in self.checks.values() if c.ceiling is not None}
 
     def settings_models(self) -> dict[str, dict[str, type[p.CheckSpec]]]:
         """layer -> key -> the settings model of that profile key: what the profile loader builds its

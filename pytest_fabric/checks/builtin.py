@@ -49,7 +49,8 @@ def builtin_registry() -> CheckRegistry:
 @cache
 def builtin_schema() -> ProfileSchema:
     """The profile schema of :func:`builtin_registry`: what ``--profile`` accepts without an extension."""
-    return profile_schema(builtin_registry().settings_models())
+    registry = builtin_registry()
+    return profile_schema(registry.settings_models(), registry.ceilings())
 
 
 def load_profile(reference: str, overrides: list[str] | None = None, schema: ProfileSchema | None = None) -> Profile:

@@ -84,11 +84,11 @@ GPU_PCIE = Check("gpu_pcie", "intra_node", PcieLink, "gpu", "wave", tools=("nvid
 NIC_PCIE = Check("nic_pcie", "intra_node", PcieLink, "node", "wave", tools=("lspci",))
 GPU_INTERCONNECT = Check("gpu_interconnect", "intra_node", Text, "node", "wave", tools=("nvidia-smi",))
 NVLINK_BANDWIDTH = Check("nvlink_bandwidth", "intra_node", BandwidthFloor, "node", "wave",
-                         tools=("nvidia-smi", "nvbandwidth"), typical_s=30.0)  # every GPU pair
+                         tools=("nvidia-smi", "nvbandwidth"), typical_s=30.0, ceiling="nvlink")  # every GPU pair
 HOST_TO_DEVICE_BANDWIDTH = Check("host_to_device_bandwidth", "intra_node", BandwidthFloor, "node", "wave",
-                                 tools=("nvbandwidth",), typical_s=10.0)
+                                 tools=("nvbandwidth",), typical_s=10.0, ceiling="gpu_pcie")
 DEVICE_TO_HOST_BANDWIDTH = Check("device_to_host_bandwidth", "intra_node", BandwidthFloor, "node", "wave",
-                                 tools=("nvbandwidth",), typical_s=10.0)
+                                 tools=("nvbandwidth",), typical_s=10.0, ceiling="gpu_pcie")
 #: all_reduce_perf's sweep on a node's GPUs; judged by ``intra_node.nccl_allreduce``
 NODE_NCCL_ALLREDUCE = Check("node_nccl_allreduce", "intra_node", NcclBandwidth, "node", "wave",
                             key="nccl_allreduce", tools=("nvidia-smi", "all_reduce_perf"), typical_s=45.0)

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import copy
 import hashlib
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, ClassVar, Literal, Protocol, TypeVar
@@ -33,7 +34,7 @@ from pytest_fabric.config.bundled import profiles_dir
 from pytest_fabric.config.rdma_ports import rdma_port_names
 from pytest_fabric.config.units import Dimension, Quantity, QuantityField, parse_quantity
 from pytest_fabric.config.yamlsource import SourceError
-from pytest_fabric.judge.ceilings import impossible
+from pytest_fabric.judge.ceilings import Ceiling, impossible
 from pytest_fabric.judge.verdict import Expectation, Op
 from pytest_fabric.run.pairs import resolve_strategy
 
@@ -602,12 +603,15 @@ _SECTION_MODELS: dict[str, type[BaseModel]] = {
 class ProfileSchema:
     """The document model a profile is validated by, and its section models by layer.
 
-    :data:`BUILTIN_SCHEMA` is the built-in checks' (the typed sections above); :func:`profile_schema`
-    adds the keys of an extension's registered checks, each typed by its settings model.
+    :data:`BUILTIN_SCHEMA` is the typed sections above alone; :func:`profile_schema` adds the keys of
+    the registered checks (the check families', an extension's), each typed by its settings model.
+    ``ceilings``: (layer, key) -> what bounds that key's floor, as its check declares it
+    (judge/ceilings.py holds each floor to it at load).
     """
 
     document: type[ProfileDocument]
     sections: dict[str, type[BaseModel]]
+    ceilings: Mapping[tuple[str, str], Ceiling] = field(default_factory=dict)
 
     def known_fields(self, loc: tuple[Any, ...]) -> list[str]:
         """The keys written at ``loc`` may be (a layer's checks and settings, a check's fields)."""
@@ -649,11 +653,13 @@ def _spec_model(annotation: Any) -> Any:
                  if isinstance(arg, type) and issubclass(arg, CheckSpec)), None)
 
 
-def profile_schema(settings: dict[str, dict[str, type[CheckSpec]]]) -> ProfileSchema:
+def profile_schema(settings: dict[str, dict[str, type[CheckSpec]]],
+                   ceilings: Mapping[tuple[str, str], Ceiling] | None = None) -> ProfileSchema:
     """The schema for the registered checks' settings models (layer -> key -> model, as
     ``CheckRegistry.settings_models`` gives them): each layer's typed section, plus a field for every
     key no built-in check declares, typed by its model. A key a section already types with another
-    model, or a layer that is not one, is a ``ValueError``."""
+    model, or a layer that is not one, is a ``ValueError``. ``ceilings``: what bounds each key's floor
+    (``CheckRegistry.ceilings``)."""
     sections = dict(_SECTION_MODELS)
     for layer, models in settings.items():
         if layer not in _SECTION_MODELS:
@@ -672,13 +678,13 @@ def profile_schema(settings: dict[str, dict[str, type[CheckSpec]]]) -> ProfileSc
                     "give the check a key of its own (Check(key=...))")
         if added:
             sections[layer] = create_model(base.__name__, __base__=base, __module__=base.__module__, **added)
-    if sections == _SECTION_MODELS:
+    if sections == _SECTION_MODELS and not ceilings:
         return BUILTIN_SCHEMA
     changed: dict[str, Any] = {layer: (section, Field(default_factory=section)) for layer, section in sections.items()
                                if section is not _SECTION_MODELS[layer]}
     document = create_model("ProfileDocument", __base__=ProfileDocument, __module__=ProfileDocument.__module__,
-                            **changed)
-    return ProfileSchema(document, sections)
+                            **changed) if changed else ProfileDocument
+    return ProfileSchema(document, sections, dict(ceilings or {}))
 
 
 # ---------------------------------------------------------------------------
@@ -857,7 +863,7 @@ def load_profile(reference: str, overrides: list[str] | None = None, schema: Pro
         document = schema.document.model_validate(data)
     except ValidationError as exc:
         raise SourceError(_describe(exc, where, path, schema)) from None
-    refused = impossible(document)
+    refused = impossible(document, schema.ceilings)
     if refused:
         raise SourceError(f"profile {document.name} asks for more than the hardware it describes can carry:\n  "
                           + "\n  ".join(f"{_place(where, loc, path)}: {why}" for loc, why in refused))

@@ -3,30 +3,31 @@
 Each expected floor is held against the ceiling the profile itself implies, and an impossible one
 is refused with the key, the ceiling and how it was computed (a bundled floor that four HDR ports
 cannot carry failed every pair on the hardware the profile describes).  The ceilings are line
-rates, the most a link can move, never a typical figure:
+rates, the most a link can move, never a typical figure.  Which bounds a check's floor is the
+check's declaration (``Check.ceiling``), so this module names no check:
 
-- RDMA, GPUDirect and TCP between a pair: one port's ``port_rate`` (a rail, or the NIC TCP runs over);
-- multi-node NCCL bus bandwidth: ``ports`` x ``port_rate``, every rail of a node busy at once
-  (NCCL's bus bandwidth for all_reduce is what each rank's links carry);
-- host <-> device copies: the PCIe link ``gpu_pcie`` states, generation x width, after the link
-  encoding (PCI-SIG: 8b/10b to Gen2, 128b/130b from Gen3; Gen6 is FLIT, taken as Gen5's doubled);
-- NVLink per GPU pair, one direction: the GPU's NVLink total for the model ``gpu_model`` names
+- ``port_line``: one port's ``port_rate`` (a pair's rail, or the NIC TCP runs over);
+- ``all_rails``: ``ports`` x ``port_rate``, every rail of a node busy at once (NCCL's bus bandwidth
+  for all_reduce is what each rank's links carry);
+- ``gpu_pcie``: the PCIe link ``gpu_pcie`` states, generation x width, after the link encoding
+  (PCI-SIG: 8b/10b to Gen2, 128b/130b from Gen3; Gen6 is FLIT, taken as Gen5's doubled);
+- ``nvlink``: per GPU pair, one direction, the GPU's NVLink total for the model ``gpu_model`` names
   (A100: 12 NVLink3 links x 25 GB/s = 300 GB/s each way; H100: 18 NVLink4 x 25 GB/s = 450 GB/s;
   NVIDIA's A100 and H100 datasheets give 600 and 900 GB/s both ways);
-- shares (``90% line``, ``min: 90%`` of a ratio): at most 100%.
+- and for every key: a share (``90% line``, ``min: 90%`` of a ratio) is at most 100%.
 
-Pure: it reads a validated profile document, nothing else.
+Pure: it reads a validated profile document and the declared ceilings, nothing else.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from decimal import Decimal
-from typing import Any
+from typing import Any, Literal
 
 from pytest_fabric.config.units import Quantity
 
-__all__ = ["impossible", "pcie_gbytes", "NVLINK_GBYTES"]
+__all__ = ["Ceiling", "impossible", "pcie_gbytes", "NVLINK_GBYTES"]
 
 #: one direction, per PCIe lane, GB/s after encoding (PCI-SIG base specifications)
 _PCIE_LANE_GBYTES = {1: Decimal("0.25"), 2: Decimal("0.5"), 3: Decimal("0.985"), 4: Decimal("1.969"),
@@ -56,13 +57,23 @@ def _shares(document: Any) -> Iterator[tuple[tuple[str, ...], str]]:
                                              "a share is at most 100%")
 
 
-def impossible(document: Any) -> list[tuple[tuple[str, ...], str]]:
-    """(location of the key, why) for every expected value above the ceiling the profile implies."""
+#: what bounds a check's floor (``Check.ceiling``), each from what the profile states of the hardware
+Ceiling = Literal["port_line", "all_rails", "gpu_pcie", "nvlink"]
+
+
+def impossible(document: Any, ceilings: Mapping[tuple[str, str], Ceiling] | None = None) -> list[tuple[tuple[str, ...], str]]:
+    """(location of the key, why) for every expected value above the ceiling the profile implies.
+    ``ceilings``: (layer, key) -> what bounds that key's floor, as the run's checks declare it."""
     out = list(_shares(document))
     inter, intra = document.inter_node, document.intra_node
-    rate = inter.port_rate.min if inter.port_rate is not None else None
-    ports = inter.ports
+    port_rate = getattr(inter, "port_rate", None)
+    rate = port_rate.min if port_rate is not None else None
+    ports = getattr(inter, "ports", None)
     count = ports.stated if ports is not None else None
+    gpu_pcie = getattr(intra, "gpu_pcie", None)
+    gpu_model = getattr(intra, "gpu_model", None)
+    model = gpu_model.value if gpu_model is not None else ""
+    nvlink = next((v for k, v in NVLINK_GBYTES.items() if k.lower() in model.lower()), None)
 
     def above(loc: tuple[str, ...], floor: Quantity, ceiling: Decimal, unit: str, how: str) -> None:
         if floor.to(unit) > ceiling:
@@ -70,32 +81,22 @@ def impossible(document: Any) -> list[tuple[tuple[str, ...], str]]:
             out.append((loc, f"{key}: {floor.display(unit)} is more than this profile's hardware carries: "
                              f"{_fmt(ceiling)} {unit} ({how}); lower it, or fix the hardware it states"))
 
-    if rate is not None and rate.dimension.name == "BANDWIDTH":
-        line = rate.to("Gb/s")
-        for name in ("rdma_bandwidth", "gpudirect_bandwidth", "tcp_throughput"):
-            floor = _floor(getattr(inter, name))
-            if floor is not None and not floor.is_line_share and floor.dimension.name == "BANDWIDTH":
-                above(("inter_node", name, "min"), floor, line, "Gb/s",
-                      f"one port's line, inter_node.port_rate {rate.display('Gb/s')}")
-        nccl = _floor(inter.nccl_allreduce)
-        if nccl is not None and count and nccl.dimension.name == "BANDWIDTH":
-            above(("inter_node", "nccl_allreduce", "min"), nccl, rate.to("GB/s") * count, "GB/s",
+    for (layer, name), kind in (ceilings or {}).items():
+        floor = _floor(getattr(getattr(document, layer), name, None))
+        if floor is None or floor.dimension.name != "BANDWIDTH":
+            continue
+        loc = (layer, name, "min")
+        if kind == "port_line" and rate is not None and rate.dimension.name == "BANDWIDTH" and not floor.is_line_share:
+            above(loc, floor, rate.to("Gb/s"), "Gb/s", f"one port's line, inter_node.port_rate {rate.display('Gb/s')}")
+        elif kind == "all_rails" and rate is not None and rate.dimension.name == "BANDWIDTH" and count:
+            above(loc, floor, rate.to("GB/s") * count, "GB/s",
                   f"inter_node.ports {count} x port_rate {rate.display('Gb/s')} = {_fmt(rate.to('GB/s') * count)} GB/s, "
                   "every rail of a node at its line rate")
-    if intra.gpu_pcie is not None:
-        ceiling = pcie_gbytes(intra.gpu_pcie.generation, intra.gpu_pcie.width)
-        for name in ("host_to_device_bandwidth", "device_to_host_bandwidth"):
-            floor = _floor(getattr(intra, name))
-            if floor is not None and floor.dimension.name == "BANDWIDTH":
-                above(("intra_node", name, "min"), floor, ceiling, "GB/s",
-                      f"intra_node.gpu_pcie Gen{intra.gpu_pcie.generation} x{intra.gpu_pcie.width}, one way after "
-                      "its line encoding")
-    model = intra.gpu_model.value if intra.gpu_model is not None else ""
-    nvlink = next((v for k, v in NVLINK_GBYTES.items() if k.lower() in model.lower()), None)
-    floor = _floor(intra.nvlink_bandwidth)
-    if nvlink is not None and floor is not None and floor.dimension.name == "BANDWIDTH":
-        above(("intra_node", "nvlink_bandwidth", "min"), floor, nvlink, "GB/s",
-              f"an {model} GPU's NVLink total one way (its datasheet's both-ways figure / 2)")
+        elif kind == "gpu_pcie" and gpu_pcie is not None:
+            above(loc, floor, pcie_gbytes(gpu_pcie.generation, gpu_pcie.width), "GB/s",
+                  f"intra_node.gpu_pcie Gen{gpu_pcie.generation} x{gpu_pcie.width}, one way after its line encoding")
+        elif kind == "nvlink" and nvlink is not None:
+            above(loc, floor, nvlink, "GB/s", f"an {model} GPU's NVLink total one way (its datasheet's both-ways figure / 2)")
     return out
 
 

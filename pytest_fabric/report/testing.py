@@ -18,7 +18,7 @@ import json
 from pathlib import Path
 from typing import Any
 
-from pytest_fabric.checks.base import check_of, profile_key_of
+from pytest_fabric.checks.builtin import builtin_registry
 from pytest_fabric.record.check_record import CheckRecord, evidence_from_results
 from pytest_fabric.record.runinfo import RunInfo
 from pytest_fabric.transport.results import CommandResult
@@ -26,7 +26,7 @@ from pytest_fabric.transport.results import CommandResult
 __all__ = ["make_check", "sample_cluster", "sample_run_info", "write_fake_project"]
 
 def _layer_of(check: str) -> str:
-    declared = check_of(check)
+    declared = builtin_registry().check_of(check)  # the check families' too (storage, gpu, ...)
     return declared.layer if declared is not None else "inter_node"
 
 
@@ -64,7 +64,7 @@ def make_check(
         outcome=outcome,
         message=message or f"{check} {subject}: {outcome}",
         measured={"value": value, "unit": unit} if value is not None else None,
-        expected={"op": op, "value": expected, "unit": unit, "key": f"{layer}.{profile_key_of(check, layer)}.min",
+        expected={"op": op, "value": expected, "unit": unit, "key": f"{layer}.{builtin_registry().profile_key_of(check, layer)}.min",
                   "source": "vendor datasheet", "as_written": f"{expected} {unit or ''}".strip()}
         if expected is not None else None,
         margin=margin,
