@@ -38,7 +38,7 @@ every comparison is made on rounded numbers, so the same evidence gives the same
 from __future__ import annotations
 
 import math
-from bisect import bisect_left
+from bisect import bisect_left, bisect_right
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from statistics import NormalDist
@@ -66,10 +66,8 @@ _ROUGH_FROM = 60
 _ROUGH = 0.5
 #: low repeats this unlikely by chance (but not beyond unstable_chance) ask for a retest step
 _SUSPECT_CHANCE = 1e-2
-#: a hair under the baseline's lowest repeat
+#: a repeat equal to a level (within rounding) is at it
 _EPS = 1e-9
-#: the chance assumed of a healthy repeat 8 spreads under the baseline
-_DEEP_CHANCE = 1e-3
 #: the mean range of n normal samples in standard deviations (d2 of quality control), n = 2..12
 _D2 = (1.128, 1.693, 2.059, 2.326, 2.534, 2.704, 2.847, 2.970, 3.078, 3.173, 3.258)
 
@@ -126,11 +124,11 @@ class Settings:
     min_spread: float = 0.01
     #: a split: the gap between two levels of repeats is this many times the series' usual range
     split_ranges: float = 2.0
-    #: a low repeat (unstable): this many spreads of a repeat under the baseline
-    split_spreads: float = 4.0
     #: at least this share of a node's repeats low, in two figures or more that have high ones too
     unstable_share: float = 1 / 6
-    #: and no more likely by chance than this, from the share of the baseline's repeats low
+    #: and no more likely by chance than this: as many of its figures reaching that low, each with
+    #: the chance a healthy figure has (:meth:`_Series._levels`), times the levels tried; low, because
+    #: a run tests every node in every series
     unstable_chance: float = 1e-6
     #: bad figures with no node pattern beyond this share of the series: the fabric, not links
     fabric_share: float = 0.05
@@ -284,6 +282,19 @@ class _Fig:
     logs: tuple[float, ...]  # every repeat, in log, sorted
 
 
+@dataclass(frozen=True)
+class _Levels:
+    """A node's repeats on two levels: the chance of as many low ones, the figures with them."""
+
+    chance: float
+    split: list[_Fig]
+    lows: int
+    repeats: int
+    cut: float  # the low level: repeats at or under it (log)
+    mixed: int  # figures with a repeat at the healthy level too
+    share: float  # the chance of one healthy figure reaching that low
+
+
 @dataclass
 class _Score:
     node: str
@@ -326,6 +337,10 @@ class _Series:
         noise = sorted(f.range / _D2[min(len(f.logs), 12) - 2] * _MEDIAN_SCALE / math.sqrt(len(f.logs))
                        for f in self.figs if len(f.logs) >= 2)
         self.noise = _median(noise) if noise else 0.0
+        # the spread of one repeat that the figures' own repeats imply (their range in d2 spreads): a
+        # floor under the repeat spread of a small baseline, whose few repeats' MAD is chance
+        per_repeat = sorted(f.range / _D2[min(len(f.logs), 12) - 2] for f in self.figs if len(f.logs) >= 2)
+        self.repeat_noise = _median(per_repeat) if per_repeat else 0.0
         self.by_node: dict[str, list[_Fig]] = {}
         for f in self.figs:
             for n in f.figure.nodes:
@@ -339,11 +354,13 @@ class _Series:
         self.rough_for: frozenset[str] | None = None
         self.rough: tuple[float, float, int, float] | None = None
         self.pool = _Pool([])
+        self.repeats_for: frozenset[str] | None = None
+        self.repeats: tuple[list[float], float] = ([], 0.0)
 
     # -- baselines
 
     def _clean(self, f: _Fig, faulty: Iterable[str]) -> bool:
-        return not set(f.figure.nodes) & set(faulty)
+        return set(faulty).isdisjoint(f.figure.nodes)
 
     def _pool(self, faulty: frozenset[str]) -> _Pool:
         if self.pool_for != faulty:
@@ -357,7 +374,7 @@ class _Series:
 
     def _without(self, without: Sequence[str], faulty: frozenset[str]) -> list[_Fig]:
         out = set(without) | faulty
-        return [f for f in self.figs if not set(f.figure.nodes) & out]
+        return [f for f in self.figs if out.isdisjoint(f.figure.nodes)]
 
     def _rough(self, faulty: frozenset[str]) -> tuple[float, float, int, float] | None:
         """The baseline of every figure without the faulty nodes: only to pass over, in a large
@@ -373,14 +390,22 @@ class _Series:
 
     def _baseline_of(self, figs: Sequence[_Fig]) -> tuple[float, float, int] | None:
         kept = sorted(f.y for f in figs)
-        nodes = {n for f in figs for n in f.figure.nodes}
-        if len(kept) < self.settings.min_baseline or len(nodes) < self.settings.min_baseline:
+        if len(kept) < self.settings.min_baseline or not self._enough_nodes(figs):
             return None
         center = _median(kept)
         mad = _median(sorted(abs(v - center) for v in kept))
         # A few figures give a MAD of chance (three alike: none); the repeats of every figure of
         # the series say how much one measurement wanders: the least spread believed.
         return center, max(_MAD_SCALE * mad, self.noise, self.settings.min_spread), len(kept)
+
+    def _enough_nodes(self, figs: Sequence[_Fig]) -> bool:
+        """As many nodes in ``figs`` as a baseline needs (read until there are)."""
+        nodes: set[str] = set()
+        for f in figs:
+            nodes.update(f.figure.nodes)
+            if len(nodes) >= self.settings.min_baseline:
+                return True
+        return False
 
     def _quick_center(self, node: str, faulty: frozenset[str]) -> float | None:
         pool = self._pool(faulty)
@@ -399,14 +424,15 @@ class _Series:
         if center is None:
             return None
         groups = self._groups(node, own)
-        # two levels: figures with a repeat far under the baseline and another at it (the low
-        # level far: as far as the series' repeats never wander)
-        # first with a rough reach (the exact one needs the baseline)
+        # two levels: repeats far under every healthy repeat, beside repeats at the baseline (a rail
+        # that retrains); judged on the series' repeats without the node (:meth:`_levels`)
         rough = self._rough(faulty - {node})
-        unstable = self._unstable(own, center, max(self.min_gap, _ROUGH * s.split_spreads * rough[3]) if rough else self.min_gap)[0]
-        split: list[_Fig] = []
-        lows = repeats = 0
-        reach = self.min_gap
+        levels = self._levels(node, own, faulty - {node}, center)
+        unstable = False
+        if levels is not None:
+            if levels.chance <= _SUSPECT_CHANCE:
+                self.unsure.add(node)  # more repeats with it would tell (a retest step)
+            unstable = levels.chance <= s.unstable_chance
         low = any(
             (_q(center - _most(g)) >= _q(self.min_gap) or (self.floor is not None and _q(_most(g)) < _q(self.floor) <= _q(center)))
             and (rough is None or _q(self._drop(center, g, rough[1])) >= _q(_ROUGH * self._bar(rough[1], len(g), rough[2])))
@@ -418,31 +444,6 @@ class _Series:
         if base is None:
             return None
         center, spread, count = base
-        if unstable:
-            # the reach: as far as the repeats of the figures without the node never wander from
-            # their median (their spread around it, 1.4826 x MAD, never under a figure's spread)
-            reach = max(self.min_gap, s.split_spreads * max(self._repeat_spread(kept, center), spread))
-            # and under all but the lowest 1 in 20 of the baseline's repeats (a bad cable's few among
-            # them): a low level of its own, not the baseline's tail
-            pooled = sorted(v for f in kept for v in f.logs)
-            rank = 1 + len(pooled) // 20
-            if len(pooled) >= rank:
-                reach = max(reach, center - pooled[rank - 1] + _EPS)
-            unstable, split, lows, repeats = self._unstable(own, center, reach)
-            # as many low repeats by chance? a healthy repeat falls under all but rank - 1 of the n
-            # repeats of the baseline with a chance of rank in n + 1
-            chance = sum(_lows(f, center, reach) for f in kept)
-            share = max(chance / max(1, len(pooled)), rank / (len(pooled) + 1))
-            chance_of = _tail(lows, repeats, share)
-            # repeats twice as deep (8 spreads) are no tail of the baseline at all: 1 in 1000 at most
-            deep = max(self.min_gap, 2 * s.split_spreads * max(self._repeat_spread(kept, center), spread))
-            deep_two, deep_split, deep_lows, _ = self._unstable(own, center, deep)
-            if deep_two and _tail(deep_lows, repeats, _DEEP_CHANCE) < chance_of:
-                unstable, split, lows, chance_of = True, deep_split, deep_lows, _tail(deep_lows, repeats, _DEEP_CHANCE)
-                reach = deep
-            if unstable and chance_of <= _SUSPECT_CHANCE:
-                self.unsure.add(node)  # more repeats with it would tell (a retest step)
-            unstable = unstable and chance_of <= s.unstable_chance
         best: tuple[float, Direction, list[_Fig]] | None = None
         for direction, group in groups.items():
             most = _most(group)
@@ -457,15 +458,16 @@ class _Series:
         # two levels inside figures (repeats low and high in one figure: a rail that retrains) are
         # unstable even where most figures are low; low and high only across figures may be a
         # direction (asymmetric): a node fault where the figures say one
-        mixed = sum(1 for f in split if _q(f.logs[-1]) >= _q(center - reach / 2))
-        if best is None or (mixed >= 2 and 2 * mixed >= len(split)):
-            if unstable and split_again(split, center, spread, reach):
-                levels = ", ".join(sorted({_fmt(math.exp(f.logs[0])) for f in split}))
-                text = (f"{lows} of its {repeats} repeats, in {len(split)} of its {len(own)} figures, far under the baseline "
-                        f"(as low as {levels} against {_fmt(math.exp(center))}, the median of the figures without {node}) "
-                        f"and others at it: two levels, a rail or link of {node} that retrains (unstable)")
-                return _Score(node, "unstable", 1000.0 + lows / repeats, None, text,
-                              tuple(sorted({n for f in split for n in f.figure.nodes if n != node})))
+        if unstable and levels is not None and (best is None or (levels.mixed >= 2 and 2 * levels.mixed >= len(levels.split))):
+            split = levels.split
+            text = (f"{levels.lows} of its {levels.repeats} repeats, in {len(split)} of its {len(own)} figures, at or under "
+                    f"{_fmt(math.exp(levels.cut))} (as low as {_fmt(math.exp(min(f.logs[0] for f in split)))}) and others at "
+                    f"{_fmt(math.exp(center))}, the median of the figures without {node}: {levels.share * 100:.2g}% of the "
+                    f"baseline's figures reach that low, a chance of {levels.chance:.1g} for as many: two levels, a rail or "
+                    f"link of {node} that retrains (unstable)")
+            # ranked above every node fault, the clearest (least likely by chance) first
+            return _Score(node, "unstable", 1000.0 - math.log10(max(levels.chance, 1e-300)), None, text,
+                          tuple(sorted({n for f in split for n in f.figure.nodes if n != node})))
         if best is None:
             return None
         z, direction, group = best
@@ -479,25 +481,76 @@ class _Series:
                 f"a node fault {where}")
         return _Score(node, "node fault", z, direction, text, tuple(sorted({n for f in group for n in f.figure.nodes if n != node})))
 
+    def _repeats(self, faulty: frozenset[str]) -> tuple[list[float], float]:
+        """The lowest repeat of every figure of the series without the faulty nodes, sorted; the
+        repeats' spread around the median figure (cached per faulty set: a large series reads them
+        for each node)."""
+        if self.repeats_for != faulty:
+            kept = self._without([], faulty)
+            center = _median(sorted(f.y for f in kept)) if kept else 0.0
+            self.repeats = (sorted(f.logs[0] for f in kept), self._repeat_spread(kept, center))
+            self.repeats_for = faulty
+        return self.repeats
+
+    def _levels(self, node: str, own: Sequence[_Fig], faulty: frozenset[str], center: float) -> _Levels | None:
+        """Are ``node``'s repeats on two levels: some far under the baseline, in figures with two peers
+        or more, beside others at the baseline inside one figure? The low level is each of its low
+        repeats in turn; for each, the chance that as many of its figures reach that low by chance,
+        each with the chance a healthy figure has: the share of the baseline's figures whose lowest
+        repeat is that low, never under a normal tail at that depth (in the baseline's repeat
+        spread, widened by 1 + 1/m for a spread read from m figures: a few figures' spread is
+        itself uncertain). Figures, not repeats, are counted: a figure's repeats share its path, so
+        one bad path's repeats are not as many chances. The lowest chance, times the number of
+        levels tried (each is a test), is the node's."""
+        s = self.settings
+        cut = _q(center - self.min_gap)
+        own_mins = sorted(f.logs[0] for f in own)
+        # a figure joins the low level at its lowest repeat: for k figures low, the lowest level
+        # that holds them is the k-th lowest figure minimum (a higher one is only likelier by chance)
+        candidates = sorted({v for v in own_mins[1:] if _q(v) < cut})
+        if not candidates:
+            return None
+        mine = sorted(v for f in own for v in f.logs)
+        mins, spread_all = self._repeats(faulty)
+        m = len(mins) - len(own)
+        if m < s.min_baseline:
+            return None
+        if len(mins) < _ROUGH_FROM:  # a small series: the spread without the node exactly
+            spread_all = self._repeat_spread(self._without([node], faulty), center)
+        sigma = max(spread_all, self.repeat_noise, s.min_spread) * (1 + 1 / m)
+        # a figure measured again has more repeats, so more chances to reach low: each counts as the longest
+        per_figure = max(len(f.logs) for f in own)
+        # at the healthy level: within one repeat spread of the baseline (and 10% at least)
+        high = center - max(self.min_gap, sigma)
+        best: _Levels | None = None
+        tried = 0
+        for t in candidates:
+            split = [f for f in own if _q(f.logs[0]) <= _q(t)]
+            if len(split) < 2:
+                continue
+            # with two peers at least: one bad path measured both ways (or again) is one peer's link
+            ends = [set(f.figure.nodes) - {node} for f in split]
+            if len(set().union(*ends)) < 2:
+                continue
+            mixed = sum(1 for f in split if _q(f.logs[-1]) >= _q(high))
+            lows = bisect_right(mine, t + _EPS)
+            if mixed < 1 or _q(lows / len(mine)) < _q(s.unstable_share):
+                continue
+            tried += 1
+            below = bisect_right(mins, t + _EPS) - bisect_right(own_mins, t + _EPS)
+            one = NormalDist().cdf((t - center) / sigma)
+            share = max(below / m, 1 - (1 - one) ** per_figure)
+            chance = _tail(len(split), len(own), share)
+            if best is None or _q(chance) < _q(best.chance):
+                best = _Levels(chance, split, lows, len(mine), t, mixed, share)
+        if best is None:
+            return None
+        return _Levels(min(1.0, best.chance * tried), best.split, best.lows, best.repeats, best.cut, best.mixed, best.share)
+
     @staticmethod
     def _repeat_spread(figs: Sequence[_Fig], center: float) -> float:
         devs = sorted(abs(v - center) for f in figs for v in f.logs)
         return _MAD_SCALE * _median(devs) if devs else 0.0
-
-    def _unstable(self, own: Sequence[_Fig], center: float, reach: float) -> tuple[bool, list[_Fig], int, int]:
-        """Repeats on two levels: low ones (``reach`` under the baseline) in two figures or more, and
-        a high one beside a low one in a figure: (two levels?, the figures with low repeats, low
-        repeats, all repeats)."""
-        split = [f for f in own if _lows(f, center, reach)]
-        lows = sum(_lows(f, center, reach) for f in split)
-        repeats = sum(len(f.logs) for f in own)
-        # both levels inside one figure at least: steady bad paths (all their repeats low) are links
-        mixed = any(_q(f.logs[-1]) >= _q(center - reach / 2) for f in split)
-        # with two peers at least: one bad path measured both ways (or again) is one peer's link
-        ends = [set(f.figure.nodes) for f in split]
-        node = set.intersection(*ends) if ends else set()
-        two = len({n for e in ends for n in e} - node) >= 2
-        return (len(split) >= 2 and two and mixed and _q(lows / repeats) >= _q(self.settings.unstable_share)), split, lows, repeats
 
     def _bar(self, spread: float, k: int, m: int) -> float:
         """How far below the baseline k figures must lie: ``confidence`` of their own spreads (the
@@ -602,11 +655,15 @@ class _Series:
                 out.append((self.name, h, node))
         return out
 
-    def _good_elsewhere(self, f: _Fig, end: str, role: int, faulty: frozenset[str], center: float) -> bool:
-        """Does ``end`` have another figure, in the same role, that is not short?"""
+    def _good_elsewhere(self, f: _Fig, end: str, role: int, faulty: frozenset[str], center: float,
+                        spread: float) -> bool:
+        """Does ``end`` have another figure, in the same role, that is not short? Short as the series'
+        own noise judges it: on a fabric whose healthy figures wander 2x, a helper 20% under the median
+        is as good as any (10% alone made every noisy end "short elsewhere": cannot tell, naming no one)."""
         others = [g for g in self.by_node.get(end, []) if g is not f and self._clean(g, faulty)
                   and (not g.figure.directed or not f.figure.directed or g.figure.nodes[role] == end)]
-        return any(_q(center - g.y) < _q(self.min_gap) and not (self.floor is not None and _q(g.y) < _q(self.floor))
+        reach = max(self.min_gap, self.settings.least_spreads * spread)
+        return any(_q(center - g.y) < _q(reach) and not (self.floor is not None and _q(g.y) < _q(self.floor))
                    for g in others)
 
     def _retests(self, f: _Fig, helpers: Sequence[str], nodes: Sequence[str]) -> list[tuple[str, str, str]]:
@@ -669,7 +726,9 @@ class _Series:
                 if n not in findings and n in self.by_node:
                     findings[n] = Finding(self.name, "fabric", fabric[-1])
             return [], fabric
+        rough = self._rough(faulty)
         suspects: list[tuple[_Fig, str]] = []
+        spreads: dict[int, float] = {}  # each suspect's baseline spread, to judge its ends elsewhere
         untold: list[_Fig] = []
         for f in self.figs:
             if not self._clean(f, faulty) or len(f.figure.nodes) != 2 or center_all is None:
@@ -677,6 +736,8 @@ class _Series:
             below_floor = self.floor is not None and _q(f.y) < _q(self.floor)
             if not (below_floor or _q(center_all - f.y) >= _q(self.min_gap)):
                 continue
+            if not below_floor and rough is not None and _q(center_all - f.y) < _q(_ROUGH * s.spreads * rough[1]):
+                continue  # a large series: far from the bar of every figure's baseline (:data:`_ROUGH`)
             # without either end; in a cluster too small for that, every other figure
             base = self.baseline(f.figure.nodes, faulty) or self._baseline_of(
                 [g for g in self.figs if g is not f and self._clean(g, faulty)])
@@ -685,6 +746,7 @@ class _Series:
                     untold.append(f)
                 continue
             center, spread, count = base
+            spreads[f.index] = spread
             drop = center - f.y
             bad = _q(drop) >= _q(s.spreads * spread) and (_q(drop) >= _q(self.min_gap) or below_floor)
             if bad:
@@ -719,7 +781,9 @@ class _Series:
         for f, text in suspects:
             a, b = f.figure.nodes
             assert center_all is not None  # suspects are only found against it
-            if self._good_elsewhere(f, a, 0, faulty, center_all) and self._good_elsewhere(f, b, 1, faulty, center_all):
+            spread = spreads[f.index]
+            if (self._good_elsewhere(f, a, 0, faulty, center_all, spread)
+                    and self._good_elsewhere(f, b, 1, faulty, center_all, spread)):
                 links.append(LinkFault(self.name, (a, b), f"a link fault: {text}; both ends are good with their other peers"))
                 for end, other in ((a, b), (b, a)):
                     prev = findings.get(end)
@@ -751,15 +815,6 @@ class _Series:
 def _tail(x: int, k: int, p: float) -> float:
     """P(at least x of k), each with chance p."""
     return sum(math.comb(k, i) * p**i * (1 - p) ** (k - i) for i in range(x, k + 1))
-
-
-def _lows(f: _Fig, center: float, reach: float) -> int:
-    return sum(1 for v in f.logs if _q(v) < _q(center - reach))
-
-
-def split_again(split: Sequence[_Fig], center: float, spread: float, reach: float) -> bool:
-    """The split figures' low repeats against the full baseline spread too (not only the quick centre)."""
-    return sum(1 for f in split if _q(f.logs[0]) < _q(center - max(reach, spread))) >= 2
 
 
 def _rank(k: int) -> int:
