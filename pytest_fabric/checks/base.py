@@ -52,8 +52,9 @@ Subject = Literal["node", "gpu", "hca", "node_pair", "mount", "egress_target", "
 #: disjoint pairs at once; cluster: one measurement of the whole cluster; reads: judges what
 #: other checks measured and measures nothing itself
 Batching = Literal["wave", "round", "cluster", "reads"]
-#: what a check needs the inventory to give it (Check.needs)
-Need = Literal["mounts", "shared_mount", "egress_targets", "download_url", "upload_target", "leaves"]
+#: what a check needs the cluster to give it (Check.needs)
+Need = Literal["mounts", "shared_mount", "egress_targets", "download_url", "upload_target", "leaves",
+               "infiniband", "three_nodes", "three_pairs"]
 
 S = TypeVar("S", bound=p.CheckSpec)
 
@@ -64,12 +65,15 @@ class Retests:
 
     ``steps``: steps of retests alone, each at most every pair of the sweep once, in retest rounds
     of disjoint pairs (measurements/inter_node.py ``retest_alone``), ``samples`` samples a pair;
-    ``rounds_again``: the sweep's rounds measured again, each once (attribution's "in its round again").
+    ``rounds_again``: the sweep's rounds measured again, each once (attribution's "in its round again");
+    ``both_ways``: a step may measure a pair in both directions (a suspect sending to its helpers and
+    receiving from them), so a node may be in twice as many retests of a step as it has pairs.
     """
 
     steps: int
     samples: int
     rounds_again: bool = False
+    both_ways: bool = False
 
 
 @dataclass(frozen=True)
@@ -132,7 +136,9 @@ class Check(Generic[S]):
     #: what the inventory must give it to measure anything (judge/applicability.py says which key to
     #: add when it does not): "mounts" (storage.mounts), "shared_mount" (one that is not node-local),
     #: "egress_targets", "download_url" (an http(s) target not marked upload), "upload_target", "leaves"
-    #: (nodes labelled by at least two leaf switches)
+    #: (nodes labelled by at least two leaf switches), "infiniband" (a profile whose link_layer is not
+    #: ethernet); and what a cluster this small cannot have (said, not run, ACCEPT not blocked):
+    #: "three_nodes", "three_pairs" (a median)
     needs: tuple[Need, ...] = ()
     #: what bounds its floor (judge/ceilings.py, at load): "port_line" (one port's port_rate), "all_rails"
     #: (ports x port_rate), "gpu_pcie" (the GPU's PCIe link), "nvlink" (the GPU model's NVLink); None: nothing
@@ -200,7 +206,7 @@ MTU = declare(Check("mtu", "inter_node", p.Mtu, "node", "wave"))
 ERROR_COUNTERS = declare(Check("error_counters", "inter_node", p.ErrorCounters, "hca", "wave", phase=_PHASE_LAST,
                                tools_by_link_layer={"infiniband": ("perfquery",), "ethernet": ("rdma", "ethtool")}))
 # switch_links runs iblinkinfo on one node only: not a tool every node needs
-SWITCH_LINKS = declare(Check("switch_links", "inter_node", p.SwitchLinks, "cluster", "cluster"))
+SWITCH_LINKS = declare(Check("switch_links", "inter_node", p.SwitchLinks, "cluster", "cluster", needs=("infiniband",)))
 
 # inter-node: pairs, a round of disjoint pairs at once. Port blocks leave room for 256 slots
 # (512 nodes), the retests' offset (100 slots), and a pair's rails or streams: checks that run a
@@ -230,23 +236,23 @@ AGGREGATE_RDMA_BANDWIDTH = declare(Check("aggregate_rdma_bandwidth", "inter_node
                                          one_at_a_time="rails"))
 #: an outlier check re-measures the pairs that stand out, one step, OUTLIER_REPEATS (3) samples each
 _OUTLIER_RETESTS = Retests(steps=1, samples=3)
-#: attribution (judge/attribution.py): the bad pairs alone, each suspect node with its helpers, the
-#: ends of each suspect link with theirs (three steps of RETEST_REPEATS, 3, samples), and the pairs
-#: good alone in their rounds again
-_ATTRIBUTION_RETESTS = Retests(steps=3, samples=3, rounds_again=True)
+#: attribution (measurements/attribution.py): what the blame model asks, RETEST_STEPS (2) steps of
+#: RETEST_REPEATS (3) samples, suspects with helpers both ways, and the links it cleared in their rounds again
+_ATTRIBUTION_RETESTS = Retests(steps=2, samples=3, rounds_again=True, both_ways=True)
 RDMA_BANDWIDTH_OUTLIER = declare(Check("rdma_bandwidth_outlier", "inter_node", p.Outlier, "node_pair", "reads",
                                        key="outlier", phase=_PHASE_READS_ROUNDS, reads_from="rdma_bandwidth",
-                                       retests=_OUTLIER_RETESTS))
+                                       retests=_OUTLIER_RETESTS, needs=("three_pairs",)))
 TCP_THROUGHPUT_OUTLIER = declare(Check("tcp_throughput_outlier", "inter_node", p.Outlier, "node_pair", "reads",
                                        key="outlier", phase=_PHASE_READS_ROUNDS, reads_from="tcp_throughput",
-                                       retests=_OUTLIER_RETESTS))
+                                       retests=_OUTLIER_RETESTS, needs=("three_pairs",)))
 RDMA_LATENCY_OUTLIER = declare(Check("rdma_latency_outlier", "inter_node", p.LatencyOutlier, "node_pair", "reads",
                                      key="latency_outlier", phase=_PHASE_READS_ROUNDS, reads_from="rdma_latency",
-                                     retests=_OUTLIER_RETESTS))
+                                     retests=_OUTLIER_RETESTS, needs=("three_pairs",)))
 OVERSUBSCRIPTION = declare(Check("oversubscription", "inter_node", p.Share, "cluster", "cluster", phase=25,
                                  typical_s=60.0, ports=PortBlock(22115, 4200), needs=("leaves",)))  # slot x 16 rails
 SCALING_EFFICIENCY = declare(Check("scaling_efficiency", "inter_node", p.Share, "cluster", "cluster", phase=26,
-                                   typical_s=300.0))  # NCCL at 2, 4, 8, ... nodes, three runs each
+                                   typical_s=300.0,  # NCCL at 2, 4, 8, ... nodes, three runs each
+                                   needs=("three_nodes",)))
 ATTRIBUTION = declare(Check("attribution", "inter_node", p.Attribution, "node", "reads", phase=30,
                             retests=_ATTRIBUTION_RETESTS))
 FABRIC_ATTRIBUTION = declare(Check("fabric_attribution", "inter_node", p.Attribution, "cluster", "reads",

@@ -23,7 +23,7 @@ from typing import Any, TypeGuard
 
 import pytest
 
-from pytest_fabric.run.plan import BATCH_S, CheckTime, PreviousRun, RunPlan
+from pytest_fabric.run.plan import CheckTime, PreviousRun, RunPlan
 
 __all__ = ["VERSION", "cache_key", "check_times", "read", "settings_digest", "write"]
 
@@ -96,7 +96,7 @@ def check_times(plan: RunPlan, records: Iterable[Mapping[str, Any]]) -> dict[str
             continue
         seconds = took[c.check]
         if (c.bound_seconds or c.seconds) > 0 and c.slots > 0:
-            out[c.check] = {"measurement_s": round(max(seconds - c.batches * BATCH_S, 0.0) / c.slots, 3),
+            out[c.check] = {"measurement_s": round(max(seconds - c.batches * c.batch_s, 0.0) / c.slots, 3),
                             "retest_s": 0.0}
         elif c.retest_bound_s > 0 or c.retest_s > 0:
             out[c.check] = {"measurement_s": 0.0, "retest_s": round(seconds, 3)}

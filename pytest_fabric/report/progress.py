@@ -38,7 +38,8 @@ __all__ = ["PLAN_KEY", "ProgressLine", "describe", "plan_items"]
 #: the plan stated after collection (what the header line said)
 PLAN_KEY = pytest.StashKey[RunPlan]()
 _LINE_KEY = pytest.StashKey["ProgressLine"]()
-#: time.monotonic() as the session started: what the run took, for the times kept for the next plan
+#: time.monotonic() as the session started: what collection spent before the plan, and what the run took
+#: (for the times kept for the next plan)
 _STARTED_KEY = pytest.StashKey[float]()
 
 
@@ -225,7 +226,13 @@ def plan_items(items: list[pytest.Item], config: pytest.Config, *, read_mounts: 
     previous, note = check_times.read(config, _times_key(state), _settings(specs))
     return plan_run(subjects, {k: v for k, v in specs.items() if v is not None}, state.batches.fanout,
                     rails=rails, gpus=gpus, nodes=len(state.inventory.nodes), items=len(items), checks=state.checks,
-                    previous=previous, times_note=note)
+                    previous=previous, times_note=note, spent_s=_spent(config))
+
+
+def _spent(config: pytest.Config) -> float:
+    """What the session has spent so far (collecting): the part of the run before the plan, measured."""
+    started = config.stash.get(_STARTED_KEY, None)
+    return time.monotonic() - started if started is not None else 0.0
 
 
 def _times_key(state: Any) -> str:

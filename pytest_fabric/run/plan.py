@@ -50,6 +50,7 @@ from typing import Any
 
 from pytest_fabric.checks.base import BUILTIN, CheckRegistry
 from pytest_fabric.config.profile import CheckSpec
+from pytest_fabric.judge.blame_inputs import CHECKS as BLAME_READS
 from pytest_fabric.probes import nccl
 from pytest_fabric.run import retests, sharing
 from pytest_fabric.run.batches import DEFAULT_FANOUT, Share, members_at_once
@@ -182,22 +183,23 @@ class CheckPlan:
     bound_seconds: float | None = None  # one measurement at its floor (None: as ``seconds``)
     retest_bound_s: float = 0.0  # the most retests it declares, in retest rounds
     previous: bool = False  # its times come from the previous run of this inventory and profile
+    batch_s: float = BATCH_S  # each wave's or round's start
 
     @property
     def batches(self) -> int:
-        """Waves or rounds this check starts (each costs :data:`BATCH_S`); none for a check that measures nothing."""
+        """Waves or rounds this check starts (each costs ``batch_s``); none for a check that measures nothing."""
         return self.rounds if self.seconds > 0 or (self.bound_seconds or 0) > 0 else 0
 
     @property
     def total_s(self) -> float:
         """The estimate."""
-        return self.seconds * self.slots + self.batches * BATCH_S + self.retest_s
+        return self.seconds * self.slots + self.batches * self.batch_s + self.retest_s
 
     @property
     def bound_s(self) -> float:
         """The longest a passing run of it takes: every measurement at its floor, the most retests."""
         one = self.seconds if self.bound_seconds is None else max(self.bound_seconds, self.seconds)
-        return one * self.slots + self.batches * BATCH_S + max(self.retest_bound_s, self.retest_s)
+        return one * self.slots + self.batches * self.batch_s + max(self.retest_bound_s, self.retest_s)
 
     @property
     def planned(self) -> bool:
@@ -219,14 +221,15 @@ class RunPlan:
     #: why no previous run's times were used where none were (no cache, nothing kept for this inventory)
     times_note: str = ""
     previous_outside_s: float | None = None  # what the previous run spent outside the checks
+    spent_s: float = 0.0  # what the session spent before the plan (collecting): measured, not estimated
 
     @property
     def outside_s(self) -> float:
         """What no planned check's measurement holds: the connections and every test's bookkeeping
         (as the previous run of this inventory spent it, where known: never less than the connections)."""
         if self.previous_outside_s is not None:
-            return max(self.previous_outside_s, self.connect_s)
-        return self.connect_s + self.bookkeeping_s
+            return max(self.previous_outside_s, self.connect_s + self.spent_s)
+        return self.spent_s + self.connect_s + self.bookkeeping_s
 
     @property
     def rounds(self) -> int:
@@ -481,7 +484,8 @@ def measurement_seconds(check: str, spec: Any, *, gpus: int = 1, nodes: int = 0,
 
 def plan_run(subjects: Iterable[PlannedSubject], specs: Mapping[tuple[str, str], Any], fanout: int,
              *, rails: int = 1, gpus: int = 1, nodes: int = 0, items: int = 0,
-             checks: CheckRegistry = BUILTIN, previous: PreviousRun | None = None, times_note: str = "") -> RunPlan:
+             checks: CheckRegistry = BUILTIN, previous: PreviousRun | None = None, times_note: str = "",
+             spent_s: float = 0.0) -> RunPlan:
     """The plan of a run of ``subjects``; ``specs`` maps (layer, check) to the profile's settings
     (the checks it sets: a reads check retests only when the check it reads is there).
 
@@ -491,7 +495,8 @@ def plan_run(subjects: Iterable[PlannedSubject], specs: Mapping[tuple[str, str],
     every collected test, the skipped ones of checks the profile does not set too. ``checks``: the
     run's declarations (an extension's checks' typical times and phases), the built-in ones by default.
     ``previous``: the previous run of this inventory and profile, whose per-check times the estimate
-    takes where it holds them; ``times_note``: why there is none (the plan line says it).
+    takes where it holds them; ``times_note``: why there is none (the plan line says it). ``spent_s``:
+    what the session spent before the plan (collection), part of the run's time, measured.
     """
     by_check: dict[tuple[str, str, str], list[PlannedSubject]] = defaultdict(list)
     tests = 0
@@ -516,16 +521,18 @@ def plan_run(subjects: Iterable[PlannedSubject], specs: Mapping[tuple[str, str],
         seconds = seen.measurement_s if seen is not None and floor > 0 else floor
         retest_s = retest_bound_s = 0.0
         retested = declared.retests if declared is not None else None
-        source = _retest_source(check, declared.reads_from if declared is not None else None, specs)
-        if retested is not None and source is not None and _retests(check, specs.get((layer, check))):
-            sweep = sweeps.get(source, [])
-            one = _one_measurement(layer, source, specs, rails, gpus, nodes, registry)
-            measured = took.get(source)
-            typical = measured.measurement_s if measured is not None else one
-            retest_bound_s = _retest_bound(sweep, per_round, retested.steps, retested.samples,
-                                           retested.rounds_again, max(one, typical))
-            retest_s = (seen.retest_s if seen is not None
-                        else _retest_seconds(len(sweep), per_round, typical, retested.samples))
+        sources = _retest_sources(check, declared.reads_from if declared is not None else None, specs)
+        if retested is not None and _retests(check, specs.get((layer, check))):
+            for source in sources:  # each pair check it reads is retested in rounds of its own
+                sweep = sweeps.get(source, [])
+                one = _one_measurement(layer, source, specs, rails, gpus, nodes, registry)
+                measured = took.get(source)
+                typical = measured.measurement_s if measured is not None else one
+                retest_bound_s += _retest_bound(sweep, per_round, retested.steps, retested.samples,
+                                                retested.rounds_again, max(one, typical), both_ways=retested.both_ways)
+                retest_s += _retest_seconds(len(sweep), per_round, typical, retested.samples)
+            if seen is not None and sources:
+                retest_s = seen.retest_s
         plans.append(CheckPlan(layer, check, kind, len(members), rounds, seconds, slots, retest_s,
                                phase_of(layer, check, kind, registry), declared.phase if declared is not None else 0,
                                bound_seconds=floor, retest_bound_s=retest_bound_s,
@@ -534,7 +541,7 @@ def plan_run(subjects: Iterable[PlannedSubject], specs: Mapping[tuple[str, str],
     used = previous is not None and any(c.previous for c in plans)
     return RunPlan(tests, plans, fanout, connect_s, PER_TEST_S * max(items, tests), nodes,
                    previous.when if used and previous is not None else None, times_note,
-                   previous.outside_s if used and previous is not None else None)
+                   previous.outside_s if used and previous is not None else None, spent_s)
 
 
 #: storage checks that read files another node (or the node itself) lays out first (probes/storage.py
@@ -580,16 +587,15 @@ def _retests(check: str, spec: Any) -> bool:
     return bool(getattr(spec, "retest", True))
 
 
-def _retest_source(check: str, reads_from: str | None, specs: Mapping[tuple[str, str], Any]) -> str | None:
-    """The pair check whose pairs ``check`` re-measures: the one it reads, or attribution's (its ``check``,
-    else rdma_bandwidth where set, else tcp_throughput: measurements/inter_node.py's choice); None: none is set."""
+def _retest_sources(check: str, reads_from: str | None, specs: Mapping[tuple[str, str], Any]) -> list[str]:
+    """The pair checks whose pairs ``check`` re-measures: the one it reads, or attribution's (the one its
+    ``check`` names, else every pair check of the blame model's the profile sets: measurements/attribution.py)."""
     if reads_from is not None:
-        return reads_from if ("inter_node", reads_from) in specs else None
+        return [reads_from] if ("inter_node", reads_from) in specs else []
     if check != "attribution":
-        return None
+        return []
     named = getattr(specs.get(("inter_node", "attribution")), "check", None)
-    source = named or ("rdma_bandwidth" if ("inter_node", "rdma_bandwidth") in specs else "tcp_throughput")
-    return source if ("inter_node", source) in specs else None
+    return [c for c in ([str(named)] if named else BLAME_READS) if ("inter_node", c) in specs]
 
 
 def _round_slots(members: Iterable[PlannedSubject], per_round: int) -> tuple[int, int]:
@@ -610,16 +616,20 @@ def _retest_seconds(pairs: int, per_round: int, seconds: float, samples: int = R
 
 
 def _retest_bound(sweep: list[PlannedSubject], per_round: int, steps: int, samples: int, rounds_again: bool,
-                  seconds: float) -> float:
-    """The most a check's retests take: ``steps`` steps, each at most every pair of the ``sweep`` alone, in
-    the retest rounds :func:`pytest_fabric.run.retests.schedule` makes of them (``samples`` each, a round's
-    samples together), and with ``rounds_again`` every round of the sweep measured again."""
+                  seconds: float, *, both_ways: bool = False) -> float:
+    """The most a check's retests take: ``steps`` steps, each at most every pair of the ``sweep`` alone (in
+    both directions with ``both_ways``), in the retest rounds :func:`pytest_fabric.run.retests.schedule`
+    makes of them (``samples`` each, a round's samples together), and with ``rounds_again`` every round of
+    the sweep measured again."""
     if not sweep:
         return 0.0
     ends = [m.ends for m in sweep if m.ends is not None]
     sweep_rounds, sweep_slots = _round_slots(sweep, per_round)
     # the schedule of every pair of the sweep, as the run makes it; without the pairs' ends, the sweep's slots
-    alone = retests.rounds_needed(ends, per_round) if len(ends) == len(sweep) else sweep_slots
+    if both_ways:
+        ends += [(b, a) for a, b in ends]
+    alone = (retests.rounds_needed(ends, per_round) if len(ends) == len(sweep) * (2 if both_ways else 1)
+             else sweep_slots * (2 if both_ways else 1))
     total = steps * alone * (samples * seconds + BATCH_S)
     if rounds_again:
         total += sweep_slots * seconds + sweep_rounds * BATCH_S

@@ -68,7 +68,8 @@ def test_rounds_and_waves_of_an_all_pairs_sweep() -> None:
     subjects += [PlannedSubject("inter_node", "tcp_throughput_outlier", "pair", p.round) for p in pairs]
     subjects += [PlannedSubject("storage", "random_read_iops", "wave") for _ in nodes]
     subjects += [PlannedSubject("egress", "download", "wave", resource="egress target m:443", limit=1) for _ in nodes]
-    plan = plan_run(subjects, _specs("hdr200"), fanout=64)
+    # the run's registry: the check families declare their own (download's typical time)
+    plan = plan_run(subjects, _specs("hdr200"), fanout=64, checks=bundled_registry())
     assert plan.tests == 2 * 2016 + 128
     assert plan.rounds == 63
     assert plan.waves == 2
@@ -184,9 +185,9 @@ def test_attribution_retests_are_an_expected_share_in_retest_rounds_unless_it_do
     # 2% of 1,024 pairs is 20; 256 pairs run at once: one retest round of 3 samples
     assert len(pairs) == 1024 and retests.total_s == RETEST_REPEATS * one + BATCH_S
     assert retests.phase == phase_of("inter_node", "attribution")
-    # at most: three steps of every pair alone (4 retest rounds: the sweep's slots, no ends named here),
+    # at most: two steps of every pair alone both ways (twice the sweep's 4 slots: no ends named here),
     # then the 4 rounds of the sweep again
-    assert retests.retest_bound_s == pytest.approx(3 * 4 * (RETEST_REPEATS * one + BATCH_S) + 4 * (one + BATCH_S))
+    assert retests.retest_bound_s == pytest.approx(2 * 8 * (RETEST_REPEATS * one + BATCH_S) + 4 * (one + BATCH_S))
     profile = tmp_path / "no-retest.yaml"
     profile.write_text("name: no-retest\nextends: ndr400-large\ninter_node:\n  attribution: {retest: false}\n")
     quiet = load_profile(str(profile), [])
@@ -493,9 +494,10 @@ def _tcp(duration: str = "2 s") -> dict[tuple[str, str], Any]:
 
 def test_the_bound_counts_every_retest_round_the_run_would_make() -> None:
     """A slow node's retests took 100 s that no plan line showed (issue 28). The bound holds the most each
-    check declares: attribution's three steps of every pair of the sweep alone, in the rounds
-    retests.schedule makes of them (the run's own schedule), three samples a round, then the sweep's
-    rounds again; the outliers' one step. The estimate keeps the expected share."""
+    check declares: attribution's two steps of every pair of the sweep alone in both directions (a suspect
+    sends to its helpers and receives from them), in the rounds retests.schedule makes of them (the run's
+    own schedule), three samples a round, then the sweep's rounds again; the outliers' one step, one way.
+    The estimate keeps the expected share."""
     from pytest_fabric.checks.base import ATTRIBUTION, TCP_THROUGHPUT_OUTLIER
     from pytest_fabric.run import retests
 
@@ -506,9 +508,11 @@ def test_the_bound_counts_every_retest_round_the_run_would_make() -> None:
     ends = [(p.a, p.b) for p in make_pairs(nodes, "all")]
     alone = retests.rounds_needed(ends, 32)
     assert alone == 7  # every node is in 7 pairs: 7 rounds of 4
+    both_ways = retests.rounds_needed(ends + [(b, a) for a, b in ends], 32)
+    assert both_ways == 14
     assert ATTRIBUTION.retests is not None and TCP_THROUGHPUT_OUTLIER.retests is not None
     attribution = by_check["attribution"]
-    assert attribution.retest_bound_s == pytest.approx(3 * alone * (3 * one + BATCH_S) + 7 * (one + BATCH_S))
+    assert attribution.retest_bound_s == pytest.approx(2 * both_ways * (3 * one + BATCH_S) + 7 * (one + BATCH_S))
     assert by_check["tcp_throughput_outlier"].retest_bound_s == pytest.approx(alone * (3 * one + BATCH_S))
     # 2% of 28 pairs is 0.56 of a pair: that share of one retest round, as the estimate
     assert attribution.retest_s == pytest.approx(RETEST_SHARE * 28 * (RETEST_REPEATS * one + BATCH_S))
@@ -611,10 +615,24 @@ def test_the_next_run_plans_from_the_previous_runs_times_and_says_so(pytester: p
         (line,) = [x for x in result.stdout.lines if x.startswith("fabric: plan:")]
         return line
 
-    assert plan_line().endswith("times estimated (no previous run of this inventory and profile in pytest's cache)")
+    assert "; times estimated (no previous run of this inventory and profile in pytest's cache)" in plan_line()
     second = plan_line()
     assert " times from the previous run of this inventory (" in second and second.endswith(" UTC) for mtu"), second
-    assert plan_line("-p", "no:cacheprovider").endswith("times estimated (pytest's cache is off: -p no:cacheprovider)")
+    assert "; times estimated (pytest's cache is off: -p no:cacheprovider)" in plan_line("-p", "no:cacheprovider")
     # another profile of the same inventory keeps times of its own
     pytester.makefile(".yaml", prof="name: tiny2\ninter_node:\n  mtu: {min: 1000}\n")
-    assert plan_line().endswith("(no previous run of this inventory and profile in pytest's cache)")
+    assert "; times estimated (no previous run of this inventory and profile in pytest's cache)" in plan_line()
+
+
+def test_what_collection_spent_before_the_plan_is_part_of_it() -> None:
+    """The run's time starts with the session: what collecting took before the plan is measured, not
+    estimated, and sits with the connections outside the checks (a previous run's figure already holds it)."""
+    from pytest_fabric.run.plan import CheckTime, PreviousRun
+
+    nodes = [f"node{i:02d}" for i in range(1, 9)]
+    fresh = plan_run(_sweep(nodes, "mtu"), _tcp(), fanout=64, nodes=8, items=80)
+    spent = plan_run(_sweep(nodes, "mtu"), _tcp(), fanout=64, nodes=8, items=80, spent_s=2.5)
+    assert spent.outside_s == pytest.approx(fresh.outside_s + 2.5)
+    assert spent.total_s == pytest.approx(fresh.total_s + 2.5) and spent.bound_s == pytest.approx(fresh.bound_s + 2.5)
+    previous = PreviousRun("2026-12-02 08:01 UTC", {"tcp_throughput": CheckTime(2.4)}, outside_s=3.5)
+    assert plan_run(_sweep(nodes, "mtu"), _tcp(), fanout=64, nodes=8, previous=previous, spent_s=2.5).outside_s == 3.5

@@ -96,7 +96,7 @@ def test_plan_header_and_wave_lines_on_a_real_run(pytester: pytest.Pytester, mon
     result.assert_outcomes(passed=2)
     result.stdout.fnmatch_lines([
         "fabric: plan: about * s (at most * s), 1 check on 2 nodes: 2 tests, 1 wave ~* s, 512 nodes at once; "
-        "times estimated (no previous run of this inventory and profile in pytest's cache)",
+        "times estimated (no previous run of this inventory and profile in pytest's cache)*",
         "*inter_node/test_mtu.py ",
         "fabric: mtu wave: 2 measured in * s",
         "*inter_node/test_mtu.py ..*",
