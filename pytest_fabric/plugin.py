@@ -268,7 +268,7 @@ def pytest_configure(config: pytest.Config) -> None:
         witnesses=not config.getoption("fabric_no_witness"),
     )
     # Checks that cannot exist on a cluster this small (a median of two pairs): said at load, in the header.
-    config.stash[CANNOT_EXIST_KEY] = dict(cannot_exist(profile, inventory, state.pairs))
+    config.stash[CANNOT_EXIST_KEY] = dict(cannot_exist(profile, inventory, state.pairs, registry))
     config.stash[STATE_KEY] = state
     config.stash[RUN_INFO_KEY] = RunInfo(
         cluster_name=inventory.name,

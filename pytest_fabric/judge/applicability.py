@@ -86,22 +86,27 @@ def unmeasurable(profile: Profile, inventory: Inventory, pairs: Sequence[Pair],
                     f"({', '.join(PAIR_CHECKS)}) measured; profile {profile.name} sets none (set one, {_FIX})"))
     link_layer = profile.spec_of(checks.LINK_LAYER)
     if link_layer is not None and link_layer.value.lower() == "ethernet":
-        need(checks.SWITCH_LINKS, "switch_links reads an InfiniBand subnet (iblinkinfo); this profile's "
-                                  "link_layer is ethernet")
+        for check in registry.declared():
+            if "infiniband" in check.needs:
+                need(check, f"{check.name} reads an InfiniBand subnet; this profile's link_layer is ethernet")
     return out
 
 
-def cannot_exist(profile: Profile, inventory: Inventory, pairs: Sequence[Pair]) -> list[tuple[str, str]]:
+def cannot_exist(profile: Profile, inventory: Inventory, pairs: Sequence[Pair],
+                 registry: checks.CheckRegistry = checks.BUILTIN) -> list[tuple[str, str]]:
     """(``layer.key``, why) for set checks that cannot exist on a cluster this small: nothing the
-    inventory could add makes them measurable (a median of fewer than three pairs, scaling on two
-    nodes).  Said at load, in the header; they are listed under "not run" and do not block ACCEPT."""
+    inventory could add makes them measurable (their declared ``needs``: a median of at least three
+    pairs, scaling over at least three nodes).  Said at load, in the header; they are listed under
+    "not run" and do not block ACCEPT. ``registry``: the run's checks."""
     out: list[tuple[str, str]] = []
-    if len(inventory.nodes) < 3 and _set(profile, checks.SCALING_EFFICIENCY):
-        out.append((checks.SCALING_EFFICIENCY.profile_key,
-                    f"scaling needs at least 3 nodes; the inventory has {len(inventory.nodes)}"))
-    if len(pairs) < 3:
-        why = f"a median needs at least 3 pairs; {len(inventory.nodes)} node(s) give {len(pairs)}"
-        for check in (checks.RDMA_BANDWIDTH_OUTLIER, checks.RDMA_LATENCY_OUTLIER):
-            if _set(profile, check):
-                out.append((check.profile_key, why))
+    nodes = len(inventory.nodes)
+    unmet = {
+        "three_nodes": None if nodes >= 3 else f"CHECK needs at least 3 nodes; the inventory has {nodes}",
+        "three_pairs": None if len(pairs) >= 3 else (
+            f"a median needs at least 3 pairs; {nodes} node(s) give {len(pairs)}"),
+    }
+    for check in registry.declared():
+        why = next((unmet[n] for n in check.needs if unmet.get(n)), None)
+        if why is not None and _set(profile, check) and check.profile_key not in dict(out):
+            out.append((check.profile_key, why.replace("CHECK", check.name)))
     return out

@@ -86,3 +86,20 @@ def test_the_reports_stand_in_records_place_a_familys_check_in_its_layer() -> No
     record = make_check("sequential_write", "node01:/scratch", "passed", value=2.0, unit="GB/s", expected=1.0)
     assert record["layer"] == "storage" and record["expected"]["key"] == "storage.sequential_write.min"
     assert make_check("gpu_health", "node01", "passed")["layer"] == "intra_node"
+
+
+def test_what_an_ethernet_or_small_cluster_cannot_have_is_each_checks_declaration(tmp_path: Path) -> None:
+    from pytest_fabric.judge.applicability import cannot_exist
+    from pytest_fabric.run.pairs import make_pairs
+
+    registry = builtin_registry()
+    (tmp_path / "inv.yaml").write_text("nodes: [{name: 'n[1-2]', host: '10.0.0.[1-2]'}]\n")
+    inventory = load_inventory(tmp_path / "inv.yaml")
+    profile = _profile(tmp_path, "inter_node:\n  link_layer: ethernet\n  switch_links: {}\n"
+                                 "  scaling_efficiency: {min: 80%}\n  rdma_bandwidth: {min: 100 Gb/s}\n"
+                                 "  outlier: {max_below_median: 10%}\n", registry)
+    pairs = make_pairs(["n1", "n2"], "all")
+    assert "reads an InfiniBand subnet" in dict(unmeasurable(profile, inventory, pairs, registry))["inter_node.switch_links"]
+    gone = dict(cannot_exist(profile, inventory, pairs, registry))
+    assert gone == {"inter_node.scaling_efficiency": "scaling_efficiency needs at least 3 nodes; the inventory has 2",
+                    "inter_node.outlier": "a median needs at least 3 pairs; 2 node(s) give 1"}
