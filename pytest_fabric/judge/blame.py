@@ -594,6 +594,11 @@ class _Series:
     # -- the whole series
 
     def judge(self, nodes: Sequence[str]) -> tuple[dict[str, Finding], list[LinkFault], list[str]]:
+        """The nodes at fault in this series alone, then the links and the fabric."""
+        return self.finish(nodes, self.find(nodes), frozenset())
+
+    def find(self, nodes: Sequence[str]) -> dict[str, _Score]:
+        """The nodes at fault in this series, one at a time, the clearest first."""
         found: dict[str, _Score] = {}
         for _ in range(4 * len(nodes) + 4):  # bounded: each pass adds or removes a node
             faulty = frozenset(found)
@@ -613,13 +618,42 @@ class _Series:
                 found[n] = again
             if not dropped:
                 break
-        faulty = frozenset(found)
+        return found
+
+    def finish(self, nodes: Sequence[str], found: Mapping[str, _Score],
+               elsewhere: frozenset[str]) -> tuple[dict[str, Finding], list[LinkFault], list[str]]:
+        """Retests for the suspects, then the links and the fabric without the nodes at fault: those
+        found here and ``elsewhere`` (at fault over every series together, :func:`_together`)."""
+        faulty = frozenset(found) | (elsewhere & set(nodes))
         for n in nodes:
-            if n not in found and (n in self.unsure or self.suspect(n, faulty)):
-                self.retests.extend(self._with_helpers(n, [m for m in nodes if m not in found and m != n], nodes))
+            if n not in faulty and (n in self.unsure or self.suspect(n, faulty)):
+                self.retests.extend(self._with_helpers(n, [m for m in nodes if m not in faulty and m != n], nodes))
         findings = {n: Finding(self.name, sc.kind, sc.text, sc.direction, sc.peers) for n, sc in found.items()}
         links, fabric = self._links(nodes, faulty, findings)
         return findings, links, fabric
+
+    def evidence(self, node: str, direction: Direction, faulty: frozenset[str]) -> tuple[float, float] | None:
+        """How far ``node``'s figures in ``direction`` lie under its baseline: (in their own spreads,
+        as the bar of :meth:`_bar` counts them; in log), or None without two figures or a baseline.
+        In a large series the spread of every figure without the faulty nodes (one node moves a
+        large MAD little)."""
+        own = [f for f in self.by_node.get(node, []) if self._clean(f, faulty - {node})]
+        group = self._groups(node, own).get(direction)
+        if not group or len(own) < 2:
+            return None
+        rough = self._rough(faulty - {node})
+        if rough is not None:
+            center = self._quick_center(node, faulty - {node})
+            if center is None:
+                return None
+            spread, count = rough[1], rough[2]
+        else:
+            base = self.baseline([node], faulty - {node})
+            if base is None:
+                return None
+            center, spread, count = base
+        own_spread = spread * (1 + 1 / count) * math.sqrt(_RANK_SCALE**2 / len(group) + _MEDIAN_SCALE**2 / count)
+        return self._drop(center, group, spread) / own_spread, center - _most(group)
 
     def suspect(self, node: str, faulty: frozenset[str]) -> bool:
         """Short, but not by enough figures to tell: more figures with it would tell."""
@@ -842,6 +876,61 @@ def _fmt(x: float) -> str:
     return f"{x:.3g}"
 
 
+# --------------------------------------------------------------------------- every series together
+
+
+def _together(judged: Mapping[str, _Series], found: Mapping[str, Mapping[str, _Score]],
+              settings: Settings) -> dict[str, Finding]:
+    """Node faults that no series shows alone but every series together does.
+
+    A slow host or a slow sender shows in TCP and in every rail: a few spreads under in each, the
+    bar of one series (high, for the many tests of a run) in none. Each series' evidence (how many
+    of its own spreads the node's figures lie under its baseline, at most the bar: one series
+    cannot carry the rest) is added over the series where the node has two figures in that
+    direction, and held to the same bar in the sum's spread (Stouffer: the sum of k over sqrt k);
+    the figures must lie 10% under on average too. Nodes are found one at a time, the clearest
+    first, each leaving the baselines of the rest. Series are independent measurements (other
+    tools, other ports), but a host that slows every check is one node's fault: the node's.
+    """
+    s = settings
+    min_gap = -math.log(1 - s.min_drop)
+    at_fault = {n for f in found.values() for n in f}
+    names = sorted({n for series in judged.values() for n in series.by_node} - at_fault)
+    out: dict[str, Finding] = {}
+    where = {"both": "in both directions", "send": "when it sends", "receive": "when it receives"}
+    for _ in range(len(names)):
+        best: tuple[float, str, Direction, str] | None = None
+        for node in names:
+            if node in out:
+                continue
+            for direction in ("both", "send", "receive"):
+                zs: list[float] = []
+                drops: list[float] = []
+                parts: list[str] = []
+                for name in sorted(judged):
+                    got = judged[name].evidence(node, direction, frozenset(found[name]) | frozenset(out))
+                    if got is None:
+                        continue
+                    z, drop = got
+                    zs.append(min(z, s.confidence))
+                    drops.append(drop)
+                    parts.append(f"{name} {(1 - math.exp(-drop)) * 100:.0f}% below ({z:.1f})")
+                if len(zs) < 2:
+                    continue
+                total = sum(zs) / math.sqrt(len(zs))
+                if _q(total) < _q(s.confidence) or _q(sum(drops) / len(drops)) < _q(min_gap):
+                    continue
+                if best is None or (_q(total), _neg(node)) > (_q(best[0]), _neg(best[1])):
+                    text = (f"under its baseline in every pair check together, {total:.1f} of their spreads "
+                            f"(bar {s.confidence:g}): " + ", ".join(parts) + f": a node fault {where[direction]}")
+                    best = (total, node, direction, text)
+        if best is None:
+            break
+        _, node, direction, text = best
+        out[node] = Finding(f"{len(judged)} pair checks together", "node fault", text, direction)
+    return out
+
+
 # --------------------------------------------------------------------------- everything
 
 
@@ -896,15 +985,19 @@ def blame(
     links: list[LinkFault] = []
     fabric: list[str] = []
     retests: list[tuple[str, str, str]] = []
-    for name in sorted(series):
-        members = sorted({n for f in series[name] for n in f.nodes})
-        judged = _Series(name, series[name], settings)
-        found, series_links, series_fabric = judged.judge(members)
-        retests += judged.retests
+    judged = {name: _Series(name, series[name], settings) for name in sorted(series)}
+    members = {name: sorted({n for f in series[name] for n in f.nodes}) for name in judged}
+    found = {name: judged[name].find(members[name]) for name in judged}
+    together = _together(judged, found, settings) if len(judged) >= 2 else {}
+    for name in sorted(judged):
+        series_found, series_links, series_fabric = judged[name].finish(members[name], found[name], frozenset(together))
+        retests += judged[name].retests
         links += series_links
         fabric += series_fabric
-        for n, finding in sorted(found.items()):
+        for n, finding in sorted(series_found.items()):
             per_node[n].append(finding)
+    for n, finding in sorted(together.items()):
+        per_node[n].append(finding)
 
     charged_elsewhere: dict[str, int] = {}
     for failure in failures:

@@ -279,3 +279,22 @@ def test_a_bad_link_on_a_noisy_four_node_fabric_is_a_link_once_its_ends_are_meas
     assert sent_back(result) == []
     assert [sorted(link.nodes) for link in result.links] == [["node02", "node03"]]
     assert result.names_someone
+
+
+def test_a_slow_sender_a_few_spreads_under_in_every_check_is_found_over_all_of_them() -> None:
+    # issue 29 (bench_verdicts, seed 29, scenario 181's kind): node04 sends 40% slow in TCP and on both
+    # rails of a noisy fabric (pairs wander 2x, eight nodes); each series alone is under its bar, all three together
+    # are not: a node fault when it sends, and no one else
+    names = nodes(8)
+    for seed in range(3):
+        rng = random.Random(seed)
+        figures = []
+        for check, rail, nominal in (("tcp_throughput", "", 25.0), ("rdma_bandwidth", "mlx5_0", 196.0),
+                                     ("rdma_bandwidth", "mlx5_1", 196.0)):
+            for a, b in sweep(names):
+                level = 0.6 if a == "node04" else 1.0
+                repeats = tuple(nominal * GB * level * 2.718281828 ** rng.uniform(-0.35, 0.35) for _ in range(3))
+                figures.append(Figure(check, (a, b), repeats, floor=nominal * GB * 0.4, rail=rail))
+        result = blame(names, figures)
+        assert sent_back(result) == ["node04"], (seed, [b.message for b in result.nodes.values() if b.kind != "healthy"])
+        assert result.nodes["node04"].direction == "send"
