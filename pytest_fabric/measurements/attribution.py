@@ -2,9 +2,9 @@
 
 The model is :mod:`pytest_fabric.judge.blame` (pure); this module only feeds it and runs what it asks:
 
-1. Every pair check the profile sets (``tcp_throughput``, ``rdma_bandwidth`` rail by rail,
-   ``nccl_allreduce``'s multi-node pairs; ``gpudirect_bandwidth`` GPU by GPU where its rounds
-   ran) gives its figures (:mod:`pytest_fabric.judge.blame_inputs`), every repeat and the
+1. Every pair check the profile sets (``tcp_throughput``, ``rdma_bandwidth`` rail by rail;
+   ``nccl_allreduce``'s multi-node pairs and ``gpudirect_bandwidth`` GPU by GPU where their pair
+   tests are in the run: their sweeps are not started for attribution alone) gives its figures (:mod:`pytest_fabric.judge.blame_inputs`), every repeat and the
    floor kept. A pair that errored is a :class:`~pytest_fabric.judge.blame.Failure` charged to
    the node its error names (a peer that proved unreachable, the host a launch failed on:
    probes/reachability.py); a node that could not be reached is unmeasured, never judged.
@@ -121,12 +121,19 @@ def _needs_every_node(request: pytest.FixtureRequest, state: FabricState) -> Non
         )
 
 
+#: pair checks attribution measures for itself when their own tests are not selected (as it always
+#: has); NCCL's and GPUDirect's sweeps are read when their tests run, never started unasked
+_ALWAYS = ("tcp_throughput", "rdma_bandwidth")
+
+
 def _checks(state: FabricState) -> list[str]:
-    """The pair checks attribution reads: the one the profile names, else every pair check it sets."""
+    """The pair checks attribution reads: the one the profile names, else every pair check it sets
+    (NCCL and GPUDirect where their pair tests are in the run)."""
     spec: Any = state.profile.spec("inter_node", "attribution")
     if spec is not None and spec.check:
         return [str(spec.check)]
-    return [c for c in CHECKS if state.profile.spec("inter_node", c) is not None]
+    return [c for c in CHECKS if state.profile.spec("inter_node", c) is not None
+            and (c in _ALWAYS or state.selected(c, "node_pair"))]
 
 
 def _sweep(state: FabricState, check: str) -> dict[str, Measurement | BaseException]:
