@@ -24,6 +24,7 @@ from dataclasses import dataclass, field
 from typing import Any, Generic, Literal, TypeVar, get_args
 
 from pytest_fabric.config import profile as p
+from pytest_fabric.config.units import Quantity
 from pytest_fabric.judge.ceilings import Ceiling
 
 __all__ = [
@@ -143,6 +144,9 @@ class Check(Generic[S]):
     #: what bounds its floor (judge/ceilings.py, at load): "port_line" (one port's port_rate), "all_rails"
     #: (ports x port_rate), "gpu_pcie" (the GPU's PCIe link), "nvlink" (the GPU model's NVLink); None: nothing
     ceiling: Ceiling | None = None
+    #: its figure's run-to-run noise where that is an amount, not a share: ``--compare`` calls a change
+    #: below it no change (a DNS lookup: milliseconds either way); None: the comparison's share alone
+    noise: Quantity | None = None
     #: the most retests it takes before it judges (None: it re-measures nothing)
     retests: Retests | None = None
 

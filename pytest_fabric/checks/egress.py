@@ -63,9 +63,10 @@ class EgressTransfer(BandwidthFloor):
         return value
 
 
-# a lookup or a TCP handshake takes milliseconds: one is a command's round trip, like a reading
+# a lookup or a TCP handshake takes milliseconds: one is a command's round trip, like a reading.
+# One DNS lookup takes 1-2 ms from a cache and tens of ms past it: a change under 5 ms says nothing.
 DNS_RESOLVE = Check("dns_resolve", "egress", TimeCeiling, "egress_target", "wave", tools=("getent",), typical_s=0.3,
-                    needs=("egress_targets",))
+                    needs=("egress_targets",), noise=parse_quantity("5 ms"))
 CONNECT_LATENCY = Check("connect_latency", "egress", TimeCeiling, "egress_target", "wave", typical_s=0.3,
                         needs=("egress_targets",))
 DOWNLOAD = Check("download", "egress", EgressTransfer, "egress_target", "wave", tools=("curl",), typical_s=10.0,

@@ -31,6 +31,7 @@ from typing import Any
 
 import pytest
 
+from pytest_fabric.checks.builtin import builtin_registry
 from pytest_fabric.config.hostlist import fold
 from pytest_fabric.config.units import Quantity, QuantityError, parse_quantity
 from pytest_fabric.record.runinfo import RunInfo, get_run_info
@@ -39,7 +40,7 @@ from pytest_fabric.report.untrusted import RECORD_MAX_BYTES, loads_strict, read_
 from pytest_fabric.report.verify import check_file
 
 __all__ = [
-    "DEFAULT_CHECK_TOLERANCES", "PREVIOUS_KEY", "STATUSES", "Previous", "Tolerance", "Tolerances",
+    "PREVIOUS_KEY", "STATUSES", "Previous", "Tolerance", "Tolerances",
     "compare_check", "comparison_warnings", "index_checks", "load_previous", "parse_tolerances", "seal_warning",
     "summary_line",
 ]
@@ -75,15 +76,11 @@ class Tolerances:
         for key in (f"{layer}.{name}", name):
             if key in self.per_check:
                 return self.per_check[key]
-        default = DEFAULT_CHECK_TOLERANCES.get(name)
-        if default is not None:
-            return Tolerance(self.default, default)
+        declared = builtin_registry().check_of(name)
+        if declared is not None and declared.noise is not None:
+            # its run-to-run noise is an amount, not a share (Check.noise: a DNS lookup's milliseconds)
+            return Tolerance(self.default, declared.noise)
         return Tolerance(self.default)
-
-
-#: Figures measured once whose run-to-run noise is an amount, not a share: one DNS lookup takes
-#: 1-2 ms from a cache and tens of ms past it, so a change under 5 ms says nothing.
-DEFAULT_CHECK_TOLERANCES: dict[str, Quantity] = {"dns_resolve": parse_quantity("5 ms")}
 
 _USAGE = "write PERCENT, CHECK=PERCENT or CHECK=QUANTITY (e.g. 5, dns_resolve=20%, dns_resolve=5ms)"
 
