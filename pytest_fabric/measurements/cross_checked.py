@@ -43,8 +43,7 @@ def rails_of(state: FabricState, pair: NodePair, measure_function: MeasureFuncti
 
     Measured now when the run selects rdma_bandwidth for this pair and its round was not measured yet.
     """
-    selected = state.selected(HOST_RDMA, "node_pair")
-    if state.cluster is None or not selected or pair.id not in selected:
+    if state.cluster is None or not _has_rails(state, pair):
         return f"{HOST_RDMA} is not measured for {pair.id} in this run"
     scheduled = Pair(round=pair.round, slot=pair.slot, a=pair.a.name, b=pair.b.name)
     try:

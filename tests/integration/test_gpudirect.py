@@ -41,7 +41,7 @@ def test_gpudirect_bandwidth_per_gpu(pytester: pytest.Pytester, faulty: SimClust
     record = pytester.path / "record.json"
     result = pytester.runpytest_subprocess(
         "--cluster", str(sim_inventory), "--profile", str(PROFILE), "-p", "no:cacheprovider", "-rA",
-        "-k", "gpudirect_bandwidth", f"--conformance-json={record}", timeout=240,
+        "-k", "test_gpudirect_bandwidth or test_rdma_bandwidth", f"--conformance-json={record}", timeout=240,
     )
     checks = {c["subject"]: c for c in json.loads(record.read_text())["checks"] if c["check"] == "gpudirect_bandwidth"}
     outcomes = {subject: c["outcome"] for subject, c in checks.items()}
@@ -63,3 +63,14 @@ def test_gpudirect_bandwidth_per_gpu(pytester: pytest.Pytester, faulty: SimClust
     # A perftest built without CUDA (most MLNX_OFED builds) is said as that, not as a missing peermem.
     no_cuda = next(c["message"] for s, c in checks.items() if "node07" in s and "node03" not in s)
     assert "perftest built without CUDA" in no_cuda and "nvidia_peermem is not the cause" in no_cuda, no_cuda
+    # Each GPU measured is held to host-memory RDMA between the same two ports (rdma_bandwidth of the
+    # same pair, measured first for it): node05's slow rail is slow both ways, so consistent.
+    for subject, check in checks.items():
+        if check["outcome"] == "error":
+            continue
+        found = check["extra"]["cross_checks"]
+        assert len(found) == 4 and {c["status"] for c in found} == {"consistent"}, found
+        assert {c["name"] for c in found} == {"gpudirect vs host rdma"} and all(c["bound"] for c in found)
+        if "node05" in subject:
+            slow_rail = next(c for c in found if "GPU2 via mlx5_2->mlx5_2" in c["detail"])
+            assert slow_rail["bound"] < 100 and slow_rail["figure"] < 100, slow_rail
