@@ -13,7 +13,6 @@ stands on fio's word, as docs/report.md says. One run of the real command line, 
 from __future__ import annotations
 
 from collections.abc import Iterator
-from pathlib import Path
 from typing import Any
 
 import pytest
