@@ -352,9 +352,9 @@ class RunPlan:
         parts = ", ".join(f"{c.layer}.{c.check} at most {format_duration(c.bound_s)}"
                           + (f" ({format_duration(max(c.retest_bound_s, c.retest_s))} of it retests)"
                              if max(c.retest_bound_s, c.retest_s) > 0 else "")
-                          for c in self.dominant())
-        phases = ", ".join(f"{name} ~{format_duration(s)}" for name, s, _ in
-                           sorted(self._phases(), key=lambda p: -p[2])[:2] if s > 0)
+                          for c in self.dominant() if c.bound_s >= 1)
+        phases = ", ".join(f"{name} at most {format_duration(most)}" for name, _, most in
+                           sorted(self._phases(), key=lambda p: -p[2])[:2] if most > 0)
         retests = (", or leave attribution's retests out (inter_node.attribution: {retest: false})"
                    if any(c.check == "attribution" and c.retest_bound_s > 0 for c in self.checks) else "")
         return (f"the plan takes at most {format_duration(self.bound_s)} (about {format_duration(self.total_s)}), "

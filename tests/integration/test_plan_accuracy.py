@@ -1,0 +1,97 @@
+"""The plan against the run on the simulated cluster (issue 28).
+
+Eight nodes run mtu, an all-pairs TCP sweep and a sequential write: the plan's estimate is within 25%
+of what the run took, first with nothing in pytest's cache (estimated from the settings), then with the
+first run's per-check times there. Four nodes with one slow cable: attribution's retests are in the plan's
+bound, the run stays within it, and the next run's estimate holds them.
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+from simcluster import NodeBreaker, SimCluster
+
+from pytest_fabric.run.pairs import make_pairs
+
+#: within 25% either way (as benchmarks/bench_plan_accuracy.py judges it)
+WITHIN = 1.25
+
+SWEEP = """\
+name: plan-accuracy
+inter_node:
+  mtu: 1500
+  tcp_throughput: {min: 1.5 Gb/s, streams: 1, duration: 2 s}
+  pairs: all
+storage:
+  sequential_write: {min: 20 MB/s, size: 16 MiB, direct: false}
+"""
+
+CHECKS = "test_mtu or test_tcp_throughput or test_sequential_write or test_mount"
+
+SLOW = """\
+name: plan-retests
+inter_node:
+  pairs: all
+  tcp_throughput: {min: 0.4 Gb/s, streams: 1, processes: 1, duration: 1 s}
+  attribution: {retest: true}
+"""
+
+
+def run(work: Path, inventory: Path, profile: str, *args: str) -> tuple[dict[str, Any], str]:
+    """One run in ``work`` (its .pytest_cache kept there between runs): the record's ``run.plan``, the output."""
+    (work / "profile.yaml").write_text(profile)
+    record = work / "record.json"
+    record.unlink(missing_ok=True)
+    result = subprocess.run(
+        [sys.executable, "-m", "pytest", "--cluster", str(inventory), "--profile", "profile.yaml",
+         "--conformance-json", str(record), "-o", f"cache_dir={work / 'cache'}", "-p", "no:randomly", "-q", *args],
+        cwd=work, capture_output=True, text=True, timeout=600,
+    )
+    output = result.stdout + result.stderr
+    assert record.exists(), output[-3000:]
+    return json.loads(record.read_text())["run"]["plan"], output
+
+
+def ratio(plan: dict[str, Any]) -> float:
+    return float(plan["planned_s"]) / float(plan["took_s"])
+
+
+def test_the_plan_is_within_a_quarter_of_the_run_with_and_without_a_previous_run(
+    simcluster: SimCluster, sim_inventory: Path, tmp_path: Path
+) -> None:
+    # the three checks (and the mount they write to): the bundled suite's other 450 tests would only skip
+    first, output = run(tmp_path, sim_inventory, SWEEP, "-k", CHECKS)
+    print(f"estimated from the settings: {ratio(first):.2f} of the run")  # -s shows the ratios
+    assert "times estimated (no previous run of this inventory and profile in pytest's cache)" in first["summary"]
+    assert 1 / WITHIN <= ratio(first) <= WITHIN, (first, output[-2000:])
+    second, output = run(tmp_path, sim_inventory, SWEEP, "-k", CHECKS)
+    times = second["times"]
+    assert set(times["from_previous_run"]) == {"mtu", "tcp_throughput", "mount", "sequential_write"}, times
+    assert "times from the previous run of this inventory (" in second["summary"], second["summary"]
+    assert 1 / WITHIN <= ratio(second) <= WITHIN, (second, output[-2000:])
+    print(f"from the previous run's times: {ratio(second):.2f} of the run")
+
+
+def test_a_runs_retests_are_planned(simcluster: SimCluster, break_node: NodeBreaker, tmp_path: Path) -> None:
+    """Four nodes, the cable from one node to another at 150 Mbit/s against a 0.4 Gb/s floor: attribution
+    re-measures the link alone before it reports it (measurements/attribution.py: three samples, and its
+    round again). The plan's bound holds those retests ("with retests") and the run stays within it; the
+    next run plans attribution from what its retests took, within 25% of that run."""
+    nodes = simcluster.nodes[:4]
+    inventory = simcluster.write_inventory(tmp_path / "inventory.yaml", nodes=nodes)
+    sender, receiver = next((p.a, p.b) for p in make_pairs([n.name for n in nodes], "all"))
+    select = ("-k", "test_tcp_throughput or attribution")
+    with break_node.iperf3_runs(nodes, slow_links=[(sender, receiver, 150)]):
+        first, output = run(tmp_path, inventory, SLOW, *select)
+        assert "with retests" in first["summary"], first["summary"]
+        judged = next(p for p in first["phases"] if "attribution" in p["checks"])
+        assert judged["took_s"] > 3, (first, output[-2000:])  # three samples of 1 s alone, and its round again
+        assert judged["bound_s"] >= judged["took_s"] and first["bound_s"] >= first["took_s"], first
+        second, output = run(tmp_path, inventory, SLOW, *select)
+    assert "attribution" in second["times"]["from_previous_run"], second["times"]
+    assert 1 / WITHIN <= ratio(second) <= WITHIN, (second, output[-2000:])
