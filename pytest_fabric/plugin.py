@@ -86,7 +86,6 @@ pytest_plugins = [
     "pytest_fabric.measurements.inter_node",
     "pytest_fabric.checks.software",  # preflight and the software stack (a family: its own declarations)
     "pytest_fabric.measurements.tenant_tools",  # inventory tools: the tenant's pinned binaries, uploaded and removed
-    "pytest_fabric.measurements.affinity",
     "pytest_fabric.measurements.switch_links",
     "pytest_fabric.measurements.gpudirect",
     "pytest_fabric.measurements.attribution",  # every pair check judged by one model (judge/blame.py)

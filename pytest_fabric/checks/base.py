@@ -196,9 +196,6 @@ def declare(check: Check[S]) -> Check[S]:
 # intra-node
 GPU_COUNT = declare(Check("gpu_count", "intra_node", p.Count, "node", "wave", tools=("nvidia-smi",)))
 # the GPUs' models, links, NCCL inside a node and DCGM's diagnostic: checks/gpu.py, a family of its own
-GPU_NIC_AFFINITY = declare(Check("gpu_nic_affinity", "intra_node", p.GpuNicAffinity, "node", "wave",
-                                 tools=("nvidia-smi",)))
-GPU_RAILS = declare(Check("gpu_rails", "intra_node", p.GpuNicAffinity, "cluster", "cluster", key="gpu_nic_affinity"))
 
 # inter-node: ports and links of each node
 LINK_LAYER = declare(Check("link_layer", "inter_node", p.Text, "node", "wave", tools=("ibstat",)))

@@ -23,24 +23,27 @@ extension does; its probes are :mod:`pytest_fabric.probes.gpu` and :mod:`pytest_
 from __future__ import annotations
 
 import dataclasses
-from typing import Any
+from typing import Any, Literal
 
 import pytest
 from pydantic import Field
 
 from pytest_fabric.checks import base as checks
 from pytest_fabric.checks.base import Check
+from pytest_fabric.config.hostlist import fold
 from pytest_fabric.config.profile import BandwidthFloor, Finding, NcclBandwidth, PcieLink, Text
 from pytest_fabric.judge.verdict import Measurement
-from pytest_fabric.probes import dcgm
+from pytest_fabric.parsers.nvidia_smi_topo import TopologyMatrix
+from pytest_fabric.probes import affinity, dcgm
 from pytest_fabric.probes import gpu as gpu_probe
 from pytest_fabric.probes.base import MeasurementError
 from pytest_fabric.run.batches import Share
-from pytest_fabric.run.cluster import NodeHandle
+from pytest_fabric.run.cluster import Cluster, NodeHandle
 from pytest_fabric.run.fixtures import GpuHandle, SpecLookup
 from pytest_fabric.run.state import FabricState, get_state
 from pytest_fabric.run.waves import wave
 from pytest_fabric.transport.base import ToolMissing, TransportError
+from pytest_fabric.transport.results import CommandResult
 
 __all__ = [
     "DCGM_LEVEL_S",
@@ -48,14 +51,18 @@ __all__ = [
     "GPU_HEALTH",
     "GPU_INTERCONNECT",
     "GPU_MODEL",
+    "GPU_NIC_AFFINITY",
+    "GPU_RAILS",
     "GPU_PCIE",
     "HOST_TO_DEVICE_BANDWIDTH",
     "NIC_PCIE",
     "NODE_NCCL_ALLREDUCE",
     "NVLINK_BANDWIDTH",
     "GpuHealth",
+    "GpuNicAffinity",
     "node_gpus",
     "node_links_under_load",
+    "node_topology",
     "pytest_fabric_checks",
 ]
 
@@ -78,6 +85,16 @@ class GpuHealth(Finding):
         return DCGM_LEVEL_S.get(self.level, DCGM_LEVEL_S[1])
 
 
+PciePath = Literal["PIX", "PXB", "PHB", "NODE", "SYS"]
+_NEAR_PATHS: tuple[PciePath, ...] = ("PIX", "PXB")  # the GPU and its NIC under one PCIe switch
+
+
+class GpuNicAffinity(Finding):
+    """Each GPU's nearest NIC over a path in ``paths`` (topo -m); the GPU-to-NIC rails the same on every node."""
+
+    paths: list[PciePath] = Field(default_factory=lambda: list(_NEAR_PATHS))
+
+
 GPU_MODEL = Check("gpu_model", "intra_node", Text, "gpu", "wave", tools=("nvidia-smi",))
 GPU_PCIE = Check("gpu_pcie", "intra_node", PcieLink, "gpu", "wave", tools=("nvidia-smi", "nvbandwidth"),
                  typical_s=10.0)  # read under nvbandwidth load
@@ -92,6 +109,9 @@ DEVICE_TO_HOST_BANDWIDTH = Check("device_to_host_bandwidth", "intra_node", Bandw
 #: all_reduce_perf's sweep on a node's GPUs; judged by ``intra_node.nccl_allreduce``
 NODE_NCCL_ALLREDUCE = Check("node_nccl_allreduce", "intra_node", NcclBandwidth, "node", "wave",
                             key="nccl_allreduce", tools=("nvidia-smi", "all_reduce_perf"), typical_s=45.0)
+GPU_NIC_AFFINITY = Check("gpu_nic_affinity", "intra_node", GpuNicAffinity, "node", "wave", tools=("nvidia-smi",))
+#: once for the cluster, judged by the same key: the same rails on every node
+GPU_RAILS = Check("gpu_rails", "intra_node", GpuNicAffinity, "cluster", "cluster", key="gpu_nic_affinity")
 #: dcgmi diag -r 1 (level 2 and above take minutes more: GpuHealth.seconds)
 GPU_HEALTH = Check("gpu_health", "intra_node", GpuHealth, "node", "wave", tools=("dcgmi",), typical_s=120.0)
 
@@ -99,7 +119,7 @@ GPU_HEALTH = Check("gpu_health", "intra_node", GpuHealth, "node", "wave", tools=
 def pytest_fabric_checks(config: pytest.Config) -> list[Check[Any]]:
     """pytest-fabric registers this family the way an extension registers its checks."""
     return [GPU_MODEL, GPU_PCIE, NIC_PCIE, GPU_INTERCONNECT, NVLINK_BANDWIDTH, HOST_TO_DEVICE_BANDWIDTH,
-            DEVICE_TO_HOST_BANDWIDTH, NODE_NCCL_ALLREDUCE, GPU_HEALTH]
+            DEVICE_TO_HOST_BANDWIDTH, NODE_NCCL_ALLREDUCE, GPU_NIC_AFFINITY, GPU_RAILS, GPU_HEALTH]
 
 
 def _same_node(state: FabricState, gpu: GpuHandle) -> Share:
@@ -247,3 +267,61 @@ def gpu_health(request: pytest.FixtureRequest, node: NodeHandle, spec: SpecLooku
         # gpu_count and the other inventory checks report why; the diagnostic still judges the node.
         return dataclasses.replace(measured, detail=f"{measured.detail}; GPU memory state not read: {exc}")
     return dcgm.with_memory_faults(measured, inv.gpus, inv.command, inv.evidence)
+
+
+# --------------------------------------------------------------------------- GPU-NIC affinity
+# Per node, each GPU's nearest NIC on its own PCIe switch; for the cluster, the same GPU-to-NIC rails
+# on every node. Both read one ``nvidia-smi topo -m`` per node, once per run (probes/affinity.py).
+
+
+def node_topology(request: pytest.FixtureRequest, node: NodeHandle) -> tuple[TopologyMatrix, CommandResult]:
+    """The node's ``nvidia-smi topo -m``, read once per run (an error is kept for the node's other checks)."""
+    return _state(request).once.get("topology", node.name, lambda: gpu_probe.topology(node))
+
+
+@pytest.fixture
+@wave("node")
+def gpu_nic_affinity(request: pytest.FixtureRequest, node: NodeHandle, spec: SpecLookup) -> Measurement:
+    """Each GPU's nearest NIC is over a path in the profile's ``paths`` (PIX or PXB)."""
+    settings = spec(GPU_NIC_AFFINITY)
+    matrix, result = node_topology(request, node)
+    if not matrix.nics:
+        return Measurement.absent(f"nvidia-smi topo -m on {node.name} shows no NIC, so no GPU has a nearest NIC",
+                                  (result,))
+    found = affinity.rails(matrix)
+    extra = {"rails": {r.gpu: {"nics": list(r.nics), "path": r.path} for r in found}}
+    far = affinity.far_gpus(found, settings.paths)
+    if far:
+        return Measurement(value="far NIC", evidence=(result,), extra=extra,
+                           detail="; ".join(far) + f" (the profile asks for {' or '.join(settings.paths)}: the same PCIe switch)")
+    shown = ", ".join(f"{r.gpu} {r.nic_text} {r.path}" for r in found)
+    return Measurement(value="ok", detail=shown, evidence=(result,), extra=extra)
+
+
+@pytest.fixture
+def gpu_rails(request: pytest.FixtureRequest, cluster: Cluster, spec: SpecLookup) -> Measurement:
+    """Once for the cluster: each GPU index has the same nearest NIC on every node."""
+    spec(GPU_NIC_AFFINITY)
+    state = _state(request)
+
+    def one(node: NodeHandle) -> list[affinity.GpuRail] | TransportError:
+        try:
+            return affinity.rails(node_topology(request, node)[0])
+        except TransportError as exc:
+            return exc
+
+    got = dict(zip([n.name for n in cluster.nodes], state.batches.fan_out(cluster.nodes, one)))
+    by_node = {n: r for n, r in got.items() if not isinstance(r, TransportError)}
+    errors = {n: r for n, r in got.items() if isinstance(r, TransportError)}
+    findings = affinity.rail_differences(by_node)
+    if errors and not findings:
+        raise MeasurementError(fold(errors), f"nvidia-smi topo -m could not be read on {fold(errors)}; the other "
+                               f"{len(by_node)} node(s) agree, but a node not read cannot count as the same",
+                               command="nvidia-smi topo -m", fix="make those nodes readable and run again")
+    extra = {"rails": {n: {r.gpu: r.nic_text for r in found} for n, found in sorted(by_node.items())}}
+    if findings:
+        unread = f" (not read: {fold(errors)})" if errors else ""
+        return Measurement(value="rails differ", detail="; ".join(findings) + unread, extra=extra)
+    example = next(iter(by_node.values()), [])
+    return Measurement(value="ok", extra=extra, detail=f"all {len(by_node)} nodes: " +
+                       ", ".join(f"{r.gpu} -> {r.nic_text}" for r in example))

@@ -442,16 +442,6 @@ class Finding(CheckSpec):
         return [("value", Op.EQUAL, self.OK)]
 
 
-PciePath = Literal["PIX", "PXB", "PHB", "NODE", "SYS"]
-_NEAR_PATHS: tuple[PciePath, ...] = ("PIX", "PXB")  # the GPU and its NIC under one PCIe switch
-
-
-class GpuNicAffinity(Finding):
-    """Each GPU's nearest NIC over a path in ``paths`` (topo -m); the GPU-to-NIC rails the same on every node."""
-
-    paths: list[PciePath] = Field(default_factory=lambda: list(_NEAR_PATHS))
-
-
 class SwitchLinks(Finding):
     """``iblinkinfo`` from one node: every switch port with a peer at ``width`` lanes and ``rate``,
     and no "Could be" hint (a link trained below what both ends support) unless ``could_be: false``."""
@@ -483,7 +473,6 @@ class IntraNode(_Section):
     """The keys of the GPU family (checks/gpu.py) and the others' are added by :func:`profile_schema`."""
 
     gpu_count: Count | None = None
-    gpu_nic_affinity: GpuNicAffinity | None = None
 
 
 class InterNode(_Section):

@@ -9,10 +9,9 @@ import pytest
 
 from pytest_fabric.checks import base as checks
 from pytest_fabric.checks.base import GPUDIRECT_BANDWIDTH_PORTS
-from pytest_fabric.checks.gpu import node_gpus
+from pytest_fabric.checks.gpu import node_gpus, node_topology
 from pytest_fabric.judge.verdict import Measurement
 from pytest_fabric.measurements import cross_checked
-from pytest_fabric.measurements.affinity import node_topology
 from pytest_fabric.measurements.inter_node import measure_function, node_ports, rdma_traffic
 from pytest_fabric.parsers.base import ParseError
 from pytest_fabric.probes import affinity, gpudirect, rdma
