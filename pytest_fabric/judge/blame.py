@@ -45,7 +45,8 @@ from statistics import NormalDist
 from typing import Literal
 
 __all__ = [
-    "Blame", "Failure", "Figure", "Finding", "LinkFault", "NodeBlame", "Settings", "Unmeasured", "blame",
+    "Blame", "Failure", "Figure", "Finding", "LinkFault", "NodeBlame", "Settings", "Unmeasured", "baseline_without",
+    "blame",
 ]
 
 Kind = Literal["node fault", "unstable", "link fault", "cannot tell", "fabric", "healthy"]
@@ -1027,3 +1028,21 @@ def blame(
         out[n] = NodeBlame(n, worst.kind, message + note, direction, tuple(seen), tell)
     return Blame(out, tuple(unmeasured), tuple(sorted(links, key=lambda lf: (lf.series, lf.nodes))), tuple(fabric),
                  tuple(sorted(set(retests))))
+
+
+# --------------------------------------------------------------------------- the baseline, for other checks
+
+
+def baseline_without(without: Iterable[str], figures: Sequence[Figure],
+                     settings: Settings | None = None) -> tuple[float, float, int] | None:
+    """The baseline :func:`blame` judges a node (or a pair's two ends) against, for the checks that
+    judge a figure against its peers (the outlier checks): over the figures of one series that none
+    of ``without`` is in, their median (in the figures' unit), their spread in log (1.4826 x the MAD
+    of the figures' logarithms, never under what their own repeats imply nor
+    :attr:`Settings.min_spread`: a share, as the model compares ratios) and how many they are. None
+    when fewer than :attr:`Settings.min_baseline` figures or nodes remain."""
+    base = _Series("baseline", figures, settings or Settings()).baseline(sorted(set(without)), frozenset())
+    if base is None:
+        return None
+    center, spread, count = base
+    return math.exp(center), spread, count
