@@ -293,7 +293,7 @@ class RunPlan:
         if cluster:
             parts.append(f"{cluster} cluster check{'s' if cluster > 1 else ''} ~{format_duration(self.cluster_s)}")
         checks = len({c.check for c in self.checks if c.planned})
-        on = f" on {self.nodes} nodes" if self.nodes else ""
+        on = f" on {self.nodes} node{'s' if self.nodes != 1 else ''}" if self.nodes else ""
         if not parts:
             return f"nothing to measure, {self.tests:,} tests{on}"
         retests = " with retests" if self.retest_bound_s > 0 else ""
