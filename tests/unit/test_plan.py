@@ -600,28 +600,29 @@ def test_the_times_kept_are_each_measurement_by_the_plans_schedule() -> None:
     assert "mtu" not in kept
 
 
-def test_the_next_run_plans_from_the_previous_runs_times_and_says_so(pytester: pytest.Pytester,
-                                                                       monkeypatch: pytest.MonkeyPatch) -> None:
-    """Two local nodes, mtu: the first run's plan is estimated, the second's from the first run's times
-    (pytest's cache, keyed by the inventory and the profile); with -p no:cacheprovider, estimated and said so."""
-    monkeypatch.setenv("COLUMNS", "400")
+def test_the_next_run_plans_from_the_previous_runs_times_and_says_so(pytester: pytest.Pytester) -> None:
+    """Two local nodes, mtu: the first run's plan is estimated, the next one's from the first run's times
+    (pytest's cache, keyed by the inventory and the profile); with -p no:cacheprovider, estimated and said
+    so; another profile of the same inventory has times of its own."""
+    from pytest_fabric.report.progress import PLAN_KEY
+
     pytester.makefile(".yaml", inv="name: two\nnodes:\n  - name: n1\n    host: localhost\n  - name: n2\n    host: localhost\n")
     pytester.makefile(".yaml", prof="name: tiny\ninter_node:\n  mtu: {min: 1000}\n")
-    args = ("--cluster", "inv.yaml", "--profile", "prof.yaml", "-k", "mtu")
 
     def plan_line(*more: str) -> str:
-        result = pytester.runpytest_subprocess(*args, *more)
-        result.assert_outcomes(passed=2)
-        (line,) = [x for x in result.stdout.lines if x.startswith("fabric: plan:")]
-        return line
+        recorded = pytester.inline_run("--cluster", "inv.yaml", "--profile", "prof.yaml", "-k", "mtu", "-qq", *more)
+        (call,) = recorded.getcalls("pytest_collection_finish")
+        return str(call.session.config.stash[PLAN_KEY].summary())
 
-    assert "; times estimated (no previous run of this inventory and profile in pytest's cache)" in plan_line()
-    second = plan_line()
+    first = plan_line()  # measures: the times are kept at its end
+    assert first.endswith("; times estimated (no previous run of this inventory and profile in pytest's cache)"), first
+    second = plan_line("--collect-only")
     assert " times from the previous run of this inventory (" in second and second.endswith(" UTC) for mtu"), second
-    assert "; times estimated (pytest's cache is off: -p no:cacheprovider)" in plan_line("-p", "no:cacheprovider")
-    # another profile of the same inventory keeps times of its own
+    assert plan_line("--collect-only", "-p", "no:cacheprovider").endswith(
+        "; times estimated (pytest's cache is off: -p no:cacheprovider)")
     pytester.makefile(".yaml", prof="name: tiny2\ninter_node:\n  mtu: {min: 1000}\n")
-    assert "; times estimated (no previous run of this inventory and profile in pytest's cache)" in plan_line()
+    assert plan_line("--collect-only").endswith("; times estimated (no previous run of this inventory and profile in "
+                                                "pytest's cache)")
 
 
 def test_what_collection_spent_before_the_plan_is_part_of_it() -> None:
