@@ -269,11 +269,12 @@ def all_pair_measurements(state: FabricState, check: str) -> dict[str, Measureme
 
 
 def pair_population(state: FabricState, check: str) -> consistency.Population | None:
-    """The check's figures over every measured pair, with median and MAD: computed once, after its rounds."""
+    """The check's figures over every measured pair, with median and MAD and each pair's ends (each end
+    is judged against the pairs it is not in): computed once, after its rounds."""
 
     def population() -> consistency.Population | None:
         values = _values(all_pair_measurements(state, check))
-        return consistency.Population.of(values) if values else None
+        return consistency.Population.of(values, {p.id: p.nodes for p in state.pairs}) if values else None
 
     return state.once.get("pair population", check, population)
 
@@ -759,14 +760,18 @@ def _outlier(request: pytest.FixtureRequest, check: str, pair: NodePair, *, lowe
         value=parse_quantity(f"{finding.beyond_spread * 100:.4f}%"),
         detail=(
             f"{consistency.describe(finding, limit, lower_is_better=lower_is_better)}: "
-            f"{check} {show(finding.value)} {unit} vs median {show(finding.median)} {unit} over {finding.peers} pairs: "
+            f"{check} {show(finding.value)} {unit} vs median {show(finding.median)} {unit} of "
+            f"{consistency.peers_text(finding)}: "
             f"{finding.fraction * 100:.1f}% {direction} the median, of which {min(finding.spread, finding.fraction) * 100:.1f}% "
-            f"is within the measurement's own spread (3 x MAD of the pairs, or the range of the re-measurements); "
+            f"is within the measurement's own spread ({_spread_basis(finding)}, or the range of the re-measurements); "
             f"{basis}"
         ),
         extra={
             "outlier": {
                 "text": consistency.describe(finding, limit, lower_is_better=lower_is_better),
+                "median": finding.median,
+                "peers": finding.peers,
+                "without": list(finding.without),
                 "fraction": finding.fraction,
                 "spread": finding.spread,
                 "samples": finding.samples,
@@ -774,6 +779,17 @@ def _outlier(request: pytest.FixtureRequest, check: str, pair: NodePair, *, lowe
             }
         },
     )
+
+
+def _spread_basis(finding: consistency.OutlierFinding) -> str:
+    """Where the spread a finding allows comes from, in words."""
+    if finding.without:
+        node = finding.without[0]
+        return (f"3 spreads (1.4826 x MAD of the figures' logarithms) of the {finding.peers} pairs {node} is not in, "
+                f"the baseline the blame model judges {node} against: {node}'s own pairs never widen it")
+    if finding.leave_out:
+        return f"3 spreads (1.4826 x MAD of the figures' logarithms) of the {finding.peers} other pairs"
+    return "3 x 1.4826 x MAD of the pairs"
 
 
 @pytest.fixture
