@@ -32,6 +32,7 @@ from pytest_fabric.run import sharing
 from pytest_fabric.run.batches import BatchProgress
 from pytest_fabric.run.plan import CheckPlan, RunPlan, format_duration, plan_run, planned_subject
 from pytest_fabric.run.state import CHECK_KEY, get_state
+from pytest_fabric.run.waves import whole_round
 
 __all__ = ["PLAN_KEY", "ProgressLine", "describe", "plan_items"]
 
@@ -226,7 +227,7 @@ def plan_items(items: list[pytest.Item], config: pytest.Config, *, read_mounts: 
     previous, note = check_times.read(config, _times_key(state), _settings(specs))
     return plan_run(subjects, {k: v for k, v in specs.items() if v is not None}, state.batches.fanout,
                     rails=rails, gpus=gpus, nodes=len(state.inventory.nodes), items=len(items), checks=state.checks,
-                    previous=previous, times_note=note, spent_s=_spent(config))
+                    previous=previous, times_note=note, spent_s=_spent(config), last_failed=whole_round(config))
 
 
 def _spent(config: pytest.Config) -> float:

@@ -485,7 +485,7 @@ def measurement_seconds(check: str, spec: Any, *, gpus: int = 1, nodes: int = 0,
 def plan_run(subjects: Iterable[PlannedSubject], specs: Mapping[tuple[str, str], Any], fanout: int,
              *, rails: int = 1, gpus: int = 1, nodes: int = 0, items: int = 0,
              checks: CheckRegistry = BUILTIN, previous: PreviousRun | None = None, times_note: str = "",
-             spent_s: float = 0.0) -> RunPlan:
+             spent_s: float = 0.0, last_failed: bool = False) -> RunPlan:
     """The plan of a run of ``subjects``; ``specs`` maps (layer, check) to the profile's settings
     (the checks it sets: a reads check retests only when the check it reads is there).
 
@@ -496,7 +496,10 @@ def plan_run(subjects: Iterable[PlannedSubject], specs: Mapping[tuple[str, str],
     run's declarations (an extension's checks' typical times and phases), the built-in ones by default.
     ``previous``: the previous run of this inventory and profile, whose per-check times the estimate
     takes where it holds them; ``times_note``: why there is none (the plan line says it). ``spent_s``:
-    what the session spent before the plan (collection), part of the run's time, measured.
+    what the session spent before the plan (collection), part of the run's time, measured. ``last_failed``:
+    under ``--lf`` a pair check's rounds run whole again, and the pairs that fail there are re-measured
+    alone, each round's at once (measurements/inter_node.py ``_retest_round_failures``):
+    :data:`RETEST_REPEATS` samples a round, in the estimate and the bound (the pairs selected failed before).
     """
     by_check: dict[tuple[str, str, str], list[PlannedSubject]] = defaultdict(list)
     tests = 0
@@ -533,6 +536,9 @@ def plan_run(subjects: Iterable[PlannedSubject], specs: Mapping[tuple[str, str],
                 retest_s += _retest_seconds(len(sweep), per_round, typical, retested.samples)
             if seen is not None and sources:
                 retest_s = seen.retest_s
+        if last_failed and kind == "pair" and floor > 0:
+            again = rounds * (RETEST_REPEATS * max(floor, seconds) + BATCH_S)
+            retest_s, retest_bound_s = retest_s + again, retest_bound_s + again
         plans.append(CheckPlan(layer, check, kind, len(members), rounds, seconds, slots, retest_s,
                                phase_of(layer, check, kind, registry), declared.phase if declared is not None else 0,
                                bound_seconds=floor, retest_bound_s=retest_bound_s,

@@ -637,3 +637,15 @@ def test_what_collection_spent_before_the_plan_is_part_of_it() -> None:
     assert spent.total_s == pytest.approx(fresh.total_s + 2.5) and spent.bound_s == pytest.approx(fresh.bound_s + 2.5)
     previous = PreviousRun("2026-12-02 08:01 UTC", {"tcp_throughput": CheckTime(2.4)}, outside_s=3.5)
     assert plan_run(_sweep(nodes, "mtu"), _tcp(), fanout=64, nodes=8, previous=previous, spent_s=2.5).outside_s == 3.5
+
+
+def test_under_last_failed_a_pair_checks_failing_pairs_are_retested_in_the_plan() -> None:
+    """--lf: each round runs whole again and its failing pairs are re-measured alone, together, three samples
+    (measurements/inter_node.py _retest_round_failures): a retest round per round, in both figures."""
+    nodes = [f"node{i:02d}" for i in range(1, 9)]
+    plain = {c.check: c for c in plan_run(_sweep(nodes), _tcp(), fanout=64, nodes=8).checks}["tcp_throughput"]
+    lf = {c.check: c for c in plan_run(_sweep(nodes), _tcp(), fanout=64, nodes=8, last_failed=True).checks}
+    one = 2 + start_seconds("tcp_throughput")
+    again = 7 * (RETEST_REPEATS * one + BATCH_S)
+    assert lf["tcp_throughput"].total_s == pytest.approx(plain.total_s + again)
+    assert lf["tcp_throughput"].bound_s == pytest.approx(plain.bound_s + again)
