@@ -97,8 +97,12 @@ def test_a_run_killed_outright_leaves_a_lock_the_next_run_takes_over_and_says_so
         killed.send_signal(signal.SIGKILL)
         killed.communicate(timeout=30)
     run_id = lines[names[0]].split()[0].removeprefix("run=")
+    # the next run measures each node's MTU (one command a node), not pairs: what it proves is the
+    # lock it takes over and gives back, and a run that ends well
+    mtu_profile = pytester.path / "mtu.yaml"
+    mtu_profile.write_text("name: lock\ninter_node:\n  mtu: 1500\n")
     result = pytester.runpytest_subprocess(
-        "--cluster", str(inventory), "--profile", str(_profile(pytester.path, 1)), "-p", "no:cacheprovider",
+        "--cluster", str(inventory), "--profile", str(mtu_profile), "-p", "no:cacheprovider",
         timeout=180)
     terminal = result.stdout.str()
     assert result.ret == 0, terminal
