@@ -86,7 +86,6 @@ pytest_plugins = [
     "pytest_fabric.measurements.inter_node",
     "pytest_fabric.checks.software",  # preflight and the software stack (a family: its own declarations)
     "pytest_fabric.measurements.tenant_tools",  # inventory tools: the tenant's pinned binaries, uploaded and removed
-    "pytest_fabric.measurements.switch_links",
     "pytest_fabric.measurements.gpudirect",
     "pytest_fabric.measurements.attribution",  # every pair check judged by one model (judge/blame.py)
     "pytest_fabric.checks.xid",  # Xid events in the kernel log, per GPU (a family: its own declarations)
@@ -95,6 +94,7 @@ pytest_plugins = [
     "pytest_fabric.checks.gpu_load",  # GEMM, HBM and clock throttling per GPU (a family: its own declarations)
     "pytest_fabric.checks.storage",  # mounts and fio on them (a family: its own declarations)
     "pytest_fabric.checks.egress",  # DNS, connects, downloads and uploads to targets (a family)
+    "pytest_fabric.checks.links",  # the fabric's switch links (a family: its own declarations)
     # reporting, one feature per module (report/): order matters only for assertion rewriting
     "pytest_fabric.report.errors",
     "pytest_fabric.report.evidence",

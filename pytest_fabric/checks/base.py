@@ -206,8 +206,7 @@ ROCE = declare(Check("roce", "inter_node", p.Roce, "node", "wave", tools=("mlnx_
 MTU = declare(Check("mtu", "inter_node", p.Mtu, "node", "wave"))
 ERROR_COUNTERS = declare(Check("error_counters", "inter_node", p.ErrorCounters, "hca", "wave", phase=_PHASE_LAST,
                                tools_by_link_layer={"infiniband": ("perfquery",), "ethernet": ("rdma", "ethtool")}))
-# switch_links runs iblinkinfo on one node only: not a tool every node needs
-SWITCH_LINKS = declare(Check("switch_links", "inter_node", p.SwitchLinks, "cluster", "cluster", needs=("infiniband",)))
+# switch_links: checks/links.py, a family of its own
 
 # inter-node: pairs, a round of disjoint pairs at once. Port blocks leave room for 256 slots
 # (512 nodes), the retests' offset (100 slots), and a pair's rails or streams: checks that run a

@@ -18,6 +18,7 @@ from pytest_fabric.checks import (
     gpu,
     gpu_load,
     link_history,
+    links,
     pcie_errors,
     software,
     storage,
@@ -30,7 +31,7 @@ from pytest_fabric.config.profile import load_profile as load_with
 __all__ = ["FAMILIES", "builtin_registry", "builtin_schema", "load_profile"]
 
 #: the family modules pytest-fabric registers as plugins (plugin.py's ``pytest_plugins``), in that order
-FAMILIES: tuple[ModuleType, ...] = (gpu, software, xid, pcie_errors, link_history, gpu_load, storage, egress)
+FAMILIES: tuple[ModuleType, ...] = (gpu, software, xid, pcie_errors, link_history, gpu_load, storage, egress, links)
 
 
 def _declared(family: ModuleType) -> list[Check[Any]]:

@@ -442,21 +442,6 @@ class Finding(CheckSpec):
         return [("value", Op.EQUAL, self.OK)]
 
 
-class SwitchLinks(Finding):
-    """``iblinkinfo`` from one node: every switch port with a peer at ``width`` lanes and ``rate``,
-    and no "Could be" hint (a link trained below what both ends support) unless ``could_be: false``."""
-
-    width: int | None = Field(default=None, ge=1, le=12)  # lanes: 4 for 4X
-    rate: QuantityField | None = None  # per link, lanes x lane rate: 400 Gb/s for 4X NDR
-    could_be: bool = True
-    node: str | None = None  # where iblinkinfo runs; the first reachable node by default
-
-    @field_validator("rate")
-    @classmethod
-    def _rate(cls, value: Quantity | None) -> Quantity | None:
-        return None if value is None else parse_quantity(value, dimension=Dimension.BANDWIDTH)
-
-
 # ---------------------------------------------------------------------------
 # Sections
 
@@ -493,7 +478,6 @@ class InterNode(_Section):
     scaling_efficiency: Share | None = None
     attribution: Attribution | None = None
     roce: Roce | None = None
-    switch_links: SwitchLinks | None = None
     gpudirect_bandwidth: RdmaBandwidth | None = None
     # every pair is N-1 rounds and N(N-1)/2 tests per pair check: right for a pod, not for 512 nodes
     pairs: str = "all up to 32 nodes, then random:4"

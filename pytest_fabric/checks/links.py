@@ -1,13 +1,24 @@
-"""Switch links of the InfiniBand fabric, once for the cluster, from one node (see
-:mod:`~pytest_fabric.probes.switch_links`)."""
+"""Links of the fabric (``inter_node.switch_links``): the switch links of the InfiniBand fabric, once
+for the cluster, from one node (see :mod:`~pytest_fabric.probes.switch_links`): settings, declaration
+and fixture.
+
+The node's own ports and links (``link_layer``, ``ports``, ``port_state``, ``port_rate``, ``mtu``,
+``roce``, ``error_counters``) are still declared in checks/base.py with their fixtures in
+measurements/inter_node.py: the pair checks read them.  The family registers its checks through
+``pytest_fabric_checks``, as an extension does.
+"""
 
 from __future__ import annotations
 
 from decimal import Decimal
+from typing import Any
 
 import pytest
+from pydantic import Field, field_validator
 
-from pytest_fabric.checks import base as checks
+from pytest_fabric.checks.base import Check
+from pytest_fabric.config.profile import Finding
+from pytest_fabric.config.units import Dimension, Quantity, QuantityField, parse_quantity
 from pytest_fabric.judge.verdict import Measurement
 from pytest_fabric.probes import switch_links as probe
 from pytest_fabric.run.cluster import Cluster, NodeHandle
@@ -15,8 +26,34 @@ from pytest_fabric.run.fixtures import SpecLookup
 from pytest_fabric.run.state import get_state
 from pytest_fabric.transport.base import NodeUnreachable
 
+__all__ = ["SWITCH_LINKS", "SwitchLinks", "pytest_fabric_checks", "switch_links"]
+
 #: bad links named in the message; the record's extra keeps them all
 SHOWN = 20
+
+
+class SwitchLinks(Finding):
+    """``iblinkinfo`` from one node: every switch port with a peer at ``width`` lanes and ``rate``,
+    and no "Could be" hint (a link trained below what both ends support) unless ``could_be: false``."""
+
+    width: int | None = Field(default=None, ge=1, le=12)  # lanes: 4 for 4X
+    rate: QuantityField | None = None  # per link, lanes x lane rate: 400 Gb/s for 4X NDR
+    could_be: bool = True
+    node: str | None = None  # where iblinkinfo runs; the first reachable node by default
+
+    @field_validator("rate")
+    @classmethod
+    def _rate(cls, value: Quantity | None) -> Quantity | None:
+        return None if value is None else parse_quantity(value, dimension=Dimension.BANDWIDTH)
+
+
+#: iblinkinfo on one node only: not a tool every node needs
+SWITCH_LINKS = Check("switch_links", "inter_node", SwitchLinks, "cluster", "cluster", needs=("infiniband",))
+
+
+def pytest_fabric_checks(config: pytest.Config) -> list[Check[Any]]:
+    """pytest-fabric registers this family the way an extension registers its checks."""
+    return [SWITCH_LINKS]
 
 
 def _runner(cluster: Cluster, wanted: str | None) -> NodeHandle:
@@ -37,7 +74,7 @@ def _runner(cluster: Cluster, wanted: str | None) -> NodeHandle:
 def switch_links(request: pytest.FixtureRequest, cluster: Cluster, spec: SpecLookup) -> Measurement:
     """Every switch port facing the inventory's nodes, and their leaves' uplinks, at the profile's width and
     rate, without a "Could be" hint."""
-    settings = spec(checks.SWITCH_LINKS)
+    settings = spec(SWITCH_LINKS)
     state = get_state(request.config)
     layer = state.profile.spec("inter_node", "link_layer") if state is not None else None
     if str(getattr(layer, "value", "")).lower() == "ethernet":
