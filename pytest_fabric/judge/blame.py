@@ -46,7 +46,7 @@ from typing import Literal
 
 __all__ = [
     "Blame", "Failure", "Figure", "Finding", "LinkFault", "NodeBlame", "Settings", "Unmeasured", "baseline_without",
-    "blame",
+    "baselines_without", "blame",
 ]
 
 Kind = Literal["node fault", "unstable", "link fault", "cannot tell", "fabric", "healthy"]
@@ -1041,8 +1041,16 @@ def baseline_without(without: Iterable[str], figures: Sequence[Figure],
     of the figures' logarithms, never under what their own repeats imply nor
     :attr:`Settings.min_spread`: a share, as the model compares ratios) and how many they are. None
     when fewer than :attr:`Settings.min_baseline` figures or nodes remain."""
-    base = _Series("baseline", figures, settings or Settings()).baseline(sorted(set(without)), frozenset())
-    if base is None:
-        return None
-    center, spread, count = base
-    return math.exp(center), spread, count
+    return baselines_without([without], figures, settings)[0]
+
+
+def baselines_without(each: Iterable[Iterable[str]], figures: Sequence[Figure],
+                      settings: Settings | None = None) -> list[tuple[float, float, int] | None]:
+    """:func:`baseline_without` for every set of nodes in ``each``, the figures read once: a baseline
+    per node of a large cluster is n baselines, not n readings of every figure."""
+    series = _Series("baseline", figures, settings or Settings())
+    out: list[tuple[float, float, int] | None] = []
+    for without in each:
+        base = series.baseline(sorted(set(without)), frozenset())
+        out.append(None if base is None else (math.exp(base[0]), base[1], base[2]))
+    return out
