@@ -21,7 +21,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from decimal import Decimal
 
-from pytest_fabric.judge.blame import Figure, baseline_without
+from pytest_fabric.judge.blame import Figure, baseline_without, baselines_without
 
 __all__ = ["Deviation", "OutlierFinding", "Population", "below_median", "above_median", "describe", "outlier", "peers_text"]
 
@@ -79,7 +79,7 @@ class Population:
     median: float
     mad: float
     ends: Mapping[str, tuple[str, ...]] = field(default_factory=dict)
-    _baselines: dict[tuple[str, ...], tuple[float, float, int] | None] = field(
+    _baselines: dict[str, tuple[float, float, int] | None] = field(
         default_factory=dict, compare=False, repr=False)
 
     @classmethod
@@ -100,20 +100,22 @@ class Population:
             return []
         out: list[tuple[float, float, int, tuple[str, ...]]] = []
         for end in sorted(set(own)):
-            if (base := self._without((end,), "")) is not None:
+            if (base := self._node_baselines().get(end)) is not None:
                 out.append((*base, (end,)))
-        if not out and (base := self._without((), subject)) is not None:
+        if not out and (base := baseline_without((), self._figures(subject))) is not None:
             out.append((*base, ()))
         return out
 
-    def _without(self, nodes: tuple[str, ...], subject: str) -> tuple[float, float, int] | None:
-        """The blame model's baseline of the pairs none of ``nodes`` is in, ``subject`` left out (cached)."""
-        key = (*nodes, subject)
-        if key not in self._baselines:
-            figures = [Figure("peers", self.ends[k], (v,), directed=False)
-                       for k, v in sorted(self.values.items()) if k != subject and k in self.ends and v > 0]
-            self._baselines[key] = baseline_without(nodes, figures)
-        return self._baselines[key]
+    def _figures(self, subject: str = "") -> list[Figure]:
+        return [Figure("peers", self.ends[k], (v,), directed=False)
+                for k, v in sorted(self.values.items()) if k != subject and k in self.ends and v > 0]
+
+    def _node_baselines(self) -> dict[str, tuple[float, float, int] | None]:
+        """Every node's baseline (the pairs it is not in), all at once: the figures are read once."""
+        if not self._baselines:
+            nodes = sorted({n for ends in self.ends.values() for n in ends})
+            self._baselines.update(zip(nodes, baselines_without([(n,) for n in nodes], self._figures())))
+        return self._baselines
 
 
 @dataclass(frozen=True)
