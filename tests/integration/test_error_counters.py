@@ -12,6 +12,7 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 from simcluster import SimCluster
@@ -22,8 +23,8 @@ from pytest_fabric.parsers import ethtool, iblinkinfo, perfquery, rdma_statistic
 SIM_RDMA = Path(__file__).resolve().parents[1] / "data" / "profiles" / "sim-rdma.yaml"
 
 
-def run(simcluster: SimCluster, work: Path, nodes: int, profile: str, *args: str) -> dict:
-    inventory = simcluster.write_inventory(work / "inventory.yaml", nodes=simcluster.nodes[:nodes])
+def run(simcluster: SimCluster, work: Path, nodes: int, profile: str, *args: str, first_node: int = 0) -> dict:
+    inventory = simcluster.write_inventory(work / "inventory.yaml", nodes=simcluster.nodes[first_node:first_node + nodes])
     done = subprocess.run(
         [sys.executable, "-m", "pytest", "--cluster", str(inventory), "--profile", profile, "-p", "no:cacheprovider",
          "--conformance-json", "record.json", "-q", *args],
@@ -52,7 +53,7 @@ def ssh(cluster: SimCluster, node: str, command: str) -> str:
     return done.stdout
 
 
-def ib_hardware() -> dict[str, FakeHardware]:
+def ib_hardware(switch_node: str = "node02", busy_node: str = "node03") -> dict[str, FakeHardware]:
     switch_side = default_ports()
     switch_side[0].switch_counter_growth = {"SymbolErrorCounter": 4}  # host -> switch direction
     switch_side[1].empty_counters = True
@@ -62,7 +63,7 @@ def ib_hardware() -> dict[str, FakeHardware]:
     switch_side[2].counters = {"SymbolErrorCounter": 50}
     busy = default_ports()
     busy[0].counter_growth = {"PortXmitWait": 5000, "PortXmitDiscards": 2, "PortRcvSwitchRelayErrors": 3}
-    return {"node02": FakeHardware(ports=switch_side), "node03": FakeHardware(ports=busy)}
+    return {switch_node: FakeHardware(ports=switch_side), busy_node: FakeHardware(ports=busy)}
 
 
 def test_standins_print_switch_side_and_roce_counters_our_parsers_read(simcluster: SimCluster) -> None:
@@ -89,10 +90,14 @@ def test_standins_print_switch_side_and_roce_counters_our_parsers_read(simcluste
 
 
 def test_infiniband_counters_both_ends_and_classes(simcluster: SimCluster, tmp_path: Path) -> None:
-    with hardware_installed(simcluster, ib_hardware()):
-        record = run(simcluster, tmp_path, 3, str(SIM_RDMA), "-k", "error_counters")
-        strict = run(simcluster, tmp_path / "strict", 3, str(SIM_RDMA), "-k", "error_counters",
-                     "--expect", "inter_node.error_counters.congestion_max=100")
+    # The two runs at once, each on three nodes of its own with the same faults (node02 and node03,
+    # node05 and node06): a port's reads, failed or growing, are counted per node.
+    hardware = {**ib_hardware(), **ib_hardware("node05", "node06")}
+    with hardware_installed(simcluster, hardware), ThreadPoolExecutor(max_workers=2) as pool:
+        first = pool.submit(run, simcluster, tmp_path, 3, str(SIM_RDMA), "-k", "error_counters")
+        second = pool.submit(run, simcluster, tmp_path / "strict", 3, str(SIM_RDMA), "-k", "error_counters",
+                             "--expect", "inter_node.error_counters.congestion_max=100", first_node=3)
+        record, strict = first.result(), second.result()
     found = checks(record, "error_counters")
     assert len(found) == 12, record["_stdout"][-3000:]
     switch_side = port(found, "node02", 0, "mlx5_0")
@@ -110,9 +115,10 @@ def test_infiniband_counters_both_ends_and_classes(simcluster: SimCluster, tmp_p
     assert bad == {switch_side["subject"], empty["subject"], no_baseline["subject"]}
     # With a congestion bound the same growth fails, on that port only (and names the bound).
     strict_found = checks(strict, "error_counters")
-    strict_busy = port(strict_found, "node03", 0, "mlx5_0")
+    strict_busy = port(strict_found, "node06", 0, "mlx5_0")
     assert strict_busy["outcome"] == "failed" and "congestion_max" in strict_busy["message"]
-    assert {s for s, c in strict_found.items() if c["outcome"] == "failed"} == {strict_busy["subject"], switch_side["subject"]}
+    strict_switch_side = port(strict_found, "node05", 0, "mlx5_0")
+    assert {s for s, c in strict_found.items() if c["outcome"] == "failed"} == {strict_busy["subject"], strict_switch_side["subject"]}
 
 
 def roce_port(device: str = "mlx5_0", netdev: str = "ens1f0", **kwargs: object) -> FakePort:
