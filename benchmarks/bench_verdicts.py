@@ -23,7 +23,9 @@ the model says cannot tell (a 4-node cluster holds at most one; unreachable node
 A bad node *counts* (B) when it is at least 20% and three healthy spreads below its peers in a
 series it is bad in; the healthy spread is 1.4826 x MAD of the log figures of healthy pairs
 under the scenario's noise (drawn apart: a few pairs' MAD is chance). Nodes sent back that are not bad (healthy or unreachable) are K.
-A scenario *rejects* when blame finds anything short; naming no one means no node and no link.
+A scenario *rejects* when blame finds anything short; naming no one means no node and no link (a
+link names its two ends' cable). A fabric finding alone counts as naming no one here: the
+benchmark makes no fabric-wide fault, so a fabric verdict in it is a wrong one, not a finding.
 What blame cannot tell it names as retests (the pair again, each end with helpers); as a run
 does, the benchmark measures them and judges everything again, at most twice.
 

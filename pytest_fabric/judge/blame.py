@@ -65,6 +65,9 @@ _RANK_SCALE = 1.41
 #: of every figure's baseline is passed over without its own (one node moves a large MAD little)
 _ROUGH_FROM = 60
 _ROUGH = 0.5
+#: a baseline of fewer figures than this has a spread of chance (212, 213 and 182 Gb/s: a MAD of
+#: 0.7%): a node must lie under all of it, and two levels must show inside two figures
+_SMALL_BASELINE = 10
 #: low repeats this unlikely by chance (but not beyond unstable_chance) ask for a retest step
 _SUSPECT_CHANCE = 1e-2
 #: a repeat equal to a level (within rounding) is at it
@@ -338,10 +341,9 @@ class _Series:
         noise = sorted(f.range / _D2[min(len(f.logs), 12) - 2] * _MEDIAN_SCALE / math.sqrt(len(f.logs))
                        for f in self.figs if len(f.logs) >= 2)
         self.noise = _median(noise) if noise else 0.0
-        # the spread of one repeat that the figures' own repeats imply (their range in d2 spreads): a
-        # floor under the repeat spread of a small baseline, whose few repeats' MAD is chance
-        per_repeat = sorted(f.range / _D2[min(len(f.logs), 12) - 2] for f in self.figs if len(f.logs) >= 2)
-        self.repeat_noise = _median(per_repeat) if per_repeat else 0.0
+        # the spread of one repeat that the figures' own repeats imply: a floor under the repeat
+        # spread of a small baseline, whose few repeats' MAD is chance
+        self.repeat_noise = _range_spread(self.figs)
         self.by_node: dict[str, list[_Fig]] = {}
         for f in self.figs:
             for n in f.figure.nodes:
@@ -445,6 +447,7 @@ class _Series:
         if base is None:
             return None
         center, spread, count = base
+        lowest = min(f.y for f in kept)
         best: tuple[float, Direction, list[_Fig]] | None = None
         for direction, group in groups.items():
             most = _most(group)
@@ -452,7 +455,10 @@ class _Series:
             bar = self._bar(spread, len(group), count)
             far = _q(center - most) >= _q(self.min_gap)
             under = self.floor is not None and _q(most) < _q(self.floor) <= _q(center)
-            if (far or under) and _q(drop) >= _q(bar):
+            # against a small baseline, under its lowest figure too (a node 11% under 212 and 213
+            # but above 182 was "9 spreads" under a MAD of 0.7%)
+            beneath = count >= _SMALL_BASELINE or _q(most) < _q(lowest)
+            if (far or under) and beneath and _q(drop) >= _q(bar):
                 z = drop / bar
                 if best is None or _q(z) > _q(best[0]):
                     best = (z, direction, group)
@@ -516,8 +522,10 @@ class _Series:
         m = len(mins) - len(own)
         if m < s.min_baseline:
             return None
-        if len(mins) < _ROUGH_FROM:  # a small series: the spread without the node exactly
+        if len(mins) < _ROUGH_FROM:  # a small series: the repeats' spread without the node exactly
             spread_all = self._repeat_spread(self._without([node], faulty), center)
+        # never under what every figure's own repeats imply: a few repeats' MAD is chance (the
+        # median over the series, the node's figures in it: a floor, not a reading)
         sigma = max(spread_all, self.repeat_noise, s.min_spread) * (1 + 1 / m)
         # a figure measured again has more repeats, so more chances to reach low: each counts as the longest
         per_figure = max(len(f.logs) for f in own)
@@ -533,9 +541,11 @@ class _Series:
             ends = [set(f.figure.nodes) - {node} for f in split]
             if len(set().union(*ends)) < 2:
                 continue
+            # both levels inside a figure; against a small baseline (whose chance is rough) inside
+            # two: one such figure beside a bad link is chance there
             mixed = sum(1 for f in split if _q(f.logs[-1]) >= _q(high))
             lows = bisect_right(mine, t + _EPS)
-            if mixed < 1 or _q(lows / len(mine)) < _q(s.unstable_share):
+            if mixed < (2 if m < _SMALL_BASELINE else 1) or _q(lows / len(mine)) < _q(s.unstable_share):
                 continue
             tried += 1
             below = bisect_right(mins, t + _EPS) - bisect_right(own_mins, t + _EPS)
@@ -850,6 +860,13 @@ class _Series:
 def _tail(x: int, k: int, p: float) -> float:
     """P(at least x of k), each with chance p."""
     return sum(math.comb(k, i) * p**i * (1 - p) ** (k - i) for i in range(x, k + 1))
+
+
+def _range_spread(figs: Sequence[_Fig]) -> float:
+    """The spread of one repeat that figures' own repeats imply: the median of their ranges, each
+    in d2 spreads (the mean range of n normal samples)."""
+    per_repeat = sorted(f.range / _D2[min(len(f.logs), 12) - 2] for f in figs if len(f.logs) >= 2)
+    return _median(per_repeat) if per_repeat else 0.0
 
 
 def _rank(k: int) -> int:

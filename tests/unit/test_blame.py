@@ -298,3 +298,33 @@ def test_a_slow_sender_a_few_spreads_under_in_every_check_is_found_over_all_of_t
         result = blame(names, figures)
         assert sent_back(result) == ["node04"], (seed, [b.message for b in result.nodes.values() if b.kind != "healthy"])
         assert result.nodes["node04"].direction == "send"
+
+
+def figures_of(check: str, rail: str, floor: float, rows: dict[tuple[str, str], tuple[float, ...]]) -> list[Figure]:
+    return [Figure(check, pair, tuple(v * GB for v in repeats), floor * GB, rail) for pair, repeats in rows.items()]
+
+
+def test_three_alike_figures_are_no_baseline_to_call_a_node_eleven_percent_under_a_fault() -> None:
+    # issue 29 (bench_verdicts, seed 7, scenario 559): four nodes on a quiet rail; the baseline without
+    # node02 is 212, 213 and 182 Gb/s: a MAD of 0.7%, so node02's 180-193 was "9.4 spreads" under and
+    # sent back. Three figures' spread is chance: a node is under such a baseline only under all of it
+    rows = {
+        ("node01", "node02"): (179.3, 180.7, 184.4), ("node01", "node04"): (214.1, 212.3, 208.5),
+        ("node02", "node03"): (181.8, 186.9, 182.6), ("node03", "node01"): (206.0, 213.6, 218.2),
+        ("node03", "node04"): (195.3, 182.0, 176.2), ("node04", "node02"): (188.1, 187.1, 193.3),
+    }
+    result = blame(nodes(4), figures_of("rdma_bandwidth", "mlx5_0", 141, rows))
+    assert sent_back(result) == [], [b.message for b in result.nodes.values() if b.kind != "healthy"]
+
+
+def test_a_bad_link_and_one_low_repeat_elsewhere_are_not_two_levels() -> None:
+    # issue 29 (bench_verdicts, seed 2026, scenario 414): node04->node02 is a bad cable (6-9 Gb/s);
+    # node02's pair with node03 has one repeat at 18 of 28. Two figures low, but both levels inside
+    # only one of them: a link and chance, not a rail that retrains (node02 was sent back unstable)
+    rows = {
+        ("node01", "node02"): (26.5, 28.3, 25.5), ("node01", "node04"): (28.4, 33.0, 33.6),
+        ("node02", "node03"): (18.1, 20.8, 28.5), ("node03", "node01"): (28.0, 28.8, 27.6),
+        ("node03", "node04"): (29.7, 27.7, 28.6), ("node04", "node02"): (6.2, 9.4, 6.6),
+    }
+    result = blame(nodes(4), figures_of("tcp_throughput", "", 14.4, rows))
+    assert sent_back(result) == [], [b.message for b in result.nodes.values() if b.kind != "healthy"]
