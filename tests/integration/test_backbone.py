@@ -1,16 +1,19 @@
 """The real command line against the simulated cluster: verdicts land on the right subjects.
 
-Each test runs ``pytest --cluster ... --profile ...`` with pytester against the
-session's 8-node cluster (real sshd, iperf3, fio over network namespaces) and
-breaks at most one or two nodes, restoring them afterwards.
+Each test runs ``pytest --cluster ... --profile ...`` against the session's 8-node cluster
+(real sshd, iperf3, fio over network namespaces) and breaks at most one or two nodes, restoring
+them afterwards; the shaped-node and nothing-left tests judge one run between them (``shaped_run``).
 """
 
 from __future__ import annotations
 
 import itertools
 import json
+import subprocess
+import sys
 import time
 import xml.etree.ElementTree as ET
+from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
@@ -38,42 +41,71 @@ def junit_outcomes(path: Path) -> dict[str, str]:
     return out
 
 
-def test_shaped_node_fails_exactly_its_pairs(
-    pytester: pytest.Pytester, simcluster: SimCluster, sim_inventory: Path, break_node: NodeBreaker
-) -> None:
-    shaped = simcluster.nodes[2].name
-    junit = pytester.path / "junit.xml"
-    record_path = pytester.path / "record.json"
-    with break_node.shaped(shaped, 1000):
-        result = run_fabric(
-            pytester, sim_inventory, "-k", "tcp_throughput and not outlier", f"--junitxml={junit}",
-            f"--conformance-json={record_path}", "-o", "junit_family=xunit1",
-        )
+@dataclass(frozen=True)
+class ShapedRun:
+    shaped: str
+    result: pytest.RunResult
+    junit: Path
+    record: Path
+    left_running: dict[str, list[tuple[int, str]]]
 
+
+@pytest.fixture(scope="module")
+def shaped_run(simcluster: SimCluster, tmp_path_factory: pytest.TempPathFactory) -> ShapedRun:
+    """One run for two tests: every pair and every storage check of the 8 nodes with node03's link
+    shaped to 1 Gbit/s, and what each node still runs right after it ends."""
+    shaped = simcluster.nodes[2].name
+    where = tmp_path_factory.mktemp("shaped-run")
+    inventory = simcluster.write_inventory(where / "inventory.yaml")
+    junit, record = where / "junit.xml", where / "record.json"
+    breaker = NodeBreaker(simcluster)
+    try:
+        with breaker.shaped(shaped, 1000):
+            started = time.monotonic()
+            done = subprocess.run(
+                [sys.executable, "-m", "pytest", "--cluster", str(inventory), "--profile", str(PROFILE),
+                 "-p", "no:cacheprovider", "-rA", "-k", "(tcp_throughput and not outlier) or sequential",
+                 f"--junitxml={junit}", f"--conformance-json={record}", "-o", "junit_family=xunit1"],
+                cwd=where, capture_output=True, text=True, timeout=300,
+            )
+            duration = time.monotonic() - started
+        left = {node.name: simcluster.processes(node) for node in simcluster.nodes}
+    finally:
+        breaker.restore_all()
+    result = pytest.RunResult(done.returncode, done.stdout.splitlines(), done.stderr.splitlines(), duration)
+    return ShapedRun(shaped, result, junit, record, left)
+
+
+def test_shaped_node_fails_exactly_its_pairs(shaped_run: ShapedRun, simcluster: SimCluster) -> None:
+    shaped, result, junit = shaped_run.shaped, shaped_run.result, shaped_run.junit
     names = [n.name for n in simcluster.nodes]
     pairs_with = {p for p in itertools.combinations(names, 2) if shaped in p}
-    result.assert_outcomes(passed=28 - len(pairs_with), failed=len(pairs_with))
+    # 28 pairs and 16 storage checks (read and write on 8 nodes): a shaped link fails only its pairs
+    result.assert_outcomes(passed=28 - len(pairs_with) + 16, failed=len(pairs_with))
     failed_lines = [line for line in result.outlines if line.startswith("FAILED")]
     assert len(failed_lines) == 7
-    assert all(shaped in line for line in failed_lines)
+    assert all(shaped in line and "test_tcp_throughput" in line for line in failed_lines)
     # The failure says what was measured against what, as people read it.
     result.stdout.fnmatch_lines([f"*{shaped}*: measured * Gb/s (-*%), does not meet >= 1.5 Gb/s; iperf3 *"])
 
     outcomes = junit_outcomes(junit)
     assert sorted(n for n, o in outcomes.items() if o == "failed") == sorted(
-        n for n in outcomes if shaped in n
+        n for n in outcomes if shaped in n and n.startswith("test_tcp_throughput")
     )
     # The JSON record says the same, check by check, and rejects the cluster.
-    record = json.loads(record_path.read_text())
+    record = json.loads(shaped_run.record.read_text())
     assert record["run"]["verdict"] == "reject"
-    by_subject = {c["subject"]: c["outcome"] for c in record["checks"]}
+    pairs = [c for c in record["checks"] if c["check"] == "tcp_throughput"]
+    by_subject = {c["subject"]: c["outcome"] for c in pairs}
     assert len(by_subject) == 28
     assert {s for s, o in by_subject.items() if o == "failed"} == {f"{a}<->{b}" for a, b in (
-        (c["nodes"][0], c["nodes"][1]) for c in record["checks"]) if shaped in (a, b)}
-    assert all(c["measured"]["unit"] == "Gb/s" and c["expected"]["op"] == ">=" for c in record["checks"])
+        (c["nodes"][0], c["nodes"][1]) for c in pairs) if shaped in (a, b)}
+    assert all(c["measured"]["unit"] == "Gb/s" and c["expected"]["op"] == ">=" for c in pairs)
+    assert {c["outcome"] for c in record["checks"] if c["check"] != "tcp_throughput"} == {"passed"}
     # Measured and expected values travel in JUnit properties too (per testcase: the xunit1 family).
-    root = ET.parse(junit).getroot()
-    props = {p.get("name"): p.get("value") for p in root.iter("property")}
+    case = next(c for c in ET.parse(junit).getroot().iter("testcase")
+                if c.get("name", "").startswith("test_tcp_throughput") and shaped in c.get("name", ""))
+    props = {p.get("name"): p.get("value") for p in case.iter("property")}
     assert props["check"] == "tcp_throughput" and "Gb/s" in props["measured"] and props["expected"].startswith(">=")
 
 
@@ -111,13 +143,13 @@ def test_frozen_node_is_tried_once_per_run(
     result.stdout.fnmatch_lines(["*first failure*"])
 
 
-def test_nothing_is_left_running_on_the_nodes(
-    pytester: pytest.Pytester, simcluster: SimCluster, sim_inventory: Path
-) -> None:
-    result = run_fabric(pytester, sim_inventory, "-k", "(tcp_throughput and not outlier) or sequential")
-    result.assert_outcomes(passed=28 + 16)
-    for node in simcluster.nodes:
-        assert simcluster.processes(node) == [], f"{node.name} still runs {simcluster.processes(node)}"
+def test_nothing_is_left_running_on_the_nodes(shaped_run: ShapedRun) -> None:
+    # every pair and storage check ran to a verdict in the shared run of test_shaped_node_fails_exactly_its_pairs
+    outcomes = shaped_run.result.parseoutcomes()
+    assert outcomes.get("passed", 0) + outcomes.get("failed", 0) == 28 + 16, outcomes
+    assert not outcomes.get("errors") and not outcomes.get("error"), outcomes
+    for node, processes in shaped_run.left_running.items():
+        assert processes == [], f"{node} still runs {processes}"
 
 
 def test_interrupted_run_leaves_nothing_running(simcluster: SimCluster, sim_inventory: Path, tmp_path: Path) -> None:
