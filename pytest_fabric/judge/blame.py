@@ -21,7 +21,10 @@ is the same finding at 10 Gb/s and at 400 Gb/s):
   other node's baseline and own figures, so a healthy peer of a bad node is not dragged down by
   it. Every finding is then re-judged against the baseline without all the others, until
   nothing changes.
-- **node fault** (send, receive or both), **unstable** (most of its figures split),
+- A node no series finds alone may be found over every series together (a slow host or sender
+  a few spreads under in TCP and in each rail): :func:`_together`.
+- **node fault** (send, receive or both), **unstable** (more of its figures reach a low level,
+  beside repeats at the baseline, than healthy figures would by chance: :meth:`_Series._levels`),
   **link fault** (one figure far below the baseline of neither end while both ends are good
   elsewhere), **fabric** (more bad figures than :attr:`Settings.fabric_share` of the series with
   no node pattern, or the baseline itself under the floor), **cannot tell** (bad figures, but
