@@ -48,7 +48,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from pytest_fabric.checks.base import BUILTIN, CheckRegistry
+from pytest_fabric.checks.base import CheckRegistry
 from pytest_fabric.config.profile import CheckSpec
 from pytest_fabric.judge.blame_inputs import CHECKS as BLAME_READS
 from pytest_fabric.probes import nccl
@@ -125,11 +125,22 @@ _KIND_WORDS = {"wave": "", "pair": " pairs", "cluster": " cluster checks"}  # in
 _LAYER_ORDER = {layer: i for i, layer in enumerate(("software", "intra_node", "inter_node", "storage", "egress"))}
 
 
-def phase_of(layer: str, check: str, kind: str | None = None, checks: CheckRegistry = BUILTIN) -> str:
+def _registry(checks: CheckRegistry | None) -> CheckRegistry:
+    """The run's declarations, else every built-in check's (the families' too), read at the call: a
+    module importing the plan does not assemble the families."""
+    if checks is not None:
+        return checks
+    # at the call, not at import: the plugin imports the plan before pytest registers the family
+    # modules as plugins, and a family imported first is left without pytest's assertion rewriting
+    from pytest_fabric.checks.builtin import builtin_registry
+    return builtin_registry()
+
+
+def phase_of(layer: str, check: str, kind: str | None = None, checks: CheckRegistry | None = None) -> str:
     """The phase ``check`` runs in, as the plan and the report name it: ``inter-node pairs``,
     ``storage``, ``inter-node cluster checks``. From the check's declaration in ``checks`` (its subject:
     pairs go in rounds, the cluster in one measurement, the rest in waves), else from ``kind``."""
-    declared = checks.check_of(check)
+    declared = _registry(checks).check_of(check)
     if declared is not None:
         kind = "pair" if declared.subject == "node_pair" else "cluster" if declared.subject == "cluster" else "wave"
     return _LAYER_WORDS.get(layer, layer) + _KIND_WORDS.get(kind or "wave", "")
@@ -434,19 +445,19 @@ def nccl_runs(check: str, spec: Any, *, gpus: int, nodes: int = 0,
     return [run for run in runs for _ in range(nccl.SCALING_SAMPLES)]
 
 
-def start_seconds(check: str, checks: CheckRegistry = BUILTIN) -> float:
+def start_seconds(check: str, checks: CheckRegistry | None = None) -> float:
     """What one measurement of ``check`` adds to its tools' own time: its declared ``start_s``,
     else :data:`OVERHEAD_S`."""
-    declared = checks.check_of(check)
+    declared = _registry(checks).check_of(check)
     return declared.start_s if declared is not None and declared.start_s is not None else OVERHEAD_S
 
 
 def measurement_seconds(check: str, spec: Any, *, gpus: int = 1, nodes: int = 0, source: Any = None,
-                        checks: CheckRegistry = BUILTIN) -> float:
+                        checks: CheckRegistry | None = None) -> float:
     """About how long one measurement of ``check`` takes with the profile's ``spec`` (None: not set);
     an NCCL check's from the runs its probe makes (:func:`nccl_runs`: ``gpus`` a node, the inventory's
     ``nodes``, the ``source`` settings scaling runs at); ``checks``: the run's declarations."""
-    declared = checks.check_of(check)
+    declared = _registry(checks).check_of(check)
     if declared is not None and not declared.measures:
         return 0.0
     runs = nccl_runs(check, spec, gpus=gpus, nodes=nodes, source=source)
@@ -484,7 +495,7 @@ def measurement_seconds(check: str, spec: Any, *, gpus: int = 1, nodes: int = 0,
 
 def plan_run(subjects: Iterable[PlannedSubject], specs: Mapping[tuple[str, str], Any], fanout: int,
              *, rails: int = 1, gpus: int = 1, nodes: int = 0, items: int = 0,
-             checks: CheckRegistry = BUILTIN, previous: PreviousRun | None = None, times_note: str = "",
+             checks: CheckRegistry | None = None, previous: PreviousRun | None = None, times_note: str = "",
              spent_s: float = 0.0, last_failed: bool = False) -> RunPlan:
     """The plan of a run of ``subjects``; ``specs`` maps (layer, check) to the profile's settings
     (the checks it sets: a reads check retests only when the check it reads is there).
@@ -507,7 +518,7 @@ def plan_run(subjects: Iterable[PlannedSubject], specs: Mapping[tuple[str, str],
         tests += 1
         by_check[(subject.layer, subject.check, subject.kind)].append(subject)
     per_round = members_at_once(fanout, 2)  # the run's rule: a round runs fanout // 2 pairs at once
-    registry = checks
+    registry = _registry(checks)
     took = previous.checks if previous is not None else {}
     sweeps = {check: members for (_, check, kind), members in by_check.items() if kind == "pair"}
     plans: list[CheckPlan] = []
@@ -571,7 +582,7 @@ def layout_seconds(check: str, specs: Mapping[tuple[str, str], Any]) -> float:
 
 
 def _one_measurement(layer: str, check: str, specs: Mapping[tuple[str, str], Any], rails: int, gpus: int,
-                     nodes: int = 0, checks: CheckRegistry = BUILTIN) -> float:
+                     nodes: int = 0, checks: CheckRegistry | None = None) -> float:
     # scaling runs at inter_node.nccl_allreduce's size (measurements/inter_node.py scaling_efficiency)
     seconds = measurement_seconds(check, specs.get((layer, check)), gpus=gpus, nodes=nodes,
                                   source=specs.get(("inter_node", "nccl_allreduce")), checks=checks)
@@ -582,7 +593,7 @@ def _one_measurement(layer: str, check: str, specs: Mapping[tuple[str, str], Any
         # One GEMM load a node serves both checks (checks/gpu_load.py), as long as the longer of their
         # durations: it is gemm_throughput's time; this check adds only what its duration runs past it.
         seconds = max(READING_S, seconds - measurement_seconds("gemm_throughput", gemm, checks=checks))
-    declared = checks.check_of(check)
+    declared = _registry(checks).check_of(check)
     if declared is not None and declared.one_at_a_time is not None:
         seconds *= max(1, rails if declared.one_at_a_time == "rails" else gpus)
     return seconds
