@@ -32,6 +32,8 @@ __all__ = [
     "Check",
     "CHECKS",
     "Need",
+    "OUTLIER_RETESTS",
+    "PHASE_READS_ROUNDS",
     "BUILTIN",
     "CheckRegistry",
     "RegistryError",
@@ -174,7 +176,7 @@ class Check(Generic[S]):
 #: ports a slot of a block holds where a pair's rails or GPUs run at once (more run in groups)
 LANES_PER_SLOT = 8
 
-_PHASE_READS_ROUNDS = 20  # after the pair rounds whose results they read
+PHASE_READS_ROUNDS = 20  # after the pair rounds whose results they read
 _PHASE_LAST = 99  # error counters: they see the growth caused by all the traffic of the run
 
 CHECKS: dict[str, Check[p.CheckSpec]] = {}
@@ -212,11 +214,7 @@ ERROR_COUNTERS = declare(Check("error_counters", "inter_node", p.ErrorCounters, 
 # (512 nodes), the retests' offset (100 slots), and a pair's rails or streams: checks that run a
 # pair's rails or GPUs at once take LANES_PER_SLOT ports a slot (356 x 8 = 2,848), below the
 # kernel's ephemeral range (32768 and up), where a listener could meet a client's own port.
-# start_s: an iperf3 pair is its server's start, a readiness poll (50 ms steps) and the client's
-# connect and result exchange, a few round trips: 0.14 s beyond -t on 8 quiet simulated nodes
-# (benchmarks/bench_plan_accuracy.py, 2 s runs taking 2.14 s a round), 0.25 s with a real network's.
-TCP_THROUGHPUT = declare(Check("tcp_throughput", "inter_node", p.TcpThroughput, "node_pair", "round",
-                               tools=("iperf3",), start_s=0.25, ports=PortBlock(5201, 1400), ceiling="port_line"))
+# TCP (iperf3, ports 5201 up): checks/tcp.py, a family of its own
 RDMA_BANDWIDTH = declare(Check("rdma_bandwidth", "inter_node", p.RdmaBandwidth, "node_pair", "round",
                                tools=("ibstat", "ib_write_bw"), ports=PortBlock(18515, 2900),  # rails at once
                                ceiling="port_line"))
@@ -235,19 +233,16 @@ AGGREGATE_RDMA_BANDWIDTH = declare(Check("aggregate_rdma_bandwidth", "inter_node
                                          phase=21, typical_s=7.0, ports=PortBlock(29215, 400),
                                          one_at_a_time="rails"))
 #: an outlier check re-measures the pairs that stand out, one step, OUTLIER_REPEATS (3) samples each
-_OUTLIER_RETESTS = Retests(steps=1, samples=3)
+OUTLIER_RETESTS = Retests(steps=1, samples=3)
 #: attribution (measurements/attribution.py): what the blame model asks, RETEST_STEPS (2) steps of
 #: RETEST_REPEATS (3) samples, suspects with helpers both ways, and the links it cleared in their rounds again
 _ATTRIBUTION_RETESTS = Retests(steps=2, samples=3, rounds_again=True, both_ways=True)
 RDMA_BANDWIDTH_OUTLIER = declare(Check("rdma_bandwidth_outlier", "inter_node", p.Outlier, "node_pair", "reads",
-                                       key="outlier", phase=_PHASE_READS_ROUNDS, reads_from="rdma_bandwidth",
-                                       retests=_OUTLIER_RETESTS, needs=("three_pairs",)))
-TCP_THROUGHPUT_OUTLIER = declare(Check("tcp_throughput_outlier", "inter_node", p.Outlier, "node_pair", "reads",
-                                       key="outlier", phase=_PHASE_READS_ROUNDS, reads_from="tcp_throughput",
-                                       retests=_OUTLIER_RETESTS, needs=("three_pairs",)))
+                                       key="outlier", phase=PHASE_READS_ROUNDS, reads_from="rdma_bandwidth",
+                                       retests=OUTLIER_RETESTS, needs=("three_pairs",)))
 RDMA_LATENCY_OUTLIER = declare(Check("rdma_latency_outlier", "inter_node", p.LatencyOutlier, "node_pair", "reads",
-                                     key="latency_outlier", phase=_PHASE_READS_ROUNDS, reads_from="rdma_latency",
-                                     retests=_OUTLIER_RETESTS, needs=("three_pairs",)))
+                                     key="latency_outlier", phase=PHASE_READS_ROUNDS, reads_from="rdma_latency",
+                                     retests=OUTLIER_RETESTS, needs=("three_pairs",)))
 OVERSUBSCRIPTION = declare(Check("oversubscription", "inter_node", p.Share, "cluster", "cluster", phase=25,
                                  typical_s=60.0, ports=PortBlock(22115, 4200), needs=("leaves",)))  # slot x 16 rails
 SCALING_EFFICIENCY = declare(Check("scaling_efficiency", "inter_node", p.Share, "cluster", "cluster", phase=26,
@@ -264,7 +259,6 @@ FABRIC_ATTRIBUTION = declare(Check("fabric_attribution", "inter_node", p.Attribu
 
 
 # The blocks the probes take their ports from, by name (the checks' own declarations hold them).
-TCP_THROUGHPUT_PORTS: PortBlock = TCP_THROUGHPUT.ports  # type: ignore[assignment]
 RDMA_BANDWIDTH_PORTS: PortBlock = RDMA_BANDWIDTH.ports  # type: ignore[assignment]
 RDMA_LATENCY_PORTS: PortBlock = RDMA_LATENCY.ports  # type: ignore[assignment]
 GPUDIRECT_BANDWIDTH_PORTS: PortBlock = GPUDIRECT_BANDWIDTH.ports  # type: ignore[assignment]

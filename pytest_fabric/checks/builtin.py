@@ -22,6 +22,7 @@ from pytest_fabric.checks import (
     pcie_errors,
     software,
     storage,
+    tcp,
     xid,
 )
 from pytest_fabric.checks.base import CHECKS, Check, CheckRegistry
@@ -31,7 +32,8 @@ from pytest_fabric.config.profile import load_profile as load_with
 __all__ = ["FAMILIES", "builtin_registry", "builtin_schema", "load_profile"]
 
 #: the family modules pytest-fabric registers as plugins (plugin.py's ``pytest_plugins``), in that order
-FAMILIES: tuple[ModuleType, ...] = (gpu, software, xid, pcie_errors, link_history, gpu_load, storage, egress, links)
+FAMILIES: tuple[ModuleType, ...] = (gpu, software, xid, pcie_errors, link_history, gpu_load, storage, egress, links,
+                                    tcp)
 
 
 def _declared(family: ModuleType) -> list[Check[Any]]:

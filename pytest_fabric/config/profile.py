@@ -148,12 +148,6 @@ class BandwidthFloor(CheckSpec):
     min: QuantityField | None = None
 
 
-class TcpThroughput(BandwidthFloor):
-    streams: int = Field(default=4, ge=1, le=128)
-    duration: QuantityField = Field(default_factory=lambda: parse_quantity("10 s"))
-    processes: int = Field(default=1, ge=1, le=64)  # iperf3 < 3.16 is single-threaded: one per port
-
-
 class RdmaBandwidth(BandwidthFloor):
     size: QuantityField = Field(default_factory=lambda: parse_quantity("8 MiB"))
     qps: int = Field(default=1, ge=1, le=256)
@@ -469,7 +463,6 @@ class InterNode(_Section):
     error_counters: ErrorCounters | None = None
     rdma_bandwidth: RdmaBandwidth | None = None
     rdma_latency: LatencyCeiling | None = None
-    tcp_throughput: TcpThroughput | None = None
     nccl_allreduce: NcclBandwidth | None = None
     outlier: Outlier | None = None
     latency_outlier: LatencyOutlier | None = None

@@ -23,7 +23,7 @@ from pytest_fabric.judge import consistency
 from pytest_fabric.judge.verdict import Measurement
 from pytest_fabric.judge.verdict import judge as judge_measurement
 from pytest_fabric.measurements import cross_checked
-from pytest_fabric.probes import counters, nccl, netdev, qos, rdma, reachability, tcp
+from pytest_fabric.probes import counters, nccl, netdev, qos, rdma, reachability
 from pytest_fabric.probes.base import MeasurementError
 from pytest_fabric.run import retests
 from pytest_fabric.run.batches import Share, members_at_once
@@ -50,10 +50,14 @@ from pytest_fabric.transport.base import (
 S = TypeVar("S", bound=CheckSpec)
 
 
-def _state(request: pytest.FixtureRequest) -> FabricState:
+def state_of(request: pytest.FixtureRequest) -> FabricState:
+    """The run's state, for a measurement fixture (a family's too)."""
     state = get_state(request.config)
     assert state is not None
     return state
+
+
+_state = state_of
 
 
 def _link_layer(state: FabricState) -> str | None:
@@ -102,10 +106,15 @@ def _set(spec: S | None, check: checks.Check[S]) -> S:
     return spec
 
 
+def settings_of(state: FabricState, check: checks.Check[S]) -> S:
+    """The profile's settings of pair check ``check``, which a measurement of it needs set."""
+    return _set(state.profile.spec_of(check), check)
+
+
 # --------------------------------------------------------------------------- pair measurement
 
 
-def _charging(measure: Callable[[NodePair], Measurement], what: str) -> Callable[[NodePair], Measurement]:
+def charging(measure: Callable[[NodePair], Measurement], what: str) -> Callable[[NodePair], Measurement]:
     """``measure``, its client's failure charged to the server when the server proves unreachable
     (its link went down, its sshd died): the client only waited on it (probes/reachability.py)."""
     def charged(pair: NodePair) -> Measurement:
@@ -137,28 +146,32 @@ def _charging_launch(measure: Callable[[NodePair], Measurement]) -> Callable[[No
     return charged
 
 
+#: how one pair of a check is measured with the profile's settings, by check: a check family's own
+#: (registered with :func:`pair_check`), given the run's state and the port offset (retests' and
+#: oversubscription's slots, apart from the sweep's)
+PairMeasure = Callable[[FabricState, int], Callable[[NodePair], Measurement]]
+_PAIR_MEASURES: dict[str, PairMeasure] = {}
+
+
+def pair_check(name: str) -> Callable[[PairMeasure], PairMeasure]:
+    """Register how one pair of check ``name`` is measured (its family's module, at import): the rounds,
+    retests, outlier tests and attribution here measure its pairs through it."""
+    def register(measure: PairMeasure) -> PairMeasure:
+        if _PAIR_MEASURES.get(name, measure) is not measure:
+            raise ValueError(f"pair check {name}: two functions measure its pairs")
+        _PAIR_MEASURES[name] = measure
+        return measure
+    return register
+
+
 def measure_function(state: FabricState, check: str, *, port_offset: int = 0) -> Callable[[NodePair], Measurement]:
     """How to measure one pair for ``check`` with the profile's settings."""
+    if check in _PAIR_MEASURES:
+        return _PAIR_MEASURES[check](state, port_offset)
     profile = state.profile
     link_layer = _link_layer(state)
     ports = _expected_ports(state)
     names = _port_names(state)
-    if check == "tcp_throughput":
-        tcp_spec = _set(profile.spec_of(checks.TCP_THROUGHPUT), checks.TCP_THROUGHPUT)
-        need_line = tcp_spec.min is not None and tcp_spec.min.is_line_share
-
-        def measure_tcp(pair: NodePair) -> Measurement:
-            settings = tcp.TcpSettings(
-                streams=tcp_spec.streams,
-                duration_s=float(tcp_spec.duration.to("s")),
-                processes=tcp_spec.processes,
-                port=checks.TCP_THROUGHPUT_PORTS.port(port_offset + pair.slot * tcp_spec.processes),
-                corroborate=True,
-                witness=state.witnesses,
-            )
-            return tcp.measure_pair(pair, settings, need_line_rate=need_line, once=state.once)
-
-        return _charging(measure_tcp, "iperf3 client")
     if check == "rdma_bandwidth":
 
         def measure_rdma(pair: NodePair) -> Measurement:
@@ -167,7 +180,7 @@ def measure_function(state: FabricState, check: str, *, port_offset: int = 0) ->
             settings = rdma_settings(state, port=lanes[0], ports=lanes)
             return rdma.pair_bandwidth(pair, settings, link_layer=link_layer, names=names, expected=ports)
 
-        return _charging(measure_rdma, "ib_write_bw client")
+        return charging(measure_rdma, "ib_write_bw client")
     if check == "rdma_latency":
         lat_spec = _set(profile.spec_of(checks.RDMA_LATENCY), checks.RDMA_LATENCY)
 
@@ -184,7 +197,7 @@ def measure_function(state: FabricState, check: str, *, port_offset: int = 0) ->
                 pair, settings, link_layer=link_layer, names=names, expected=ports, need_p99=lat_spec.p99 is not None
             )
 
-        return _charging(measure_latency, "ib_write_lat client")
+        return charging(measure_latency, "ib_write_lat client")
     if check == "nccl_allreduce":
         nccl_spec = _set(profile.spec_of(checks.NCCL_ALLREDUCE), checks.NCCL_ALLREDUCE)
 
@@ -497,15 +510,6 @@ def roce(request: pytest.FixtureRequest, node: NodeHandle, spec: SpecLookup) -> 
 
 
 @pytest.fixture
-def tcp_throughput(request: pytest.FixtureRequest, node_pair: NodePair, spec: SpecLookup) -> Measurement:
-    """iperf3 from ``node_pair.a`` to ``node_pair.b``; the whole round runs at once."""
-    spec(checks.TCP_THROUGHPUT)
-    measured = pair_measurement(request, "tcp_throughput", node_pair)
-    return cross_checked.tcp(_state(request), node_pair, measured, measure_function,
-                              whole=whole_round(request.config))
-
-
-@pytest.fixture
 def rdma_bandwidth(request: pytest.FixtureRequest, node_pair: NodePair, spec: SpecLookup) -> Measurement:
     spec(checks.RDMA_BANDWIDTH)
     return pair_measurement(request, "rdma_bandwidth", node_pair)
@@ -716,7 +720,7 @@ def _retest_outliers(
     state.once.get("outliers retested", check, retest)
 
 
-def _outlier(request: pytest.FixtureRequest, check: str, pair: NodePair, *, lower_is_better: bool) -> Measurement:
+def outlier_measurement(request: pytest.FixtureRequest, check: str, pair: NodePair, *, lower_is_better: bool) -> Measurement:
     """How far the pair sits from the median of all pairs beyond the measurement's own spread.
 
     A pair that stands out in the sweep is re-measured alone ``OUTLIER_REPEATS``
@@ -796,21 +800,14 @@ def _spread_basis(finding: consistency.OutlierFinding) -> str:
 def rdma_bandwidth_outlier(request: pytest.FixtureRequest, node_pair: NodePair, spec: SpecLookup) -> Measurement:
     spec(checks.RDMA_BANDWIDTH_OUTLIER)
     spec(checks.RDMA_BANDWIDTH)
-    return _outlier(request, "rdma_bandwidth", node_pair, lower_is_better=False)
-
-
-@pytest.fixture
-def tcp_throughput_outlier(request: pytest.FixtureRequest, node_pair: NodePair, spec: SpecLookup) -> Measurement:
-    spec(checks.RDMA_BANDWIDTH_OUTLIER)
-    spec(checks.TCP_THROUGHPUT)
-    return _outlier(request, "tcp_throughput", node_pair, lower_is_better=False)
+    return outlier_measurement(request, "rdma_bandwidth", node_pair, lower_is_better=False)
 
 
 @pytest.fixture
 def rdma_latency_outlier(request: pytest.FixtureRequest, node_pair: NodePair, spec: SpecLookup) -> Measurement:
     spec(checks.RDMA_LATENCY_OUTLIER)
     spec(checks.RDMA_LATENCY)
-    return _outlier(request, "rdma_latency", node_pair, lower_is_better=True)
+    return outlier_measurement(request, "rdma_latency", node_pair, lower_is_better=True)
 
 
 @pytest.fixture

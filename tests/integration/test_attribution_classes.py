@@ -289,7 +289,7 @@ def test_retests_of_disjoint_pairs_run_together_and_no_node_is_in_two_at_once(
     it is reported, and the two retests, sharing no node, run together (one at a time before issue 21)."""
     from simcluster.breaker import read_iperf3_runs
 
-    from pytest_fabric.checks import base as declared
+    from pytest_fabric.checks import tcp as declared
 
     nodes = simcluster.nodes[:6]
     inventory = simcluster.write_inventory(tmp_path / "inventory.yaml", nodes=nodes)

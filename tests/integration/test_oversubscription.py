@@ -15,7 +15,7 @@ import yaml
 from simcluster import NodeBreaker, SimCluster
 from simcluster.breaker import read_iperf3_runs
 
-from pytest_fabric.checks import base as declared
+from pytest_fabric.checks import tcp as declared
 
 PROFILE = """\
 name: leaves-tcp

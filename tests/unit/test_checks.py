@@ -80,7 +80,7 @@ def test_the_families_a_run_registers_are_the_builtin_ones() -> None:
 
 
 def test_port_blocks_do_not_overlap_and_stay_below_the_ephemeral_range() -> None:
-    blocks = [(c.name, c.ports) for c in checks.declared() if c.ports is not None]
+    blocks = [(c.name, c.ports) for c in bundled_registry().declared() if c.ports is not None]
     assert len(blocks) >= 6
     for i, (name, block) in enumerate(blocks):
         assert 1024 <= block.base and block.end <= 32768, name  # Linux hands out 32768+ to clients
@@ -114,7 +114,7 @@ def test_tools_follow_the_declarations_and_the_link_layer() -> None:
 
 
 def test_a_key_two_checks_share_is_one_profile_key() -> None:
-    assert [c.name for c in checks.checks_judged_by("inter_node.outlier")] == [
+    assert [c.name for c in bundled_registry().checks_judged_by("inter_node.outlier")] == [
         "rdma_bandwidth_outlier", "tcp_throughput_outlier"]
     assert bundled_registry().profile_key_of("node_nccl_allreduce", "intra_node") == "nccl_allreduce"
     assert checks.profile_key_of("my_own_check", "inter_node") == "my_own_check"

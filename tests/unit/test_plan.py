@@ -479,10 +479,8 @@ def _sweep(nodes: list[str], *checks: str) -> list[PlannedSubject]:
 
 def _tcp(duration: str = "2 s") -> dict[tuple[str, str], Any]:
     """2 s TCP pairs, the outlier rule and attribution, typed by the models the checks declare."""
-    from pytest_fabric.checks.base import check_of
-
     def typed(check: str, settings: dict[str, Any]) -> Any:
-        declared = check_of(check)
+        declared = bundled_registry().check_of(check)
         assert declared is not None and declared.model is not None
         return declared.model.model_validate(settings)
 
@@ -498,7 +496,8 @@ def test_the_bound_counts_every_retest_round_the_run_would_make() -> None:
     sends to its helpers and receives from them), in the rounds retests.schedule makes of them (the run's
     own schedule), three samples a round, then the sweep's rounds again; the outliers' one step, one way.
     The estimate keeps the expected share."""
-    from pytest_fabric.checks.base import ATTRIBUTION, TCP_THROUGHPUT_OUTLIER
+    from pytest_fabric.checks.base import ATTRIBUTION
+    from pytest_fabric.checks.tcp import TCP_THROUGHPUT_OUTLIER
     from pytest_fabric.run import retests
 
     nodes = [f"node{i:02d}" for i in range(1, 9)]
