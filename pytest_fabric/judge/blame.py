@@ -28,7 +28,8 @@ is the same finding at 10 Gb/s and at 400 Gb/s):
   **link fault** (one figure far below the baseline of neither end while both ends are good
   elsewhere), **fabric** (more bad figures than :attr:`Settings.fabric_share` of the series with
   no node pattern, or the baseline itself under the floor), **cannot tell** (bad figures, but
-  too little to build a baseline or to tell an end: the reason and the run that would tell),
+  too little to build a baseline or to tell an end: the reason and the run that would tell;
+  in a series of 8 nodes or fewer, the run measures every pair of it again, the baseline's too),
   **healthy**.
 - Nodes that could not be reached, or with no figure at all, are :class:`Unmeasured`: never in
   a series, never in :attr:`Blame.send_back`. A failure the transport charges to a node
@@ -71,6 +72,10 @@ _ROUGH = 0.5
 #: a baseline of fewer figures than this has a spread of chance (212, 213 and 182 Gb/s: a MAD of
 #: 0.7%): a node must lie under all of it, and two levels must show inside two figures
 _SMALL_BASELINE = 10
+#: a series of this many nodes or fewer is measured again whole when anything in it is in doubt
+_REMEASURE_UP_TO = 8
+#: two repeats of a figure this many min_drop apart, with none between, are two levels (not noise)
+_JUMP = 3.0
 #: low repeats this unlikely by chance (but not beyond unstable_chance) ask for a retest step
 _SUSPECT_CHANCE = 1e-2
 #: a repeat equal to a level (within rounding) is at it
@@ -525,11 +530,19 @@ class _Series:
         m = len(mins) - len(own)
         if m < s.min_baseline:
             return None
+        repeat_noise = self.repeat_noise
         if len(mins) < _ROUGH_FROM:  # a small series: the repeats' spread without the node exactly
-            spread_all = self._repeat_spread(self._without([node], faulty), center)
-        # never under what every figure's own repeats imply: a few repeats' MAD is chance (the
-        # median over the series, the node's figures in it: a floor, not a reading)
-        sigma = max(spread_all, self.repeat_noise, s.min_spread) * (1 + 1 / m)
+            others = self._without([node], faulty)
+            spread_all = self._repeat_spread(others, center)
+            # and the ranges' floor without its own figures that jump between two levels: in a
+            # 4-node series a flapping node is in 5 of 8 figures, and their two-level ranges
+            # would make the floor theirs
+            jumps = [f for f in own if any(_q(b - a) >= _q(_JUMP * self.min_gap) for a, b in zip(f.logs, f.logs[1:]))]
+            if jumps:
+                repeat_noise = _range_spread([f for f in self.figs if f not in jumps and self._clean(f, faulty)])
+        # never under what the figures' own repeats imply: a few repeats' MAD is chance (the
+        # median over the series, a floor, not a reading)
+        sigma = max(spread_all, repeat_noise, s.min_spread) * (1 + 1 / m)
         # a figure measured again has more repeats, so more chances to reach low: each counts as the longest
         per_figure = max(len(f.logs) for f in own)
         # at the healthy level: within one repeat spread of the baseline (and 10% at least)
@@ -644,6 +657,11 @@ class _Series:
                 self.retests.extend(self._with_helpers(n, [m for m in nodes if m not in faulty and m != n], nodes))
         findings = {n: Finding(self.name, sc.kind, sc.text, sc.direction, sc.peers) for n, sc in found.items()}
         links, fabric = self._links(nodes, faulty, findings)
+        # a small series' baseline is a few figures whose spread is chance: any doubt in it (a
+        # retest, a link, repeats on two levels) measures every pair of it again, the baseline's
+        # too, so that every figure rests on twice the repeats (a 4-node series: 6 more measurements)
+        if len(nodes) <= _REMEASURE_UP_TO and (self.retests or links or any(f.split for f in self.figs)):
+            self.retests.extend((self.name, *f.figure.nodes) for f in self.figs if len(f.figure.nodes) == 2)
         return findings, links, fabric
 
     def evidence(self, node: str, direction: Direction, faulty: frozenset[str]) -> tuple[float, float] | None:

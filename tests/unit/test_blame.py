@@ -328,3 +328,40 @@ def test_a_bad_link_and_one_low_repeat_elsewhere_are_not_two_levels() -> None:
     }
     result = blame(nodes(4), figures_of("tcp_throughput", "", 14.4, rows))
     assert sent_back(result) == [], [b.message for b in result.nodes.values() if b.kind != "healthy"]
+
+
+# issue 29 (bench_verdicts, seed 2026, scenario 495): four nodes on one rail, node04's rail
+# retraining to a fifth of its speed; Gb/s, first the sweep, then what the retests measured
+_FOUR_FLAPPING_SWEEP = {
+    ("node01", "node02"): (164, 165, 191), ("node01", "node04"): (38, 158, 41), ("node02", "node03"): (224, 227, 209),
+    ("node03", "node01"): (186, 215, 229), ("node03", "node04"): (174, 36, 203), ("node04", "node02"): (196, 152, 229),
+}
+_FOUR_FLAPPING_RETESTS = {
+    ("node01", "node02"): (222, 234, 257), ("node01", "node04"): (238, 47, 52), ("node02", "node03"): (161, 179, 210),
+    ("node03", "node01"): (190, 176, 189), ("node03", "node04"): (163, 47, 189), ("node04", "node02"): (155, 43, 206),
+    ("node02", "node04"): (32, 199, 40), ("node04", "node01"): (38, 50, 222),
+}
+
+
+def _rail(table: dict[tuple[str, str], tuple[int, ...]]) -> list[Figure]:
+    return [Figure("rdma_bandwidth", pair, tuple(r * GB for r in repeats), floor=77.9 * GB, rail="mlx5_0")
+            for pair, repeats in table.items()]
+
+
+def test_a_small_series_in_doubt_measures_its_baseline_pairs_again_too() -> None:
+    # a 4-node series has a baseline of three figures whose spread is chance: the retests measure
+    # every pair of it again (six), not only the suspects' with helpers
+    result = blame(nodes(4), _rail(_FOUR_FLAPPING_SWEEP))
+    asked = {(a, b) for series, a, b in result.retests if series == "rdma_bandwidth mlx5_0"}
+    assert set(_FOUR_FLAPPING_SWEEP) <= asked
+    assert len(result.retests) <= 6 + 4 * 2 * 2  # the pairs, and each suspect end with two helpers both ways
+
+
+def test_a_rail_flapping_on_a_four_node_cluster_is_unstable_not_a_link() -> None:
+    # after the retests every figure of node04 holds repeats near 40 and near 200 Gb/s and no figure
+    # without it goes under 150: its two-level ranges are no measure of the series' noise (they were
+    # the floor of it, and node04's pair with node01 was called a link fault)
+    result = blame(nodes(4), _rail(_FOUR_FLAPPING_SWEEP) + _rail(_FOUR_FLAPPING_RETESTS))
+    assert sent_back(result) == ["node04"], [b.message for b in result.nodes.values() if b.kind != "healthy"]
+    assert result.nodes["node04"].kind == "unstable"
+    assert not result.links
