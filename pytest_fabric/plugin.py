@@ -96,6 +96,7 @@ pytest_plugins = [
     "pytest_fabric.checks.egress",  # DNS, connects, downloads and uploads to targets (a family)
     "pytest_fabric.checks.links",  # the fabric's switch links (a family: its own declarations)
     "pytest_fabric.checks.tcp",  # iperf3 between pairs and their outliers (a family; after inter_node, it imports it)
+    "pytest_fabric.checks.nccl",  # NCCL over pairs and the cluster's scaling (a family; after inter_node too)
     # reporting, one feature per module (report/): order matters only for assertion rewriting
     "pytest_fabric.report.errors",
     "pytest_fabric.report.evidence",

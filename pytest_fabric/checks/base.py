@@ -224,9 +224,7 @@ RDMA_LATENCY = declare(Check("rdma_latency", "inter_node", p.LatencyCeiling, "no
 GPUDIRECT_BANDWIDTH = declare(Check("gpudirect_bandwidth", "inter_node", p.RdmaBandwidth, "node_pair", "round",
                                     tools=("ibstat", "ib_write_bw", "nvidia-smi"),
                                     ports=PortBlock(26315, 2900), ceiling="port_line"))  # GPUs at once
-NCCL_ALLREDUCE = declare(Check("nccl_allreduce", "inter_node", p.NcclBandwidth, "node_pair", "round",
-                               tools=("mpirun", "all_reduce_perf"), typical_s=60.0,  # sweep up to 8-16 GiB
-                               ceiling="all_rails"))
+# NCCL between nodes (all_reduce_perf over a pair, scaling over the cluster): checks/nccl.py, a family of its own
 # reads rdma_bandwidth's rails (measured at once) and measures each rail alone, once, one after the
 # other: typical_s is one such run at rdma_bandwidth's usual 5 s, its set-up and server start
 AGGREGATE_RDMA_BANDWIDTH = declare(Check("aggregate_rdma_bandwidth", "inter_node", p.Share, "node_pair", "round",
@@ -245,9 +243,6 @@ RDMA_LATENCY_OUTLIER = declare(Check("rdma_latency_outlier", "inter_node", p.Lat
                                      retests=OUTLIER_RETESTS, needs=("three_pairs",)))
 OVERSUBSCRIPTION = declare(Check("oversubscription", "inter_node", p.Share, "cluster", "cluster", phase=25,
                                  typical_s=60.0, ports=PortBlock(22115, 4200), needs=("leaves",)))  # slot x 16 rails
-SCALING_EFFICIENCY = declare(Check("scaling_efficiency", "inter_node", p.Share, "cluster", "cluster", phase=26,
-                                   typical_s=300.0,  # NCCL at 2, 4, 8, ... nodes, three runs each
-                                   needs=("three_nodes",)))
 ATTRIBUTION = declare(Check("attribution", "inter_node", p.Attribution, "node", "reads", phase=30,
                             retests=_ATTRIBUTION_RETESTS))
 FABRIC_ATTRIBUTION = declare(Check("fabric_attribution", "inter_node", p.Attribution, "cluster", "reads",

@@ -19,6 +19,7 @@ from pytest_fabric.checks import (
     gpu_load,
     link_history,
     links,
+    nccl,
     pcie_errors,
     software,
     storage,
@@ -33,7 +34,7 @@ __all__ = ["FAMILIES", "builtin_registry", "builtin_schema", "load_profile"]
 
 #: the family modules pytest-fabric registers as plugins (plugin.py's ``pytest_plugins``), in that order
 FAMILIES: tuple[ModuleType, ...] = (gpu, software, xid, pcie_errors, link_history, gpu_load, storage, egress, links,
-                                    tcp)
+                                    tcp, nccl)
 
 
 def _declared(family: ModuleType) -> list[Check[Any]]:

@@ -463,12 +463,10 @@ class InterNode(_Section):
     error_counters: ErrorCounters | None = None
     rdma_bandwidth: RdmaBandwidth | None = None
     rdma_latency: LatencyCeiling | None = None
-    nccl_allreduce: NcclBandwidth | None = None
     outlier: Outlier | None = None
     latency_outlier: LatencyOutlier | None = None
     aggregate_rdma_bandwidth: Share | None = None
     oversubscription: Share | None = None
-    scaling_efficiency: Share | None = None
     attribution: Attribution | None = None
     roce: Roce | None = None
     gpudirect_bandwidth: RdmaBandwidth | None = None

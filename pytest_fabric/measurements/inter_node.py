@@ -22,7 +22,6 @@ from pytest_fabric.config.units import Quantity, parse_quantity
 from pytest_fabric.judge import consistency
 from pytest_fabric.judge.verdict import Measurement
 from pytest_fabric.judge.verdict import judge as judge_measurement
-from pytest_fabric.measurements import cross_checked
 from pytest_fabric.probes import counters, nccl, netdev, qos, rdma, reachability
 from pytest_fabric.probes.base import MeasurementError
 from pytest_fabric.run import retests
@@ -94,7 +93,8 @@ def nccl_launch(state: FabricState, nodes: list[NodeHandle]) -> nccl.Launch:
     return nccl.Launch(hcas=nccl.nccl_hcas(ports), nccl_env=env)
 
 
-def _gpus_per_node(state: FabricState) -> int:
+def gpus_per_node(state: FabricState) -> int:
+    """The GPUs a node has, as the profile's ``gpu_count`` says (1 where it says none)."""
     spec = state.profile.spec_of(checks.GPU_COUNT)
     return (spec.stated if spec is not None else None) or 1
 
@@ -129,7 +129,7 @@ def charging(measure: Callable[[NodePair], Measurement], what: str) -> Callable[
     return charged
 
 
-def _charging_launch(measure: Callable[[NodePair], Measurement]) -> Callable[[NodePair], Measurement]:
+def charging_launch(measure: Callable[[NodePair], Measurement]) -> Callable[[NodePair], Measurement]:
     """``measure`` (a launch from ``pair.a`` across both nodes), a failed launch charged to the host
     mpirun could not reach once that host proves unreachable (probes/reachability.py)."""
     def charged(pair: NodePair) -> Measurement:
@@ -198,14 +198,6 @@ def measure_function(state: FabricState, check: str, *, port_offset: int = 0) ->
             )
 
         return charging(measure_latency, "ib_write_lat client")
-    if check == "nccl_allreduce":
-        nccl_spec = _set(profile.spec_of(checks.NCCL_ALLREDUCE), checks.NCCL_ALLREDUCE)
-
-        def measure_nccl(pair: NodePair) -> Measurement:
-            return nccl.allreduce([pair.a, pair.b], size_bytes=int(nccl_spec.size.to("B")),
-                                  gpus_per_node=_gpus_per_node(state), launch=nccl_launch(state, [pair.a, pair.b]))
-
-        return _charging_launch(measure_nccl)
     raise KeyError(check)
 
 
@@ -519,14 +511,6 @@ def rdma_bandwidth(request: pytest.FixtureRequest, node_pair: NodePair, spec: Sp
 def rdma_latency(request: pytest.FixtureRequest, node_pair: NodePair, spec: SpecLookup) -> Measurement:
     spec(checks.RDMA_LATENCY)
     return pair_measurement(request, "rdma_latency", node_pair)
-
-
-@pytest.fixture
-def nccl_allreduce(request: pytest.FixtureRequest, node_pair: NodePair, spec: SpecLookup) -> Measurement:
-    spec(checks.NCCL_ALLREDUCE)
-    measured = pair_measurement(request, "nccl_allreduce", node_pair)
-    return cross_checked.nccl(_state(request), node_pair, measured, measure_function,
-                              whole=whole_round(request.config))
 
 
 # --------------------------------------------------------------------------- re-measuring before judging
@@ -886,19 +870,6 @@ def _is_bad(
         if pair_id in population.values and consistency.outlier(population, pair_id).beyond_spread > limit:
             return True
     return False
-
-
-@pytest.fixture
-def scaling_efficiency(request: pytest.FixtureRequest, cluster: Cluster, spec: SpecLookup) -> Measurement:
-    """NCCL bus bandwidth at 4, 8, ... all nodes against the two-node figure (see :func:`nccl.scaling`)."""
-    spec(checks.SCALING_EFFICIENCY)
-    nccl_spec = spec(checks.NCCL_ALLREDUCE)
-    state = _state(request)
-    nodes = cluster.nodes
-    if len(nodes) < nccl.SCALING_MIN_NODES:
-        pytest.skip(f"scaling needs at least {nccl.SCALING_MIN_NODES} nodes; the inventory has {len(nodes)}")
-    return nccl.scaling(nodes, size_bytes=int(nccl_spec.size.to("B")), gpus_per_node=_gpus_per_node(state),
-                        launch=nccl_launch(state, list(nodes)))
 
 
 def _leaf_rounds(leaves: dict[str, list[NodeHandle]]) -> list[list[NodePair]]:
