@@ -84,6 +84,8 @@ pytest_plugins = [
     # not be imported before pytest registers it (its asserts would not be rewritten)
     "pytest_fabric.checks.gpu",  # GPUs, their links, NCCL inside a node, DCGM (a family: its own declarations)
     "pytest_fabric.measurements.inter_node",
+    # before gpudirect, which imports its declarations (a family: its own declarations; it imports inter_node)
+    "pytest_fabric.checks.rdma",
     "pytest_fabric.checks.software",  # preflight and the software stack (a family: its own declarations)
     "pytest_fabric.measurements.tenant_tools",  # inventory tools: the tenant's pinned binaries, uploaded and removed
     "pytest_fabric.measurements.gpudirect",

@@ -215,32 +215,13 @@ ERROR_COUNTERS = declare(Check("error_counters", "inter_node", p.ErrorCounters, 
 # pair's rails or GPUs at once take LANES_PER_SLOT ports a slot (356 x 8 = 2,848), below the
 # kernel's ephemeral range (32768 and up), where a listener could meet a client's own port.
 # TCP (iperf3, ports 5201 up): checks/tcp.py, a family of its own
-RDMA_BANDWIDTH = declare(Check("rdma_bandwidth", "inter_node", p.RdmaBandwidth, "node_pair", "round",
-                               tools=("ibstat", "ib_write_bw"), ports=PortBlock(18515, 2900),  # rails at once
-                               ceiling="port_line"))
-RDMA_LATENCY = declare(Check("rdma_latency", "inter_node", p.LatencyCeiling, "node_pair", "round",
-                             tools=("ibstat", "ib_write_lat"), typical_s=2.0,  # 10,000 iterations a rail
-                             ports=PortBlock(21415, 400), one_at_a_time="rails"))
-GPUDIRECT_BANDWIDTH = declare(Check("gpudirect_bandwidth", "inter_node", p.RdmaBandwidth, "node_pair", "round",
-                                    tools=("ibstat", "ib_write_bw", "nvidia-smi"),
-                                    ports=PortBlock(26315, 2900), ceiling="port_line"))  # GPUs at once
 # NCCL between nodes (all_reduce_perf over a pair, scaling over the cluster): checks/nccl.py, a family of its own
-# reads rdma_bandwidth's rails (measured at once) and measures each rail alone, once, one after the
-# other: typical_s is one such run at rdma_bandwidth's usual 5 s, its set-up and server start
-AGGREGATE_RDMA_BANDWIDTH = declare(Check("aggregate_rdma_bandwidth", "inter_node", p.Share, "node_pair", "round",
-                                         phase=21, typical_s=7.0, ports=PortBlock(29215, 400),
-                                         one_at_a_time="rails"))
+# RDMA (bandwidth, latency, GPUDirect, aggregate and their outliers): checks/rdma.py, a family of its own
 #: an outlier check re-measures the pairs that stand out, one step, OUTLIER_REPEATS (3) samples each
 OUTLIER_RETESTS = Retests(steps=1, samples=3)
 #: attribution (measurements/attribution.py): what the blame model asks, RETEST_STEPS (2) steps of
 #: RETEST_REPEATS (3) samples, suspects with helpers both ways, and the links it cleared in their rounds again
 _ATTRIBUTION_RETESTS = Retests(steps=2, samples=3, rounds_again=True, both_ways=True)
-RDMA_BANDWIDTH_OUTLIER = declare(Check("rdma_bandwidth_outlier", "inter_node", p.Outlier, "node_pair", "reads",
-                                       key="outlier", phase=PHASE_READS_ROUNDS, reads_from="rdma_bandwidth",
-                                       retests=OUTLIER_RETESTS, needs=("three_pairs",)))
-RDMA_LATENCY_OUTLIER = declare(Check("rdma_latency_outlier", "inter_node", p.LatencyOutlier, "node_pair", "reads",
-                                     key="latency_outlier", phase=PHASE_READS_ROUNDS, reads_from="rdma_latency",
-                                     retests=OUTLIER_RETESTS, needs=("three_pairs",)))
 OVERSUBSCRIPTION = declare(Check("oversubscription", "inter_node", p.Share, "cluster", "cluster", phase=25,
                                  typical_s=60.0, ports=PortBlock(22115, 4200), needs=("leaves",)))  # slot x 16 rails
 ATTRIBUTION = declare(Check("attribution", "inter_node", p.Attribution, "node", "reads", phase=30,
@@ -254,10 +235,6 @@ FABRIC_ATTRIBUTION = declare(Check("fabric_attribution", "inter_node", p.Attribu
 
 
 # The blocks the probes take their ports from, by name (the checks' own declarations hold them).
-RDMA_BANDWIDTH_PORTS: PortBlock = RDMA_BANDWIDTH.ports  # type: ignore[assignment]
-RDMA_LATENCY_PORTS: PortBlock = RDMA_LATENCY.ports  # type: ignore[assignment]
-GPUDIRECT_BANDWIDTH_PORTS: PortBlock = GPUDIRECT_BANDWIDTH.ports  # type: ignore[assignment]
-AGGREGATE_RDMA_BANDWIDTH_PORTS: PortBlock = AGGREGATE_RDMA_BANDWIDTH.ports  # type: ignore[assignment]
 OVERSUBSCRIPTION_PORTS: PortBlock = OVERSUBSCRIPTION.ports  # type: ignore[assignment]
 
 

@@ -21,6 +21,7 @@ from pytest_fabric.checks import (
     links,
     nccl,
     pcie_errors,
+    rdma,
     software,
     storage,
     tcp,
@@ -33,7 +34,7 @@ from pytest_fabric.config.profile import load_profile as load_with
 __all__ = ["FAMILIES", "builtin_registry", "builtin_schema", "load_profile"]
 
 #: the family modules pytest-fabric registers as plugins (plugin.py's ``pytest_plugins``), in that order
-FAMILIES: tuple[ModuleType, ...] = (gpu, software, xid, pcie_errors, link_history, gpu_load, storage, egress, links,
+FAMILIES: tuple[ModuleType, ...] = (gpu, rdma, software, xid, pcie_errors, link_history, gpu_load, storage, egress, links,
                                     tcp, nccl)
 
 

@@ -148,51 +148,8 @@ class BandwidthFloor(CheckSpec):
     min: QuantityField | None = None
 
 
-class RdmaBandwidth(BandwidthFloor):
-    size: QuantityField = Field(default_factory=lambda: parse_quantity("8 MiB"))
-    qps: int = Field(default=1, ge=1, le=256)
-    repeat: int = Field(default=3, ge=1, le=50)
-    # perftest -D: each run lasts this long whatever the rail does, so a slow rail ends
-    # with its number instead of running its 5000 iterations into the timeout.
-    duration: QuantityField = Field(default_factory=lambda: parse_quantity("5 s"))
-
-    @field_validator("duration")
-    @classmethod
-    def _whole_seconds(cls, value: Quantity) -> Quantity:
-        seconds = float(parse_quantity(value, dimension=Dimension.TIME).to("s"))
-        if seconds < 1 or seconds != int(seconds):
-            raise ValueError(f"{value}: perftest's -D takes whole seconds, at least 1 (e.g. '5 s')")
-        return value
-
-
 class NcclBandwidth(BandwidthFloor):
     size: QuantityField = Field(default_factory=lambda: parse_quantity("8 GiB"))
-
-
-#: the fewest ib_write_lat iterations a 99th percentile is read from (100 samples above it)
-P99_MIN_ITERATIONS = 10_000
-
-
-class LatencyCeiling(CheckSpec):
-    """``max``: typical latency (perftest's t_typical); ``p99``: its 99% percentile column."""
-
-    BOUNDS = _bounds(("max", Op.MAX, Dimension.TIME), ("p99", Op.MAX, Dimension.TIME))
-    SCALAR_FIELD = "max"
-    max: QuantityField | None = None
-    p99: QuantityField | None = None
-    size: int = Field(default=2, ge=1)
-    repeat: int = Field(default=1, ge=1, le=50)
-    # perftest -n; duration mode (-D) prints no percentiles, so latency runs by count.
-    iterations: int = Field(default=P99_MIN_ITERATIONS, ge=5, le=100_000_000)
-
-    @model_validator(mode="after")
-    def _enough_for_p99(self) -> Any:
-        if self.p99 is not None and self.iterations < P99_MIN_ITERATIONS:
-            raise ValueError(
-                f"iterations: {self.iterations} is too few for a p99 (the 1% above it is "
-                f"{self.iterations // 100} samples); give at least {P99_MIN_ITERATIONS}"
-            )
-        return self
 
 
 class Count(CheckSpec):
@@ -316,14 +273,6 @@ class Outlier(CheckSpec):
     BOUNDS = _bounds(("max_below_median", Op.MAX, Dimension.PERCENT),)
     SCALAR_FIELD = "max_below_median"
     max_below_median: QuantityField | None = None
-
-
-class LatencyOutlier(CheckSpec):
-    """Latency that differs between node pairs: a pair this far above the median is a finding."""
-
-    BOUNDS = _bounds(("max_above_median", Op.MAX, Dimension.PERCENT),)
-    SCALAR_FIELD = "max_above_median"
-    max_above_median: QuantityField | None = None
 
 
 class Share(CheckSpec):
@@ -461,15 +410,10 @@ class InterNode(_Section):
     port_rate: PortRate | None = None
     mtu: Mtu | None = None
     error_counters: ErrorCounters | None = None
-    rdma_bandwidth: RdmaBandwidth | None = None
-    rdma_latency: LatencyCeiling | None = None
     outlier: Outlier | None = None
-    latency_outlier: LatencyOutlier | None = None
-    aggregate_rdma_bandwidth: Share | None = None
     oversubscription: Share | None = None
     attribution: Attribution | None = None
     roce: Roce | None = None
-    gpudirect_bandwidth: RdmaBandwidth | None = None
     # every pair is N-1 rounds and N(N-1)/2 tests per pair check: right for a pod, not for 512 nodes
     pairs: str = "all up to 32 nodes, then random:4"
 

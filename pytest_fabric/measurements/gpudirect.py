@@ -7,9 +7,8 @@ from __future__ import annotations
 
 import pytest
 
-from pytest_fabric.checks import base as checks
-from pytest_fabric.checks.base import GPUDIRECT_BANDWIDTH_PORTS
 from pytest_fabric.checks.gpu import node_gpus, node_topology
+from pytest_fabric.checks.rdma import GPUDIRECT_BANDWIDTH, GPUDIRECT_BANDWIDTH_PORTS
 from pytest_fabric.judge.verdict import Measurement
 from pytest_fabric.measurements import cross_checked
 from pytest_fabric.measurements.inter_node import measure_function, node_ports, rdma_traffic
@@ -31,7 +30,7 @@ def _state(request: pytest.FixtureRequest) -> FabricState:
 @wave("node_pair")
 def gpudirect_bandwidth(request: pytest.FixtureRequest, node_pair: NodePair, spec: SpecLookup) -> Measurement:
     """ib_write_bw from each GPU of one node (named by its bus id) to the same GPU of the other, over their nearest NICs."""
-    settings = spec(checks.GPUDIRECT_BANDWIDTH)
+    settings = spec(GPUDIRECT_BANDWIDTH)
     state = _state(request)
     run = rdma.RdmaSettings(size_bytes=int(settings.size.to("B")), qps=settings.qps, repeat=settings.repeat,
                             duration_s=int(settings.duration.to("s")), port=GPUDIRECT_BANDWIDTH_PORTS.port(node_pair.slot),

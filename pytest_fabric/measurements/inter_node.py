@@ -59,6 +59,21 @@ def state_of(request: pytest.FixtureRequest) -> FabricState:
 _state = state_of
 
 
+def link_layer_of(state: FabricState) -> str | None:
+    """The profile's ``link_layer`` (None where it sets none)."""
+    return _link_layer(state)
+
+
+def expected_ports(state: FabricState) -> int | None:
+    """The RDMA ports a node should have, as the profile's ``ports`` says."""
+    return _expected_ports(state)
+
+
+def port_names(state: FabricState) -> tuple[str, ...]:
+    """The ports the profile names (``ports.names``)."""
+    return _port_names(state)
+
+
 def _link_layer(state: FabricState) -> str | None:
     spec = state.profile.spec_of(checks.LINK_LAYER)
     return spec.value if spec is not None else None
@@ -168,37 +183,7 @@ def measure_function(state: FabricState, check: str, *, port_offset: int = 0) ->
     """How to measure one pair for ``check`` with the profile's settings."""
     if check in _PAIR_MEASURES:
         return _PAIR_MEASURES[check](state, port_offset)
-    profile = state.profile
-    link_layer = _link_layer(state)
-    ports = _expected_ports(state)
-    names = _port_names(state)
-    if check == "rdma_bandwidth":
-
-        def measure_rdma(pair: NodePair) -> Measurement:
-            # every rail at once, each on its own port of the pair's slot (a slot per pair of the round)
-            lanes = checks.RDMA_BANDWIDTH_PORTS.lanes(port_offset + pair.slot)
-            settings = rdma_settings(state, port=lanes[0], ports=lanes)
-            return rdma.pair_bandwidth(pair, settings, link_layer=link_layer, names=names, expected=ports)
-
-        return charging(measure_rdma, "ib_write_bw client")
-    if check == "rdma_latency":
-        lat_spec = _set(profile.spec_of(checks.RDMA_LATENCY), checks.RDMA_LATENCY)
-
-        def measure_latency(pair: NodePair) -> Measurement:
-            settings = rdma.RdmaSettings(
-                tool="ib_write_lat",
-                size_bytes=lat_spec.size,
-                repeat=lat_spec.repeat,
-                iterations=lat_spec.iterations,
-                traffic=rdma_traffic(state),
-                port=checks.RDMA_LATENCY_PORTS.port(port_offset + pair.slot),
-            )
-            return rdma.pair_latency(
-                pair, settings, link_layer=link_layer, names=names, expected=ports, need_p99=lat_spec.p99 is not None
-            )
-
-        return charging(measure_latency, "ib_write_lat client")
-    raise KeyError(check)
+    raise KeyError(f"{check}: no pair measurement registered (inter_node.pair_check)")
 
 
 def rdma_settings(
@@ -206,7 +191,10 @@ def rdma_settings(
 ) -> rdma.RdmaSettings:
     """ib_write_bw as the profile's ``rdma_bandwidth`` sets it (size, QPs, duration, RoCE class);
     ``ports``: one per rail run at once (empty: one rail at a time, on ``port``)."""
-    spec = _set(state.profile.spec_of(checks.RDMA_BANDWIDTH), checks.RDMA_BANDWIDTH)
+    # the rdma family's settings (checks/rdma.py), read by key: oversubscription measures with them too
+    spec: Any = state.profile.spec("inter_node", "rdma_bandwidth")
+    if spec is None:
+        raise LookupError("inter_node.rdma_bandwidth is not set: nothing should measure it")
     return rdma.RdmaSettings(
         size_bytes=int(spec.size.to("B")),
         qps=spec.qps,
@@ -501,18 +489,6 @@ def roce(request: pytest.FixtureRequest, node: NodeHandle, spec: SpecLookup) -> 
 # --------------------------------------------------------------------------- pair checks
 
 
-@pytest.fixture
-def rdma_bandwidth(request: pytest.FixtureRequest, node_pair: NodePair, spec: SpecLookup) -> Measurement:
-    spec(checks.RDMA_BANDWIDTH)
-    return pair_measurement(request, "rdma_bandwidth", node_pair)
-
-
-@pytest.fixture
-def rdma_latency(request: pytest.FixtureRequest, node_pair: NodePair, spec: SpecLookup) -> Measurement:
-    spec(checks.RDMA_LATENCY)
-    return pair_measurement(request, "rdma_latency", node_pair)
-
-
 # --------------------------------------------------------------------------- re-measuring before judging
 
 #: how often a pair that looks like an outlier is re-measured alone; it is judged on their median
@@ -778,63 +754,6 @@ def _spread_basis(finding: consistency.OutlierFinding) -> str:
     if finding.leave_out:
         return f"3 spreads (1.4826 x MAD of the figures' logarithms) of the {finding.peers} other pairs"
     return "3 x 1.4826 x MAD of the pairs"
-
-
-@pytest.fixture
-def rdma_bandwidth_outlier(request: pytest.FixtureRequest, node_pair: NodePair, spec: SpecLookup) -> Measurement:
-    spec(checks.RDMA_BANDWIDTH_OUTLIER)
-    spec(checks.RDMA_BANDWIDTH)
-    return outlier_measurement(request, "rdma_bandwidth", node_pair, lower_is_better=False)
-
-
-@pytest.fixture
-def rdma_latency_outlier(request: pytest.FixtureRequest, node_pair: NodePair, spec: SpecLookup) -> Measurement:
-    spec(checks.RDMA_LATENCY_OUTLIER)
-    spec(checks.RDMA_LATENCY)
-    return outlier_measurement(request, "rdma_latency", node_pair, lower_is_better=True)
-
-
-@pytest.fixture
-@wave("node_pair")
-def aggregate_rdma_bandwidth(request: pytest.FixtureRequest, node_pair: NodePair, spec: SpecLookup) -> Measurement:
-    """All rails of a pair at once against the rail count times one rail alone, a round of pairs at once.
-
-    Pairs of a round share no node, so their aggregates run together like any pair check:
-    N-1 rounds for ``pairs: all``, not N(N-1)/2 measurements one after another.
-    """
-    spec(checks.AGGREGATE_RDMA_BANDWIDTH)
-    spec(checks.RDMA_BANDWIDTH)
-    return _aggregate_rails(request, node_pair)
-
-
-def _aggregate_rails(request: pytest.FixtureRequest, node_pair: NodePair) -> Measurement:
-    # rdma_bandwidth measures every rail at once: its per-rail figures, summed, are the pair's
-    # aggregate (read from its round, measured once for both checks); what is measured here is the
-    # reference, each rail alone, once, one after the other
-    single = pair_measurement(request, "rdma_bandwidth", node_pair)
-    rails = single.extra.get("rails", [])
-    if len(rails) < 2:
-        pytest.skip(f"{node_pair.id} has {len(rails)} rail(s); aggregation needs at least 2")
-    a_ports, _ = node_ports(request, node_pair.a)
-    b_ports, _ = node_ports(request, node_pair.b)
-    by_name_a = {p.name: p for p in a_ports}
-    by_name_b = {p.name: p for p in b_ports}
-    # the rails rdma_bandwidth measured, paired as it paired them (by identity)
-    pairs = [rdma.Rail(r["a"], r["b"], by_name_a[r["a"]], by_name_b[r["b"]]) for r in rails]
-    state = _state(request)
-    port = checks.AGGREGATE_RDMA_BANDWIDTH_PORTS.port(node_pair.slot)
-    alone_each, evidence = rdma.rails_one_by_one(node_pair, pairs, rdma_settings(state, port=port, repeat=1), port)
-    total = sum(r["gbps"] for r in rails)
-    alone = sum(float(q.to("Gb/s")) for q in alone_each)
-    each = ", ".join(f"{rail.name} {r['gbps']:.1f} Gb/s (alone {q.display('Gb/s')})" for rail, r, q in zip(pairs, rails, alone_each))
-    return Measurement(
-        value=parse_quantity(f"{total / alone * 100:.4f}%"),
-        detail=(
-            f"{len(pairs)} rails at once: {total:.1f} Gb/s (rdma_bandwidth's figures) vs {alone:.1f} Gb/s as the sum "
-            f"of each rail alone ({each})"
-        ),
-        evidence=tuple(evidence),
-    )
 
 
 # --------------------------------------------------------------------------- whole-fabric checks

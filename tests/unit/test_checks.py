@@ -89,14 +89,14 @@ def test_port_blocks_do_not_overlap_and_stay_below_the_ephemeral_range() -> None
 
 
 def test_a_declaration_whose_ports_overlap_another_is_refused() -> None:
-    clash = checks.Check("clash", "inter_node", None, "node_pair", "round", ports=checks.PortBlock(18600, 10))
-    with pytest.raises(ValueError, match="overlap those of rdma_bandwidth"):
+    clash = checks.Check("clash", "inter_node", None, "node_pair", "round", ports=checks.PortBlock(22200, 10))
+    with pytest.raises(ValueError, match="overlap those of oversubscription"):
         checks.declare(clash)
     assert "clash" not in checks.CHECKS
 
 
 def test_a_port_outside_its_block_is_an_error_not_another_checks_port() -> None:
-    block = checks.RDMA_BANDWIDTH_PORTS
+    from pytest_fabric.checks.rdma import RDMA_BANDWIDTH_PORTS as block
     assert block.port(0) == 18515
     with pytest.raises(ValueError, match="too small"):
         block.port(block.size)
