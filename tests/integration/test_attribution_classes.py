@@ -270,15 +270,18 @@ def test_a_noisy_link_whose_repeats_straddle_the_floor_is_never_a_node_fault(
     with break_node.noisy(sender, receiver, [150, 150, 1500, 1500]):
         record, output = run_tcp(tmp_path, inventory)
         runs = break_node.noisy_runs(sender)
-    assert runs == 4, output[-3000:]  # the sweep's run and three retest samples, nothing more
+    # the sweep's run and three retest samples a step, at most two steps (measurements/attribution.py's
+    # RETEST_STEPS: a series of 8 nodes or fewer still in doubt after the first is measured whole again)
+    assert runs in (4, 7), output[-3000:]
     pair = f"{sender}<->{receiver}"
     assert outcomes(record, "tcp_throughput")[pair] == "failed", output[-3000:]
     verdicts = checks(record, "attribution")
     for end in (sender, receiver):
         found = verdicts[end]["extra"]["attribution"]
         assert found["verdict"] not in ("node fault", "unstable"), verdicts[end]["message"]
-        (retest,) = [t for t in found["retests"] if t.startswith(f"{sender}->{receiver}")]
-        assert "measured alone: " in retest and retest.count("Gb/s") == 3, retest
+        retests = [t for t in found["retests"] if t.startswith(f"{sender}->{receiver}")]
+        assert len(retests) == (runs - 1) // 3, found["retests"]
+        assert all("measured alone: " in r and r.count("Gb/s") == 3 for r in retests), retests
     assert not record["run"]["send_back"], output[-3000:]
 
 
