@@ -326,10 +326,18 @@ def _peers(cluster: Cluster, node: NodeHandle) -> list[NodeHandle]:
     return nodes[at + 1 :] + nodes[:at]
 
 
-def _witnesses(request: pytest.FixtureRequest) -> bool:
-    """Whether fio's bytes are held to the storage's own counters (on unless --fabric-no-witness)."""
+def _witnesses(request: pytest.FixtureRequest, mount: MountHandle | None = None, check: str = "") -> bool:
+    """Whether fio's bytes are held to the storage's own counters (on unless --fabric-no-witness).
+
+    Not on a mount several nodes share: their writes reach the same device's counters, so one
+    node's bytes cannot be told from the others' (a healthy shared mount measured together was
+    called uncorroborated); such a check has no witness and is never counted as corroborated."""
     state = get_state(request.config)
-    return state is not None and state.witnesses
+    if state is None or not state.witnesses:
+        return False
+    if mount is not None and check and sharing.mount_is_shared(state.inventory, mount.path, _found(state, mount.path)):
+        return False
+    return True
 
 
 def _settings(spec: Any, rw: str, check: str) -> storage.FioSettings:
@@ -431,7 +439,7 @@ def sequential_read(request: pytest.FixtureRequest, mount: MountHandle, cluster:
 @wave("mount", shares=_takes_turns("sequential_write"))
 def sequential_write(request: pytest.FixtureRequest, mount: MountHandle, spec: SpecLookup) -> Measurement:
     settings = dataclasses.replace(_settings(spec(SEQUENTIAL_WRITE), "write", "storage.sequential_write"),
-                                   witness=_witnesses(request))
+                                   witness=_witnesses(request, mount, "sequential_write"))
     measured = _measure(request, "sequential_write", mount, "sequential", settings,
                         lambda: storage.sequential(mount.node, _spec_of(request, mount), settings))
     return _as_measured(request, "sequential_write", mount, measured)
