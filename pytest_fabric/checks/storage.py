@@ -326,18 +326,17 @@ def _peers(cluster: Cluster, node: NodeHandle) -> list[NodeHandle]:
     return nodes[at + 1 :] + nodes[:at]
 
 
-def _witnesses(request: pytest.FixtureRequest, mount: MountHandle | None = None, check: str = "") -> bool:
+def _witnesses(request: pytest.FixtureRequest, mount: MountHandle) -> bool:
     """Whether fio's bytes are held to the storage's own counters (on unless --fabric-no-witness).
 
-    Not on a mount several nodes share: their writes reach the same device's counters, so one
-    node's bytes cannot be told from the others' (a healthy shared mount measured together was
-    called uncorroborated); such a check has no witness and is never counted as corroborated."""
+    Not on a mount several nodes share: their I/O reaches the same device's counters, so one node's
+    bytes cannot be told from the others' (a healthy shared mount written together was called
+    uncorroborated; others' reads would pad a reader's counters). Such a check has no witness and
+    is never counted as corroborated."""
     state = get_state(request.config)
     if state is None or not state.witnesses:
         return False
-    if mount is not None and check and sharing.mount_is_shared(state.inventory, mount.path, _found(state, mount.path)):
-        return False
-    return True
+    return not sharing.mount_is_shared(state.inventory, mount.path, _found(state, mount.path))
 
 
 def _settings(spec: Any, rw: str, check: str) -> storage.FioSettings:
@@ -429,7 +428,7 @@ def mount_expected(request: pytest.FixtureRequest, mount: MountHandle, mount_sta
 def sequential_read(request: pytest.FixtureRequest, mount: MountHandle, cluster: Cluster, spec: SpecLookup) -> Measurement:
     """Reads files ``mount.node`` did not write: laid out by another node on a shared mount, else caches dropped."""
     settings = dataclasses.replace(_settings(spec(SEQUENTIAL_READ), "read", "storage.sequential_read"),
-                                   witness=_witnesses(request))
+                                   witness=_witnesses(request, mount))
     measured = _measure(request, "sequential_read", mount, "sequential", settings, lambda: storage.sequential(
         mount.node, _spec_of(request, mount), settings, _peers(cluster, mount.node)))
     return _as_measured(request, "sequential_read", mount, measured)
@@ -439,7 +438,7 @@ def sequential_read(request: pytest.FixtureRequest, mount: MountHandle, cluster:
 @wave("mount", shares=_takes_turns("sequential_write"))
 def sequential_write(request: pytest.FixtureRequest, mount: MountHandle, spec: SpecLookup) -> Measurement:
     settings = dataclasses.replace(_settings(spec(SEQUENTIAL_WRITE), "write", "storage.sequential_write"),
-                                   witness=_witnesses(request, mount, "sequential_write"))
+                                   witness=_witnesses(request, mount))
     measured = _measure(request, "sequential_write", mount, "sequential", settings,
                         lambda: storage.sequential(mount.node, _spec_of(request, mount), settings))
     return _as_measured(request, "sequential_write", mount, measured)
@@ -460,7 +459,7 @@ def random_read_iops(request: pytest.FixtureRequest, mount: MountHandle, cluster
         direct=settings.direct,
         check="storage.random_read_iops",
         corroborate=True,
-        witness=_witnesses(request),
+        witness=_witnesses(request, mount),
     )
     measured = _measure(request, "random_read_iops", mount, "random_read", fio_settings, lambda: storage.random_read(
         mount.node, _spec_of(request, mount), fio_settings, _peers(cluster, mount.node)))
@@ -485,7 +484,7 @@ def checkpoint_write(request: pytest.FixtureRequest, mount: MountHandle, spec: S
         ioengine=settings.ioengine,
         fsync_on_close=True,
         corroborate=True,
-        witness=_witnesses(request),
+        witness=_witnesses(request, mount),
         # Together applies here too, time-based: each node's buffered writers loop over their
         # files for `runtime`, then fsync (fio's end_fsync runs after the time_based loop and
         # counts in the job's runtime), so the figure is still data made durable, and every
