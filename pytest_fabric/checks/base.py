@@ -25,10 +25,15 @@ from typing import Any, Generic, Literal, TypeVar, get_args
 
 from pytest_fabric.config import profile as p
 from pytest_fabric.config.units import Quantity
+from pytest_fabric.judge.blame_inputs import BlameInput
 from pytest_fabric.judge.ceilings import Ceiling
+from pytest_fabric.judge.cross_checks import Bound
 
 __all__ = [
+    "Allreduce",
     "Batching",
+    "BlameInput",
+    "Bound",
     "Check",
     "CHECKS",
     "Need",
@@ -58,6 +63,10 @@ Batching = Literal["wave", "round", "cluster", "reads"]
 #: what a check needs the cluster to give it (Check.needs)
 Need = Literal["mounts", "shared_mount", "egress_targets", "download_url", "upload_target", "leaves",
                "infiniband", "three_nodes", "three_pairs"]
+
+#: how one measurement runs all_reduce_perf (the plan counts its runs, run/plan.py ``nccl_runs``): over a
+#: "pair"'s GPUs (both nodes), over one "node"'s GPUs, or over the cluster's "scaling" groups
+Allreduce = Literal["pair", "node", "scaling"]
 
 S = TypeVar("S", bound=p.CheckSpec)
 
@@ -151,6 +160,18 @@ class Check(Generic[S]):
     noise: Quantity | None = None
     #: the most retests it takes before it judges (None: it re-measures nothing)
     retests: Retests | None = None
+    #: a pair check that feeds the blame model (attribution): how its measurement becomes figures
+    #: (judge/blame_inputs.py); None: attribution does not read it
+    blame: BlameInput | None = None
+    #: another check's figure of the same hardware that bounds its own (judge/cross_checks.py,
+    #: measurements/cross_checked.py): which check, by which relation, with what tolerance
+    bounded_by: Bound | None = None
+    #: how one measurement runs all_reduce_perf, for the plan (None: it runs none)
+    allreduce: Allreduce | None = None
+    #: the check whose settings give the size it runs at (scaling runs at the pair check's size)
+    sized_by: str | None = None
+    #: the unit its figure is shown in, in messages comparing pairs (outliers, retests); None: as measured
+    shown_in: str | None = None
 
     @property
     def profile_key(self) -> str:
@@ -322,6 +343,10 @@ class CheckRegistry:
                     if key not in out.setdefault(tool, []):
                         out[tool].append(key)
         return out
+
+    def blame_inputs(self) -> dict[str, BlameInput]:
+        """name -> how it feeds the blame model, for every check attribution reads (registration order)."""
+        return {c.name: c.blame for c in self.checks.values() if c.blame is not None}
 
     def ceilings(self) -> dict[tuple[str, str], Ceiling]:
         """(layer, key) -> what bounds that key's floor, for the checks that declare one: what the profile

@@ -108,7 +108,8 @@ DEVICE_TO_HOST_BANDWIDTH = Check("device_to_host_bandwidth", "intra_node", Bandw
                                  tools=("nvbandwidth",), typical_s=10.0, ceiling="gpu_pcie")
 #: all_reduce_perf's sweep on a node's GPUs; judged by ``intra_node.nccl_allreduce``
 NODE_NCCL_ALLREDUCE = Check("node_nccl_allreduce", "intra_node", NcclBandwidth, "node", "wave",
-                            key="nccl_allreduce", tools=("nvidia-smi", "all_reduce_perf"), typical_s=45.0)
+                            key="nccl_allreduce", tools=("nvidia-smi", "all_reduce_perf"), typical_s=45.0,
+                            allreduce="node")
 GPU_NIC_AFFINITY = Check("gpu_nic_affinity", "intra_node", GpuNicAffinity, "node", "wave", tools=("nvidia-smi",))
 #: once for the cluster, judged by the same key: the same rails on every node
 GPU_RAILS = Check("gpu_rails", "intra_node", GpuNicAffinity, "cluster", "cluster", key="gpu_nic_affinity")

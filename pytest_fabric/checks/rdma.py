@@ -18,7 +18,14 @@ from typing import Any
 import pytest
 from pydantic import Field, field_validator, model_validator
 
-from pytest_fabric.checks.base import OUTLIER_RETESTS, PHASE_READS_ROUNDS, Check, PortBlock
+from pytest_fabric.checks.base import (
+    OUTLIER_RETESTS,
+    PHASE_READS_ROUNDS,
+    BlameInput,
+    Bound,
+    Check,
+    PortBlock,
+)
 from pytest_fabric.config.profile import BandwidthFloor, CheckSpec, Outlier, Share
 from pytest_fabric.config.units import Dimension, Quantity, QuantityField, parse_quantity
 from pytest_fabric.judge.verdict import Measurement, Op
@@ -106,15 +113,23 @@ class LatencyOutlier(CheckSpec):
 # Declarations: port blocks as checks/base.py lays them out (256 slots, the retests' offset, a pair's
 # rails or GPUs at once taking LANES_PER_SLOT ports a slot, below the ephemeral range)
 
+# attribution: a figure per rail, each rail a series; swept for attribution alone too (its pair is all it needs)
 RDMA_BANDWIDTH = Check("rdma_bandwidth", "inter_node", RdmaBandwidth, "node_pair", "round",
                        tools=("ibstat", "ib_write_bw"), ports=PortBlock(18515, 2900),  # rails at once
-                       ceiling="port_line")
+                       ceiling="port_line", shown_in="Gb/s",
+                       blame=BlameInput("Gb/s", parts="rails", swept_unasked=True))
 RDMA_LATENCY = Check("rdma_latency", "inter_node", LatencyCeiling, "node_pair", "round",
                      tools=("ibstat", "ib_write_lat"), typical_s=2.0,  # 10,000 iterations a rail
-                     ports=PortBlock(21415, 400), one_at_a_time="rails")
+                     ports=PortBlock(21415, 400), one_at_a_time="rails", shown_in="us")
+# attribution: a figure per GPU, a series per GPU name (GPU0 of every node crosses the same kind of path);
+# read where its rounds ran, never swept for attribution alone (it needs each node's topology and GPUs).
+# Bounded by host RDMA between the same two ports: the same perftest from GPU memory, only run-to-run
+# noise apart, so 5 % above it is impossible
 GPUDIRECT_BANDWIDTH = Check("gpudirect_bandwidth", "inter_node", RdmaBandwidth, "node_pair", "round",
                             tools=("ibstat", "ib_write_bw", "nvidia-smi"),
-                            ports=PortBlock(26315, 2900), ceiling="port_line")  # GPUs at once
+                            ports=PortBlock(26315, 2900), ceiling="port_line",  # GPUs at once
+                            shown_in="Gb/s", blame=BlameInput("Gb/s", parts="gpus", part_name="gpu"),
+                            bounded_by=Bound(RDMA_BANDWIDTH.name, "same_ports", tolerance=0.05))
 # reads rdma_bandwidth's rails (measured at once) and measures each rail alone, once, one after the
 # other: typical_s is one such run at rdma_bandwidth's usual 5 s, its set-up and server start
 AGGREGATE_RDMA_BANDWIDTH = Check("aggregate_rdma_bandwidth", "inter_node", Share, "node_pair", "round",

@@ -16,7 +16,15 @@ from typing import Any
 import pytest
 from pydantic import Field
 
-from pytest_fabric.checks.base import OUTLIER_RETESTS, PHASE_READS_ROUNDS, Check, PortBlock
+from pytest_fabric.checks.base import (
+    OUTLIER_RETESTS,
+    PHASE_READS_ROUNDS,
+    BlameInput,
+    Bound,
+    Check,
+    PortBlock,
+)
+from pytest_fabric.checks.rdma import RDMA_BANDWIDTH
 from pytest_fabric.config.profile import BandwidthFloor, Outlier
 from pytest_fabric.config.units import QuantityField, parse_quantity
 from pytest_fabric.judge.verdict import Measurement
@@ -42,9 +50,14 @@ class TcpThroughput(BandwidthFloor):
 # kernel's ephemeral range (checks/base.py). start_s: an iperf3 pair is its server's start, a
 # readiness poll (50 ms steps) and the client's connect and result exchange, a few round trips: 0.14 s
 # beyond -t on 8 quiet simulated nodes (benchmarks/bench_plan_accuracy.py, 2 s runs taking 2.14 s a
-# round), 0.25 s with a real network's.
+# round), 0.25 s with a real network's. Attribution: one figure a pair, sender first (iperf3's client
+# sends), swept for attribution alone too. Bounded by host RDMA on the port under its netdev: TCP's payload
+# is a smaller share of the wire than RDMA's (IP and TCP headers, IPoIB's 4 bytes), so 5 % above the
+# port's RDMA figure is beyond any run-to-run difference.
 TCP_THROUGHPUT = Check("tcp_throughput", "inter_node", TcpThroughput, "node_pair", "round",
-                       tools=("iperf3",), start_s=0.25, ports=PortBlock(5201, 1400), ceiling="port_line")
+                       tools=("iperf3",), start_s=0.25, ports=PortBlock(5201, 1400), ceiling="port_line",
+                       shown_in="Gb/s", blame=BlameInput("Gb/s", swept_unasked=True),
+                       bounded_by=Bound(RDMA_BANDWIDTH.name, "port_under", tolerance=0.05))
 TCP_THROUGHPUT_OUTLIER = Check("tcp_throughput_outlier", "inter_node", Outlier, "node_pair", "reads",
                                key="outlier", phase=PHASE_READS_ROUNDS, reads_from=TCP_THROUGHPUT.name,
                                retests=OUTLIER_RETESTS, needs=("three_pairs",))
@@ -83,8 +96,8 @@ def tcp_throughput(request: pytest.FixtureRequest, node_pair: NodePair, spec: Sp
     """iperf3 from ``node_pair.a`` to ``node_pair.b``; the whole round runs at once."""
     spec(TCP_THROUGHPUT)
     measured = pairs.pair_measurement(request, TCP_THROUGHPUT.name, node_pair)
-    return cross_checked.tcp(pairs.state_of(request), node_pair, measured, pairs.measure_function,
-                              whole=whole_round(request.config))
+    return cross_checked.bounded(pairs.state_of(request), TCP_THROUGHPUT, node_pair, measured, pairs.measure_function,
+                                 whole=whole_round(request.config))
 
 
 @pytest.fixture

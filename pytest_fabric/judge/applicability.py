@@ -19,7 +19,6 @@ from pytest_fabric.checks import base as checks
 from pytest_fabric.config.bundled import bundled_inventory_name, shown_inventory, starter_command
 from pytest_fabric.config.inventory import Inventory
 from pytest_fabric.config.profile import Profile
-from pytest_fabric.judge.blame_inputs import CHECKS as PAIR_CHECKS
 from pytest_fabric.run.pairs import Pair
 
 __all__ = ["cannot_exist", "unmeasurable"]
@@ -81,9 +80,10 @@ def unmeasurable(profile: Profile, inventory: Inventory, pairs: Sequence[Pair],
         if why is not None:
             need(check, why.replace("CHECK", check.name))
 
-    if _set(profile, checks.ATTRIBUTION) and not any(profile.spec("inter_node", c) for c in PAIR_CHECKS):
+    fed = list(registry.blame_inputs())  # the pair checks that declare they feed attribution
+    if _set(profile, checks.ATTRIBUTION) and not any(profile.spec("inter_node", c) for c in fed):
         out.append(("inter_node.attribution", "inter_node.attribution: attribution judges what the pair checks "
-                    f"({', '.join(PAIR_CHECKS)}) measured; profile {profile.name} sets none (set one, {_FIX})"))
+                    f"({', '.join(fed)}) measured; profile {profile.name} sets none (set one, {_FIX})"))
     link_layer = profile.spec_of(checks.LINK_LAYER)
     if link_layer is not None and link_layer.value.lower() == "ethernet":
         for check in registry.declared():

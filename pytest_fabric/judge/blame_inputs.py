@@ -1,14 +1,12 @@
 """What each pair check hands the blame model: its measurements as :class:`~pytest_fabric.judge.blame.Figure` values.
 
-Pure: a measurement and the profile's floors in, figures out. Every pair check feeds
-:func:`~pytest_fabric.judge.blame.blame` through here, in the unit it is shown in:
-
-- ``tcp_throughput``: one figure per pair, sender first (iperf3's client sends), Gb/s;
-- ``rdma_bandwidth``: one figure per rail (each rail a series of its own), every run of
-  ib_write_bw kept as a repeat, the floor resolved against that rail's line rate, Gb/s;
-- ``gpudirect_bandwidth``: one figure per GPU (a series per GPU name: GPU0 of every node is
-  measured over the same kind of path), Gb/s;
-- ``nccl_allreduce``: one figure per group of nodes (a multi-node pair), no direction, GB/s busbw.
+Pure: a measurement, the profile's floors and how the check declares its figures
+(:class:`BlameInput`, its declaration's ``Check.blame``) in, figures out. Every pair check feeds
+:func:`~pytest_fabric.judge.blame.blame` through here, in the unit it declares: one figure per pair
+(TCP, multi-node NCCL, whose pair has no direction), or one per part of the pair named in the
+measurement's ``extra`` (RDMA's ``rails``, each rail a series of its own, every run of ib_write_bw
+kept as a repeat, the floor resolved against that rail's line rate; GPUDirect's ``gpus``, a series
+per GPU name: GPU0 of every node is measured over the same kind of path).
 
 A measurement that is not a number (a missing port, wrong results) gives no figure: its own test
 fails it, and the nodes it names are judged on their other figures.
@@ -17,24 +15,33 @@ fails it, and the nodes it names are judged on their other figures.
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 from typing import Any
 
 from pytest_fabric.config.units import Quantity, QuantityError, bandwidth
 from pytest_fabric.judge.blame import Figure
 from pytest_fabric.judge.verdict import Expectation, Measurement, Op
 
-__all__ = ["CHECKS", "UNITS", "figures_of", "floors_of"]
+__all__ = ["BlameInput", "figures_of", "floors_of"]
 
-#: the pair checks the model reads, and the unit their figures are compared in
-UNITS: dict[str, str] = {
-    "tcp_throughput": "Gb/s",
-    "rdma_bandwidth": "Gb/s",
-    "gpudirect_bandwidth": "Gb/s",
-    "nccl_allreduce": "GB/s",
-}
-CHECKS = tuple(UNITS)
-#: checks whose pair has a sender and a receiver (an NCCL ring has neither)
-_DIRECTED = {"tcp_throughput": True, "rdma_bandwidth": True, "gpudirect_bandwidth": True, "nccl_allreduce": False}
+
+@dataclass(frozen=True)
+class BlameInput:
+    """How a pair check feeds the blame model, as its declaration says (``Check.blame``).
+
+    ``unit``: the unit its figures are compared in; ``directed``: its pair has a sender and a receiver
+    (an NCCL ring has neither); ``parts``: the list in the measurement's ``extra`` holding one figure
+    per part of the pair (``"rails"``, ``"gpus"``), each a series of its own (empty: one figure per
+    pair); ``part_name``: the key naming a part's series (``"gpu"``; empty: the rail's two ends);
+    ``swept_unasked``: attribution measures the check's sweep itself when its own tests are not
+    selected (a sweep that needs more than the pair, a node's GPUs or topology, is only read).
+    """
+
+    unit: str
+    directed: bool = True
+    parts: str = ""
+    part_name: str = ""
+    swept_unasked: bool = False
 
 
 def floors_of(expectations: Sequence[Expectation]) -> list[Quantity]:
@@ -61,16 +68,16 @@ def _number(value: Any) -> float | None:
     return float(value) if isinstance(value, (int, float)) and not isinstance(value, bool) and value > 0 else None
 
 
-def figures_of(check: str, nodes: Sequence[str], measured: Measurement, floors: Sequence[Quantity]) -> list[Figure]:
-    """``measured`` (``nodes`` measured together, sender first) as the model's figures."""
-    unit = UNITS[check]
-    directed = _DIRECTED[check]
+def figures_of(check: str, nodes: Sequence[str], measured: Measurement, floors: Sequence[Quantity],
+               how: BlameInput) -> list[Figure]:
+    """``measured`` (``nodes`` measured together, sender first) as the model's figures, as ``check``
+    declares them (``how``)."""
+    unit = how.unit
+    directed = how.directed
     group = tuple(nodes)
     parts: list[Mapping[str, Any]] = []
-    if check == "rdma_bandwidth":
-        parts = [r for r in measured.extra.get("rails") or [] if isinstance(r, Mapping)]
-    elif check == "gpudirect_bandwidth":
-        parts = [g for g in measured.extra.get("gpus") or [] if isinstance(g, Mapping)]
+    if how.parts:
+        parts = [r for r in measured.extra.get(how.parts) or [] if isinstance(r, Mapping)]
     if parts:
         out = []
         for part in parts:
@@ -79,7 +86,7 @@ def figures_of(check: str, nodes: Sequence[str], measured: Measurement, floors: 
                 continue
             repeats = tuple(v for r in part.get("repeats") or [] if (v := _number(r)) is not None) or (figure,)
             line = _number(part.get("line_gbps"))
-            rail = str(part.get("gpu")) if check == "gpudirect_bandwidth" else _rail(part)
+            rail = str(part.get(how.part_name)) if how.part_name else _rail(part)
             out.append(Figure(check, group, repeats, _floor(floors, unit, bandwidth(line, "Gb/s") if line else measured.line_rate),
                               rail, directed))
         return out

@@ -21,18 +21,21 @@ against another tool's figure of the same path, where physics orders them:
 
 Each finding is a :class:`CrossCheck` naming the node charged, both figures and the tolerance.
 What a cross-check proves and what it cannot is in docs/report.md.
+
+Which check's figure bounds which, by which relation and with what tolerance, is no table here: the
+bounded check declares it (:class:`Bound`, its declaration's ``Check.bounded_by``, in its family
+module), and measurements/cross_checked.py passes it in.
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import asdict, dataclass
-from typing import Any
+from typing import Any, Literal
 
 __all__ = [
-    "CONSISTENT", "FINDING", "INCONSISTENT", "NOT_RUN", "GPUDIRECT_TOLERANCE", "NCCL_BELOW", "NCCL_TOLERANCE",
-    "TCP_TOLERANCE", "CrossCheck", "failure", "gpudirect_against_host", "nccl_against_rails", "summary",
-    "tcp_against_rdma",
+    "CONSISTENT", "FINDING", "INCONSISTENT", "NOT_RUN", "Bound", "CrossCheck", "Relation", "failure",
+    "gpudirect_against_host", "nccl_against_rails", "summary", "tcp_against_rdma",
 ]
 
 CONSISTENT = "consistent"
@@ -40,16 +43,25 @@ INCONSISTENT = "inconsistent"
 FINDING = "finding"
 NOT_RUN = "not run"
 
-#: NCCL's ring moves its payload plus a few percent of protocol (LL128 flags, chunk headers) and
-#: perftest's figure is one run of each rail; 10 % above the rails' sum is beyond both.
-NCCL_TOLERANCE = 0.10
-#: a ring that carries under half what its rails can is held back by something that is not the rails
-NCCL_BELOW = 0.5
-#: the same perftest between the same ports: only run-to-run noise separates the two figures
-GPUDIRECT_TOLERANCE = 0.05
-#: TCP's payload is a smaller share of the wire than RDMA's (IP and TCP headers, IPoIB's 4 bytes);
-#: 5 % above the port's RDMA figure is beyond any run-to-run difference
-TCP_TOLERANCE = 0.05
+#: how a check's figure is held to another's: ``rails_sum`` (a pair's bus bandwidth against the sum of
+#: the other check's rails between the same nodes, :func:`nccl_against_rails`), ``same_ports`` (each
+#: part's figure against the other check's rail between the same two ports,
+#: :func:`gpudirect_against_host`), ``port_under`` (the figure over a netdev against the other check's
+#: rail on the RDMA port under it, :func:`tcp_against_rdma`)
+Relation = Literal["rails_sum", "same_ports", "port_under"]
+
+
+@dataclass(frozen=True)
+class Bound:
+    """Another check's figure of the same hardware that bounds a check's figure: declared by the bounded
+    check (``Check.bounded_by``). ``by``: the bounding check (its rails, ``extra["rails"]``);
+    ``tolerance``: the share above the bound still within run-to-run difference; ``below``: under this
+    share of the bound is a finding, not a fault (None: nothing is)."""
+
+    by: str
+    relation: Relation
+    tolerance: float
+    below: float | None = None
 
 
 @dataclass(frozen=True)
@@ -79,27 +91,27 @@ def _pct(share: float) -> str:
     return f"{share * 100:.0f} %"
 
 
-def nccl_against_rails(node: str, busbw_gbytes: float, rails_gbps: Mapping[str, float], *,
-                       tolerance: float = NCCL_TOLERANCE, below: float = NCCL_BELOW) -> CrossCheck:
+def nccl_against_rails(node: str, busbw_gbytes: float, rails_gbps: Mapping[str, float], *, by: str,
+                       tolerance: float, below: float | None = None) -> CrossCheck:
     """A multi-node all_reduce's bus bandwidth (GB/s) against the sum of the node's rails (Gb/s each).
 
     ``node``: the node whose launcher printed the NCCL figure; ``rails_gbps``: ib_write_bw's
-    figure of each rail of the same nodes, measured at once (rail name -> Gb/s).
+    figure of each rail of the same nodes, measured at once (rail name -> Gb/s), by check ``by``.
     """
     name = "nccl vs rails"
     if not rails_gbps:
-        return CrossCheck(name, node, NOT_RUN, "no rail was measured by rdma_bandwidth for these nodes")
+        return CrossCheck(name, node, NOT_RUN, f"no rail was measured by {by} for these nodes")
     figure = busbw_gbytes * 8
     total = sum(rails_gbps.values())
     rails = ", ".join(f"{rail} {gbps:.1f}" for rail, gbps in sorted(rails_gbps.items()))
-    said = (f"NCCL busbw {busbw_gbytes:.1f} GB/s = {figure:.1f} Gb/s against the sum of the rails rdma_bandwidth "
+    said = (f"NCCL busbw {busbw_gbytes:.1f} GB/s = {figure:.1f} Gb/s against the sum of the rails {by} "
             f"measured, {total:.1f} Gb/s ({rails})")
     if figure > total * (1 + tolerance):
         return CrossCheck(name, node, INCONSISTENT,
                           f"{said}: {figure / total:.2f}x their sum, beyond the tolerance of {_pct(tolerance)}: "
                           f"a ring cannot carry more than its rails; the NCCL figure {node} printed cannot be",
                           figure, total, "Gb/s", tolerance)
-    if figure < total * below:
+    if below is not None and figure < total * below:
         return CrossCheck(name, node, FINDING,
                           f"{said}: {_pct(figure / total)} of them, under {_pct(below)}: the rails are not what "
                           "holds NCCL back; look at the GPU side (PCIe or NVLink paths, GPUDirect RDMA, NCCL's "
@@ -108,12 +120,13 @@ def nccl_against_rails(node: str, busbw_gbytes: float, rails_gbps: Mapping[str, 
                       figure, total, "Gb/s", tolerance)
 
 
-def gpudirect_against_host(node: str, port: str, gpudirect_gbps: float, host_gbps: float | None, *,
-                           tolerance: float = GPUDIRECT_TOLERANCE) -> CrossCheck:
-    """GPUDirect's figure on ``port`` (``mlx5_0/1->mlx5_0/1``) against host-memory RDMA on the same ports."""
+def gpudirect_against_host(node: str, port: str, gpudirect_gbps: float, host_gbps: float | None, *, by: str,
+                           tolerance: float) -> CrossCheck:
+    """GPUDirect's figure on ``port`` (``mlx5_0/1->mlx5_0/1``) against host-memory RDMA on the same ports
+    (check ``by``'s figure)."""
     name = "gpudirect vs host rdma"
     if host_gbps is None:
-        return CrossCheck(name, node, NOT_RUN, f"{port}: rdma_bandwidth measured no rail between these ports",
+        return CrossCheck(name, node, NOT_RUN, f"{port}: {by} measured no rail between these ports",
                           gpudirect_gbps, None, "Gb/s", tolerance)
     said = f"{port}: GPUDirect {gpudirect_gbps:.1f} Gb/s, host memory {host_gbps:.1f} Gb/s over the same ports"
     if gpudirect_gbps > host_gbps * (1 + tolerance):
@@ -125,8 +138,8 @@ def gpudirect_against_host(node: str, port: str, gpudirect_gbps: float, host_gbp
 
 
 def tcp_against_rdma(node: str, interface: str, port: str | None, tcp_gbps: float, rdma_gbps: float | None, *,
-                     tolerance: float = TCP_TOLERANCE) -> CrossCheck:
-    """TCP's figure over ``interface`` against the RDMA figure of ``port``, the HCA port under it.
+                     by: str, tolerance: float) -> CrossCheck:
+    """TCP's figure over ``interface`` against the RDMA figure of ``port`` (check ``by``'s), the HCA port under it.
 
     ``port`` None: the interface is no RDMA port's netdev (a plain Ethernet NIC, a veth): nothing to hold it to.
     """
@@ -135,7 +148,7 @@ def tcp_against_rdma(node: str, interface: str, port: str | None, tcp_gbps: floa
         return CrossCheck(name, node, NOT_RUN, f"TCP ran over {interface}, which is no RDMA port's netdev",
                           tcp_gbps, None, "Gb/s", tolerance)
     if rdma_gbps is None:
-        return CrossCheck(name, node, NOT_RUN, f"TCP ran over {interface} ({port}); rdma_bandwidth measured no "
+        return CrossCheck(name, node, NOT_RUN, f"TCP ran over {interface} ({port}); {by} measured no "
                           f"rail on {port} between these nodes", tcp_gbps, None, "Gb/s", tolerance)
     said = f"TCP {tcp_gbps:.2f} Gb/s over {interface}, RDMA {rdma_gbps:.1f} Gb/s on {port} under it"
     if tcp_gbps > rdma_gbps * (1 + tolerance):

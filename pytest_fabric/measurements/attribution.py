@@ -2,15 +2,16 @@
 
 The model is :mod:`pytest_fabric.judge.blame` (pure); this module only feeds it and runs what it asks:
 
-1. Every pair check the profile sets (``tcp_throughput``, ``rdma_bandwidth`` rail by rail;
-   ``nccl_allreduce``'s multi-node pairs and ``gpudirect_bandwidth`` GPU by GPU where their pair
-   tests are in the run: their sweeps are not started for attribution alone) gives its figures (:mod:`pytest_fabric.judge.blame_inputs`), every repeat and the
-   floor kept. A pair that errored is a :class:`~pytest_fabric.judge.blame.Failure` charged to
+1. Every pair check the profile sets whose declaration feeds the model (``Check.blame``: how its
+   measurement becomes figures, pair by pair or rail by rail or GPU by GPU, and whether attribution
+   sweeps it unasked; a check that does not is read where its pair tests are in the run) gives its
+   figures (:mod:`pytest_fabric.judge.blame_inputs`), every repeat and the floor kept. A pair that errored is a :class:`~pytest_fabric.judge.blame.Failure` charged to
    the node its error names (a peer that proved unreachable, the host a launch failed on:
    probes/reachability.py); a node that could not be reached is unmeasured, never judged.
 2. :func:`~pytest_fabric.judge.blame.blame` judges them. What it cannot tell it asks to measure
    (``Blame.retests``); a link fault resting on the sweep alone is measured again too (a pair
-   short in its round may be a one-off). Those pairs are measured alone, in rounds of disjoint
+   short in its round may be a one-off), for the checks whose family registered how one pair is
+   measured (``inter_node.pair_check``). Those pairs are measured alone, in rounds of disjoint
    pairs (:func:`~pytest_fabric.measurements.inter_node.retest_alone`, the one retest mechanism
    the outlier checks and ``--lf`` use), and their figures join the sweep's: the same pair with
    more repeats. Then the same model judges everything again, at most :data:`RETEST_STEPS` times.
@@ -33,12 +34,13 @@ import pytest
 
 from pytest_fabric.checks import base as checks
 from pytest_fabric.judge.blame import Blame, Failure, Figure, NodeBlame, Settings, blame
-from pytest_fabric.judge.blame_inputs import CHECKS, UNITS, figures_of, floors_of
+from pytest_fabric.judge.blame_inputs import BlameInput, figures_of, floors_of
 from pytest_fabric.judge.verdict import Measurement
 from pytest_fabric.measurements.inter_node import (
     RETEST_REPEATS,
     UNREACHABLE,
     all_pair_measurements,
+    has_pair_measure,
     measure_alone,
     rerun_round,
     retest_alone,
@@ -52,9 +54,6 @@ __all__ = ["RETEST_STEPS", "RunBlame", "run_blame"]
 
 #: how often the model may ask for retests before its verdict stands (each step a set of rounds)
 RETEST_STEPS = 2
-#: pair checks attribution measures itself when their rounds have not run (a selection of
-#: attribution alone); GPUDirect needs each node's topology and GPUs: read where its rounds ran
-_MEASURED = ("tcp_throughput", "rdma_bandwidth", "nccl_allreduce")
 
 
 @dataclass
@@ -121,24 +120,29 @@ def _needs_every_node(request: pytest.FixtureRequest, state: FabricState) -> Non
         )
 
 
-#: pair checks attribution measures for itself when their own tests are not selected (as it always
-#: has); NCCL's and GPUDirect's sweeps are read when their tests run, never started unasked
-_ALWAYS = ("tcp_throughput", "rdma_bandwidth")
+def _fed(state: FabricState) -> dict[str, BlameInput]:
+    """The run's pair checks that declare they feed the model, and how (``Check.blame``)."""
+    return state.checks.blame_inputs()
 
 
 def _checks(state: FabricState) -> list[str]:
     """The pair checks attribution reads: the one the profile names, else every pair check it sets
-    (NCCL and GPUDirect where their pair tests are in the run)."""
+    (those its declaration does not sweep unasked where their pair tests are in the run)."""
     spec: Any = state.profile.spec("inter_node", "attribution")
     if spec is not None and spec.check:
         return [str(spec.check)]
-    return [c for c in CHECKS if state.profile.spec("inter_node", c) is not None
-            and (c in _ALWAYS or state.selected(c, "node_pair"))]
+    return [c for c, how in _fed(state).items() if _spec_of(state, c) is not None
+            and (how.swept_unasked or state.selected(c, "node_pair"))]
+
+
+def _spec_of(state: FabricState, check: str) -> Any:
+    declared = state.checks.check_of(check)
+    return state.profile.spec(declared.layer, declared.setting) if declared is not None else None
 
 
 def _sweep(state: FabricState, check: str) -> dict[str, Measurement | BaseException]:
     """Every scheduled pair's result for ``check``: measured now where it can be, else what its rounds measured."""
-    if check in _MEASURED:
+    if has_pair_measure(check):
         return all_pair_measurements(state, check)
     out: dict[str, Measurement | BaseException] = {}
     for number in state.rounds_index():
@@ -158,6 +162,7 @@ class _Inputs:
 
     def __init__(self, state: FabricState, reads: Sequence[str]) -> None:
         self.state = state
+        self.how = {c: how for c, how in _fed(state).items() if c in reads}
         self.floors = {c: floors_of(state.profile.expectations("inter_node", c)) for c in reads}
         self.figures: list[Figure] = []
         self.failures: list[Failure] = []
@@ -177,7 +182,7 @@ class _Inputs:
                 self.unreachable[charged] = getattr(measured, "detail", "") or _first_line(measured)
             self.failures.append(Failure(check, nodes, _first_line(measured), charged))
             return []
-        found = figures_of(check, nodes, measured, self.floors[check])
+        found = figures_of(check, nodes, measured, self.floors[check], self.how[check])
         self.figures += found
         return found
 
@@ -194,7 +199,7 @@ def _asks(verdict: Blame, taken: Mapping[tuple[str, str, str], int], step: int) 
     out: dict[str, list[tuple[str, str]]] = {}
     for series, a, b, most in sorted(wanted):
         check = series.split(" ", 1)[0]
-        if check not in _MEASURED or taken.get((check, a, b), 0) > most:
+        if not has_pair_measure(check) or taken.get((check, a, b), 0) > most:
             continue
         pairs = out.setdefault(check, [])
         if (a, b) not in pairs:
@@ -217,7 +222,7 @@ def _retest(state: FabricState, inputs: _Inputs, asks: Mapping[str, list[tuple[s
                     figures = inputs.add(check, (a, b), sample)
                     for f in figures:
                         inputs.alone.setdefault((f.series, a, b), []).extend(f.repeats)
-                    shown += [_show(f) for f in figures] if figures else [f"no figure ({_first_line(sample)})"
+                    shown += [_show(f, inputs.how[check].unit) for f in figures] if figures else [f"no figure ({_first_line(sample)})"
                                                                            if isinstance(sample, BaseException) else "no figure"]
                 inputs.taken[(check, a, b)] = count
                 text = f"{a}->{b} {check} measured alone: {', '.join(shown)}"
@@ -256,14 +261,15 @@ def _rounds_again(state: FabricState, inputs: _Inputs, first: Blame, result: Run
         check = lf.series.split(" ", 1)[0]
         key = frozenset((a, b))
         clear = all(final.nodes.get(n) is not None and final.nodes[n].kind in ("healthy", "fabric") for n in (a, b))
-        if (lf.series, lf.nodes) in kept or not clear or key not in scheduled or check not in _MEASURED:
+        if (lf.series, lf.nodes) in kept or not clear or key not in scheduled or not has_pair_measure(check):
             continue
         pair_id = scheduled[key]
         alone = {series: v for (series, x, y), v in inputs.alone.items() if (x, y) == (a, b)}
         if pair_id in result.under_load or pair_id in result.not_reproduced or not steady(alone, min_drop):
             continue  # another rail of the same pair; or alone it was not steadily good either
         again = rerun_round(state, check, pair_id)
-        figures = [] if isinstance(again, BaseException) else figures_of(check, (a, b), again, inputs.floors[check])
+        figures = [] if isinstance(again, BaseException) else figures_of(check, (a, b), again, inputs.floors[check],
+                                                                         inputs.how[check])
         if isinstance(again, BaseException) or short_again(figures, alone, min_drop):
             result.under_load.append(pair_id)
         else:
@@ -272,8 +278,7 @@ def _rounds_again(state: FabricState, inputs: _Inputs, first: Blame, result: Run
     result.not_reproduced.sort()
 
 
-def _show(f: Figure) -> str:
-    unit = UNITS.get(f.check, "")
+def _show(f: Figure, unit: str) -> str:
     rail = f"{f.rail} " if f.rail else ""
     return f"{rail}{', '.join(f'{v:.3g}' for v in f.repeats)} {unit}"
 
@@ -284,7 +289,8 @@ def run_blame(state: FabricState) -> RunBlame:
     def judge() -> RunBlame:
         reads = _checks(state)
         if not reads:  # a skip: not kept, each test skips for itself
-            pytest.skip(f"attribution reads the pair checks ({', '.join(CHECKS)}); profile {state.profile.name} sets none")
+            pytest.skip(f"attribution reads the pair checks ({', '.join(_fed(state))}); profile {state.profile.name} "
+                        "sets none")
         inputs = _Inputs(state, reads)
         names = {p.id: (p.a, p.b) for p in state.pairs}
         for check in reads:

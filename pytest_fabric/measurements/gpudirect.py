@@ -51,8 +51,8 @@ _measure_pair = gpudirect_bandwidth  # the wave: its round measured at once, the
 def _gpudirect_cross_checked(request: pytest.FixtureRequest, node_pair: NodePair, spec: SpecLookup) -> Measurement:
     """The pair's GPUDirect figures (after its whole round), each held to host RDMA between the same ports."""
     measured = _measure_pair(request=request, node_pair=node_pair, spec=spec)
-    return cross_checked.gpudirect(_state(request), node_pair, measured, measure_function,
-                                   whole=whole_round(request.config))
+    return cross_checked.bounded(_state(request), GPUDIRECT_BANDWIDTH, node_pair, measured, measure_function,
+                                 whole=whole_round(request.config))
 
 
 def _bus_ids(request: pytest.FixtureRequest, node: NodeHandle) -> dict[str, str]:

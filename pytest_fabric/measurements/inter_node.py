@@ -179,6 +179,12 @@ def pair_check(name: str) -> Callable[[PairMeasure], PairMeasure]:
     return register
 
 
+def has_pair_measure(check: str) -> bool:
+    """Whether a family registered how one pair of ``check`` is measured (:func:`pair_check`): such a
+    pair can be measured alone, its round again, its sweep without its tests."""
+    return check in _PAIR_MEASURES
+
+
 def measure_function(state: FabricState, check: str, *, port_offset: int = 0) -> Callable[[NodePair], Measurement]:
     """How to measure one pair for ``check`` with the profile's settings."""
     if check in _PAIR_MEASURES:
@@ -612,8 +618,10 @@ def _good_alone(
     middle = measured[len(measured) // 2]
     pair_id = f"{sender}<->{receiver}"
     bad = [_is_bad(state, check, pair_id, m, values, alone=True) for m in measured]
-    figures = ", ".join(_display(check, m) for m in measured)
-    text = f"{figures}, median {_display(check, middle)}" if len(measured) > 1 else _display(check, middle)
+    declared = state.checks.check_of(check)
+    unit = declared.shown_in if declared is not None else None
+    figures = ", ".join(_display(unit, m) for m in measured)
+    text = f"{figures}, median {_display(unit, middle)}" if len(measured) > 1 else _display(unit, middle)
     if all(bad):
         return False, text
     if not any(bad):
@@ -621,10 +629,11 @@ def _good_alone(
     return None, text
 
 
-def _display(check: str, measured: Measurement) -> str:
+def _display(unit: str | None, measured: Measurement) -> str:
+    """The figure in ``unit``, its check's declared ``shown_in`` (None: as measured)."""
     value = measured.value
     if isinstance(value, Quantity):
-        return value.display("us" if check == "rdma_latency" else "Gb/s") if check != "nccl_allreduce" else value.display()
+        return value.display(unit) if unit else value.display()
     return str(value)
 
 

@@ -18,9 +18,9 @@ from typing import Any
 from pytest_fabric.config.hostlist import HostlistError, fold
 from pytest_fabric.config.units import QuantityError, parse_quantity
 from pytest_fabric.judge.blame import Blame, blame
-from pytest_fabric.judge.blame_inputs import UNITS, figures_of
+from pytest_fabric.judge.blame_inputs import figures_of
 from pytest_fabric.judge.verdict import Measurement
-from pytest_fabric.run.plan import format_duration, phase_of
+from pytest_fabric.run.plan import builtin_checks, format_duration, phase_of
 
 __all__ = [
     "LAYERS",
@@ -155,10 +155,11 @@ def recorded_blame(checks: Iterable[Check]) -> Blame | None:
     for a run without the attribution check (``-k tcp_throughput``, a profile without it): the one
     model, without the retests attribution would run. None when no pair check has a figure."""
     figures = []
+    fed = builtin_checks().blame_inputs()  # how each built-in pair check declares its figures
     for c in checks:
         check, names = str(c.get("check")), [str(n) for n in c.get("nodes") or []]
         value = c.get("measured") or {}
-        if check not in UNITS or len(names) != 2 or c.get("outcome") not in ("passed", "failed") or not value.get("unit"):
+        if check not in fed or len(names) != 2 or c.get("outcome") not in ("passed", "failed") or not value.get("unit"):
             continue
         expected = c.get("expected") or {}
         try:
@@ -168,7 +169,7 @@ def recorded_blame(checks: Iterable[Check]) -> Blame | None:
         except (QuantityError, ValueError):
             continue
         figures += figures_of(check, (names[0], names[1]), Measurement(value=measured, extra=dict(c.get("extra") or {})),
-                              floors)
+                              floors, fed[check])
     return blame(sorted({n for f in figures for n in f.nodes}), figures) if figures else None
 
 

@@ -50,7 +50,6 @@ from typing import Any
 
 from pytest_fabric.checks.base import CheckRegistry
 from pytest_fabric.config.profile import CheckSpec
-from pytest_fabric.judge.blame_inputs import CHECKS as BLAME_READS
 from pytest_fabric.probes import nccl
 from pytest_fabric.run import retests, sharing
 from pytest_fabric.run.batches import DEFAULT_FANOUT, Share, members_at_once
@@ -70,6 +69,7 @@ __all__ = [
     "PreviousRun",
     "RunPlan",
     "allreduce_seconds",
+    "builtin_checks",
     "layout_seconds",
     "measurement_seconds",
     "nccl_runs",
@@ -134,6 +134,11 @@ def _registry(checks: CheckRegistry | None) -> CheckRegistry:
     # modules as plugins, and a family imported first is left without pytest's assertion rewriting
     from pytest_fabric.checks.builtin import builtin_registry
     return builtin_registry()
+
+
+def builtin_checks() -> CheckRegistry:
+    """Every built-in check's declaration, the families' too, assembled at the call (see :func:`_registry`)."""
+    return _registry(None)
 
 
 def phase_of(layer: str, check: str, kind: str | None = None, checks: CheckRegistry | None = None) -> str:
@@ -406,21 +411,23 @@ def allreduce_seconds(size_bytes: float, busbw: float, ranks: int) -> float:
     return NCCL_START_S + NCCL_START_PER_RANK_S * ranks + nccl.COLLECTIVES_PER_RUN * size_bytes / algbw
 
 
-def nccl_runs(check: str, spec: Any, *, gpus: int, nodes: int = 0,
-              source: Any = None) -> list[tuple[float, float, int]] | None:
+def nccl_runs(check: str, spec: Any, *, gpus: int, nodes: int = 0, source: Any = None,
+              checks: CheckRegistry | None = None) -> list[tuple[float, float, int]] | None:
     """The all_reduce_perf runs one measurement of an NCCL check makes, as (bytes, busbw floor in bytes
     a second, ranks) each; None for other checks and where the settings give no size and floor.
 
-    ``nccl_allreduce``: one run over a pair, ``gpus`` ranks a node; ``node_nccl_allreduce``: one over a
-    node's ``gpus``; ``scaling_efficiency`` (``spec``: its share; ``source``: ``inter_node.nccl_allreduce``,
-    whose size the probe runs at): what :func:`pytest_fabric.probes.nccl.scaling` runs on the
-    inventory's ``nodes`` (None: not known), :data:`~pytest_fabric.probes.nccl.SCALING_SAMPLES` runs of
-    each baseline pair at the floor and of each node count at the floor x the share, the slowest a
-    passing curve runs at.
+    By what its declaration says (``Check.allreduce``): ``"pair"``, one run over a pair, ``gpus`` ranks a
+    node; ``"node"``, one over a node's ``gpus``; ``"scaling"`` (``spec``: its share; ``source``: the
+    settings of the check it is ``sized_by``, whose size the probe runs at): what
+    :func:`pytest_fabric.probes.nccl.scaling` runs on the inventory's ``nodes`` (None: not known),
+    :data:`~pytest_fabric.probes.nccl.SCALING_SAMPLES` runs of each baseline pair at the floor and of
+    each node count at the floor x the share, the slowest a passing curve runs at.
     """
-    if check not in ("nccl_allreduce", "node_nccl_allreduce", "scaling_efficiency"):
+    declared = _registry(checks).check_of(check)
+    kind = declared.allreduce if declared is not None else None
+    if kind is None:
         return None
-    settings = source if check == "scaling_efficiency" else spec
+    settings = source if kind == "scaling" else spec
     try:
         size = float(settings.size.to("B"))
         floor = float(settings.min.to("B/s"))
@@ -429,9 +436,9 @@ def nccl_runs(check: str, spec: Any, *, gpus: int, nodes: int = 0,
     if size <= 0 or floor <= 0:
         return None
     gpus = max(1, gpus)
-    if check == "nccl_allreduce":
+    if kind == "pair":
         return [(size, floor, 2 * gpus)]
-    if check == "node_nccl_allreduce":
+    if kind == "node":
         return [(size, floor, gpus)]
     if nodes <= 0:
         return None
@@ -460,7 +467,7 @@ def measurement_seconds(check: str, spec: Any, *, gpus: int = 1, nodes: int = 0,
     declared = _registry(checks).check_of(check)
     if declared is not None and not declared.measures:
         return 0.0
-    runs = nccl_runs(check, spec, gpus=gpus, nodes=nodes, source=source)
+    runs = nccl_runs(check, spec, gpus=gpus, nodes=nodes, source=source, checks=checks)
     if runs is not None:
         return sum(allreduce_seconds(size, floor, ranks) for size, floor, ranks in runs)
     own = spec.seconds() if isinstance(spec, CheckSpec) else None
@@ -535,7 +542,7 @@ def plan_run(subjects: Iterable[PlannedSubject], specs: Mapping[tuple[str, str],
         seconds = seen.measurement_s if seen is not None and floor > 0 else floor
         retest_s = retest_bound_s = 0.0
         retested = declared.retests if declared is not None else None
-        sources = _retest_sources(check, declared.reads_from if declared is not None else None, specs)
+        sources = _retest_sources(check, declared.reads_from if declared is not None else None, specs, registry)
         if retested is not None and _retests(check, specs.get((layer, check))):
             for source in sources:  # each pair check it reads is retested in rounds of its own
                 sweep = sweeps.get(source, [])
@@ -583,9 +590,12 @@ def layout_seconds(check: str, specs: Mapping[tuple[str, str], Any]) -> float:
 
 def _one_measurement(layer: str, check: str, specs: Mapping[tuple[str, str], Any], rails: int, gpus: int,
                      nodes: int = 0, checks: CheckRegistry | None = None) -> float:
-    # scaling runs at inter_node.nccl_allreduce's size (measurements/inter_node.py scaling_efficiency)
-    seconds = measurement_seconds(check, specs.get((layer, check)), gpus=gpus, nodes=nodes,
-                                  source=specs.get(("inter_node", "nccl_allreduce")), checks=checks)
+    # a check sized by another's settings (scaling: its pair check's size) is priced at that size
+    declared = _registry(checks).check_of(check)
+    sizer = _registry(checks).check_of(declared.sized_by) if declared is not None and declared.sized_by else None
+    source = specs.get((sizer.layer, sizer.setting)) if sizer is not None else None
+    seconds = measurement_seconds(check, specs.get((layer, check)), gpus=gpus, nodes=nodes, source=source,
+                                  checks=checks)
     if layer == "storage":
         seconds += layout_seconds(check, specs)
     gemm = specs.get(("intra_node", "gemm_throughput"))
@@ -593,7 +603,6 @@ def _one_measurement(layer: str, check: str, specs: Mapping[tuple[str, str], Any
         # One GEMM load a node serves both checks (checks/gpu_load.py), as long as the longer of their
         # durations: it is gemm_throughput's time; this check adds only what its duration runs past it.
         seconds = max(READING_S, seconds - measurement_seconds("gemm_throughput", gemm, checks=checks))
-    declared = _registry(checks).check_of(check)
     if declared is not None and declared.one_at_a_time is not None:
         seconds *= max(1, rails if declared.one_at_a_time == "rails" else gpus)
     return seconds
@@ -604,15 +613,18 @@ def _retests(check: str, spec: Any) -> bool:
     return bool(getattr(spec, "retest", True))
 
 
-def _retest_sources(check: str, reads_from: str | None, specs: Mapping[tuple[str, str], Any]) -> list[str]:
+def _retest_sources(check: str, reads_from: str | None, specs: Mapping[tuple[str, str], Any],
+                    checks: CheckRegistry | None = None) -> list[str]:
     """The pair checks whose pairs ``check`` re-measures: the one it reads, or attribution's (the one its
-    ``check`` names, else every pair check of the blame model's the profile sets: measurements/attribution.py)."""
+    ``check`` names, else every pair check the profile sets that declares it feeds the blame model:
+    measurements/attribution.py)."""
     if reads_from is not None:
         return [reads_from] if ("inter_node", reads_from) in specs else []
     if check != "attribution":
         return []
     named = getattr(specs.get(("inter_node", "attribution")), "check", None)
-    return [c for c in ([str(named)] if named else BLAME_READS) if ("inter_node", c) in specs]
+    fed = list(_registry(checks).blame_inputs())
+    return [c for c in ([str(named)] if named else fed) if ("inter_node", c) in specs]
 
 
 def _round_slots(members: Iterable[PlannedSubject], per_round: int) -> tuple[int, int]:

@@ -2,17 +2,32 @@
 
 from __future__ import annotations
 
-from pytest_fabric.config.units import parse_quantity
+from pytest_fabric.checks.builtin import builtin_registry
+from pytest_fabric.config.units import Quantity, parse_quantity
 from pytest_fabric.judge.blame import Blame, Figure, LinkFault, blame
 from pytest_fabric.judge.blame_inputs import figures_of, floors_of
 from pytest_fabric.judge.verdict import Expectation, Measurement, Op
 from pytest_fabric.measurements.attribution import _asks
 
+#: how each built-in pair check declares its figures (Check.blame; importing the families registers
+#: how one pair of each is measured, which _asks reads)
+HOW = builtin_registry().blame_inputs()
+
+
+def figures_by(check: str, nodes: tuple[str, str], measured: Measurement, floors: list[Quantity]) -> list[Figure]:
+    return figures_of(check, nodes, measured, floors, HOW[check])
+
+
+def test_the_pair_checks_declare_their_unit_direction_and_parts() -> None:
+    assert list(HOW) == ["rdma_bandwidth", "gpudirect_bandwidth", "tcp_throughput", "nccl_allreduce"]
+    assert [(h.unit, h.directed, h.parts, h.swept_unasked) for h in HOW.values()] == [
+        ("Gb/s", True, "rails", True), ("Gb/s", True, "gpus", False), ("Gb/s", True, "", True), ("GB/s", False, "", False)]
+
 
 def test_a_tcp_pair_is_one_directed_figure_in_gbps_with_its_floor() -> None:
     floors = floors_of([Expectation("inter_node", "tcp_throughput", Op.MIN, parse_quantity("0.5 Gb/s"), "k")])
     measured = Measurement(value=parse_quantity("6.2 Gb/s"))
-    (figure,) = figures_of("tcp_throughput", ("n1", "n2"), measured, floors)
+    (figure,) = figures_by("tcp_throughput", ("n1", "n2"), measured, floors)
     assert figure == Figure("tcp_throughput", ("n1", "n2"), (6.2,), 0.5, "", True)
 
 
@@ -20,24 +35,24 @@ def test_rdma_is_a_figure_per_rail_every_run_kept_the_floor_of_each_rails_line()
     rails = [{"a": "mlx5_0", "b": "mlx5_0", "gbps": 196.0, "line_gbps": 200.0, "repeats": [196.0, 98.0, 196.0]},
              {"a": "mlx5_1", "b": "mlx5_1", "gbps": 90.0, "line_gbps": 100.0, "repeats": [90.0]}]
     measured = Measurement(value=parse_quantity("90 Gb/s"), extra={"rails": rails})
-    figures = figures_of("rdma_bandwidth", ("n1", "n2"), measured, [parse_quantity("90% line")])
+    figures = figures_by("rdma_bandwidth", ("n1", "n2"), measured, [parse_quantity("90% line")])
     assert [(f.series, f.repeats, f.floor) for f in figures] == [
         ("rdma_bandwidth mlx5_0", (196.0, 98.0, 196.0), 180.0), ("rdma_bandwidth mlx5_1", (90.0,), 90.0)]
 
 
 def test_an_nccl_pair_has_no_direction_and_an_absent_measurement_no_figure() -> None:
-    (figure,) = figures_of("nccl_allreduce", ("n2", "n1"), Measurement(value=parse_quantity("36 GB/s")), [])
+    (figure,) = figures_by("nccl_allreduce", ("n2", "n1"), Measurement(value=parse_quantity("36 GB/s")), [])
     assert figure.repeats == (36.0,) and not figure.directed and figure.floor is None
-    assert figures_of("tcp_throughput", ("n1", "n2"), Measurement.absent("no route"), []) == []
+    assert figures_by("tcp_throughput", ("n1", "n2"), Measurement.absent("no route"), []) == []
 
 
 def test_a_node_only_nccl_finds_slow_is_a_node_fault_with_healthy_rails() -> None:
     nodes = ["n1", "n2", "n3", "n4"]
     pairs = [(a, b) for i, a in enumerate(nodes) for b in nodes[i + 1:]]
     rail = [{"a": "mlx5_0", "b": "mlx5_0", "gbps": 196.0, "line_gbps": 200.0, "repeats": [196.0]}]
-    figures = [f for a, b in pairs for f in figures_of("rdma_bandwidth", (a, b), Measurement(
+    figures = [f for a, b in pairs for f in figures_by("rdma_bandwidth", (a, b), Measurement(
         value=parse_quantity("196 Gb/s"), extra={"rails": rail}), [parse_quantity("90% line")])]
-    figures += [f for a, b in pairs for f in figures_of("nccl_allreduce", (a, b), Measurement(
+    figures += [f for a, b in pairs for f in figures_by("nccl_allreduce", (a, b), Measurement(
         value=parse_quantity(f"{36 if 'n2' in (a, b) else 85} GB/s")), [parse_quantity("60 GB/s")])]
     assert blame(nodes, figures).send_back == ("n2",)
 

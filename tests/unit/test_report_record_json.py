@@ -234,8 +234,8 @@ def test_schema_holds_the_storage_witness_and_cross_checks(tmp_path: Path) -> No
             corroboration.Corroboration("storage counters", "node01", "not run", "no witness on this filesystem").to_dict(),
             corroboration.Corroboration("NFS client counters", "node01", "agrees", "x", 1.0, 2.0, "B", 0.02).to_dict(),
         ],
-        "cross_checks": [cross_checks.nccl_against_rails("node01", 196.0, {"mlx5_0/1": 196.0}).to_dict(),
-                         cross_checks.tcp_against_rdma("node01", "eth0", None, 9.0, None).to_dict()],
+        "cross_checks": [cross_checks.nccl_against_rails("node01", 196.0, {"mlx5_0/1": 196.0}, by="rdma_bandwidth", tolerance=0.1).to_dict(),
+                         cross_checks.tcp_against_rdma("node01", "eth0", None, 9.0, None, by="rdma_bandwidth", tolerance=0.1).to_dict()],
     }
     jsonschema.validate(record, _schema())
     check["extra"]["cross_checks"][0]["status"] = "roughly"
