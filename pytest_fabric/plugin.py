@@ -151,7 +151,8 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         action="append",
         default=[],
         metavar="KEY=VALUE",
-        help="override one expected value, e.g. --expect inter_node.rdma_bandwidth.min=150Gb/s (repeatable)",
+        help="override one expected value of the profile, LAYER.CHECK.FIELD=VALUE, e.g. a check's floor "
+             "--expect inter_node.CHECK.min=150Gb/s (repeatable)",
     )
     group.addoption(
         "--host-key-policy",
@@ -240,7 +241,7 @@ def pytest_configure(config: pytest.Config) -> None:
     # Every plugin's checks first: the profile's schema is built from their settings models.
     registry = registered_checks(config)
     try:
-        schema = profile_schema(registry.settings_models(), registry.ceilings())
+        schema = profile_schema(registry.settings_models(), registry.ceilings(), registry.blame_inputs())
     except ValueError as exc:
         raise pytest.UsageError(f"pytest_fabric_checks: {exc}") from None
     try:

@@ -55,7 +55,7 @@ def builtin_registry() -> CheckRegistry:
 def builtin_schema() -> ProfileSchema:
     """The profile schema of :func:`builtin_registry`: what ``--profile`` accepts without an extension."""
     registry = builtin_registry()
-    return profile_schema(registry.settings_models(), registry.ceilings())
+    return profile_schema(registry.settings_models(), registry.ceilings(), registry.blame_inputs())
 
 
 def load_profile(reference: str, overrides: list[str] | None = None, schema: ProfileSchema | None = None) -> Profile:

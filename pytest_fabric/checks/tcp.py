@@ -86,7 +86,8 @@ def measure_tcp(state: FabricState, port_offset: int) -> Callable[[NodePair], Me
             corroborate=True,
             witness=state.witnesses,
         )
-        return tcp.measure_pair(pair, settings, need_line_rate=need_line, once=state.once)
+        return tcp.measure_pair(pair, settings, need_line_rate=need_line, once=state.once,
+                                floor=f"{TCP_THROUGHPUT.profile_key}.min")
 
     return pairs.charging(measure, "iperf3 client")
 

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import copy
 import hashlib
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, ClassVar, Literal, Protocol, TypeVar
@@ -286,8 +286,9 @@ class Attribution(CheckSpec):
     """Blame what fell short on nodes, links or the fabric (judge/blame.py); ``retest`` measures what it
     cannot tell yet, and each link's pair, alone before the verdict."""
 
-    # default: every pair check the profile sets (measurements/attribution.py)
-    check: Literal["rdma_bandwidth", "tcp_throughput", "nccl_allreduce", "gpudirect_bandwidth"] | None = None
+    # default: every pair check the profile sets (measurements/attribution.py); one named must be a
+    # registered check that declares it feeds the model (Check.blame), held at load (ProfileSchema.attributed)
+    check: str | None = None
     retest: bool = True
 
     @model_validator(mode="after")
@@ -520,6 +521,9 @@ class ProfileSchema:
     document: type[ProfileDocument]
     sections: dict[str, type[BaseModel]]
     ceilings: Mapping[tuple[str, str], Ceiling] = field(default_factory=dict)
+    #: the registered checks that declare they feed attribution (``CheckRegistry.blame_inputs``): what
+    #: an ``Attribution``'s ``check`` may name
+    attributed: tuple[str, ...] = ()
 
     def known_fields(self, loc: tuple[Any, ...]) -> list[str]:
         """The keys written at ``loc`` may be (a layer's checks and settings, a check's fields)."""
@@ -562,12 +566,14 @@ def _spec_model(annotation: Any) -> Any:
 
 
 def profile_schema(settings: dict[str, dict[str, type[CheckSpec]]],
-                   ceilings: Mapping[tuple[str, str], Ceiling] | None = None) -> ProfileSchema:
+                   ceilings: Mapping[tuple[str, str], Ceiling] | None = None,
+                   attributed: Iterable[str] = ()) -> ProfileSchema:
     """The schema for the registered checks' settings models (layer -> key -> model, as
     ``CheckRegistry.settings_models`` gives them): each layer's typed section, plus a field for every
     key no built-in check declares, typed by its model. A key a section already types with another
     model, or a layer that is not one, is a ``ValueError``. ``ceilings``: what bounds each key's floor
-    (``CheckRegistry.ceilings``)."""
+    (``CheckRegistry.ceilings``); ``attributed``: the checks attribution may be told to read
+    (``CheckRegistry.blame_inputs``)."""
     sections = dict(_SECTION_MODELS)
     for layer, models in settings.items():
         if layer not in _SECTION_MODELS:
@@ -586,13 +592,13 @@ def profile_schema(settings: dict[str, dict[str, type[CheckSpec]]],
                     "give the check a key of its own (Check(key=...))")
         if added:
             sections[layer] = create_model(base.__name__, __base__=base, __module__=base.__module__, **added)
-    if sections == _SECTION_MODELS and not ceilings:
+    if sections == _SECTION_MODELS and not ceilings and not attributed:
         return BUILTIN_SCHEMA
     changed: dict[str, Any] = {layer: (section, Field(default_factory=section)) for layer, section in sections.items()
                                if section is not _SECTION_MODELS[layer]}
     document = create_model("ProfileDocument", __base__=ProfileDocument, __module__=ProfileDocument.__module__,
                             **changed) if changed else ProfileDocument
-    return ProfileSchema(document, sections, dict(ceilings or {}))
+    return ProfileSchema(document, sections, dict(ceilings or {}), tuple(attributed))
 
 
 # ---------------------------------------------------------------------------
@@ -726,12 +732,13 @@ def _apply_override(data: dict[str, Any], override: str, schema: ProfileSchema =
     """Apply one ``--expect KEY=VALUE``; return the key path it set (for error messages)."""
     key, sep, text = override.partition("=")
     if not sep or not key.strip():
-        raise SourceError(f"--expect {override!r}: write KEY=VALUE, e.g. inter_node.rdma_bandwidth.min=150Gb/s")
+        raise SourceError(f"--expect {override!r}: write KEY=VALUE, the key a layer, a check and a field, "
+                          f"e.g. {_example_floor(schema)}=VALUE")
     parts = key.strip().split(".")
     if parts[0] not in LAYERS or len(parts) < 2:
         raise SourceError(
             f"--expect {override!r}: the key starts with a layer ({', '.join(LAYERS)}), then the check, "
-            "e.g. inter_node.tcp_throughput.min"
+            f"e.g. {_example_floor(schema)}"
         )
     known = schema.known_fields(tuple(parts[:1]))
     if parts[1] not in known:
@@ -742,7 +749,7 @@ def _apply_override(data: dict[str, Any], override: str, schema: ProfileSchema =
         raise SourceError(f"--expect {override!r}: {text!r} is not a value (e.g. 150Gb/s, 9000, '2 us')") from None
     existing = data.get(parts[0], {}).get(parts[1]) if isinstance(data.get(parts[0]), dict) else None
     if len(parts) == 2 and isinstance(existing, dict) and not isinstance(value, dict):
-        # `inter_node.rdma_bandwidth=150Gb/s` sets the bound and keeps size, qps, source...
+        # `inter_node.CHECK=150Gb/s` sets the bound and keeps size, qps, source...
         parts = [*parts, schema.scalar_field_of(parts)]
     target = data
     for part in parts[:-1]:
@@ -771,6 +778,7 @@ def load_profile(reference: str, overrides: list[str] | None = None, schema: Pro
         document = schema.document.model_validate(data)
     except ValidationError as exc:
         raise SourceError(_describe(exc, where, path, schema)) from None
+    _refuse_unattributed(document, schema, where, path)
     refused = impossible(document, schema.ceilings)
     if refused:
         raise SourceError(f"profile {document.name} asks for more than the hardware it describes can carry:\n  "
@@ -779,11 +787,39 @@ def load_profile(reference: str, overrides: list[str] | None = None, schema: Pro
     profile = Profile(document=document, path=path, chain=chain, sha256=digest, overrides=overrides)
     if not profile.set_checks():
         # Nothing to judge: every test would skip, and a run that measured nothing must not read as a pass.
+        layer, key, _ = _example_floor(schema).split(".")
         raise SourceError(
             f"{path}: profile {document.name} sets no check: give at least one layer section with a check, "
-            "e.g. `inter_node: {tcp_throughput: {min: 100 Gb/s}}`, or `extends:` a profile that does (see the README)"
+            f"e.g. `{layer}: {{{key}: {{min: ...}}}}`, or `extends:` a profile that does (see the README)"
         )
     return profile
+
+
+def _example_floor(schema: ProfileSchema) -> str:
+    """``layer.key.min`` of the first key of ``schema`` (the inter-node layer first) with a floor: an
+    example for a message, from the registered checks, never a check named here."""
+    for layer in ("inter_node", *LAYERS):
+        for key, info in schema.sections[layer].model_fields.items():
+            model = _spec_model(info.annotation)
+            if model is not None and "min" in model.model_fields:
+                return f"{layer}.{key}.min"
+    return "LAYER.CHECK.min"
+
+
+def _refuse_unattributed(document: ProfileDocument, schema: ProfileSchema,
+                         where: dict[tuple[Any, ...], tuple[str, int]], path: Path) -> None:
+    """An ``Attribution`` whose ``check`` names no registered check that feeds the blame model, refused
+    with its file and line, the field and the checks it may name."""
+    for layer in LAYERS:
+        section = getattr(document, layer)
+        for key in type(section).model_fields:
+            value = getattr(section, key)
+            if isinstance(value, Attribution) and value.check is not None and value.check not in schema.attributed:
+                allowed = ", ".join(schema.attributed) or "none is registered"
+                raise SourceError(
+                    f"{_place(where, (layer, key, 'check'), path)}: {layer}.{key}.check: {value.check!r} is no pair "
+                    f"check attribution reads; the checks that feed it: {allowed} (or leave check out: every one the "
+                    "profile sets)")
 
 
 def _place(where: dict[tuple[Any, ...], tuple[str, int]], loc: tuple[Any, ...], path: Path) -> str:

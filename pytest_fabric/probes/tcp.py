@@ -41,9 +41,10 @@ SERVER_READY_TIMEOUT_S = 10.0
 # that the servers still run, so a server that died is told within about this long, not at the timeout.
 _READY_POLL_S = 1.0
 _READY_STEP_S = 0.05
-# One text for every pair, so pytest's warnings summary shows it once with the tests it concerns.
+# One text for every pair (its floor's key filled in, the same for every pair), so pytest's warnings
+# summary shows it once with the tests it concerns.
 IPOIB_LINE_SHARE = (
-    "inter_node.tcp_throughput.min is a share of line, but TCP runs over IPoIB here: an IPoIB interface "
+    "{floor} is a share of line, but TCP runs over IPoIB here: an IPoIB interface "
     "reports the InfiniBand rate (200000 Mb/s on HDR), which TCP over IPoIB does not approach, so a line "
     "share asks for far more than TCP over IB delivers. Line shares for TCP are meant for Ethernet; write an "
     "absolute floor (e.g. 'min: 25 Gb/s', as the bundled IB profiles do). The share is resolved against the "
@@ -183,12 +184,14 @@ def line_rate(
 
 
 def measure_pair(
-    pair: NodePair, settings: TcpSettings, *, need_line_rate: bool = False, once: Once | None = None
+    pair: NodePair, settings: TcpSettings, *, need_line_rate: bool = False, once: Once | None = None,
+    floor: str = "the TCP floor",
 ) -> Measurement:
     """Throughput from ``pair.a`` to ``pair.b`` in bits per second, summed over processes.
 
     ``once`` is the run's cache of per-node facts (interface, link rate, NUMA node); without it
-    every pair looks them up again.
+    every pair looks them up again. ``floor``: the profile key of the floor ``need_line_rate`` is
+    for (``layer.check.min``, as the caller's declaration names it), said in what to fix.
     """
     evidence: list[CommandResult] = []
     rate, rates, rate_evidence, path_text = line_rate(pair, strict=need_line_rate, once=once)
@@ -202,10 +205,10 @@ def measure_pair(
             pair.a.name,
             f"the profile asks for a share of line rate but {why} ({path_text})",
             command="cat /sys/class/net/IFACE/speed /sys/class/net/IFACE/device/infiniband/*/ports/*/rate",
-            fix="write an absolute floor (e.g. '90 Gb/s') for inter_node.tcp_throughput.min in the profile",
+            fix=f"write an absolute floor (e.g. '90 Gb/s') for {floor} in the profile",
         )
     if need_line_rate and ipoib:
-        warnings.warn(FabricUsageWarning(IPOIB_LINE_SHARE), stacklevel=2)
+        warnings.warn(FabricUsageWarning(IPOIB_LINE_SHARE.format(floor=floor)), stacklevel=2)
 
     # Every run is bound to the NIC's NUMA node, one process or several, as
     # ngc_multinode_perf and Azure's checks do: a run on the far socket is slower.

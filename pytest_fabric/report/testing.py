@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from pytest_fabric.checks.builtin import builtin_registry
+from pytest_fabric.checks.tcp import TCP_THROUGHPUT
 from pytest_fabric.record.check_record import CheckRecord, evidence_from_results
 from pytest_fabric.record.runinfo import RunInfo
 from pytest_fabric.transport.results import CommandResult
@@ -114,13 +115,13 @@ def sample_cluster(n: int = 4, *, slow: str | None = "node03", down: str | None 
         for b in nodes[i + 1:]:
             subject = f"{a}<->{b}"
             if down in (a, b):
-                checks.append(make_check("tcp_throughput", subject, "error", nodes=[a, b],
+                checks.append(make_check(TCP_THROUGHPUT.name, subject, "error", nodes=[a, b],
                                          message=f"{down} unreachable: ssh {down} iperf3 -s: connection refused"))
                 continue
             bad = slow in (a, b)
             v = 120.5 if bad else 191.2
             checks.append(make_check(
-                "tcp_throughput", subject, "failed" if bad else "passed", value=v, unit="Gb/s", expected=180,
+                TCP_THROUGHPUT.name, subject, "failed" if bad else "passed", value=v, unit="Gb/s", expected=180,
                 nodes=[a, b], message=f"{subject}: {v} Gb/s, expected >= 180 Gb/s",
                 evidence=[(a, f"iperf3 -c {b} -P 8 -t 10 -J", 0, '{"end": {"sum_received": {"bits_per_second": 1}}}'),
                           (b, "iperf3 -s -1 -J", 0, "<server output & stuff>")],

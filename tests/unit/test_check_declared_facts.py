@@ -11,7 +11,7 @@ from typing import Any, ClassVar, Literal
 import pytest
 
 from pytest_fabric import Dimension, Op
-from pytest_fabric.checks.base import Check, CheckRegistry
+from pytest_fabric.checks.base import BlameInput, Check, CheckRegistry
 from pytest_fabric.checks.builtin import builtin_registry
 from pytest_fabric.config.inventory import load_inventory
 from pytest_fabric.config.profile import CheckSpec, Profile, load_profile, profile_schema
@@ -30,15 +30,29 @@ class WideBandwidth(CheckSpec):
 
 
 WIDE: Check[Any] = Check("wide_bandwidth", "storage", WideBandwidth, "mount", "wave", ceiling="port_line", needs=("mounts",))
+#: an extension's pair check that feeds attribution (one figure a pair, Gb/s)
+WIDE_PAIR: Check[Any] = Check("wide_pair", "inter_node", WideBandwidth, "node_pair", "round", blame=BlameInput("Gb/s"))
 
 
 def _registry() -> CheckRegistry:
-    return CheckRegistry.assemble([("fabric", list(builtin_registry().declared())), ("wide", [WIDE])])
+    return CheckRegistry.assemble([("fabric", list(builtin_registry().declared())), ("wide", [WIDE, WIDE_PAIR])])
 
 
 def _profile(tmp_path: Path, text: str, registry: CheckRegistry) -> Profile:
     (tmp_path / "p.yaml").write_text("name: p\n" + text)
-    return load_profile(str(tmp_path / "p.yaml"), [], profile_schema(registry.settings_models(), registry.ceilings()))
+    return load_profile(str(tmp_path / "p.yaml"), [], profile_schema(registry.settings_models(), registry.ceilings(),
+                                                                     registry.blame_inputs()))
+
+
+def test_attribution_reads_a_check_that_declares_it_feeds_the_model_and_refuses_one_that_does_not(tmp_path: Path) -> None:
+    registry = _registry()
+    profile = _profile(tmp_path, "inter_node:\n  wide_pair: {min: 1 Gb/s}\n  attribution: {check: wide_pair}\n", registry)
+    assert getattr(profile.spec("inter_node", "attribution"), "check", None) == "wide_pair"
+    with pytest.raises(SourceError) as refused:
+        _profile(tmp_path, "inter_node:\n  rdma_latency: {max: 5 us}\n  attribution: {check: rdma_latency}\n", registry)
+    said = str(refused.value)
+    assert f"{tmp_path / 'p.yaml'}:4: inter_node.attribution.check: 'rdma_latency'" in said
+    assert "rdma_bandwidth, gpudirect_bandwidth, tcp_throughput, nccl_allreduce, wide_pair" in said
 
 
 def test_a_declared_ceiling_holds_an_extensions_floor_at_load(tmp_path: Path) -> None:
