@@ -35,22 +35,29 @@ import json
 import math
 import os
 import signal
-import socket
 import sys
 import time
 import zlib
-from collections.abc import Callable, Iterator
-from pathlib import Path
-from typing import Any, NoReturn
 
 from standin_base import GetoptError, die, getopt_long, here, parse_table, recv_line, send_line
+
+# Every stand-in start imports this module: ibstat, perfquery and mpirun run hundreds of times in
+# a run, 4 to 8 at once on two cores, so their wall time is mostly their CPU. typing, socket and
+# pathlib (which pulls in urllib.parse and ipaddress) were a third of a start's ~30 ms (-X
+# importtime): annotations need their names for type checkers only, and the perftest code that
+# needs socket and pathlib imports them where it runs.
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from collections.abc import Callable, Iterator
+    from typing import Any, NoReturn
+
+    Model = dict[str, Any]
+    Port = dict[str, Any]
 
 HARDWARE_FILE = "fabric-hardware.json"
 STATE_DIR = "/tmp"
 DASHES = "-" * 87
 
-Model = dict[str, Any]
-Port = dict[str, Any]
 
 
 # --------------------------------------------------------------------------- model access
@@ -68,7 +75,7 @@ def load_cluster() -> Model:
 
 def self_name(doc: Model) -> str:
     """This node's name: the UTS hostname the cluster gave it (FABRIC_SIM_NODE overrides)."""
-    name = os.environ.get("FABRIC_SIM_NODE") or socket.gethostname()
+    name = os.environ.get("FABRIC_SIM_NODE") or os.uname().nodename  # gethostname(2) reads it
     if name not in doc["nodes"]:
         die(f"fabric stand-in: this node ({name}) is not in {HARDWARE_FILE}", 127)
     return name
@@ -1064,6 +1071,8 @@ def _run_seconds(opts: dict[str, str], real_time: bool = False, kind: str = "bw"
 
 def _perftest_server(tool: str, kind: str, opts: dict[str, str], info: Model, doc: Model,
                      tcp_port: int) -> int:
+    import socket
+
     listener = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
     listener.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
     try:
@@ -1105,13 +1114,16 @@ def _perftest_server(tool: str, kind: str, opts: dict[str, str], info: Model, do
 
 
 @contextlib.contextmanager
-def _active_flow(kind: str, folder: Path = Path("/tmp/.fabric-standin-flows")) -> Iterator[Callable[[], int]]:
+def _active_flow(kind: str, where: str = "/tmp/.fabric-standin-flows") -> Iterator[Callable[[], int]]:
     """Register this bandwidth client in ``folder`` while it runs (the node's private /tmp by
     default; the cluster-wide spine folder for cross-leaf flows); yields a function counting
     the clients registered there at once."""
+    from pathlib import Path
+
+    folder = Path(where)
     folder.mkdir(exist_ok=True)
     # PIDs repeat across nodes (each has its own PID namespace): name the node too.
-    mine = folder / f"{socket.gethostname()}-{os.getpid()}"
+    mine = folder / f"{os.uname().nodename}-{os.getpid()}"
     if kind == "bw":
         mine.write_text("")
     try:
@@ -1122,6 +1134,8 @@ def _active_flow(kind: str, folder: Path = Path("/tmp/.fabric-standin-flows")) -
 
 def _perftest_client(tool: str, kind: str, opts: dict[str, str], info: Model, doc: Model,
                      host: str, tcp_port: int) -> int:
+    import socket
+
     retry = float(doc["nodes"][info["node"]]["perftest_connect_retry_s"])
     deadline = time.monotonic() + retry
     target = doc["nodes"][resolve_host(doc, host)]["address"] if resolve_host(doc, host) else host
@@ -1144,7 +1158,7 @@ def _perftest_client(tool: str, kind: str, opts: dict[str, str], info: Model, do
             die(" Failed to exchange data between server and clients", 1)
         spine = doc.get("spine")
         cross = bool(spine and info.get("leaf") and server.get("leaf") and info["leaf"] != server["leaf"])
-        spine_folder = Path(spine["flows_dir"]) if cross else Path("/tmp/.fabric-standin-flows-none")
+        spine_folder = spine["flows_dir"] if cross else "/tmp/.fabric-standin-flows-none"
         # ends of a cross-leaf flow whose leaf has a modelled uplink: flows there share it
         uplinks = (spine or {}).get("leaf_uplinks") or {}
         leaves = sorted({info["leaf"], server["leaf"]} & set(uplinks)) if cross else []
@@ -1152,7 +1166,7 @@ def _perftest_client(tool: str, kind: str, opts: dict[str, str], info: Model, do
         with contextlib.ExitStack() as stack:
             concurrent = stack.enter_context(_active_flow(kind))
             crossing = stack.enter_context(_active_flow(kind if cross else "", spine_folder))
-            per_leaf = {leaf: stack.enter_context(_active_flow(kind, spine_folder / f"leaf-{leaf}"))
+            per_leaf = {leaf: stack.enter_context(_active_flow(kind, f"{spine_folder}/leaf-{leaf}"))
                         for leaf in leaves}
             # Flows started together begin a few hundred ms apart (each waits for its
             # server): with a shared limit, run long enough to overlap, and take the
@@ -1184,6 +1198,8 @@ def _flapping(doc: Model, client: Model, server: Model) -> float:
     factor = min(float(client.get("flapping_fraction", 1.0)), float(server.get("flapping_fraction", 1.0)))
     if factor >= 1.0:
         return 1.0
+    from pathlib import Path
+
     seen = Path(f"/tmp/.fabric-standin-flapping-{doc.get('generation', '')}")
     seen.mkdir(exist_ok=True)
     mark = seen / f"{server['node']}-{client['port']['device'] if client.get('port') else 'port'}"
@@ -1204,6 +1220,8 @@ def _transient(doc: Model, client: Model, server: Model) -> float:
                  float((server.get("transient_slow_peers") or {}).get(client["node"], 1.0)))
     if factor >= 1.0:
         return 1.0
+    from pathlib import Path
+
     seen = Path(f"/tmp/.fabric-standin-transient-{doc.get('generation', '')}")
     seen.mkdir(exist_ok=True)
     mark = seen / f"{server['node']}-{client['port']['device'] if client.get('port') else 'port'}"
@@ -1397,6 +1415,8 @@ def cmd_mpirun(argv: list[str]) -> int:
 
 def _ssh_answers(address: str) -> bool:
     """Whether the host's sshd accepts TCP (mpirun starts its daemons over ssh)."""
+    import socket
+
     try:
         with socket.create_connection((address, 22), timeout=1):
             return True
