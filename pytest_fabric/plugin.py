@@ -96,9 +96,11 @@ pytest_plugins = [
     "pytest_fabric.checks.gpu_load",  # GEMM, HBM and clock throttling per GPU (a family: its own declarations)
     "pytest_fabric.checks.storage",  # mounts and fio on them (a family: its own declarations)
     "pytest_fabric.checks.egress",  # DNS, connects, downloads and uploads to targets (a family)
-    "pytest_fabric.checks.links",  # the fabric's switch links (a family: its own declarations)
-    "pytest_fabric.checks.tcp",  # iperf3 between pairs and their outliers (a family; after inter_node, it imports it)
-    "pytest_fabric.checks.nccl",  # NCCL over pairs and the cluster's scaling (a family; after inter_node too)
+    "pytest_fabric.checks.tcp",  # iperf3 between pairs and their outliers (a family; after inter_node and rdma, it imports them)
+    "pytest_fabric.checks.nccl",  # NCCL over pairs and the cluster's scaling (a family; after inter_node and rdma too)
+    # the fabric's switch links and the spine under load (a family: its own declarations; after rdma and tcp,
+    # whose settings oversubscription measures with)
+    "pytest_fabric.checks.links",
     # reporting, one feature per module (report/): order matters only for assertion rewriting
     "pytest_fabric.report.errors",
     "pytest_fabric.report.evidence",

@@ -243,8 +243,7 @@ OUTLIER_RETESTS = Retests(steps=1, samples=3)
 #: attribution (measurements/attribution.py): what the blame model asks, RETEST_STEPS (2) steps of
 #: RETEST_REPEATS (3) samples, suspects with helpers both ways, and the links it cleared in their rounds again
 _ATTRIBUTION_RETESTS = Retests(steps=2, samples=3, rounds_again=True, both_ways=True)
-OVERSUBSCRIPTION = declare(Check("oversubscription", "inter_node", p.Share, "cluster", "cluster", phase=25,
-                                 typical_s=60.0, ports=PortBlock(22115, 4200), needs=("leaves",)))  # slot x 16 rails
+# oversubscription (the spine under load, cross-leaf pairs): checks/links.py, a family of its own
 ATTRIBUTION = declare(Check("attribution", "inter_node", p.Attribution, "node", "reads", phase=30,
                             retests=_ATTRIBUTION_RETESTS))
 FABRIC_ATTRIBUTION = declare(Check("fabric_attribution", "inter_node", p.Attribution, "cluster", "reads",
@@ -254,9 +253,6 @@ FABRIC_ATTRIBUTION = declare(Check("fabric_attribution", "inter_node", p.Attribu
 
 # egress: per target of the inventory, from each node: checks/egress.py, a family of its own
 
-
-# The blocks the probes take their ports from, by name (the checks' own declarations hold them).
-OVERSUBSCRIPTION_PORTS: PortBlock = OVERSUBSCRIPTION.ports  # type: ignore[assignment]
 
 
 class RegistryError(ValueError):

@@ -52,6 +52,7 @@ __all__ = [
     "LatencyOutlier",
     "RdmaBandwidth",
     "pytest_fabric_checks",
+    "rdma_settings",
 ]
 
 # ---------------------------------------------------------------------------
@@ -158,6 +159,26 @@ def pytest_fabric_checks(config: pytest.Config) -> list[Check[Any]]:
 # One pair
 
 
+def rdma_settings(
+    state: FabricState, *, port: int, repeat: int | None = None, ports: tuple[int, ...] = ()
+) -> rdma.RdmaSettings:
+    """ib_write_bw as the profile's ``rdma_bandwidth`` sets it (size, QPs, duration, RoCE class);
+    ``ports``: one per rail run at once (empty: one rail at a time, on ``port``). The links family's
+    oversubscription check measures with them too."""
+    spec = pairs.settings_of(state, RDMA_BANDWIDTH)
+    return rdma.RdmaSettings(
+        size_bytes=int(spec.size.to("B")),
+        qps=spec.qps,
+        repeat=spec.repeat if repeat is None else repeat,
+        duration_s=int(spec.duration.to("s")),
+        traffic=pairs.rdma_traffic(state),
+        port=port,
+        ports=ports,
+        corroborate=True,
+        witness=state.witnesses,
+    )
+
+
 @pairs.pair_check(RDMA_BANDWIDTH.name)
 def measure_bandwidth(state: FabricState, port_offset: int) -> Callable[[NodePair], Measurement]:
     """ib_write_bw over every rail of a pair at once, as the profile's ``rdma_bandwidth`` sets it."""
@@ -166,7 +187,7 @@ def measure_bandwidth(state: FabricState, port_offset: int) -> Callable[[NodePai
     def measure(pair: NodePair) -> Measurement:
         # every rail at once, each on its own port of the pair's slot (a slot per pair of the round)
         lanes = RDMA_BANDWIDTH_PORTS.lanes(port_offset + pair.slot)
-        settings = pairs.rdma_settings(state, port=lanes[0], ports=lanes)
+        settings = rdma_settings(state, port=lanes[0], ports=lanes)
         return rdma.pair_bandwidth(pair, settings, link_layer=link_layer, names=names, expected=expected)
 
     return pairs.charging(measure, "ib_write_bw client")
@@ -253,7 +274,7 @@ def _aggregate_rails(request: pytest.FixtureRequest, node_pair: NodePair) -> Mea
     rails_paired = [rdma.Rail(r["a"], r["b"], by_name_a[r["a"]], by_name_b[r["b"]]) for r in rails]
     state = pairs.state_of(request)
     port = AGGREGATE_RDMA_BANDWIDTH_PORTS.port(node_pair.slot)
-    alone_each, evidence = rdma.rails_one_by_one(node_pair, rails_paired, pairs.rdma_settings(state, port=port, repeat=1), port)
+    alone_each, evidence = rdma.rails_one_by_one(node_pair, rails_paired, rdma_settings(state, port=port, repeat=1), port)
     total = sum(r["gbps"] for r in rails)
     alone = sum(float(q.to("Gb/s")) for q in alone_each)
     each = ", ".join(f"{rail.name} {r['gbps']:.1f} Gb/s (alone {q.display('Gb/s')})" for rail, r, q in zip(rails_paired, rails, alone_each))

@@ -412,7 +412,6 @@ class InterNode(_Section):
     mtu: Mtu | None = None
     error_counters: ErrorCounters | None = None
     outlier: Outlier | None = None
-    oversubscription: Share | None = None
     attribution: Attribution | None = None
     roce: Roce | None = None
     # every pair is N-1 rounds and N(N-1)/2 tests per pair check: right for a pod, not for 512 nodes

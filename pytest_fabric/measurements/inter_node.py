@@ -10,7 +10,6 @@ before any traffic, attribution) is kept in ``state.once``.
 from __future__ import annotations
 
 import dataclasses
-import statistics
 from collections.abc import Callable
 from typing import Any, TypeVar
 
@@ -28,7 +27,7 @@ from pytest_fabric.run import retests
 from pytest_fabric.run.batches import Share, members_at_once
 from pytest_fabric.run.cluster import Cluster, NodeHandle, NodePair
 from pytest_fabric.run.fixtures import HcaHandle, SpecLookup
-from pytest_fabric.run.pairs import Pair, circle_rounds
+from pytest_fabric.run.pairs import Pair
 from pytest_fabric.run.state import CHECK_KEY, FabricState, get_state
 from pytest_fabric.run.stopgate import RunStopped
 from pytest_fabric.run.waves import (
@@ -190,28 +189,6 @@ def measure_function(state: FabricState, check: str, *, port_offset: int = 0) ->
     if check in _PAIR_MEASURES:
         return _PAIR_MEASURES[check](state, port_offset)
     raise KeyError(f"{check}: no pair measurement registered (inter_node.pair_check)")
-
-
-def rdma_settings(
-    state: FabricState, *, port: int, repeat: int | None = None, ports: tuple[int, ...] = ()
-) -> rdma.RdmaSettings:
-    """ib_write_bw as the profile's ``rdma_bandwidth`` sets it (size, QPs, duration, RoCE class);
-    ``ports``: one per rail run at once (empty: one rail at a time, on ``port``)."""
-    # the rdma family's settings (checks/rdma.py), read by key: oversubscription measures with them too
-    spec: Any = state.profile.spec("inter_node", "rdma_bandwidth")
-    if spec is None:
-        raise LookupError("inter_node.rdma_bandwidth is not set: nothing should measure it")
-    return rdma.RdmaSettings(
-        size_bytes=int(spec.size.to("B")),
-        qps=spec.qps,
-        repeat=spec.repeat if repeat is None else repeat,
-        duration_s=int(spec.duration.to("s")),
-        traffic=rdma_traffic(state),
-        port=port,
-        ports=ports,
-        corroborate=True,
-        witness=state.witnesses,
-    )
 
 
 def _scheduled(pair: NodePair) -> Pair:
@@ -798,129 +775,3 @@ def _is_bad(
         if pair_id in population.values and consistency.outlier(population, pair_id).beyond_spread > limit:
             return True
     return False
-
-
-def _leaf_rounds(leaves: dict[str, list[NodeHandle]]) -> list[list[NodePair]]:
-    """Every pair of leaves, in rounds where each leaf is in one leaf pair: the nodes of the
-    two leaves pair off one to one, so every node of the round sends across the spine at once."""
-    rounds = []
-    for leaf_round in circle_rounds(sorted(leaves)):
-        crossing: list[NodePair] = []
-        for first, second in leaf_round:
-            for a, b in zip(leaves[first], leaves[second]):
-                crossing.append(NodePair(a, b, 0, len(crossing)))
-        if crossing:
-            rounds.append(crossing)
-    return rounds
-
-
-#: crossing pairs measured alone, one after another, in a leaf round where the sweep has no figure of
-#: their own: a median needs three, and the crossing pairs of one leaf round are alike (the same two
-#: leaves, the same rails), so three stand for all of them: 3 x D a leaf round, not one run per pair
-ALONE_SAMPLE = 3
-
-
-def _sweep_figures(state: FabricState, check: str) -> dict[frozenset[str], float]:
-    """Each pair's own figure from the sweep (bit/s), where it measured what oversubscription offers.
-
-    TCP: the pair's iperf3 figure, the same run oversubscription makes. RDMA: the pair's rails
-    summed, only where the sweep ran every one of them at once (``extra["rails_at_once"]``, the
-    rails run together, is the rail count); rails run in turns do not offer what every rail at
-    once does (a host path shared by the rails caps only the latter). Only when the check's own tests are in the run: its rounds are
-    measured for them anyway (read through the once cache), never for this check alone.
-    """
-    if not state.selected(check, "node_pair"):
-        return {}
-    names = {p.id: (p.a, p.b) for p in state.pairs}
-    figures: dict[frozenset[str], float] = {}
-    for key, measured in all_pair_measurements(state, check).items():
-        if not isinstance(measured, Measurement) or not isinstance(measured.value, Quantity) or key not in names:
-            continue
-        if check == "tcp_throughput":
-            figures[frozenset(names[key])] = float(measured.value.value)
-        elif (rails := measured.extra.get("rails")) and int(measured.extra.get("rails_at_once") or 0) >= len(rails):
-            figures[frozenset(names[key])] = sum(float(r["gbps"]) for r in rails) * 1e9
-    return figures
-
-
-@pytest.fixture
-def oversubscription(request: pytest.FixtureRequest, cluster: Cluster, spec: SpecLookup) -> Measurement:
-    """Cross-leaf pairs, each offering its full bandwidth (every rail at once), alone and then all
-    at once, for every pair of leaves; the worst round is judged.
-
-    Alone is each pair's own figure from the sweep where it has one (:func:`_sweep_figures`),
-    else the median of :data:`ALONE_SAMPLE` crossing pairs measured alone one after another. All
-    at once is one batch under ``--fabric-fanout`` (fanout // 2 pairs: the cap counts nodes); a
-    leaf round with more crossing pairs than that loads the spine with fewer, and says so.
-    """
-    spec(checks.OVERSUBSCRIPTION)
-    state = _state(request)
-    leaves: dict[str, list[NodeHandle]] = {}
-    for node in cluster.nodes:
-        leaf = node.labels.get("leaf")
-        if leaf:
-            leaves.setdefault(leaf, []).append(node)
-    if len(leaves) < 2:
-        pytest.skip("oversubscription needs nodes labelled with at least two `leaf` values in the inventory")
-    use_rdma = state.profile.spec("inter_node", "rdma_bandwidth") is not None
-    check = "rdma_bandwidth" if use_rdma else "tcp_throughput"
-    link_layer, names, expected = _link_layer(state), _port_names(state), _expected_ports(state)
-    tcp_measure = None if use_rdma else measure_function(state, check, port_offset=200)
-    # a pair's rails use consecutive ports from its slot's block
-    block = 16
-
-    def full(pair: NodePair) -> tuple[float, int, list[Any]]:
-        """bit/s with every usable rail at once, the rail count, the evidence."""
-        if tcp_measure is not None:
-            measured = tcp_measure(pair)
-            return float(measured.value.value), 1, list(measured.evidence)  # type: ignore[union-attr]
-        rails, evidence = rdma.pair_rails(pair, link_layer, names, expected)
-        usable = [r for r in rails if r.problem is None][:block]
-        if not usable:
-            raise MeasurementError(
-                pair.a.name, f"{pair.id} has no rail to load the spine with: {'; '.join(str(r.problem) for r in rails)}",
-                command="ibstat",
-            )
-        base = checks.OVERSUBSCRIPTION_PORTS.port(pair.slot * block)
-        rates, more = rdma.rails_at_once(pair, usable, rdma_settings(state, port=base, repeat=1), base)
-        return sum(float(q.value) for q in rates), len(usable), evidence + more
-
-    sweep = _sweep_figures(state, check)
-    at_once = max(1, state.batches.fanout // 2)
-    results = []
-    evidence: list[Any] = []
-    for crossing in _leaf_rounds(leaves):
-        batch = crossing[:at_once]
-        own = {id(p): sweep.get(frozenset((p.a.name, p.b.name))) for p in batch}
-        # alone means the spine idle: the sample runs one pair after another
-        sampled = {id(p): full(p) for p in [p for p in batch if own[id(p)] is None][:ALONE_SAMPLE]}
-        stand_in = statistics.median(v for v, _, _ in sampled.values()) if sampled else 0.0
-        alone_values = [
-            own_figure if (own_figure := own[id(p)]) is not None else sampled[id(p)][0] if id(p) in sampled else stand_in
-            for p in batch
-        ]
-        together = state.batches.fan_out(batch, full)
-        together_values = [v for v, _, _ in together]
-        evidence += [e for _, _, ev in [*sampled.values(), *together] for e in ev]
-        leaf_pairs = sorted({f"{p.a.labels['leaf']}<->{p.b.labels['leaf']}" for p in crossing})
-        from_sweep = sum(f is not None for f in own.values())
-        how = [f"{from_sweep} from the sweep"] if from_sweep else []
-        how += [f"{len(sampled)} measured alone one after another"] if sampled else []
-        standing = len(batch) - from_sweep - len(sampled)
-        how += [f"{standing} taken as their median"] if standing else []
-        partial = (
-            f" ({len(batch)} of {len(crossing)} at once: --fabric-fanout {state.batches.fanout} counts nodes; "
-            f"{2 * len(crossing)} loads the spine with every one of them)"
-            if len(batch) < len(crossing) else ""
-        )
-        results.append((
-            consistency.concurrency_ratio(alone_values, together_values),
-            f"{', '.join(leaf_pairs)}: {len(batch)} cross-leaf pairs{partial} ({check}, "
-            f"{sum(r for _, r, _ in together)} rails at once): "
-            f"{sum(together_values) / 1e9:.1f} Gb/s all at once vs {sum(alone_values) / 1e9:.1f} Gb/s summed alone "
-            f"({', '.join(how)})",
-        ))
-    worst = min(results, key=lambda r: r[0])
-    others = [text for ratio, text in results if text != worst[1]]
-    detail = worst[1] + (f"; other rounds: {'; '.join(others)}" if others else "")
-    return Measurement(value=parse_quantity(f"{worst[0] * 100:.4f}%"), detail=detail, evidence=tuple(evidence))

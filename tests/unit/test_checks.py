@@ -88,11 +88,16 @@ def test_port_blocks_do_not_overlap_and_stay_below_the_ephemeral_range() -> None
             assert not block.overlaps(theirs), (name, other)
 
 
-def test_a_declaration_whose_ports_overlap_another_is_refused() -> None:
+def test_a_declaration_whose_ports_overlap_another_is_refused(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(checks, "CHECKS", dict(checks.CHECKS))  # declare() adds to the table: a copy of it
+    checks.declare(checks.Check("held", "inter_node", None, "node_pair", "round", ports=checks.PortBlock(22115, 100)))
     clash = checks.Check("clash", "inter_node", None, "node_pair", "round", ports=checks.PortBlock(22200, 10))
-    with pytest.raises(ValueError, match="overlap those of oversubscription"):
+    with pytest.raises(ValueError, match="overlap those of held"):
         checks.declare(clash)
     assert "clash" not in checks.CHECKS
+    # the run's registry refuses the same of an extension's block against a family's (oversubscription's)
+    with pytest.raises(checks.RegistryError, match="overlap those of oversubscription"):
+        checks.CheckRegistry.assemble([("fabric", list(bundled_registry().declared())), ("ext", [clash])])
 
 
 def test_a_port_outside_its_block_is_an_error_not_another_checks_port() -> None:
