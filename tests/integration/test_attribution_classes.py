@@ -31,6 +31,9 @@ inter_node:
   ports: 1
   rdma_bandwidth: {min: 90% line, size: 8 MiB, qps: 1, repeat: 1, duration: 2 s}
 """
+# The four-node cases have no collision (nothing needs two runs to overlap): perftest -D 1, the least
+# it takes, paid in each of their sweeps' three rounds and in each retest sample
+FOUR_PROFILE = PROFILE.replace("duration: 2 s", "duration: 1 s")
 SELECT = "rdma_bandwidth or attribution"
 RAN = ("passed", "failed", "error", "skipped", "waived")
 
@@ -39,9 +42,9 @@ def one_port(**kwargs: object) -> FakeHardware:
     return FakeHardware(ports=default_ports()[:1], **kwargs)  # type: ignore[arg-type]
 
 
-def run(work: Path, inventory: Path, *args: str, timeout: int = 900) -> tuple[dict, str]:
+def run(work: Path, inventory: Path, *args: str, timeout: int = 900, text: str = PROFILE) -> tuple[dict, str]:
     profile = work / "profile.yaml"
-    profile.write_text(PROFILE)
+    profile.write_text(text)
     result = subprocess.run(
         [sys.executable, "-m", "pytest", "--cluster", str(inventory), "--profile", str(profile),
          "--conformance-json", "record.json", "-q", "-rfEs", *args],
@@ -158,7 +161,7 @@ def test_an_unreachable_node_is_unreachable_not_a_node_fault(
 ) -> None:
     cluster, inventory = four
     with hardware_installed(cluster, {n.name: one_port() for n in cluster.nodes}), break_node.stopped("node04"):
-        record, output = run(tmp_path, inventory, "-k", SELECT, "-p", "no:cacheprovider")
+        record, output = run(tmp_path, inventory, "-k", SELECT, "-p", "no:cacheprovider", text=FOUR_PROFILE)
     verdicts = checks(record, "attribution")
     assert verdicts["node04"]["outcome"] == "error", output[-3000:]
     assert "unreachable" in verdicts["node04"]["message"] and "not a node fault" in verdicts["node04"]["message"]
@@ -171,7 +174,7 @@ def test_an_unreachable_node_is_unreachable_not_a_node_fault(
 def test_without_the_tools_nothing_is_a_node_fault(four: tuple[SimCluster, Path], tmp_path: Path) -> None:
     # No stand-ins installed: ibstat is missing everywhere, no pair is measured.
     _, inventory = four
-    record, output = run(tmp_path, inventory, "-k", SELECT, "-p", "no:cacheprovider")
+    record, output = run(tmp_path, inventory, "-k", SELECT, "-p", "no:cacheprovider", text=FOUR_PROFILE)
     verdicts = checks(record, "attribution")
     assert set(outcomes(record, "attribution").values()) == {"error"}, output[-3000:]
     assert all("node fault" not in c["message"] for c in verdicts.values())
@@ -182,7 +185,7 @@ def test_every_pair_short_is_one_fabric_wide_finding(four: tuple[SimCluster, Pat
     cluster, inventory = four
     hardware = {n.name: one_port(rdma_bw_fraction=0.3) for n in cluster.nodes}  # ~60 Gb/s against 180
     with hardware_installed(cluster, hardware):
-        record, output = run(tmp_path, inventory, "-k", SELECT, "-p", "no:cacheprovider")
+        record, output = run(tmp_path, inventory, "-k", SELECT, "-p", "no:cacheprovider", text=FOUR_PROFILE)
     assert set(outcomes(record, "attribution").values()) == {"passed"}, output[-3000:]
     fabric = checks(record, "fabric_attribution")["cluster"]
     assert fabric["outcome"] == "failed"
@@ -196,7 +199,7 @@ def test_a_selection_that_leaves_out_pairs_skips_peer_relative_checks(
     cluster, inventory = four
     with hardware_installed(cluster, {n.name: one_port() for n in cluster.nodes}):
         record, output = run(tmp_path, inventory, "-k", "node03 and (rdma_bandwidth or attribution)",
-                             "-p", "no:cacheprovider")
+                             "-p", "no:cacheprovider", text=FOUR_PROFILE)
     outlier = checks(record, "rdma_bandwidth_outlier")
     assert set(outlier) == {s for s in outlier if "node03" in s} and len(outlier) == 3, output[-3000:]
     assert {c["outcome"] for c in outlier.values()} == {"skipped"}
@@ -235,11 +238,14 @@ def test_last_failed_re_measures_in_the_whole_round_as_the_first_run(
 
 
 # TCP over the simulated links (real iperf3): one process a pair, so a wrapped iperf3 sees each run.
+# iperf3 -t 1: a slow link is shaped (150 Mbit/s against a 0.4 Gb/s floor, healthy pairs several
+# Gb/s), so one second tells it; every second is paid in the sweep and in each retest sample of a
+# series measured whole again (a 6-node series: 15 pairs x 3 samples a step)
 TCP_PROFILE = """\
 name: sim-retests
 inter_node:
   pairs: all
-  tcp_throughput: {min: 0.4 Gb/s, streams: 1, processes: 1, duration: 2 s}
+  tcp_throughput: {min: 0.4 Gb/s, streams: 1, processes: 1, duration: 1 s}
   attribution: {retest: true}
 """
 TCP_SELECT = "test_tcp_throughput or attribution"
