@@ -9,6 +9,7 @@ unmounted there.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import re
 import shutil
@@ -28,6 +29,14 @@ from simcluster.mounts import SimMounts
 PROFILE = Path(__file__).resolve().parents[1] / "data" / "profiles" / "sim-storage-egress.yaml"
 FILE_NAME = "20MB.bin"
 FILE_BYTES = 20 * 10**6
+# Every node's link during the egress runs (tc tbf, Mbit/s), and the link of the node that must fail.
+# The profile's download and upload floors are 40% of LINK_MBIT: a node at LINK_MBIT clears them by
+# 2.5x however loaded the machine is (8 nodes at once move 800 Mb/s, a fraction of what a loaded
+# 2-core machine carries), and one at SLOW_MBIT cannot reach them (tbf caps it at half). Unshaped,
+# 8 nodes at once had to move 8 x 300 Mb/s through this process's HTTP server: at load ~17 one
+# fell under its floor.
+LINK_MBIT = 100
+SLOW_MBIT = 20
 
 
 _RANGE = re.compile(r"bytes=(\d+)-(\d*)")
@@ -139,7 +148,7 @@ def run_fabric(pytester: pytest.Pytester, inventory: Path, *args: str) -> pytest
 
 
 def test_healthy_cluster_passes_every_storage_and_egress_check(
-    pytester: pytest.Pytester, simcluster: SimCluster, http_base: str, mounts: SimMounts
+    pytester: pytest.Pytester, simcluster: SimCluster, http_base: str, mounts: SimMounts, break_node: NodeBreaker
 ) -> None:
     url = f"{http_base}/{FILE_NAME}"
     drop = f"{http_base}/drop"  # takes PUTs; a GET of it answers 404, as a real drop URL does
@@ -149,8 +158,19 @@ def test_healthy_cluster_passes_every_storage_and_egress_check(
         extra={"storage": {"mounts": [{"path": shared, "shared": True}]},
                "egress": {"targets": [url, {"url": drop, "upload": True}]}},
     )
-    result = run_fabric(pytester, inventory, "-m", "storage or egress", "-k", "not sequential")
+    record = pytester.path / "record.json"
+    with contextlib.ExitStack() as links:
+        for node in simcluster.nodes:
+            links.enter_context(break_node.shaped(node, LINK_MBIT))
+        result = run_fabric(pytester, inventory, "-m", "storage or egress", "-k", "not sequential",
+                            f"--conformance-json={record}")
     n = len(simcluster.nodes)
+    # every transfer's figure is what its node's link carried: at most LINK_MBIT, above the floor
+    transfers = [c for c in json.loads(record.read_text())["checks"]
+                 if c["check"] in ("download", "upload") and c["outcome"] != "skipped"]
+    assert len(transfers) == 2 * n
+    for check in transfers:
+        assert check["measured"]["unit"] == "Mb/s" and 0.4 * LINK_MBIT <= check["measured"]["value"] <= LINK_MBIT, check
     # per node: mount, random_read_iops, checkpoint_write, dns_resolve and connect_latency of both targets,
     # download of the file, upload to the drop URL; aggregate_write once for the cluster.  The upload
     # target is not downloaded, the file not uploaded to.
@@ -174,12 +194,15 @@ def test_shaped_node_fails_download_and_only_it(
     inventory = simcluster.write_inventory(
         pytester.path / "inventory.yaml", extra={"egress": {"targets": [f"{http_base}/{FILE_NAME}"]}}
     )
-    with break_node.shaped(shaped, 100):
-        result = run_fabric(pytester, inventory, "-k", "download")
+    with contextlib.ExitStack() as links:
+        for node in simcluster.nodes:
+            links.enter_context(break_node.shaped(node, SLOW_MBIT if node.name == shaped else LINK_MBIT))
+        # 2 MiB: the slow node's 20 MB would take 8 s
+        result = run_fabric(pytester, inventory, "-k", "download", "--expect", "egress.download.bytes=2 MiB")
     result.assert_outcomes(passed=len(simcluster.nodes) - 1, failed=1)
     failed = [line for line in result.outlines if line.startswith("FAILED")]
     assert len(failed) == 1 and shaped in failed[0]
-    result.stdout.fnmatch_lines([f"*{shaped}:*: measured * Mb/s (-*%), does not meet >= 300 Mb/s; curl download *"])
+    result.stdout.fnmatch_lines([f"*{shaped}:*: measured * Mb/s (-*%), does not meet >= 40 Mb/s; curl download *"])
 
 
 def test_unreachable_target_fails_and_missing_curl_errors(
