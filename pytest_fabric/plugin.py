@@ -667,7 +667,7 @@ def pytest_report_header(config: pytest.Config) -> list[str] | None:
         # Here, not at the top: as in pytest_fabric_make_transport.
         from pytest_fabric.slurm.allocation import expected_gpus
 
-        slurm = dataclasses.replace(state.inventory.slurm or SlurmSettings(), gpus_per_node=expected_gpus(p))
+        slurm = dataclasses.replace(state.inventory.slurm or SlurmSettings(), gpus_per_node=expected_gpus(p, state.checks))
         lines.append(f"fabric: {describe(slurm)}")
     if len(state.inventory.nodes) > state.device_tests_up_to:
         lines.append(f"fabric: GPUs and RDMA ports: one test per node and check above {state.device_tests_up_to:,} "

@@ -21,7 +21,7 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
-from typing import Any, Generic, Literal, TypeVar, get_args
+from typing import Any, Generic, Literal, TypeVar, cast, get_args
 
 from pytest_fabric.config import profile as p
 from pytest_fabric.config.units import Quantity
@@ -44,6 +44,7 @@ __all__ = [
     "RegistryError",
     "Retests",
     "PortBlock",
+    "Stated",
     "Subject",
     "check_of",
     "checks_judged_by",
@@ -67,6 +68,12 @@ Need = Literal["mounts", "shared_mount", "egress_targets", "download_url", "uplo
 #: how one measurement runs all_reduce_perf (the plan counts its runs, run/plan.py ``nccl_runs``): over a
 #: "pair"'s GPUs (both nodes), over one "node"'s GPUs, or over the cluster's "scaling" groups
 Allreduce = Literal["pair", "node", "scaling"]
+
+#: the part of the hardware a check's settings are the profile's word on, which other checks, the plan
+#: and the Slurm allocation read (:meth:`CheckRegistry.statement`): "gpus" (a node's GPUs), "rails" (a
+#: node's RDMA ports, their count and names), "link_layer" (InfiniBand or Ethernet), "roce" (the RoCE
+#: class and GID every RDMA tool is given)
+Stated = Literal["gpus", "rails", "link_layer", "roce"]
 
 S = TypeVar("S", bound=p.CheckSpec)
 
@@ -172,6 +179,9 @@ class Check(Generic[S]):
     sized_by: str | None = None
     #: the unit its figure is shown in, in messages comparing pairs (outliers, retests); None: as measured
     shown_in: str | None = None
+    #: what of the hardware its settings state for the others to read (``gpu_count``: the GPUs NCCL's
+    #: ranks, the plan and the Slurm allocation count); None: nothing
+    states: Stated | None = None
 
     @property
     def profile_key(self) -> str:
@@ -216,16 +226,15 @@ def declare(check: Check[S]) -> Check[S]:
 
 # software: what a node has before anything is measured on it: checks/software.py, a family of its own
 
-# intra-node
-GPU_COUNT = declare(Check("gpu_count", "intra_node", p.Count, "node", "wave", tools=("nvidia-smi",)))
-# the GPUs' models, links, NCCL inside a node and DCGM's diagnostic: checks/gpu.py, a family of its own
+# intra-node: the GPUs, their count, models, links, NCCL inside a node and DCGM's diagnostic: checks/gpu.py,
+# a family of its own
 
 # inter-node: ports and links of each node
-LINK_LAYER = declare(Check("link_layer", "inter_node", p.Text, "node", "wave", tools=("ibstat",)))
-PORTS = declare(Check("ports", "inter_node", p.Ports, "node", "wave", tools=("ibstat",)))
+LINK_LAYER = declare(Check("link_layer", "inter_node", p.Text, "node", "wave", tools=("ibstat",), states="link_layer"))
+PORTS = declare(Check("ports", "inter_node", p.Ports, "node", "wave", tools=("ibstat",), states="rails"))
 PORT_STATE = declare(Check("port_state", "inter_node", p.Text, "hca", "wave", tools=("ibstat",)))
 PORT_RATE = declare(Check("port_rate", "inter_node", p.PortRate, "hca", "wave", tools=("ibstat",)))
-ROCE = declare(Check("roce", "inter_node", p.Roce, "node", "wave", tools=("mlnx_qos",)))
+ROCE = declare(Check("roce", "inter_node", p.Roce, "node", "wave", tools=("mlnx_qos",), states="roce"))
 MTU = declare(Check("mtu", "inter_node", p.Mtu, "node", "wave"))
 ERROR_COUNTERS = declare(Check("error_counters", "inter_node", p.ErrorCounters, "hca", "wave", phase=_PHASE_LAST,
                                tools_by_link_layer={"infiniband": ("perfquery",), "ethernet": ("rdma", "ethtool")}))
@@ -339,6 +348,20 @@ class CheckRegistry:
                     if key not in out.setdefault(tool, []):
                         out[tool].append(key)
         return out
+
+    def stating(self, what: Stated, model: type[S]) -> Check[S] | None:
+        """The check whose settings state ``what`` (its ``states``), typed ``model``; None where no
+        registered check states it (a registry without that family)."""
+        for check in self.checks.values():
+            if check.states == what and check.model is not None and issubclass(check.model, model):
+                return cast("Check[S]", check)
+        return None
+
+    def statement(self, profile: p.Profile, what: Stated, model: type[S]) -> S | None:
+        """The profile's settings of the check that states ``what``: its word on that part of the
+        hardware (None where it sets none, or no registered check states it)."""
+        check = self.stating(what, model)
+        return profile.spec_of(check) if check is not None else None
 
     def blame_inputs(self) -> dict[str, BlameInput]:
         """name -> how it feeds the blame model, for every check attribution reads (registration order)."""

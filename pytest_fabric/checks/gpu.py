@@ -4,8 +4,8 @@ one node, and DCGM's health diagnostic: settings, declarations and fixtures.
 Per node: ``gpu_interconnect``, ``nic_pcie``, ``nvlink_bandwidth``, ``host_to_device_bandwidth``,
 ``device_to_host_bandwidth``, ``node_nccl_allreduce``, ``gpu_health``.  Per GPU (``node01:gpu3``,
 as many as the profile's ``gpu_count``): ``gpu_model``, ``gpu_pcie``; a GPU the node does not show
-fails as missing.  (``gpu_count`` itself is declared in checks/base.py: the plan, the Slurm
-allocation and NCCL's ranks read it as the profile's statement of the hardware; its fixture is here.)
+fails as missing.  (``gpu_count`` is the profile's statement of the hardware: the plan, the Slurm
+allocation and NCCL's ranks read it through the run's registry, ``CheckRegistry.statement``.)
 
 The GPU inventory (``nvidia-smi -q -x``) is read once per node and run and
 shared by the count, model and PCIe checks, by ``gpu_interconnect`` where the
@@ -28,10 +28,17 @@ from typing import Any, Literal
 import pytest
 from pydantic import Field
 
-from pytest_fabric.checks import base as checks
 from pytest_fabric.checks.base import Check
 from pytest_fabric.config.hostlist import fold
-from pytest_fabric.config.profile import BandwidthFloor, Finding, NcclBandwidth, PcieLink, Text
+from pytest_fabric.config.profile import (
+    BandwidthFloor,
+    Count,
+    Finding,
+    NcclBandwidth,
+    PcieLink,
+    Ports,
+    Text,
+)
 from pytest_fabric.judge.verdict import Measurement
 from pytest_fabric.parsers.nvidia_smi_topo import TopologyMatrix
 from pytest_fabric.probes import affinity, dcgm
@@ -48,6 +55,7 @@ from pytest_fabric.transport.results import CommandResult
 __all__ = [
     "DCGM_LEVEL_S",
     "DEVICE_TO_HOST_BANDWIDTH",
+    "GPU_COUNT",
     "GPU_HEALTH",
     "GPU_INTERCONNECT",
     "GPU_MODEL",
@@ -95,6 +103,9 @@ class GpuNicAffinity(Finding):
     paths: list[PciePath] = Field(default_factory=lambda: list(_NEAR_PATHS))
 
 
+#: the profile's word on how many GPUs a node has: NCCL's ranks, the plan and the Slurm allocation read
+#: it (``states="gpus"``, through the run's registry), besides the check that counts them
+GPU_COUNT = Check("gpu_count", "intra_node", Count, "node", "wave", tools=("nvidia-smi",), states="gpus")
 GPU_MODEL = Check("gpu_model", "intra_node", Text, "gpu", "wave", tools=("nvidia-smi",))
 GPU_PCIE = Check("gpu_pcie", "intra_node", PcieLink, "gpu", "wave", tools=("nvidia-smi", "nvbandwidth"),
                  typical_s=10.0)  # read under nvbandwidth load
@@ -119,7 +130,7 @@ GPU_HEALTH = Check("gpu_health", "intra_node", GpuHealth, "node", "wave", tools=
 
 def pytest_fabric_checks(config: pytest.Config) -> list[Check[Any]]:
     """pytest-fabric registers this family the way an extension registers its checks."""
-    return [GPU_MODEL, GPU_PCIE, NIC_PCIE, GPU_INTERCONNECT, NVLINK_BANDWIDTH, HOST_TO_DEVICE_BANDWIDTH,
+    return [GPU_COUNT, GPU_MODEL, GPU_PCIE, NIC_PCIE, GPU_INTERCONNECT, NVLINK_BANDWIDTH, HOST_TO_DEVICE_BANDWIDTH,
             DEVICE_TO_HOST_BANDWIDTH, NODE_NCCL_ALLREDUCE, GPU_NIC_AFFINITY, GPU_RAILS, GPU_HEALTH]
 
 
@@ -159,7 +170,7 @@ def _expected_gpus(state: FabricState, node: NodeHandle) -> int:
 @pytest.fixture
 @wave("node")
 def gpu_count(request: pytest.FixtureRequest, node: NodeHandle, spec: SpecLookup) -> Measurement:
-    spec(checks.GPU_COUNT)
+    spec(GPU_COUNT)
     return gpu_probe.gpu_count(node_gpus(request, node))
 
 
@@ -203,7 +214,8 @@ def nic_pcie(request: pytest.FixtureRequest, node: NodeHandle, spec: SpecLookup)
     """The PCIe link of the NICs of the rails the inventory (``rdma_ports``) or the profile (``ports.names``)
     names; of every Mellanox/NVIDIA function where none are named."""
     spec(NIC_PCIE)
-    ports_spec = _state(request).profile.spec_of(checks.PORTS)
+    state = _state(request)
+    ports_spec = state.checks.statement(state.profile, "rails", Ports)
     named = tuple(node.spec.rdma_ports) or (tuple(ports_spec.names) if ports_spec is not None else ())
     return gpu_probe.nic_pcie(node, named)
 

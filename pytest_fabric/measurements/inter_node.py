@@ -16,7 +16,7 @@ from typing import Any, TypeVar
 import pytest
 
 from pytest_fabric.checks import base as checks
-from pytest_fabric.config.profile import CheckSpec
+from pytest_fabric.config.profile import CheckSpec, Count, Ports, Roce, Text
 from pytest_fabric.config.units import Quantity, parse_quantity
 from pytest_fabric.judge import consistency
 from pytest_fabric.judge.verdict import Measurement
@@ -74,24 +74,24 @@ def port_names(state: FabricState) -> tuple[str, ...]:
 
 
 def _link_layer(state: FabricState) -> str | None:
-    spec = state.profile.spec_of(checks.LINK_LAYER)
+    spec = state.checks.statement(state.profile, "link_layer", Text)
     return spec.value if spec is not None else None
 
 
 def _expected_ports(state: FabricState) -> int | None:
-    spec = state.profile.spec_of(checks.PORTS)
+    spec = state.checks.statement(state.profile, "rails", Ports)
     return spec.stated if spec is not None else None
 
 
 def _port_names(state: FabricState) -> tuple[str, ...]:
     """The ports the profile names (``ports.names``); a node's inventory ``rdma_ports`` come first."""
-    spec = state.profile.spec_of(checks.PORTS)
+    spec = state.checks.statement(state.profile, "rails", Ports)
     return tuple(spec.names) if spec is not None else ()
 
 
 def rdma_traffic(state: FabricState) -> tuple[str, ...]:
     """perftest options for the RoCE class the profile's ``roce`` check requires (none on InfiniBand)."""
-    spec = state.profile.spec_of(checks.ROCE)
+    spec = state.checks.statement(state.profile, "roce", Roce)
     if spec is None or (_link_layer(state) or "").lower() == "infiniband":
         return ()
     return tuple(spec.perftest_args())
@@ -102,14 +102,14 @@ def nccl_launch(state: FabricState, nodes: list[NodeHandle]) -> nccl.Launch:
     the first node's inventory ``rdma_ports`` (rail i is the i-th listed on each node), else the
     profile's ``ports.names``; on RoCE the class and GID perftest is given too."""
     ports = next((n.spec.rdma_ports for n in nodes if n.spec.rdma_ports), ()) or _port_names(state)
-    roce = state.profile.spec_of(checks.ROCE)
+    roce = state.checks.statement(state.profile, "roce", Roce)
     env = roce.nccl_env() if roce is not None and (_link_layer(state) or "").lower() != "infiniband" else ()
     return nccl.Launch(hcas=nccl.nccl_hcas(ports), nccl_env=env)
 
 
 def gpus_per_node(state: FabricState) -> int:
     """The GPUs a node has, as the profile's ``gpu_count`` says (1 where it says none)."""
-    spec = state.profile.spec_of(checks.GPU_COUNT)
+    spec = state.checks.statement(state.profile, "gpus", Count)
     return (spec.stated if spec is not None else None) or 1
 
 

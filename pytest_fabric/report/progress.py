@@ -23,7 +23,6 @@ from typing import Any
 
 import pytest
 
-from pytest_fabric.checks import base as checks
 from pytest_fabric.config.profile import Count
 from pytest_fabric.probes import mount_sharing
 from pytest_fabric.report import check_times
@@ -223,7 +222,8 @@ def plan_items(items: list[pytest.Item], config: pytest.Config, *, read_mounts: 
             state.inventory, state.profile, info.check, info.fixture, info.param,
             lambda path: mount_sharing.decided(state, path))
         subjects.append(planned_subject(info.layer, info.check, info.fixture, info.param, share))
-    rails, gpus = _count(state.profile.spec_of(checks.PORTS)), _count(state.profile.spec_of(checks.GPU_COUNT))
+    rails = _count(state.checks.statement(state.profile, "rails", Count))
+    gpus = _count(state.checks.statement(state.profile, "gpus", Count))
     previous, note = check_times.read(config, _times_key(state), _settings(specs))
     return plan_run(subjects, {k: v for k, v in specs.items() if v is not None}, state.batches.fanout,
                     rails=rails, gpus=gpus, nodes=len(state.inventory.nodes), items=len(items), checks=state.checks,

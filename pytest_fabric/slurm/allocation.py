@@ -14,9 +14,9 @@ import threading
 
 import pytest
 
-from pytest_fabric.checks import base as checks
+from pytest_fabric.checks.base import CheckRegistry
 from pytest_fabric.config.inventory import Node
-from pytest_fabric.config.profile import Profile
+from pytest_fabric.config.profile import Count, Profile
 from pytest_fabric.record.runinfo import get_run_info
 from pytest_fabric.report.progress import PLAN_KEY
 from pytest_fabric.run.state import get_state
@@ -47,7 +47,7 @@ def _allocation_for(config: pytest.Config) -> SlurmAllocation:
         nodes = [n.name for n in state.inventory.nodes if n.transport == "slurm"]
         settings = state.inventory.slurm or SlurmSettings()
         # The GPUs the profile expects on each node: the allocation asks for them (see .gpus).
-        settings = dataclasses.replace(settings, gpus_per_node=expected_gpus(state.profile))
+        settings = dataclasses.replace(settings, gpus_per_node=expected_gpus(state.profile, state.checks))
         if settings.time_limit_min is None:
             # Not written: as long as the run's plan may take (its bound: floors, the most retests), with
             # a margin (the default of 120 minutes was shorter than many plans, and a run cut at its time
@@ -83,9 +83,10 @@ def record_job(config: pytest.Config) -> None:
         reporter.write_line(f"fabric: slurm job {allocation.job_id}: {line} (sacct -j {allocation.job_id} shows it)")
 
 
-def expected_gpus(profile: Profile) -> int | None:
-    """The GPUs per node a profile expects (its gpu_count), None when it states none."""
-    spec = profile.spec_of(checks.GPU_COUNT)
+def expected_gpus(profile: Profile, registry: CheckRegistry) -> int | None:
+    """The GPUs per node a profile expects (what the check of the run's ``registry`` that states a node's
+    GPUs is set to: ``gpu_count``), None when it states none."""
+    spec = registry.statement(profile, "gpus", Count)
     return spec.stated if spec is not None else None
 
 

@@ -105,3 +105,16 @@ def test_the_report_puts_an_extensions_check_in_the_phase_its_plan_gave_it() -> 
     plan = {"phases": [{"phase": "inter-node pairs", "planned_s": 10.0, "checks": ["link_probe"]}], "outside_s": 1.0}
     timed = plan_vs_actual(plan, [{"layer": "inter_node", "check": "link_probe", "duration_s": 8.0}], took_s=10.0)
     assert timed is not None and timed["phases"][0]["took_s"] == 8.0
+
+
+def test_what_the_hardware_is_stated_by_is_read_by_declaration_not_by_name() -> None:
+    from pytest_fabric.config.profile import Count, Ports
+
+    registry, profile = builtin_registry(), load_profile("hdr200")
+    gpus, rails = registry.stating("gpus", Count), registry.stating("rails", Ports)
+    assert gpus is not None and gpus.profile_key == "intra_node.gpu_count"
+    assert rails is not None and rails.profile_key == "inter_node.ports"
+    assert registry.statement(profile, "gpus", Count) is profile.spec("intra_node", "gpu_count") is not None
+    assert registry.stating("rails", LinkFlaps) is None  # stated, but by another model than the one asked
+    # a registry without the family that states a part (the table alone) has no word on it
+    assert CheckRegistry.assemble([("fabric", list(CHECKS.values()))]).statement(profile, "gpus", Count) is None

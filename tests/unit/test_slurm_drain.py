@@ -90,7 +90,7 @@ def test_nodes_connecting_at_once_share_one_allocation(monkeypatch: pytest.Monke
     import time
     from types import SimpleNamespace
 
-    from pytest_fabric.checks.builtin import load_profile
+    from pytest_fabric.checks.builtin import builtin_registry, load_profile
     from pytest_fabric.run.state import STATE_KEY
     from pytest_fabric.slurm import allocation as slurm_session
     from pytest_fabric.transport import slurm
@@ -105,7 +105,8 @@ def test_nodes_connecting_at_once_share_one_allocation(monkeypatch: pytest.Monke
 
     monkeypatch.setattr(slurm.SlurmAllocation, "__init__", slow_init)
     config = SimpleNamespace(stash=pytest.Stash(), add_cleanup=lambda f: None, getoption=lambda name, default=None: default)
-    state = SimpleNamespace(inventory=SimpleNamespace(nodes=[], slurm=None), profile=load_profile("base"))
+    state = SimpleNamespace(inventory=SimpleNamespace(nodes=[], slurm=None), profile=load_profile("base"),
+                            checks=builtin_registry())
     config.stash[STATE_KEY] = state  # type: ignore[assignment]
     got: list[object] = []
     threads = [threading.Thread(target=lambda: got.append(slurm_session.allocation_for(config))) for _ in range(8)]  # type: ignore[arg-type]
