@@ -16,6 +16,7 @@ import sys
 import venv
 import zipfile
 from collections.abc import Iterator
+from concurrent.futures import Future, ThreadPoolExecutor
 from pathlib import Path
 
 import pytest
@@ -48,8 +49,23 @@ def _run(argv: list[str], cwd: Path, timeout: float = 600) -> subprocess.Complet
     return subprocess.run(argv, cwd=cwd, env=env, capture_output=True, text=True, timeout=timeout)
 
 
+def _make_venv(env_dir: Path) -> Path:
+    """A fresh virtualenv (no system site-packages) with its own pip; its python."""
+    venv.EnvBuilder(with_pip=True, clear=True).create(env_dir)
+    return env_dir / "bin" / "python"
+
+
 @pytest.fixture(scope="module")
-def wheel(tmp_path_factory: pytest.TempPathFactory) -> Path:
+def fresh_venv(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Future[Path]]:
+    """The virtualenv the wheel goes into, made while the wheel builds (``wheel`` asks for it first):
+    ensurepip takes 5-10 s of one core, the build minutes of one core at a time."""
+    env_dir = tmp_path_factory.mktemp("venv")
+    with ThreadPoolExecutor(max_workers=1) as pool:
+        yield pool.submit(_make_venv, env_dir)
+
+
+@pytest.fixture(scope="module")
+def wheel(fresh_venv: Future[Path], tmp_path_factory: pytest.TempPathFactory) -> Path:
     """sdist then wheel from that sdist (``python -m build``), from a copy of the checkout."""
     pytest.importorskip("build", reason="the wheel test needs the 'build' package (pip install '.[test]')")
     tree = tmp_path_factory.mktemp("source")
@@ -65,12 +81,10 @@ def wheel(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 
 @pytest.fixture(scope="module")
-def installed(wheel: Path, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
+def installed(wheel: Path, fresh_venv: Future[Path]) -> Iterator[Path]:
     """A fresh virtualenv (no system site-packages) with the wheel and its declared dependencies."""
-    env_dir = tmp_path_factory.mktemp("venv")
-    venv.EnvBuilder(with_pip=True, clear=True).create(env_dir)
-    python = env_dir / "bin" / "python"
-    done = _run([str(python), "-m", "pip", "install", "-q", str(wheel)], cwd=env_dir)
+    python = fresh_venv.result()
+    done = _run([str(python), "-m", "pip", "install", "-q", str(wheel)], cwd=python.parent.parent)
     assert done.returncode == 0, f"pip install {wheel.name} failed:\n{done.stdout[-3000:]}\n{done.stderr[-3000:]}"
     yield python
 
