@@ -81,7 +81,8 @@ def test_a_runs_retests_are_planned(simcluster: SimCluster, break_node: NodeBrea
     """Four nodes, the cable from one node to another at 150 Mbit/s against a 0.4 Gb/s floor: attribution
     re-measures the link alone before it reports it (measurements/attribution.py: three samples, and its
     round again). The plan's bound holds those retests ("with retests") and the run stays within it; the
-    next run plans attribution from what its retests took (at least 3/4 of it)."""
+    next run (the cable mended: its plan is made before it measures) plans attribution from what the
+    first run's retests took (at least 3/4 of it)."""
     nodes = simcluster.nodes[:4]
     inventory = simcluster.write_inventory(tmp_path / "inventory.yaml", nodes=nodes)
     sender, receiver = next((p.a, p.b) for p in make_pairs([n.name for n in nodes], "all"))
@@ -92,7 +93,9 @@ def test_a_runs_retests_are_planned(simcluster: SimCluster, break_node: NodeBrea
         judged = next(p for p in first["phases"] if "attribution" in p["checks"])
         assert judged["took_s"] > 3, (first, output[-2000:])  # three samples of 1 s alone, and its round again
         assert judged["bound_s"] >= judged["took_s"] and first["bound_s"] >= first["took_s"], first
-        second, output = run(tmp_path, inventory, SLOW, *select)
+    # the next run's plan is made before it measures anything, from the first run's times: the cable
+    # mended, it has no retests of its own to wait for
+    second, output = run(tmp_path, inventory, SLOW, *select)
     assert "attribution" in second["times"]["from_previous_run"], second["times"]
     # how many retest steps a run takes depends on what its samples show (a second step where the
     # first leaves doubt), so the next run's estimate is held to the retests' time measured before,
