@@ -89,6 +89,8 @@ pytest_plugins = [
     "pytest_fabric.checks.software",  # preflight and the software stack (a family: its own declarations)
     "pytest_fabric.measurements.tenant_tools",  # inventory tools: the tenant's pinned binaries, uploaded and removed
     "pytest_fabric.measurements.gpudirect",
+    # before its driver, which imports its declarations (a family: its own declarations)
+    "pytest_fabric.checks.attribution",
     "pytest_fabric.measurements.attribution",  # every pair check judged by one model (judge/blame.py)
     "pytest_fabric.checks.xid",  # Xid events in the kernel log, per GPU (a family: its own declarations)
     "pytest_fabric.checks.pcie_errors",  # PCIe replays and AER of GPUs and NICs, before and after the run

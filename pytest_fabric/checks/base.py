@@ -63,7 +63,7 @@ Subject = Literal["node", "gpu", "hca", "node_pair", "mount", "egress_target", "
 Batching = Literal["wave", "round", "cluster", "reads"]
 #: what a check needs the cluster to give it (Check.needs)
 Need = Literal["mounts", "shared_mount", "egress_targets", "download_url", "upload_target", "leaves",
-               "infiniband", "three_nodes", "three_pairs"]
+               "infiniband", "pair_checks", "three_nodes", "three_pairs"]
 
 #: how one measurement runs all_reduce_perf (the plan counts its runs, run/plan.py ``nccl_runs``): over a
 #: "pair"'s GPUs (both nodes), over one "node"'s GPUs, or over the cluster's "scaling" groups
@@ -156,8 +156,9 @@ class Check(Generic[S]):
     #: add when it does not): "mounts" (storage.mounts), "shared_mount" (one that is not node-local),
     #: "egress_targets", "download_url" (an http(s) target not marked upload), "upload_target", "leaves"
     #: (nodes labelled by at least two leaf switches), "infiniband" (a profile whose link_layer is not
-    #: ethernet); and what a cluster this small cannot have (said, not run, ACCEPT not blocked):
-    #: "three_nodes", "three_pairs" (a median)
+    #: ethernet), "pair_checks" (a profile that sets a pair check feeding attribution, ``blame``); and
+    #: what a cluster this small cannot have (said, not run, ACCEPT not blocked): "three_nodes",
+    #: "three_pairs" (a median)
     needs: tuple[Need, ...] = ()
     #: what bounds its floor (judge/ceilings.py, at load): "port_line" (one port's port_rate), "all_rails"
     #: (ports x port_rate), "gpu_pcie" (the GPU's PCIe link), "nvlink" (the GPU model's NVLink); None: nothing
@@ -249,14 +250,8 @@ ERROR_COUNTERS = declare(Check("error_counters", "inter_node", p.ErrorCounters, 
 # RDMA (bandwidth, latency, GPUDirect, aggregate and their outliers): checks/rdma.py, a family of its own
 #: an outlier check re-measures the pairs that stand out, one step, OUTLIER_REPEATS (3) samples each
 OUTLIER_RETESTS = Retests(steps=1, samples=3)
-#: attribution (measurements/attribution.py): what the blame model asks, RETEST_STEPS (2) steps of
-#: RETEST_REPEATS (3) samples, suspects with helpers both ways, and the links it cleared in their rounds again
-_ATTRIBUTION_RETESTS = Retests(steps=2, samples=3, rounds_again=True, both_ways=True)
 # oversubscription (the spine under load, cross-leaf pairs): checks/links.py, a family of its own
-ATTRIBUTION = declare(Check("attribution", "inter_node", p.Attribution, "node", "reads", phase=30,
-                            retests=_ATTRIBUTION_RETESTS))
-FABRIC_ATTRIBUTION = declare(Check("fabric_attribution", "inter_node", p.Attribution, "cluster", "reads",
-                                   key="attribution", phase=30))
+# attribution (every pair check judged by one model): checks/attribution.py, a family of its own
 
 # storage: checks/storage.py, a family of its own
 

@@ -14,6 +14,7 @@ from types import ModuleType
 from typing import Any
 
 from pytest_fabric.checks import (
+    attribution,
     egress,
     gpu,
     gpu_load,
@@ -34,8 +35,8 @@ from pytest_fabric.config.profile import load_profile as load_with
 __all__ = ["FAMILIES", "builtin_registry", "builtin_schema", "load_profile"]
 
 #: the family modules pytest-fabric registers as plugins (plugin.py's ``pytest_plugins``), in that order
-FAMILIES: tuple[ModuleType, ...] = (gpu, rdma, software, xid, pcie_errors, link_history, gpu_load, storage, egress, tcp,
-                                    nccl, links)
+FAMILIES: tuple[ModuleType, ...] = (gpu, rdma, software, attribution, xid, pcie_errors, link_history, gpu_load, storage,
+                                    egress, tcp, nccl, links)
 
 
 def _declared(family: ModuleType) -> list[Check[Any]]:

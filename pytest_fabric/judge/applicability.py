@@ -18,7 +18,7 @@ from typing import Any
 from pytest_fabric.checks import base as checks
 from pytest_fabric.config.bundled import bundled_inventory_name, shown_inventory, starter_command
 from pytest_fabric.config.inventory import Inventory
-from pytest_fabric.config.profile import Profile
+from pytest_fabric.config.profile import Profile, Text
 from pytest_fabric.run.pairs import Pair
 
 __all__ = ["cannot_exist", "unmeasurable"]
@@ -81,10 +81,11 @@ def unmeasurable(profile: Profile, inventory: Inventory, pairs: Sequence[Pair],
             need(check, why.replace("CHECK", check.name))
 
     fed = list(registry.blame_inputs())  # the pair checks that declare they feed attribution
-    if _set(profile, checks.ATTRIBUTION) and not any(profile.spec("inter_node", c) for c in fed):
-        out.append(("inter_node.attribution", "inter_node.attribution: attribution judges what the pair checks "
-                    f"({', '.join(fed)}) measured; profile {profile.name} sets none (set one, {_FIX})"))
-    link_layer = profile.spec_of(checks.LINK_LAYER)
+    for check in registry.declared():
+        if "pair_checks" in check.needs and _set(profile, check) and not any(profile.spec("inter_node", c) for c in fed):
+            out.append((check.profile_key, f"{check.profile_key}: {check.name} judges what the pair checks "
+                        f"({', '.join(fed)}) measured; profile {profile.name} sets none (set one, {_FIX})"))
+    link_layer = registry.statement(profile, "link_layer", Text)
     if link_layer is not None and link_layer.value.lower() == "ethernet":
         for check in registry.declared():
             if "infiniband" in check.needs:

@@ -32,7 +32,7 @@ from typing import Any
 
 import pytest
 
-from pytest_fabric.checks import base as checks
+from pytest_fabric.checks.attribution import ATTRIBUTION
 from pytest_fabric.judge.blame import Blame, Failure, Figure, NodeBlame, Settings, blame
 from pytest_fabric.judge.blame_inputs import BlameInput, figures_of, floors_of
 from pytest_fabric.judge.verdict import Measurement
@@ -346,7 +346,7 @@ def node_message(nb: NodeBlame, retests: Sequence[str]) -> str:
 @pytest.fixture
 def attribution(request: pytest.FixtureRequest, node: NodeHandle, spec: SpecLookup) -> Measurement:
     """The node's class: ok, node fault, unstable, link fault or cannot tell (an error when not measured)."""
-    spec(checks.ATTRIBUTION)
+    spec(ATTRIBUTION)
     state = _state(request)
     _needs_every_node(request, state)
     result = run_blame(state)
@@ -371,7 +371,7 @@ def attribution(request: pytest.FixtureRequest, node: NodeHandle, spec: SpecLook
 @pytest.fixture
 def fabric_attribution(request: pytest.FixtureRequest, cluster: Cluster, spec: SpecLookup) -> Measurement:
     """What no node is blamed for, stated once: the fabric's shortfalls, the link faults, what cannot be told."""
-    spec(checks.ATTRIBUTION)
+    spec(ATTRIBUTION)
     result = run_blame(_state(request))
     found = result.to_dict()
     parts = []

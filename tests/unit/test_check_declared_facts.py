@@ -117,3 +117,18 @@ def test_what_an_ethernet_or_small_cluster_cannot_have_is_each_checks_declaratio
     gone = dict(cannot_exist(profile, inventory, pairs, registry))
     assert gone == {"inter_node.scaling_efficiency": "scaling_efficiency needs at least 3 nodes; the inventory has 2",
                     "inter_node.outlier": "a median needs at least 3 pairs; 2 node(s) give 1"}
+
+
+def test_a_check_judging_the_pair_checks_needs_one_set_and_says_which(tmp_path: Path) -> None:
+    registry = _registry()
+    (tmp_path / "inv.yaml").write_text("nodes: [{name: 'n[1-3]', host: '10.0.0.[1-3]'}]\n")
+    inventory = load_inventory(tmp_path / "inv.yaml")
+    profile = _profile(tmp_path, "inter_node:\n  attribution: {}\n", registry)
+    found = dict(unmeasurable(profile, inventory, [], registry))
+    fed = ", ".join(registry.blame_inputs())
+    assert "wide_pair" in fed  # an extension's pair check feeding attribution is among those named
+    assert found["inter_node.attribution"] == (
+        f"inter_node.attribution: attribution judges what the pair checks ({fed}) measured; profile "
+        f"{profile.name} sets none (set one, or mark the check `optional: true` in the profile)")
+    fed_one = _profile(tmp_path, "inter_node:\n  attribution: {}\n  wide_pair: {min: 1 Gb/s}\n", registry)
+    assert "inter_node.attribution" not in dict(unmeasurable(fed_one, inventory, [], registry))

@@ -496,7 +496,7 @@ def test_the_bound_counts_every_retest_round_the_run_would_make() -> None:
     sends to its helpers and receives from them), in the rounds retests.schedule makes of them (the run's
     own schedule), three samples a round, then the sweep's rounds again; the outliers' one step, one way.
     The estimate keeps the expected share."""
-    from pytest_fabric.checks.base import ATTRIBUTION
+    from pytest_fabric.checks.attribution import ATTRIBUTION
     from pytest_fabric.checks.tcp import TCP_THROUGHPUT_OUTLIER
     from pytest_fabric.run import retests
 
