@@ -7,13 +7,14 @@ measurement takes when the profile's settings do not say, and the block of TCP p
 servers listen on.  ReFrame keeps a test's expectations apart from the test in the same
 spirit; here the expectations are the profile's, and this table says how to reach them.
 
-Adding a check means: its declaration here, its test under ``conformance/<layer>/``, its
-probe and parser, and its measurement fixture.  tests/unit/test_checks.py holds every
-conformance test to a declaration and every declaration to its profile model.
-
-This table is what pytest-fabric's own plugin returns from ``pytest_fabric_checks``, the hook an
-extension implements to add its own checks; the run reads the :class:`CheckRegistry` assembled
-from every plugin's answer at configure time (``FabricState.checks``), not this table.
+Adding a check means: its declaration in its family module (``checks/<family>.py``, returned from
+its ``pytest_fabric_checks``, the hook an extension implements too), its test under
+``conformance/<layer>/``, its probe and parser, and its measurement fixture.
+tests/unit/test_checks.py holds every conformance test to a declaration and every declaration to its
+profile model.  The run reads the :class:`CheckRegistry` assembled from every plugin's answer at
+configure time (``FabricState.checks``); what a generic module needs of a check is an attribute of
+its declaration, read there.  Every built-in check now lives in its family, so the table below
+(:data:`CHECKS`, what pytest-fabric's own plugin answers with) is empty.
 """
 
 from __future__ import annotations
@@ -209,7 +210,6 @@ class Check(Generic[S]):
 LANES_PER_SLOT = 8
 
 PHASE_READS_ROUNDS = 20  # after the pair rounds whose results they read
-_PHASE_LAST = 99  # error counters: they see the growth caused by all the traffic of the run
 
 CHECKS: dict[str, Check[p.CheckSpec]] = {}
 
@@ -230,16 +230,8 @@ def declare(check: Check[S]) -> Check[S]:
 # intra-node: the GPUs, their count, models, links, NCCL inside a node and DCGM's diagnostic: checks/gpu.py,
 # a family of its own
 
-# inter-node: ports and links of each node
-LINK_LAYER = declare(Check("link_layer", "inter_node", p.Text, "node", "wave", tools=("ibstat",), states="link_layer"))
-PORTS = declare(Check("ports", "inter_node", p.Ports, "node", "wave", tools=("ibstat",), states="rails"))
-PORT_STATE = declare(Check("port_state", "inter_node", p.Text, "hca", "wave", tools=("ibstat",)))
-PORT_RATE = declare(Check("port_rate", "inter_node", p.PortRate, "hca", "wave", tools=("ibstat",)))
-ROCE = declare(Check("roce", "inter_node", p.Roce, "node", "wave", tools=("mlnx_qos",), states="roce"))
-MTU = declare(Check("mtu", "inter_node", p.Mtu, "node", "wave"))
-ERROR_COUNTERS = declare(Check("error_counters", "inter_node", p.ErrorCounters, "hca", "wave", phase=_PHASE_LAST,
-                               tools_by_link_layer={"infiniband": ("perfquery",), "ethernet": ("rdma", "ethtool")}))
-# switch_links: checks/links.py, a family of its own
+# inter-node: ports and links of each node, the switch links and oversubscription: checks/links.py, a family of
+# its own
 
 # inter-node: pairs, a round of disjoint pairs at once. Port blocks leave room for 256 slots
 # (512 nodes), the retests' offset (100 slots), and a pair's rails or streams: checks that run a

@@ -1,12 +1,15 @@
-"""Links of the fabric (``inter_node.switch_links``, ``inter_node.oversubscription``): the switch links
-of the InfiniBand fabric, once for the cluster, from one node (see :mod:`~pytest_fabric.probes.switch_links`),
-and the spine under load, cross-leaf pairs alone and all at once (with the RDMA family's settings where
-the profile sets them, else TCP's): settings, declarations and fixtures.
+"""Ports and links (``inter_node.*``): each node's RDMA ports and links, the switch links of the
+InfiniBand fabric and the spine under load: settings, declarations and fixtures.
 
-The node's own ports and links (``link_layer``, ``ports``, ``port_state``, ``port_rate``, ``mtu``,
-``roce``, ``error_counters``) are still declared in checks/base.py with their fixtures in
-measurements/inter_node.py: the pair checks read them.  The family registers its checks through
-``pytest_fabric_checks``, as an extension does.
+Per node: ``link_layer``, ``ports``, ``mtu``, ``roce``; per port (``node01:mlx5_0``): ``port_state``,
+``port_rate``, ``error_counters`` (growth during the run, from a reading before any traffic, last of
+the run).  The profile's settings of ``link_layer``, ``ports`` and ``roce`` are its word on the
+hardware, which the pair families read through the run's registry (``Check.states``,
+``CheckRegistry.statement``), not from this module: they register before it.  Once for the cluster:
+``switch_links`` (iblinkinfo from one node, see :mod:`~pytest_fabric.probes.switch_links`) and
+``oversubscription``, cross-leaf pairs alone and all at once (with the RDMA family's settings where
+the profile sets them, else TCP's).  The family registers its checks through ``pytest_fabric_checks``,
+as an extension does.
 """
 
 from __future__ import annotations
@@ -21,22 +24,35 @@ from pydantic import Field, field_validator
 from pytest_fabric.checks.base import Check, PortBlock
 from pytest_fabric.checks.rdma import RDMA_BANDWIDTH, rdma_settings
 from pytest_fabric.checks.tcp import TCP_THROUGHPUT
-from pytest_fabric.config.profile import Finding, Share
+from pytest_fabric.config.profile import (
+    ErrorCounters,
+    Finding,
+    Mtu,
+    PortRate,
+    Ports,
+    Roce,
+    Share,
+    Text,
+)
 from pytest_fabric.config.units import Dimension, Quantity, QuantityField, parse_quantity
 from pytest_fabric.judge import consistency
 from pytest_fabric.judge.verdict import Measurement
 from pytest_fabric.measurements import inter_node as pairs
+from pytest_fabric.probes import counters, netdev, qos
 from pytest_fabric.probes import rdma as rdma_probe
 from pytest_fabric.probes import switch_links as probe
 from pytest_fabric.probes.base import MeasurementError
+from pytest_fabric.run import batches
 from pytest_fabric.run.cluster import Cluster, NodeHandle, NodePair
-from pytest_fabric.run.fixtures import SpecLookup
+from pytest_fabric.run.fixtures import HcaHandle, SpecLookup
 from pytest_fabric.run.pairs import circle_rounds
-from pytest_fabric.run.state import FabricState, get_state
+from pytest_fabric.run.state import CHECK_KEY, FabricState, get_state
+from pytest_fabric.run.waves import wave
 from pytest_fabric.transport.base import NodeUnreachable
 
-__all__ = ["OVERSUBSCRIPTION", "OVERSUBSCRIPTION_PORTS", "SWITCH_LINKS", "SwitchLinks", "oversubscription",
-           "pytest_fabric_checks", "switch_links"]
+__all__ = ["ERROR_COUNTERS", "LINK_LAYER", "MTU", "OVERSUBSCRIPTION", "OVERSUBSCRIPTION_PORTS", "PORTS", "PORT_RATE",
+           "PORT_STATE", "ROCE", "SWITCH_LINKS", "SwitchLinks", "error_counters", "link_layer", "mtu", "oversubscription",
+           "port_rate", "port_state", "ports", "pytest_fabric_checks", "roce", "switch_links"]
 
 #: bad links named in the message; the record's extra keeps them all
 SHOWN = 20
@@ -57,6 +73,17 @@ class SwitchLinks(Finding):
         return None if value is None else parse_quantity(value, dimension=Dimension.BANDWIDTH)
 
 
+#: error counters last: they see the growth caused by all the traffic of the run
+PHASE_LAST = 99
+
+LINK_LAYER = Check("link_layer", "inter_node", Text, "node", "wave", tools=("ibstat",), states="link_layer")
+PORTS = Check("ports", "inter_node", Ports, "node", "wave", tools=("ibstat",), states="rails")
+PORT_STATE = Check("port_state", "inter_node", Text, "hca", "wave", tools=("ibstat",))
+PORT_RATE = Check("port_rate", "inter_node", PortRate, "hca", "wave", tools=("ibstat",))
+ROCE = Check("roce", "inter_node", Roce, "node", "wave", tools=("mlnx_qos",), states="roce")
+MTU = Check("mtu", "inter_node", Mtu, "node", "wave")
+ERROR_COUNTERS = Check("error_counters", "inter_node", ErrorCounters, "hca", "wave", phase=PHASE_LAST,
+                       tools_by_link_layer={"infiniband": ("perfquery",), "ethernet": ("rdma", "ethtool")})
 #: iblinkinfo on one node only: not a tool every node needs
 SWITCH_LINKS = Check("switch_links", "inter_node", SwitchLinks, "cluster", "cluster", needs=("infiniband",))
 #: after the pair rounds (it reads their figures), a slot of 16 rails a crossing pair in its port block
@@ -68,7 +95,204 @@ OVERSUBSCRIPTION_PORTS: PortBlock = OVERSUBSCRIPTION.ports  # type: ignore[assig
 
 def pytest_fabric_checks(config: pytest.Config) -> list[Check[Any]]:
     """pytest-fabric registers this family the way an extension registers its checks."""
-    return [SWITCH_LINKS, OVERSUBSCRIPTION]
+    return [LINK_LAYER, PORTS, PORT_STATE, PORT_RATE, ROCE, MTU, ERROR_COUNTERS, SWITCH_LINKS, OVERSUBSCRIPTION]
+
+
+def _same_node(state: FabricState, hca: HcaHandle) -> batches.Share:
+    """One node's ports take turns in a wave: the first lists the node's ports, the others reuse it."""
+    return batches.Share(f"{hca.node.name}'s ports", 1)
+
+
+def _hca_port(request: pytest.FixtureRequest, hca: HcaHandle) -> tuple[rdma_probe.RdmaPort | None, Measurement | None]:
+    ports, evidence = pairs.node_ports(request, hca.node)
+    state = pairs.state_of(request)
+    if isinstance(hca.index, str):
+        named = next((p for p in ports if p.name == hca.index), None)
+        if named is not None:
+            return named, None
+        where = "the inventory lists it under rdma_ports" if hca.node.spec.rdma_ports else "the profile names it under ports.names"
+        return None, Measurement.absent(
+            f"{hca.node.name} has no RDMA port {hca.index} (it reports {', '.join(p.name for p in ports) or 'none'}); {where}",
+            tuple(evidence),
+        )
+    if hca.index < len(ports):
+        return ports[hca.index], None
+    layer = pairs.link_layer_of(state)
+    kind = f"{layer} " if layer else ""
+    return None, Measurement.absent(
+        f"{hca.node.name} has {len(ports)} {kind}RDMA port(s) ({', '.join(p.name for p in ports) or 'none'}); "
+        f"profile {state.profile.name} expects {pairs.expected_ports(state)}",
+        tuple(evidence),
+    )
+
+
+@pytest.fixture
+@wave("node")
+def link_layer(request: pytest.FixtureRequest, node: NodeHandle, spec: SpecLookup) -> Measurement:
+    spec(LINK_LAYER)
+    ports, evidence = rdma_probe.list_ports(node, None)
+    if not ports:
+        return Measurement.absent(f"{node.name} reports no RDMA ports (ibstat lists none)", tuple(evidence))
+    counts: dict[str, int] = {}
+    for port in ports:
+        counts[port.link_layer] = counts.get(port.link_layer, 0) + 1
+    text = ", ".join(f"{layer} x{count}" for layer, count in sorted(counts.items()))
+    return Measurement(value=text, detail=", ".join(f"{p.name}: {p.link_layer}" for p in ports), evidence=tuple(evidence))
+
+
+@pytest.fixture
+@wave("node")
+def ports(request: pytest.FixtureRequest, node: NodeHandle, spec: SpecLookup) -> Measurement:
+    """Active ports among those the inventory or profile names, else among all of the link layer.
+
+    Named ports must each be there and Active; ports nobody named (a storage HCA) are
+    listed but not judged.
+    """
+    spec(PORTS)
+    state = pairs.state_of(request)
+    found, evidence = pairs.node_ports(request, node)
+    detail = ", ".join(f"{p.name} {p.state}/{p.physical_state} {p.rate_gbps} Gb/s" for p in found) or "no ports"
+    named = tuple(node.spec.rdma_ports) or pairs.port_names(state)
+    if not named:
+        active = [p for p in found if p.state.lower() == "active"]
+        return Measurement(value=parse_quantity(len(active)), detail=f"active: {len(active)} of {len(found)} ({detail})", evidence=tuple(evidence))
+    by_name = {p.name: p for p in found}
+    where = "the inventory's rdma_ports" if node.spec.rdma_ports else "the profile's ports.names"
+    problems = [
+        f"{name} is not there" if name not in by_name else f"{name} is {by_name[name].state} ({by_name[name].physical_state})"
+        for name in named
+        if name not in by_name or by_name[name].state.lower() != "active"
+    ]
+    unjudged = [p.name for p in found if p.name not in named]
+    aside = f"; not named, not judged: {', '.join(unjudged)}" if unjudged else ""
+    if problems:
+        return Measurement.absent(f"of the ports {where} names, {'; '.join(problems)} ({detail})", tuple(evidence))
+    return Measurement(
+        value=parse_quantity(len(named)),
+        detail=f"all {len(named)} ports {where} names are Active ({detail}){aside}",
+        evidence=tuple(evidence),
+    )
+
+
+@pytest.fixture
+@wave("hca", shares=_same_node)
+def port_state(request: pytest.FixtureRequest, hca: HcaHandle, spec: SpecLookup) -> Measurement:
+    spec(PORT_STATE)
+    port, absent = _hca_port(request, hca)
+    if absent is not None:
+        return absent
+    assert port is not None
+    return Measurement(value=f"{port.state} ({port.physical_state})", detail=f"{port.name} on {hca.node.name}")
+
+
+@pytest.fixture
+@wave("hca", shares=_same_node)
+def port_rate(request: pytest.FixtureRequest, hca: HcaHandle, spec: SpecLookup) -> Measurement:
+    spec(PORT_RATE)
+    port, absent = _hca_port(request, hca)
+    if absent is not None:
+        return absent
+    assert port is not None
+    return Measurement(value=port.rate, detail=f"{port.name} on {hca.node.name} reports Rate {port.rate_gbps} ({port.state})")
+
+
+#: once per node, before any traffic: (device, port) -> its error counters, or why they could not be read
+_Baseline = dict[tuple[str, int], counters.PortCounters | Exception]
+_BASELINE = "error counters before any traffic"
+
+
+@pytest.fixture(scope="session", autouse=True)
+def _error_counter_baseline(request: pytest.FixtureRequest) -> None:
+    """Read every port's error counters before any traffic, so the check judges growth during this run."""
+    state = get_state(request.config)
+    settings = state.profile.spec_of(ERROR_COUNTERS) if state is not None else None
+    if state is None or settings is None:
+        return
+    if not any(
+        (info := item.stash.get(CHECK_KEY, None)) is not None and info.check == ERROR_COUNTERS.name
+        for item in request.session.items
+    ):
+        return
+    cluster: Cluster = request.getfixturevalue("cluster")
+    layer = pairs.link_layer_of(state)
+    both_ends = settings.both_ends
+
+    def read(node: NodeHandle) -> _Baseline:
+        ports, _ = rdma_probe.list_ports(node, layer)  # an error: each port's test reports it (no baseline, no verdict)
+        readings: _Baseline = {}
+        for port in ports:
+            try:
+                readings[(port.device, port.port)] = counters.read_port(
+                    node, port.device, port.port, infiniband=port.link_layer.lower() == "infiniband", both_ends=both_ends
+                )
+            except Exception as exc:  # that port's test reports it
+                readings[(port.device, port.port)] = exc
+        return readings
+
+    def snapshot(node: NodeHandle) -> None:
+        try:
+            state.once.get(_BASELINE, node.name, lambda: read(node))
+        except Exception:  # kept: the node's port tests report it
+            pass
+
+    state.batches.fan_out(cluster.nodes, snapshot)
+
+
+
+def _lossless_priorities(state: FabricState) -> tuple[int, ...]:
+    roce_spec = state.profile.spec_of(ROCE)
+    return tuple(roce_spec.pfc_priorities or ()) if roce_spec is not None else ()
+
+
+@pytest.fixture
+@wave("hca", shares=_same_node)
+def error_counters(request: pytest.FixtureRequest, hca: HcaHandle, spec: SpecLookup) -> Measurement:
+    settings = spec(ERROR_COUNTERS)
+    port, absent = _hca_port(request, hca)
+    if absent is not None:
+        return absent
+    assert port is not None
+    state = pairs.state_of(request)
+    before: counters.PortCounters | Exception | None
+    try:  # read before any traffic, never now (peek computes nothing)
+        baseline: _Baseline | None = state.once.peek(_BASELINE, hca.node.name)
+        before = None if baseline is None else baseline.get((port.device, port.port))
+    except Exception as exc:  # the node's ports could not be listed then
+        before = exc
+    if before is None or isinstance(before, BaseException):
+        return counters.measurement(before, counters.PortCounters(hca.node.name, port.name, True, ()))
+    now = counters.read_port(hca.node, port.device, port.port, infiniband=port.link_layer.lower() == "infiniband",
+                             both_ends=settings.both_ends)
+    return counters.measurement(before, now, lossless_priorities=_lossless_priorities(state))
+
+
+@pytest.fixture
+@wave("node")
+def mtu(request: pytest.FixtureRequest, node: NodeHandle, spec: SpecLookup) -> Measurement:
+    """InfiniBand: the smallest active MTU of the node's IB ports.  Otherwise: the data interface's MTU."""
+    spec(MTU)
+    state = pairs.state_of(request)
+    if (pairs.link_layer_of(state) or "").lower() != "infiniband":
+        return netdev.mtu(node, state.once)
+    found, evidence = pairs.node_ports(request, node)
+    active = [p for p in found if p.state.lower() == "active" and p.active_mtu]
+    if not active:
+        raise MeasurementError(node.name, "no active InfiniBand port reports an active MTU", command="ibv_devinfo")
+    smallest = min(active, key=lambda p: p.active_mtu or 0)
+    listing = ", ".join(f"{p.name} {p.active_mtu}" for p in active)
+    return Measurement(value=parse_quantity(smallest.active_mtu), detail=f"IB active MTU: {listing}", evidence=tuple(evidence))
+
+
+@pytest.fixture
+@wave("node")
+def roce(request: pytest.FixtureRequest, node: NodeHandle, spec: SpecLookup) -> Measurement:
+    settings = spec(ROCE)
+    ports, _ = pairs.node_ports(request, node)
+    # IPoIB netdevs of InfiniBand ports have no PFC or ECN: only Ethernet (RoCE) ports count.
+    roce_ports = [(p.device, p.port) for p in ports if p.link_layer.lower() == "ethernet"]
+    # ECN on the lossless priorities; with no PFC priority named, on every priority.
+    ecn_priorities = (list(settings.pfc_priorities) or list(range(8))) if settings.ecn is not None else []
+    return qos.roce_settings(node, ecn_priorities=ecn_priorities, roce_ports=roce_ports)
 
 
 def _runner(cluster: Cluster, wanted: str | None) -> NodeHandle:

@@ -1,10 +1,11 @@
-"""Inter-node measurements: ports, links, pair traffic (TCP, RDMA, NCCL) and whole-fabric checks.
+"""Inter-node measurements: what every pair check shares (TCP, RDMA, NCCL), and the profile's word on
+the ports every family reads (link layer, ports, RoCE class, GPUs per node: through the run's registry).
 
 Pair measurements are batched by round (:mod:`~pytest_fabric.run.waves`, the one front door
 for waves and rounds): the first pair test of a round measures every selected pair of that
 round at once, and the consistency, attribution and aggregate checks reuse those results
-instead of measuring again. What is read once per run (a node's ports, the error counters
-before any traffic, attribution) is kept in ``state.once``.
+instead of measuring again. What is read once per run (a node's ports, a pair measured alone) is
+kept in ``state.once``.  The node's own ports and links are checks/links.py's checks.
 """
 
 from __future__ import annotations
@@ -21,20 +22,17 @@ from pytest_fabric.config.units import Quantity, parse_quantity
 from pytest_fabric.judge import consistency
 from pytest_fabric.judge.verdict import Measurement
 from pytest_fabric.judge.verdict import judge as judge_measurement
-from pytest_fabric.probes import counters, nccl, netdev, qos, rdma, reachability
-from pytest_fabric.probes.base import MeasurementError
+from pytest_fabric.probes import nccl, rdma, reachability
 from pytest_fabric.run import retests
-from pytest_fabric.run.batches import Share, members_at_once
-from pytest_fabric.run.cluster import Cluster, NodeHandle, NodePair
-from pytest_fabric.run.fixtures import HcaHandle, SpecLookup
+from pytest_fabric.run.batches import members_at_once
+from pytest_fabric.run.cluster import NodeHandle, NodePair
 from pytest_fabric.run.pairs import Pair
-from pytest_fabric.run.state import CHECK_KEY, FabricState, get_state
+from pytest_fabric.run.state import FabricState, get_state
 from pytest_fabric.run.stopgate import RunStopped
 from pytest_fabric.run.waves import (
     measure_batched,
     measure_subject,
     round_context,
-    wave,
     whole_round,
 )
 from pytest_fabric.transport.base import (
@@ -271,202 +269,6 @@ def node_ports(request: pytest.FixtureRequest, node: NodeHandle) -> tuple[list[r
     """The node's RDMA ports of the profile's link layer (listed once per run)."""
     state = _state(request)
     return state.once.get("rdma ports", node.name, lambda: rdma.list_ports(node, _link_layer(state)))
-
-
-def _same_node(state: FabricState, hca: HcaHandle) -> Share:
-    """One node's ports take turns in a wave: the first lists the node's ports, the others reuse it."""
-    return Share(f"{hca.node.name}'s ports", 1)
-
-
-def _hca_port(request: pytest.FixtureRequest, hca: HcaHandle) -> tuple[rdma.RdmaPort | None, Measurement | None]:
-    ports, evidence = node_ports(request, hca.node)
-    state = _state(request)
-    if isinstance(hca.index, str):
-        named = next((p for p in ports if p.name == hca.index), None)
-        if named is not None:
-            return named, None
-        where = "the inventory lists it under rdma_ports" if hca.node.spec.rdma_ports else "the profile names it under ports.names"
-        return None, Measurement.absent(
-            f"{hca.node.name} has no RDMA port {hca.index} (it reports {', '.join(p.name for p in ports) or 'none'}); {where}",
-            tuple(evidence),
-        )
-    if hca.index < len(ports):
-        return ports[hca.index], None
-    layer = _link_layer(state)
-    kind = f"{layer} " if layer else ""
-    return None, Measurement.absent(
-        f"{hca.node.name} has {len(ports)} {kind}RDMA port(s) ({', '.join(p.name for p in ports) or 'none'}); "
-        f"profile {state.profile.name} expects {_expected_ports(state)}",
-        tuple(evidence),
-    )
-
-
-@pytest.fixture
-@wave("node")
-def link_layer(request: pytest.FixtureRequest, node: NodeHandle, spec: SpecLookup) -> Measurement:
-    spec(checks.LINK_LAYER)
-    ports, evidence = rdma.list_ports(node, None)
-    if not ports:
-        return Measurement.absent(f"{node.name} reports no RDMA ports (ibstat lists none)", tuple(evidence))
-    counts: dict[str, int] = {}
-    for port in ports:
-        counts[port.link_layer] = counts.get(port.link_layer, 0) + 1
-    text = ", ".join(f"{layer} x{count}" for layer, count in sorted(counts.items()))
-    return Measurement(value=text, detail=", ".join(f"{p.name}: {p.link_layer}" for p in ports), evidence=tuple(evidence))
-
-
-@pytest.fixture
-@wave("node")
-def ports(request: pytest.FixtureRequest, node: NodeHandle, spec: SpecLookup) -> Measurement:
-    """Active ports among those the inventory or profile names, else among all of the link layer.
-
-    Named ports must each be there and Active; ports nobody named (a storage HCA) are
-    listed but not judged.
-    """
-    spec(checks.PORTS)
-    state = _state(request)
-    found, evidence = node_ports(request, node)
-    detail = ", ".join(f"{p.name} {p.state}/{p.physical_state} {p.rate_gbps} Gb/s" for p in found) or "no ports"
-    named = tuple(node.spec.rdma_ports) or _port_names(state)
-    if not named:
-        active = [p for p in found if p.state.lower() == "active"]
-        return Measurement(value=parse_quantity(len(active)), detail=f"active: {len(active)} of {len(found)} ({detail})", evidence=tuple(evidence))
-    by_name = {p.name: p for p in found}
-    where = "the inventory's rdma_ports" if node.spec.rdma_ports else "the profile's ports.names"
-    problems = [
-        f"{name} is not there" if name not in by_name else f"{name} is {by_name[name].state} ({by_name[name].physical_state})"
-        for name in named
-        if name not in by_name or by_name[name].state.lower() != "active"
-    ]
-    unjudged = [p.name for p in found if p.name not in named]
-    aside = f"; not named, not judged: {', '.join(unjudged)}" if unjudged else ""
-    if problems:
-        return Measurement.absent(f"of the ports {where} names, {'; '.join(problems)} ({detail})", tuple(evidence))
-    return Measurement(
-        value=parse_quantity(len(named)),
-        detail=f"all {len(named)} ports {where} names are Active ({detail}){aside}",
-        evidence=tuple(evidence),
-    )
-
-
-@pytest.fixture
-@wave("hca", shares=_same_node)
-def port_state(request: pytest.FixtureRequest, hca: HcaHandle, spec: SpecLookup) -> Measurement:
-    spec(checks.PORT_STATE)
-    port, absent = _hca_port(request, hca)
-    if absent is not None:
-        return absent
-    assert port is not None
-    return Measurement(value=f"{port.state} ({port.physical_state})", detail=f"{port.name} on {hca.node.name}")
-
-
-@pytest.fixture
-@wave("hca", shares=_same_node)
-def port_rate(request: pytest.FixtureRequest, hca: HcaHandle, spec: SpecLookup) -> Measurement:
-    spec(checks.PORT_RATE)
-    port, absent = _hca_port(request, hca)
-    if absent is not None:
-        return absent
-    assert port is not None
-    return Measurement(value=port.rate, detail=f"{port.name} on {hca.node.name} reports Rate {port.rate_gbps} ({port.state})")
-
-
-#: once per node, before any traffic: (device, port) -> its error counters, or why they could not be read
-_Baseline = dict[tuple[str, int], counters.PortCounters | Exception]
-_BASELINE = "error counters before any traffic"
-
-
-@pytest.fixture(scope="session", autouse=True)
-def _error_counter_baseline(request: pytest.FixtureRequest) -> None:
-    """Read every port's error counters before any traffic, so the check judges growth during this run."""
-    state = get_state(request.config)
-    if state is None or state.profile.spec("inter_node", "error_counters") is None:
-        return
-    if not any(
-        (info := item.stash.get(CHECK_KEY, None)) is not None and info.check == "error_counters"
-        for item in request.session.items
-    ):
-        return
-    cluster: Cluster = request.getfixturevalue("cluster")
-    layer = _link_layer(state)
-    both_ends = bool(getattr(state.profile.spec("inter_node", "error_counters"), "both_ends", True))
-
-    def read(node: NodeHandle) -> _Baseline:
-        ports, _ = rdma.list_ports(node, layer)  # an error: each port's test reports it (no baseline, no verdict)
-        readings: _Baseline = {}
-        for port in ports:
-            try:
-                readings[(port.device, port.port)] = counters.read_port(
-                    node, port.device, port.port, infiniband=port.link_layer.lower() == "infiniband", both_ends=both_ends
-                )
-            except Exception as exc:  # that port's test reports it
-                readings[(port.device, port.port)] = exc
-        return readings
-
-    def snapshot(node: NodeHandle) -> None:
-        try:
-            state.once.get(_BASELINE, node.name, lambda: read(node))
-        except Exception:  # kept: the node's port tests report it
-            pass
-
-    state.batches.fan_out(cluster.nodes, snapshot)
-
-
-
-def _lossless_priorities(state: FabricState) -> tuple[int, ...]:
-    roce_spec = state.profile.spec("inter_node", "roce")
-    return tuple(getattr(roce_spec, "pfc_priorities", ()) or ())
-
-
-@pytest.fixture
-@wave("hca", shares=_same_node)
-def error_counters(request: pytest.FixtureRequest, hca: HcaHandle, spec: SpecLookup) -> Measurement:
-    settings = spec(checks.ERROR_COUNTERS)
-    port, absent = _hca_port(request, hca)
-    if absent is not None:
-        return absent
-    assert port is not None
-    state = _state(request)
-    before: counters.PortCounters | Exception | None
-    try:  # read before any traffic, never now (peek computes nothing)
-        baseline: _Baseline | None = state.once.peek(_BASELINE, hca.node.name)
-        before = None if baseline is None else baseline.get((port.device, port.port))
-    except Exception as exc:  # the node's ports could not be listed then
-        before = exc
-    if before is None or isinstance(before, BaseException):
-        return counters.measurement(before, counters.PortCounters(hca.node.name, port.name, True, ()))
-    now = counters.read_port(hca.node, port.device, port.port, infiniband=port.link_layer.lower() == "infiniband",
-                             both_ends=settings.both_ends)
-    return counters.measurement(before, now, lossless_priorities=_lossless_priorities(state))
-
-
-@pytest.fixture
-@wave("node")
-def mtu(request: pytest.FixtureRequest, node: NodeHandle, spec: SpecLookup) -> Measurement:
-    """InfiniBand: the smallest active MTU of the node's IB ports.  Otherwise: the data interface's MTU."""
-    spec(checks.MTU)
-    state = _state(request)
-    if (_link_layer(state) or "").lower() != "infiniband":
-        return netdev.mtu(node, state.once)
-    found, evidence = node_ports(request, node)
-    active = [p for p in found if p.state.lower() == "active" and p.active_mtu]
-    if not active:
-        raise MeasurementError(node.name, "no active InfiniBand port reports an active MTU", command="ibv_devinfo")
-    smallest = min(active, key=lambda p: p.active_mtu or 0)
-    listing = ", ".join(f"{p.name} {p.active_mtu}" for p in active)
-    return Measurement(value=parse_quantity(smallest.active_mtu), detail=f"IB active MTU: {listing}", evidence=tuple(evidence))
-
-
-@pytest.fixture
-@wave("node")
-def roce(request: pytest.FixtureRequest, node: NodeHandle, spec: SpecLookup) -> Measurement:
-    settings = spec(checks.ROCE)
-    ports, _ = node_ports(request, node)
-    # IPoIB netdevs of InfiniBand ports have no PFC or ECN: only Ethernet (RoCE) ports count.
-    roce_ports = [(p.device, p.port) for p in ports if p.link_layer.lower() == "ethernet"]
-    # ECN on the lossless priorities; with no PFC priority named, on every priority.
-    ecn_priorities = (list(settings.pfc_priorities) or list(range(8))) if settings.ecn is not None else []
-    return qos.roce_settings(node, ecn_priorities=ecn_priorities, roce_ports=roce_ports)
 
 
 # --------------------------------------------------------------------------- pair checks
