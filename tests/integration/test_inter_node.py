@@ -9,7 +9,10 @@ The JSON record is read to check every verdict, subject by subject.
 from __future__ import annotations
 
 import json
+import subprocess
+import sys
 from collections.abc import Iterator
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import pytest
@@ -122,15 +125,10 @@ def roce_ports() -> list[FakePort]:
     ]
 
 
-@pytest.fixture(scope="module")
-def roce_record(simcluster: SimCluster, tmp_path_factory: pytest.TempPathFactory) -> dict:
-    """Four RoCE nodes on two leaves; node02 trusts PCP instead of DSCP and has no PFC."""
-    import subprocess
-    import sys
-
+def _roce_run(simcluster: SimCluster, work: Path) -> subprocess.CompletedProcess[str]:
+    """Four RoCE nodes on two leaves; node02 trusts PCP instead of DSCP and has no PFC (hardware: _roce_and_ports)."""
     import yaml
 
-    work = tmp_path_factory.mktemp("roce")
     nodes = simcluster.nodes[:4]
     inventory = simcluster.write_inventory(work / "inventory.yaml", nodes=nodes)
     document = yaml.safe_load(inventory.read_text())
@@ -139,18 +137,57 @@ def roce_record(simcluster: SimCluster, tmp_path_factory: pytest.TempPathFactory
     # node04 names its ports, one of which it does not have
     document["nodes"][3]["rdma_ports"] = ["mlx5_0", "mlx5_1/1", "mlx5_7"]
     inventory.write_text(yaml.safe_dump(document, sort_keys=False))
-    hardware = {n.name: FakeHardware(ports=roce_ports()) for n in nodes}
+    return subprocess.run(
+        [sys.executable, "-m", "pytest", "--cluster", str(inventory), "--profile",
+         str(PROFILE.with_name("sim-roce.yaml")), "-m", "inter_node", "-p", "no:cacheprovider",
+         "--conformance-json", "record.json", "-q"],
+        cwd=work, capture_output=True, text=True, timeout=300,
+    )
+
+
+def _port_run(simcluster: SimCluster, work: Path) -> subprocess.CompletedProcess[str]:
+    """Per-node port checks on node05-07 (hardware: _roce_and_ports)."""
+    inventory = simcluster.write_inventory(work / "inventory.yaml", nodes=simcluster.nodes[4:7])
+    return subprocess.run(
+        [sys.executable, "-m", "pytest", "--cluster", str(inventory), "--profile", str(PROFILE),
+         "-k", "link_layer or test_ports or port_state or port_rate or mtu", "-p", "no:cacheprovider",
+         "--conformance-json", "record.json", "-q"],
+        cwd=work, capture_output=True, text=True, timeout=300,
+    )
+
+
+def _roce_and_ports() -> dict[str, FakeHardware]:
+    """node01-04: RoCE, node02 misconfigured, node03's two ports behind a 120 Gb/s host path
+    (each does 98 Gb/s alone, not both at once). node05-07: one healthy, one with a port Down/Polling
+    and a 2048-byte MTU port, one whose ports are Ethernet in an InfiniBand profile."""
+    hardware = {f"node0{i}": FakeHardware(ports=roce_ports()) for i in range(1, 5)}
     hardware["node02"] = FakeHardware(ports=roce_ports(), roce_trust="pcp", roce_pfc=[])
-    # node03's two ports share a 120 Gb/s host path: each does 98 Gb/s alone, not both at once
     hardware["node03"] = FakeHardware(ports=roce_ports(), host_bw_cap_gbps=120)
-    with hardware_installed(simcluster, hardware):
-        subprocess.run(
-            [sys.executable, "-m", "pytest", "--cluster", str(inventory), "--profile",
-             str(PROFILE.with_name("sim-roce.yaml")), "-m", "inter_node", "-p", "no:cacheprovider",
-             "--conformance-json", "record.json", "-q"],
-            cwd=work, capture_output=True, text=True, timeout=300,
-        )
-    return json.loads((work / "record.json").read_text())
+    down = default_ports()
+    down[3] = FakePort(device="mlx5_3", netdev="ib3", state="Down", phys_state="Polling", rate_gbps=10)
+    down[1] = FakePort(device="mlx5_1", netdev="ib1", active_mtu=2048)
+    hardware["node06"] = FakeHardware(ports=down)
+    hardware["node07"] = FakeHardware(ports=[
+        FakePort(device=f"mlx5_{i}", netdev=f"ens{i}", link_layer="Ethernet") for i in range(4)
+    ])
+    return hardware
+
+
+@pytest.fixture(scope="module")
+def roce_and_port_records(simcluster: SimCluster, tmp_path_factory: pytest.TempPathFactory) -> tuple[dict, dict]:
+    """The RoCE run on node01-04 and the port run on node05-07 at once, under one hardware model:
+    each run locks only its own nodes, and a run is mostly its start-up and the nodes' answers."""
+    works = [tmp_path_factory.mktemp("roce"), tmp_path_factory.mktemp("ports")]
+    with hardware_installed(simcluster, _roce_and_ports()), ThreadPoolExecutor(max_workers=2) as pool:
+        for done in [pool.submit(run, simcluster, work) for run, work in zip((_roce_run, _port_run), works)]:
+            done.result()
+    roce, ports = (json.loads((work / "record.json").read_text()) for work in works)
+    return roce, ports
+
+
+@pytest.fixture(scope="module")
+def roce_record(roce_and_port_records: tuple[dict, dict]) -> dict:
+    return roce_and_port_records[0]
 
 
 def test_roce_error_counters_are_read_without_perfquery_and_pass(roce_record: dict) -> None:
@@ -197,45 +234,21 @@ def test_ports_named_in_the_inventory_are_the_subjects(roce_record: dict) -> Non
 
 
 @pytest.fixture(scope="module")
-def port_record(simcluster: SimCluster, tmp_path_factory: pytest.TempPathFactory) -> dict:
-    """Per-node port checks on three nodes: one healthy, one with a port Down/Polling and a
-    2048-byte MTU port, one whose ports are Ethernet in an InfiniBand profile."""
-    import subprocess
-    import sys
-
-    work = tmp_path_factory.mktemp("ports")
-    nodes = simcluster.nodes[:3]
-    inventory = simcluster.write_inventory(work / "inventory.yaml", nodes=nodes)
-    down = default_ports()
-    down[3] = FakePort(device="mlx5_3", netdev="ib3", state="Down", phys_state="Polling", rate_gbps=10)
-    down[1] = FakePort(device="mlx5_1", netdev="ib1", active_mtu=2048)
-    hardware = {
-        "node02": FakeHardware(ports=down),
-        "node03": FakeHardware(ports=[
-            FakePort(device=f"mlx5_{i}", netdev=f"ens{i}", link_layer="Ethernet") for i in range(4)
-        ]),
-    }
-    with hardware_installed(simcluster, hardware):
-        subprocess.run(
-            [sys.executable, "-m", "pytest", "--cluster", str(inventory), "--profile", str(PROFILE),
-             "-k", "link_layer or test_ports or port_state or port_rate or mtu", "-p", "no:cacheprovider",
-             "--conformance-json", "record.json", "-q"],
-            cwd=work, capture_output=True, text=True, timeout=300,
-        )
-    return json.loads((work / "record.json").read_text())
+def port_record(roce_and_port_records: tuple[dict, dict]) -> dict:
+    return roce_and_port_records[1]
 
 
 def test_port_checks_fail_exactly_the_broken_ports(port_record: dict) -> None:
-    assert failing(port_record, "port_state") == {"node02:port3"} | {f"node03:port{i}" for i in range(4)}
-    assert failing(port_record, "ports") == {"node02", "node03"}
-    assert failing(port_record, "link_layer") == {"node03"}
-    # node03 has no InfiniBand port to read an IB MTU from: that cannot be measured, an error
-    assert outcomes(port_record, "mtu") == {"node01": "passed", "node02": "failed", "node03": "error"}
-    state = next(c for c in port_record["checks"] if c["check"] == "port_state" and c["subject"] == "node02:port3")
+    assert failing(port_record, "port_state") == {"node06:port3"} | {f"node07:port{i}" for i in range(4)}
+    assert failing(port_record, "ports") == {"node06", "node07"}
+    assert failing(port_record, "link_layer") == {"node07"}
+    # node07 has no InfiniBand port to read an IB MTU from: that cannot be measured, an error
+    assert outcomes(port_record, "mtu") == {"node05": "passed", "node06": "failed", "node07": "error"}
+    state = next(c for c in port_record["checks"] if c["check"] == "port_state" and c["subject"] == "node06:port3")
     assert "Down (Polling)" in state["message"]
-    ports = next(c for c in port_record["checks"] if c["check"] == "ports" and c["subject"] == "node02")
+    ports = next(c for c in port_record["checks"] if c["check"] == "ports" and c["subject"] == "node06")
     assert "measured 3" in ports["message"] and "mlx5_3/1 Down/Polling" in ports["message"]
-    layer = next(c for c in port_record["checks"] if c["check"] == "link_layer" and c["subject"] == "node03")
+    layer = next(c for c in port_record["checks"] if c["check"] == "link_layer" and c["subject"] == "node07")
     assert "Ethernet x4" in layer["message"]
 
 
