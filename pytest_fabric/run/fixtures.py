@@ -24,7 +24,7 @@ from typing import Any, Protocol, TypeVar, overload
 import pytest
 
 from pytest_fabric.checks.base import Check
-from pytest_fabric.config.profile import CheckSpec
+from pytest_fabric.config.profile import CheckSpec, Count, Ports
 from pytest_fabric.judge.verdict import Expectation, Measurement, Verdict
 from pytest_fabric.judge.verdict import judge as judge_measurement
 from pytest_fabric.run.cluster import Cluster, NodeHandle, NodePair
@@ -96,7 +96,7 @@ def _subject_params(metafunc: pytest.Metafunc) -> tuple[str, list[Any], list[str
         targets = [(n, t) for n in nodes for t in state.inventory.egress_targets]
         return "egress_target", list(targets), [subject_id("egress_target", p) for p in targets]
     if "gpu" in names:
-        count = _expected_count(state.profile.spec("intra_node", "gpu_count"))
+        count = _expected_count(state.checks.statement(state.profile, "gpus", Count))
         if len(nodes) > state.device_tests_up_to:
             whole: list[Any] = [(n, tuple(range(count))) for n in nodes] if count else []
             return "gpu", whole, [subject_id("gpu", p) for p in whole]
@@ -105,7 +105,7 @@ def _subject_params(metafunc: pytest.Metafunc) -> tuple[str, list[Any], list[str
     if "hca" in names:
         # Subjects are the real ports wherever someone named them (the node's inventory
         # rdma_ports, else the profile's ports.names); only unnamed ports are slots.
-        ports_spec = state.profile.spec("inter_node", "ports")
+        ports_spec = state.checks.statement(state.profile, "rails", Ports)
         count = _expected_count(ports_spec)
         profile_names = list(getattr(ports_spec, "names", None) or [])
         hcas: list[tuple[str, Any]] = []
