@@ -1,9 +1,9 @@
 """NCCL across nodes against stand-in nccl-tests: corrupted results fail, a crashed rank errors.
 
-Two runs of the real command line on the simulated cluster, selecting only the NCCL
-checks. In the first, every all_reduce that includes node03 returns wrong results
-(``#wrong`` counts, ``Out of bounds values : N FAILED``, exit 1) at full bandwidth;
-in the second, a rank on node02 crashes after its rows are printed (exit 139).
+Two runs of the real command line on the simulated cluster at once, on nodes of their own,
+selecting only the NCCL checks. In the first (node01-04), every all_reduce that includes node03
+returns wrong results (``#wrong`` counts, ``Out of bounds values : N FAILED``, exit 1) at full
+bandwidth; in the second (node05-07), a rank on node06 crashes after its rows are printed (exit 139).
 Bandwidth alone would pass every one of these runs.
 """
 
@@ -12,26 +12,25 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
 import pytest
-from simcluster import SimCluster
+from simcluster import SimCluster, SimNode
 from simcluster.hardware import FakeHardware, hardware_installed
 
 PROFILE = Path(__file__).resolve().parents[1] / "data" / "profiles" / "sim-rdma.yaml"
 
 
-def run(simcluster: SimCluster, work: Path, count: int, hardware: dict[str, FakeHardware], select: str) -> dict[str, Any]:
-    nodes = simcluster.nodes[:count]
+def run(simcluster: SimCluster, work: Path, nodes: list[SimNode], select: str) -> dict[str, Any]:
     inventory = simcluster.write_inventory(work / "inventory.yaml", nodes=nodes)
-    with hardware_installed(simcluster, hardware):
-        result = subprocess.run(
-            [sys.executable, "-m", "pytest", "--cluster", str(inventory), "--profile", str(PROFILE), "-m", "inter_node",
-             "-k", select, "-p", "no:cacheprovider", "--conformance-json", "record.json", "-q", "-rfE"],
-            cwd=work, capture_output=True, text=True, timeout=400,
-        )
-        leftovers = {n.name: simcluster.processes(n) for n in nodes}
+    result = subprocess.run(
+        [sys.executable, "-m", "pytest", "--cluster", str(inventory), "--profile", str(PROFILE), "-m", "inter_node",
+         "-k", select, "-p", "no:cacheprovider", "--conformance-json", "record.json", "-q", "-rfE"],
+        cwd=work, capture_output=True, text=True, timeout=400,
+    )
+    leftovers = {n.name: simcluster.processes(n) for n in nodes}
     record: dict[str, Any] = json.loads((work / "record.json").read_text())
     record["_stdout"] = result.stdout + result.stderr
     record["_leftovers"] = leftovers
@@ -43,15 +42,26 @@ def checks(record: dict[str, Any], check: str) -> dict[frozenset[str], dict[str,
 
 
 @pytest.fixture(scope="module")
-def wrong_results(simcluster: SimCluster, tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
-    return run(simcluster, tmp_path_factory.mktemp("nccl_wrong"), 4, {"node03": FakeHardware(nccl_fault="wrong")},
-               "nccl_allreduce or scaling_efficiency")
+def nccl_records(simcluster: SimCluster, tmp_path_factory: pytest.TempPathFactory) -> dict[str, dict[str, Any]]:
+    """Both runs at once under one hardware model, each on nodes of its own (a run locks only its nodes,
+    and mostly waits on them): wrong results from node03 on node01-04, a crashed rank on node06 of node05-07."""
+    hardware = {"node03": FakeHardware(nccl_fault="wrong"), "node06": FakeHardware(nccl_fault="crash")}
+    runs = {"wrong": (simcluster.nodes[:4], "nccl_allreduce or scaling_efficiency"),
+            "crash": (simcluster.nodes[4:7], "nccl_allreduce")}
+    with hardware_installed(simcluster, hardware), ThreadPoolExecutor(max_workers=len(runs)) as pool:
+        done = {name: pool.submit(run, simcluster, tmp_path_factory.mktemp(f"nccl_{name}"), nodes, select)
+                for name, (nodes, select) in runs.items()}
+        return {name: future.result() for name, future in done.items()}
 
 
 @pytest.fixture(scope="module")
-def crashed_rank(simcluster: SimCluster, tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
-    return run(simcluster, tmp_path_factory.mktemp("nccl_crash"), 3, {"node02": FakeHardware(nccl_fault="crash")},
-               "nccl_allreduce")
+def wrong_results(nccl_records: dict[str, dict[str, Any]]) -> dict[str, Any]:
+    return nccl_records["wrong"]
+
+
+@pytest.fixture(scope="module")
+def crashed_rank(nccl_records: dict[str, dict[str, Any]]) -> dict[str, Any]:
+    return nccl_records["crash"]
 
 
 def test_wrong_results_fail_every_pair_with_the_node_and_only_those(wrong_results: dict[str, Any]) -> None:
@@ -76,12 +86,12 @@ def test_scaling_fails_when_its_runs_return_wrong_results(wrong_results: dict[st
 def test_a_rank_that_crashes_after_its_rows_is_an_error_naming_node_and_command(crashed_rank: dict[str, Any]) -> None:
     pairs = checks(crashed_rank, "nccl_allreduce")
     assert {pair: c["outcome"] for pair, c in pairs.items()} == {
-        frozenset({"node01", "node02"}): "error",
-        frozenset({"node02", "node03"}): "error",
-        frozenset({"node01", "node03"}): "passed",
+        frozenset({"node05", "node06"}): "error",
+        frozenset({"node06", "node07"}): "error",
+        frozenset({"node05", "node07"}): "passed",
     }, crashed_rank["_stdout"][-3000:]
-    message = pairs[frozenset({"node01", "node02"})]["message"]
-    assert "exited with code 139" in message and "Segmentation fault" in message and "node02" in message
+    message = pairs[frozenset({"node05", "node06"})]["message"]
+    assert "exited with code 139" in message and "Segmentation fault" in message and "node06" in message
     assert "mpirun --allow-run-as-root" in message and "NCCL_ALGO=Ring" in message
     assert "passwordless SSH" in message
 
