@@ -305,6 +305,9 @@ class _Levels:
     cut: float  # the low level: repeats at or under it (log)
     mixed: int  # figures with a repeat at the healthy level too
     share: float  # the chance of one healthy figure reaching that low
+    #: the chance in a normal tail of the spread as read (believing it): under
+    #: :data:`_SUSPECT_CHANCE` asks for a retest step, whose repeats make the spread a reading
+    hint: float = 1.0
 
 
 @dataclass
@@ -441,7 +444,7 @@ class _Series:
         levels = self._levels(node, own, faulty - {node}, center)
         unstable = False
         if levels is not None:
-            if levels.chance <= _SUSPECT_CHANCE:
+            if min(levels.chance, levels.hint) <= _SUSPECT_CHANCE:
                 self.unsure.add(node)  # more repeats with it would tell (a retest step)
             unstable = levels.chance <= s.unstable_chance
         low = any(
@@ -475,8 +478,9 @@ class _Series:
         # direction (asymmetric): a node fault where the figures say one
         if unstable and levels is not None and (best is None or (levels.mixed >= 2 and 2 * levels.mixed >= len(levels.split))):
             split = levels.split
-            text = (f"{levels.lows} of its {levels.repeats} repeats, in {len(split)} of its {len(own)} figures, at or under "
-                    f"{_fmt(math.exp(levels.cut))} (as low as {_fmt(math.exp(min(f.logs[0] for f in split)))}) and others at "
+            text = (f"{len(split)} of its {len(own)} figures with repeats at or under {_fmt(math.exp(levels.cut))} (as low as "
+                    f"{_fmt(math.exp(min(f.logs[0] for f in split)))}; {levels.lows} of its {levels.repeats} repeats "
+                    f"{s.min_drop * 100:.0f}% or more under) and others at "
                     f"{_fmt(math.exp(center))}, the median of the figures without {node}: {levels.share * 100:.2g}% of the "
                     f"baseline's figures reach that low, a chance of {levels.chance:.1g} for as many: two levels, a rail or "
                     f"link of {node} that retrains (unstable)")
@@ -531,15 +535,15 @@ class _Series:
         if m < s.min_baseline:
             return None
         repeat_noise = self.repeat_noise
+        dof: int | None = None
         if len(mins) < _ROUGH_FROM:  # a small series: the repeats' spread without the node exactly
             others = self._without([node], faulty)
             spread_all = self._repeat_spread(others, center)
             # and the ranges' floor without its own figures that jump between two levels: in a
             # 4-node series a flapping node is in 5 of 8 figures, and their two-level ranges
             # would make the floor theirs
-            jumps = [f for f in own if any(_q(b - a) >= _q(_JUMP * self.min_gap) for a, b in zip(f.logs, f.logs[1:]))]
-            if jumps:
-                repeat_noise = _range_spread([f for f in self.figs if f not in jumps and self._clean(f, faulty)])
+            repeat_noise = _range_spread(others)
+            dof = sum(len(f.logs) - 1 for f in others) // 2
         # never under what the figures' own repeats imply: a few repeats' MAD is chance (the
         # median over the series, a floor, not a reading)
         sigma = max(spread_all, repeat_noise, s.min_spread) * (1 + 1 / m)
@@ -549,6 +553,7 @@ class _Series:
         high = center - max(self.min_gap, sigma)
         best: _Levels | None = None
         tried = 0
+        hint = 1.0
         for t in candidates:
             split = [f for f in own if _q(f.logs[0]) <= _q(t)]
             if len(split) < 2:
@@ -560,19 +565,27 @@ class _Series:
             # both levels inside a figure; against a small baseline (whose chance is rough) inside
             # two: one such figure beside a bad link is chance there
             mixed = sum(1 for f in split if _q(f.logs[-1]) >= _q(high))
-            lows = bisect_right(mine, t + _EPS)
-            if mixed < (2 if m < _SMALL_BASELINE else 1) or _q(lows / len(mine)) < _q(s.unstable_share):
+            # its low repeats: every one far under the baseline (a level is not one value: the
+            # low level's repeats spread above the lowest figure's minimum too)
+            lows = bisect_right(mine, cut + _EPS)
+            if mixed < 1 or _q(lows / len(mine)) < _q(s.unstable_share):
+                continue
+            below = bisect_right(mins, t + _EPS) - bisect_right(own_mins, t + _EPS)
+            normal = NormalDist().cdf((t - center) / sigma)
+            hint = min(hint, _tail(len(split), len(own), max(below / m, 1 - (1 - normal) ** per_figure)))
+            if mixed < (2 if m < _SMALL_BASELINE else 1):
                 continue
             tried += 1
-            below = bisect_right(mins, t + _EPS) - bisect_right(own_mins, t + _EPS)
-            one = NormalDist().cdf((t - center) / sigma)
+            one = normal if dof is None else _t_tail((center - t) / sigma, dof)
             share = max(below / m, 1 - (1 - one) ** per_figure)
             chance = _tail(len(split), len(own), share)
-            if best is None or _q(chance) < _q(best.chance):
+            # on a log scale: chances far under one in a million must still be told apart
+            if best is None or _q(math.log(max(chance, 1e-300))) < _q(math.log(max(best.chance, 1e-300))):
                 best = _Levels(chance, split, lows, len(mine), t, mixed, share)
         if best is None:
-            return None
-        return _Levels(min(1.0, best.chance * tried), best.split, best.lows, best.repeats, best.cut, best.mixed, best.share)
+            return None if hint > _SUSPECT_CHANCE else _Levels(1.0, [], 0, len(mine), cut, 0, 1.0, hint)
+        return _Levels(min(1.0, best.chance * tried), best.split, best.lows, best.repeats, best.cut, best.mixed, best.share,
+                       min(1.0, hint * tried))
 
     @staticmethod
     def _repeat_spread(figs: Sequence[_Fig], center: float) -> float:
@@ -583,8 +596,8 @@ class _Series:
         """How far below the baseline k figures must lie: ``confidence`` of their own spreads (the
         spread of a median of k against a median of m), never under ``least_spreads`` figure spreads."""
         s = self.settings
-        # a spread from m figures is itself uncertain: (1 + 1/m) for the few of a small cluster
-        return spread * (1 + 1 / m) * max(s.confidence * math.sqrt(_RANK_SCALE**2 / k + _MEDIAN_SCALE**2 / m), s.least_spreads)
+        # a spread from m figures is itself uncertain (:func:`_unsure`)
+        return spread * _unsure(m) * max(s.confidence * math.sqrt(_RANK_SCALE**2 / k + _MEDIAN_SCALE**2 / m), s.least_spreads)
 
     def _drop(self, center: float, group: Sequence[_Fig], spread: float) -> float:
         """How far the node's figure (:func:`_most`) lies below where a healthy node's would."""
@@ -660,7 +673,7 @@ class _Series:
         # a small series' baseline is a few figures whose spread is chance: any doubt in it (a
         # retest, a link, repeats on two levels) measures every pair of it again, the baseline's
         # too, so that every figure rests on twice the repeats (a 4-node series: 6 more measurements)
-        if len(nodes) <= _REMEASURE_UP_TO and (self.retests or links or any(f.split for f in self.figs)):
+        if len(nodes) <= _REMEASURE_UP_TO and (self.retests or links or found or any(f.split for f in self.figs)):
             self.retests.extend((self.name, *f.figure.nodes) for f in self.figs if len(f.figure.nodes) == 2)
         return findings, links, fabric
 
@@ -684,7 +697,7 @@ class _Series:
             if base is None:
                 return None
             center, spread, count = base
-        own_spread = spread * (1 + 1 / count) * math.sqrt(_RANK_SCALE**2 / len(group) + _MEDIAN_SCALE**2 / count)
+        own_spread = spread * _unsure(count) * math.sqrt(_RANK_SCALE**2 / len(group) + _MEDIAN_SCALE**2 / count)
         return self._drop(center, group, spread) / own_spread, center - _most(group)
 
     def suspect(self, node: str, faulty: frozenset[str]) -> bool:
@@ -881,6 +894,50 @@ class _Series:
 def _tail(x: int, k: int, p: float) -> float:
     """P(at least x of k), each with chance p."""
     return sum(math.comb(k, i) * p**i * (1 - p) ** (k - i) for i in range(x, k + 1))
+
+
+def _unsure(m: int) -> float:
+    """How much wider a spread read from m figures may be than it reads: 1 + 1/m for a baseline
+    under :data:`_SMALL_BASELINE` (whose node must lie under all of it too), 1 + 1/sqrt(m) above
+    (the MAD of m figures is off by about 1.16/sqrt(m) of itself: 21 figures read a spread of 0.045
+    where their noise was 0.06, and a healthy sender 16% under three of four times was sent back)."""
+    return 1 + (1 / m if m < _SMALL_BASELINE else 1 / math.sqrt(m))
+
+
+def _t_tail(z: float, dof: int) -> float:
+    """P(T >= z) for Student's t with ``dof`` degrees of freedom: how likely a deviation of z
+    spreads is when the spread itself was read from few repeats (a normal tail believes a spread
+    of chance). 0.5 x I_x(dof/2, 1/2) with x = dof / (dof + z^2)."""
+    if z < 0:
+        return 1 - _t_tail(-z, dof)
+    return 0.5 * _beta_inc(dof / 2, 0.5, dof / (dof + z * z))
+
+
+def _beta_inc(a: float, b: float, x: float) -> float:
+    """The regularized incomplete beta I_x(a, b), by its continued fraction (Lentz), on the side of
+    x where it converges (accurate in the tail, where the chances of :meth:`_Series._levels` are)."""
+    if x <= 0 or x >= 1:
+        return 0.0 if x <= 0 else 1.0
+    if x > (a + 1) / (a + b + 2):
+        return 1 - _beta_inc(b, a, 1 - x)
+    front = math.exp(math.lgamma(a + b) - math.lgamma(a) - math.lgamma(b) + a * math.log(x) + b * math.log1p(-x)) / a
+    tiny = 1e-300
+    c, d = 1.0, 1 - (a + b) * x / (a + 1)
+    d = 1 / (d if abs(d) > tiny else tiny)
+    h = d
+    for k in range(1, 300):
+        delta = 1.0
+        for num in (k * (b - k) * x / ((a + 2 * k - 1) * (a + 2 * k)),
+                    -(a + k) * (a + b + k) * x / ((a + 2 * k) * (a + 2 * k + 1))):
+            d = 1 + num * d
+            d = 1 / (d if abs(d) > tiny else tiny)
+            c = 1 + num / c
+            c = c if abs(c) > tiny else tiny
+            delta = d * c
+            h *= delta
+        if abs(delta - 1) < 1e-12:
+            break
+    return front * h
 
 
 def _range_spread(figs: Sequence[_Fig]) -> float:
