@@ -26,7 +26,8 @@ def pytest_fabric_checks(config: pytest.Config) -> list[Check[Any]] | None:
     Called once, at configure time, before the profile is loaded: each declaration's profile key
     (``layer.key``) becomes a key profiles may set, typed and validated by the declaration's settings
     model (a :class:`~pytest_fabric.config.profile.CheckSpec`); its test is ``test_<name>`` marked with its
-    layer.  pytest-fabric's own plugin returns the built-in checks from this hook (``trylast``).
+    layer.  pytest-fabric's own check families (``pytest_fabric.checks.<family>``) return theirs from this
+    hook.
     Two plugins declaring one name, one key with two models, or overlapping port blocks are a usage
     error naming both plugins.  Every implementation is called, in registration order.
     """

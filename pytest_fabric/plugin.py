@@ -21,7 +21,7 @@ import pluggy
 import pytest
 
 from pytest_fabric import __version__, hookspecs
-from pytest_fabric.checks.base import BUILTIN, CHECKS, Check, CheckRegistry, RegistryError
+from pytest_fabric.checks.base import CheckRegistry, RegistryError
 from pytest_fabric.config.bundled import (
     bundled_inventories,
     bundled_inventory_name,
@@ -30,7 +30,7 @@ from pytest_fabric.config.bundled import (
 )
 from pytest_fabric.config.hostlist import fold
 from pytest_fabric.config.inventory import Node, load_inventory, with_data_addresses
-from pytest_fabric.config.profile import CheckSpec, bundled_profiles, load_profile, profile_schema
+from pytest_fabric.config.profile import bundled_profiles, load_profile, profile_schema
 from pytest_fabric.config.yamlsource import MissingFile, SourceError
 from pytest_fabric.judge.applicability import cannot_exist, unmeasurable
 from pytest_fabric.judge.verdict import Op, Verdict, display_unit
@@ -325,10 +325,6 @@ def registered_checks(config: pytest.Config) -> CheckRegistry:
         raise pytest.UsageError(f"pytest_fabric_checks: {exc}") from None
 
 
-@pytest.hookimpl(trylast=True)
-def pytest_fabric_checks(config: pytest.Config) -> list[Check[CheckSpec]]:
-    """The built-in checks (checks.py), declared the way an extension declares its own."""
-    return list(CHECKS.values())
 
 
 def _named_option(option: str, ref: str, exc: SourceError) -> str:
@@ -417,7 +413,7 @@ def _check_info(item: pytest.Item, functions: dict[tuple[int, str], _TestFunctio
 @pytest.hookimpl(tryfirst=True)  # before -k, -m, --deselect and --lf remove items: those still count as planned
 def pytest_collection_modifyitems(session: pytest.Session, config: pytest.Config, items: list[pytest.Item]) -> None:
     state = get_state(config)
-    registry = state.checks if state is not None else BUILTIN
+    registry = state.checks if state is not None else registered_checks(config)
     sets_of: dict[tuple[str, str], bool] = {}  # per check, not per item: 400,000 items at 4,096 nodes
     optional_of: dict[tuple[str, str], bool] = {}
     functions: dict[tuple[int, str], _TestFunction | None] = {}

@@ -13,8 +13,8 @@ its ``pytest_fabric_checks``, the hook an extension implements too), its test un
 tests/unit/test_checks.py holds every conformance test to a declaration and every declaration to its
 profile model.  The run reads the :class:`CheckRegistry` assembled from every plugin's answer at
 configure time (``FabricState.checks``); what a generic module needs of a check is an attribute of
-its declaration, read there.  Every built-in check now lives in its family, so the table below
-(:data:`CHECKS`, what pytest-fabric's own plugin answers with) is empty.
+its declaration, read there.  This module declares no check: it holds what a declaration is
+(:class:`Check`) and the registry (:class:`CheckRegistry`).
 """
 
 from __future__ import annotations
@@ -36,23 +36,16 @@ __all__ = [
     "BlameInput",
     "Bound",
     "Check",
-    "CHECKS",
     "Need",
+    "NO_CHECKS",
     "OUTLIER_RETESTS",
     "PHASE_READS_ROUNDS",
-    "BUILTIN",
     "CheckRegistry",
     "RegistryError",
     "Retests",
     "PortBlock",
     "Stated",
     "Subject",
-    "check_of",
-    "checks_judged_by",
-    "declared",
-    "is_set",
-    "profile_key_of",
-    "tools_for",
 ]
 
 Layer = Literal["software", "intra_node", "inter_node", "storage", "egress"]
@@ -211,44 +204,15 @@ LANES_PER_SLOT = 8
 
 PHASE_READS_ROUNDS = 20  # after the pair rounds whose results they read
 
-CHECKS: dict[str, Check[p.CheckSpec]] = {}
+# Every check is declared in its family module (checks/<family>.py) and registered through
+# pytest_fabric_checks: software, gpu, gpu_load, xid, pcie_errors, link_history, links, tcp, rdma, nccl,
+# attribution, storage, egress.  Pair checks' port blocks leave room for 256 slots (512 nodes), the
+# retests' offset (100 slots), and a pair's rails or streams: checks that run a pair's rails or GPUs
+# at once take LANES_PER_SLOT ports a slot (356 x 8 = 2,848), below the kernel's ephemeral range
+# (32768 and up), where a listener could meet a client's own port.
 
-
-def declare(check: Check[S]) -> Check[S]:
-    """Add a built-in declaration to :data:`CHECKS` (an extension returns its own from ``pytest_fabric_checks``)."""
-    if check.name in CHECKS and CHECKS[check.name] != check:
-        raise ValueError(f"check {check.name} is declared twice")
-    for other in CHECKS.values():
-        if check.ports and other.ports and other.name != check.name and check.ports.overlaps(other.ports):
-            raise ValueError(f"ports of {check.name} ({check.ports}) overlap those of {other.name} ({other.ports})")
-    CHECKS[check.name] = check  # type: ignore[assignment]
-    return check
-
-
-# software: what a node has before anything is measured on it: checks/software.py, a family of its own
-
-# intra-node: the GPUs, their count, models, links, NCCL inside a node and DCGM's diagnostic: checks/gpu.py,
-# a family of its own
-
-# inter-node: ports and links of each node, the switch links and oversubscription: checks/links.py, a family of
-# its own
-
-# inter-node: pairs, a round of disjoint pairs at once. Port blocks leave room for 256 slots
-# (512 nodes), the retests' offset (100 slots), and a pair's rails or streams: checks that run a
-# pair's rails or GPUs at once take LANES_PER_SLOT ports a slot (356 x 8 = 2,848), below the
-# kernel's ephemeral range (32768 and up), where a listener could meet a client's own port.
-# TCP (iperf3, ports 5201 up): checks/tcp.py, a family of its own
-# NCCL between nodes (all_reduce_perf over a pair, scaling over the cluster): checks/nccl.py, a family of its own
-# RDMA (bandwidth, latency, GPUDirect, aggregate and their outliers): checks/rdma.py, a family of its own
 #: an outlier check re-measures the pairs that stand out, one step, OUTLIER_REPEATS (3) samples each
 OUTLIER_RETESTS = Retests(steps=1, samples=3)
-# oversubscription (the spine under load, cross-leaf pairs): checks/links.py, a family of its own
-# attribution (every pair check judged by one model): checks/attribution.py, a family of its own
-
-# storage: checks/storage.py, a family of its own
-
-# egress: per target of the inventory, from each node: checks/egress.py, a family of its own
-
 
 
 class RegistryError(ValueError):
@@ -267,7 +231,8 @@ class CheckRegistry:
 
     Assembled once at configure time from the ``pytest_fabric_checks`` answers
     (:meth:`assemble`); the plugin, the profile loader, the plan, preflight, the fixtures and the
-    report read it.  :data:`BUILTIN` holds the built-in table alone.
+    report read it.  :func:`pytest_fabric.checks.builtin.builtin_registry` assembles pytest-fabric's
+    own families the same way, for what reads declarations without a run.
     """
 
     checks: Mapping[str, Check[p.CheckSpec]]
@@ -387,34 +352,6 @@ def _refuse_malformed(check: Any, plugin: str) -> None:
                             "pytest_fabric.config.profile.CheckSpec subclass")
 
 
-#: the built-in checks alone: what a caller without a run's registry (a pure function's default) reads
-BUILTIN = CheckRegistry(CHECKS)
-
-
-def check_of(name: str) -> Check[p.CheckSpec] | None:
-    """The declaration of built-in check ``name``; None for other tests."""
-    return BUILTIN.check_of(name)
-
-
-def is_set(profile: p.Profile, name: str, layer: str) -> bool:
-    """:meth:`CheckRegistry.is_set` over the built-in checks."""
-    return BUILTIN.is_set(profile, name, layer)
-
-
-def profile_key_of(name: str, layer: str) -> str:
-    """:meth:`CheckRegistry.profile_key_of` over the built-in checks."""
-    return BUILTIN.profile_key_of(name, layer)
-
-
-def declared() -> Iterator[Check[p.CheckSpec]]:
-    return BUILTIN.declared()
-
-
-def checks_judged_by(profile_key: str) -> list[Check[p.CheckSpec]]:
-    """:meth:`CheckRegistry.checks_judged_by` over the built-in checks."""
-    return BUILTIN.checks_judged_by(profile_key)
-
-
-def tools_for(profile_keys: Iterable[str], link_layer: str | None) -> dict[str, list[str]]:
-    """:meth:`CheckRegistry.tools_for` over the built-in checks."""
-    return BUILTIN.tools_for(profile_keys, link_layer)
+#: a registry of no check: the default of a pure function called without the run's registry (every
+#: built-in check is declared in its family: pass ``state.checks``, or ``checks.builtin.builtin_registry()``)
+NO_CHECKS = CheckRegistry({})

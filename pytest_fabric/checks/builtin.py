@@ -1,10 +1,10 @@
 """The checks pytest-fabric ships, assembled as a run without extensions assembles them.
 
-A run's registry comes from every plugin's ``pytest_fabric_checks`` answer (plugin.py): the table in
-:mod:`pytest_fabric.checks.base` and one answer per family module, each a plugin of its own.  What
-reads profiles or declarations without a run (benchmarks, tools, tests) reads the same here: the
-registry of the built-in table and every family (:data:`FAMILIES`, the family modules plugin.py
-registers), the profile schema their settings models make, and a profile loaded by that schema.
+A run's registry comes from every plugin's ``pytest_fabric_checks`` answer (plugin.py): one answer per
+family module, each a plugin of its own, and an extension's.  What reads profiles or declarations
+without a run (benchmarks, tools, tests) reads the same here: the registry of every family
+(:data:`FAMILIES`, the family modules plugin.py registers), the profile schema their settings models
+make, and a profile loaded by that schema.
 """
 
 from __future__ import annotations
@@ -28,7 +28,7 @@ from pytest_fabric.checks import (
     tcp,
     xid,
 )
-from pytest_fabric.checks.base import CHECKS, Check, CheckRegistry
+from pytest_fabric.checks.base import Check, CheckRegistry
 from pytest_fabric.config.profile import Profile, ProfileSchema, profile_schema
 from pytest_fabric.config.profile import load_profile as load_with
 
@@ -47,9 +47,7 @@ def _declared(family: ModuleType) -> list[Check[Any]]:
 @cache
 def builtin_registry() -> CheckRegistry:
     """The registry a run assembles from pytest-fabric's own plugins (no extension)."""
-    answers = [("pytest_fabric", list(CHECKS.values()))]
-    answers += [(family.__name__, _declared(family)) for family in FAMILIES]
-    return CheckRegistry.assemble(answers)
+    return CheckRegistry.assemble([(family.__name__, _declared(family)) for family in FAMILIES])
 
 
 @cache

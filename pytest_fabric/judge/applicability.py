@@ -61,7 +61,7 @@ def _needs(inventory: Inventory, where: str) -> dict[str, str | None]:
 
 
 def unmeasurable(profile: Profile, inventory: Inventory, pairs: Sequence[Pair],
-                 registry: checks.CheckRegistry = checks.BUILTIN) -> list[tuple[str, str]]:
+                 registry: checks.CheckRegistry = checks.NO_CHECKS) -> list[tuple[str, str]]:
     """(``layer.key``, why) for each set check this inventory gives nothing to measure, naming what to add:
     the first of its declared ``needs`` the inventory does not meet. ``registry``: the run's checks."""
     out: list[tuple[str, str]] = []
@@ -94,7 +94,7 @@ def unmeasurable(profile: Profile, inventory: Inventory, pairs: Sequence[Pair],
 
 
 def cannot_exist(profile: Profile, inventory: Inventory, pairs: Sequence[Pair],
-                 registry: checks.CheckRegistry = checks.BUILTIN) -> list[tuple[str, str]]:
+                 registry: checks.CheckRegistry = checks.NO_CHECKS) -> list[tuple[str, str]]:
     """(``layer.key``, why) for set checks that cannot exist on a cluster this small: nothing the
     inventory could add makes them measurable (their declared ``needs``: a median of at least three
     pairs, scaling over at least three nodes).  Said at load, in the header; they are listed under

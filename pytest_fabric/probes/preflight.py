@@ -23,7 +23,7 @@ import re
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 
-from pytest_fabric.checks.base import BUILTIN, CheckRegistry
+from pytest_fabric.checks.base import NO_CHECKS, CheckRegistry
 from pytest_fabric.parsers import lsmod, lspci_acs, nvidia_smi_list
 from pytest_fabric.parsers.base import ParseError
 from pytest_fabric.probes.base import MeasurementError
@@ -58,7 +58,7 @@ _KERNEL_DMABUF = "5.12"  # the first kernel whose RDMA stack takes dma-buf memor
 
 
 def required_tools(set_checks: Iterable[str], link_layer: str | None, extra: Iterable[str] = (),
-                   checks: CheckRegistry = BUILTIN) -> dict[str, list[str]]:
+                   checks: CheckRegistry = NO_CHECKS) -> dict[str, list[str]]:
     """tool -> the ``layer.check`` names (of those the profile sets) that run it (the tools ``checks``
     declares: the run's registry, an extension's checks included)."""
     out = checks.tools_for(set_checks, link_layer)

@@ -7,7 +7,7 @@ from typing import TYPE_CHECKING, Any
 
 import pytest
 
-from pytest_fabric.checks.base import BUILTIN, CheckRegistry
+from pytest_fabric.checks.base import NO_CHECKS, CheckRegistry
 from pytest_fabric.config.inventory import Inventory
 from pytest_fabric.config.profile import Profile
 from pytest_fabric.judge.verdict import Verdict
@@ -32,7 +32,7 @@ class FabricState:
     pairs: list[Pair]
     host_key_policy: str
     #: every check of the run, the extensions' too (``pytest_fabric_checks``, assembled at configure)
-    checks: CheckRegistry = BUILTIN
+    checks: CheckRegistry = NO_CHECKS
     ssh_config: str | None = None
     #: above this many nodes one test per node and check judges all of a node's GPUs (ports)
     device_tests_up_to: int = DEVICE_TESTS_UP_TO

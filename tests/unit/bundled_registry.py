@@ -1,5 +1,4 @@
-"""The checks a run of the installed plugin declares: the built-in table and every check family the
-plugin loads (``pytest_fabric.checks.<family>``, each declaring its own through ``pytest_fabric_checks``),
+"""The checks a run of the installed plugin declares: every check family the plugin loads (``pytest_fabric.checks.<family>``, each declaring its own through ``pytest_fabric_checks``),
 and the profile schema they make. Unit tests read bundled profiles and conformance tests through it
 (pytest_fabric/checks/builtin.py assembles them; test_checks.py holds its families to plugin.py's)."""
 

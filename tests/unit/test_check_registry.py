@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 
 from pytest_fabric import Dimension, Op
-from pytest_fabric.checks.base import CHECKS, Check, CheckRegistry, PortBlock, RegistryError
+from pytest_fabric.checks.base import NO_CHECKS, Check, CheckRegistry, PortBlock, RegistryError
 from pytest_fabric.checks.builtin import builtin_registry, builtin_schema, load_profile
 from pytest_fabric.config.profile import (
     BUILTIN_SCHEMA,
@@ -38,12 +38,9 @@ def _registry(*extra: tuple[str, list[Check]]) -> CheckRegistry:  # type: ignore
     return CheckRegistry.assemble([("fabric", list(builtin_registry().declared())), *extra])
 
 
-def test_the_builtins_assemble_to_the_table_and_the_builtin_schema() -> None:
-    table = CheckRegistry.assemble([("fabric", list(CHECKS.values()))])
-    assert list(table.checks) == list(CHECKS)
-    assert profile_schema(table.settings_models()) is BUILTIN_SCHEMA  # the table's keys: the typed sections
-    registry = _registry()  # with the families (checks/<family>.py): their keys added to those sections
-    assert list(registry.checks)[: len(CHECKS)] == list(CHECKS)
+def test_the_builtins_assemble_to_the_builtin_schema() -> None:
+    assert profile_schema(NO_CHECKS.settings_models()) is BUILTIN_SCHEMA  # no check: the typed sections alone
+    registry = _registry()  # the families (checks/<family>.py): their keys added to those sections
     assert profile_schema(registry.settings_models()).known_fields(("storage",)) == \
         builtin_schema().known_fields(("storage",))
     assert "sequential_write" in builtin_schema().known_fields(("storage",))
@@ -116,5 +113,5 @@ def test_what_the_hardware_is_stated_by_is_read_by_declaration_not_by_name() -> 
     assert rails is not None and rails.profile_key == "inter_node.ports"
     assert registry.statement(profile, "gpus", Count) is profile.spec("intra_node", "gpu_count") is not None
     assert registry.stating("rails", LinkFlaps) is None  # stated, but by another model than the one asked
-    # a registry without the family that states a part (the table alone) has no word on it
-    assert CheckRegistry.assemble([("fabric", list(CHECKS.values()))]).statement(profile, "gpus", Count) is None
+    # a registry without the family that states a part has no word on it
+    assert NO_CHECKS.statement(profile, "gpus", Count) is None
