@@ -25,10 +25,9 @@ from pytest_fabric.checks.base import Check, PortBlock
 from pytest_fabric.checks.rdma import RDMA_BANDWIDTH, rdma_settings
 from pytest_fabric.checks.tcp import TCP_THROUGHPUT
 from pytest_fabric.config.profile import (
-    ErrorCounters,
+    CheckSpec,
+    Count,
     Finding,
-    Mtu,
-    PortRate,
     Ports,
     Roce,
     Share,
@@ -36,7 +35,7 @@ from pytest_fabric.config.profile import (
 )
 from pytest_fabric.config.units import Dimension, Quantity, QuantityField, parse_quantity
 from pytest_fabric.judge import consistency
-from pytest_fabric.judge.verdict import Measurement
+from pytest_fabric.judge.verdict import Measurement, Op
 from pytest_fabric.measurements import inter_node as pairs
 from pytest_fabric.probes import counters, netdev, qos
 from pytest_fabric.probes import rdma as rdma_probe
@@ -51,11 +50,47 @@ from pytest_fabric.run.waves import wave
 from pytest_fabric.transport.base import NodeUnreachable
 
 __all__ = ["ERROR_COUNTERS", "LINK_LAYER", "MTU", "OVERSUBSCRIPTION", "OVERSUBSCRIPTION_PORTS", "PORTS", "PORT_RATE",
-           "PORT_STATE", "ROCE", "SWITCH_LINKS", "SwitchLinks", "error_counters", "link_layer", "mtu", "oversubscription",
-           "port_rate", "port_state", "ports", "pytest_fabric_checks", "roce", "switch_links"]
+           "PORT_STATE", "ROCE", "SWITCH_LINKS", "ErrorCounters", "Mtu", "PortRate", "SwitchLinks", "error_counters",
+           "link_layer", "mtu", "oversubscription", "port_rate", "port_state", "ports", "pytest_fabric_checks", "roce",
+           "switch_links"]
 
 #: bad links named in the message; the record's extra keeps them all
 SHOWN = 20
+
+
+class Mtu(Count):
+    """The node's active MTU (``mtu: 4096``: exactly that; ``mtu: {min: 2048}``: at least)."""
+
+
+class PortRate(CheckSpec):
+    BOUNDS = (("min", Op.MIN, Dimension.BANDWIDTH),)
+    min: QuantityField | None = None
+
+
+class ErrorCounters(CheckSpec):
+    """``max``: growth of the fault counters (link downed, link error recovery, link integrity,
+    malformed or misrouted packets; RoCE sequence errors and frame errors other than CRC and
+    symbol errors), summed over both ends of the link.  ``symbol_errors_per_hour`` and
+    ``receive_errors_per_hour``: the bit errors a link within its BER has a few of (symbol
+    errors; packets received corrupt), per link (both ends) per hour of the run, judged by the
+    lower 95% confidence limit of the rate (probes/counters.py ``rate``); unset, each is 0: none
+    may grow, as faults.  ``congestion_max``: the growth each congestion counter
+    (PortXmitDiscards, PortXmitWait; RoCE discards) may show, since the suite's own load provokes
+    them; unset, they are reported and not judged.  ``both_ends``: also read the port at the
+    other end of an InfiniBand cable (the switch port facing the HCA)."""
+
+    BOUNDS = (
+        ("max", Op.MAX, Dimension.COUNT),
+        ("symbol_errors_per_hour", Op.MAX, Dimension.COUNT),
+        ("receive_errors_per_hour", Op.MAX, Dimension.COUNT),
+        ("congestion_max", Op.MAX, Dimension.COUNT),
+    )
+    SCALAR_FIELD = "max"
+    max: QuantityField | None = None
+    symbol_errors_per_hour: QuantityField | None = Field(default_factory=lambda: parse_quantity(0))
+    receive_errors_per_hour: QuantityField | None = Field(default_factory=lambda: parse_quantity(0))
+    congestion_max: QuantityField | None = None
+    both_ends: bool = True
 
 
 class SwitchLinks(Finding):

@@ -167,10 +167,6 @@ class Count(CheckSpec):
         return int(value.value) if value is not None else None
 
 
-class Mtu(Count):
-    pass
-
-
 class Ports(Count):
     """Active RDMA ports per node: ``ports: 4`` is at least four; ``names`` judges exactly those.
 
@@ -206,37 +202,6 @@ class Ports(Count):
         return found
 
 
-
-
-class PortRate(CheckSpec):
-    BOUNDS = _bounds(("min", Op.MIN, Dimension.BANDWIDTH),)
-    min: QuantityField | None = None
-
-
-class ErrorCounters(CheckSpec):
-    """``max``: growth of the fault counters (link downed, link error recovery, link integrity,
-    malformed or misrouted packets; RoCE sequence errors and frame errors other than CRC and
-    symbol errors), summed over both ends of the link.  ``symbol_errors_per_hour`` and
-    ``receive_errors_per_hour``: the bit errors a link within its BER has a few of (symbol
-    errors; packets received corrupt), per link (both ends) per hour of the run, judged by the
-    lower 95% confidence limit of the rate (probes/counters.py ``rate``); unset, each is 0: none
-    may grow, as faults.  ``congestion_max``: the growth each congestion counter
-    (PortXmitDiscards, PortXmitWait; RoCE discards) may show, since the suite's own load provokes
-    them; unset, they are reported and not judged.  ``both_ends``: also read the port at the
-    other end of an InfiniBand cable (the switch port facing the HCA)."""
-
-    BOUNDS = _bounds(
-        ("max", Op.MAX, Dimension.COUNT),
-        ("symbol_errors_per_hour", Op.MAX, Dimension.COUNT),
-        ("receive_errors_per_hour", Op.MAX, Dimension.COUNT),
-        ("congestion_max", Op.MAX, Dimension.COUNT),
-    )
-    SCALAR_FIELD = "max"
-    max: QuantityField | None = None
-    symbol_errors_per_hour: QuantityField | None = Field(default_factory=lambda: parse_quantity(0))
-    receive_errors_per_hour: QuantityField | None = Field(default_factory=lambda: parse_quantity(0))
-    congestion_max: QuantityField | None = None
-    both_ends: bool = True
 
 
 class Text(CheckSpec):
@@ -408,9 +373,6 @@ class InterNode(_Section):
     link_layer: Text | None = None
     ports: Ports | None = None
     port_state: Text | None = None
-    port_rate: PortRate | None = None
-    mtu: Mtu | None = None
-    error_counters: ErrorCounters | None = None
     outlier: Outlier | None = None
     attribution: Attribution | None = None
     roce: Roce | None = None

@@ -9,10 +9,10 @@ import pytest
 from pytest_fabric import Dimension, Op
 from pytest_fabric.checks.base import NO_CHECKS, Check, CheckRegistry, PortBlock, RegistryError
 from pytest_fabric.checks.builtin import builtin_registry, builtin_schema, load_profile
+from pytest_fabric.checks.links import Mtu
 from pytest_fabric.config.profile import (
     BUILTIN_SCHEMA,
     CheckSpec,
-    Mtu,
     profile_schema,
 )
 from pytest_fabric.config.units import QuantityField

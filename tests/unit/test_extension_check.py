@@ -99,7 +99,7 @@ def test_two_plugins_declaring_one_check_name_is_a_usage_error(pytester: pytest.
 def test_a_plugin_redeclaring_a_builtin_check_is_a_usage_error(pytester: pytest.Pytester) -> None:
     (pytester.path / "mtu_again.py").write_text(
         "from pytest_fabric.checks.base import Check\n"
-        "from pytest_fabric.config.profile import Mtu\n\n"
+        "from pytest_fabric.checks.links import Mtu\n\n"
         "def pytest_fabric_checks(config):\n"
         "    return [Check('mtu', 'inter_node', Mtu, 'node', 'wave')]\n"
     )
