@@ -26,20 +26,21 @@ import dataclasses
 from typing import Any, Literal
 
 import pytest
-from pydantic import Field
+from pydantic import Field, model_validator
 
 from pytest_fabric.checks.base import Check
 from pytest_fabric.config.hostlist import fold
 from pytest_fabric.config.profile import (
     BandwidthFloor,
+    CheckSpec,
     Count,
     Finding,
     NcclBandwidth,
-    PcieLink,
     Ports,
     Text,
 )
-from pytest_fabric.judge.verdict import Measurement
+from pytest_fabric.config.units import Quantity, parse_quantity
+from pytest_fabric.judge.verdict import Measurement, Op
 from pytest_fabric.parsers.nvidia_smi_topo import TopologyMatrix
 from pytest_fabric.probes import affinity, dcgm
 from pytest_fabric.probes import gpu as gpu_probe
@@ -68,6 +69,7 @@ __all__ = [
     "NVLINK_BANDWIDTH",
     "GpuHealth",
     "GpuNicAffinity",
+    "PcieLink",
     "node_gpus",
     "node_links_under_load",
     "node_topology",
@@ -79,6 +81,23 @@ __all__ = [
 #: diagnostics, approximately 15 minutes; 4: extended, longer-running", taken as an hour), each with
 #: the 2 minutes a level-1 run takes here end to end (DCGM's start, the plugins' setup, the table)
 DCGM_LEVEL_S = {1: 120.0, 2: 240.0, 3: 1020.0, 4: 3720.0}
+
+
+class PcieLink(CheckSpec):
+    """A PCIe link's floor: at least ``generation`` and ``width`` lanes (``gpu_pcie``, ``nic_pcie``)."""
+
+    generation: int = Field(ge=1, le=7)
+    width: int = Field(ge=1, le=32)
+
+    @model_validator(mode="after")
+    def _dimensions(self) -> Any:
+        return self
+
+    def bounds(self) -> list[tuple[str, Op, Quantity | str | int | bool]]:
+        return [
+            ("generation", Op.MIN, parse_quantity(self.generation)),
+            ("width", Op.MIN, parse_quantity(self.width)),
+        ]
 
 
 class GpuHealth(Finding):

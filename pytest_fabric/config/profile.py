@@ -219,21 +219,6 @@ class Text(CheckSpec):
         return [("value", Op.CONTAINS, self.value)]
 
 
-class PcieLink(CheckSpec):
-    generation: int = Field(ge=1, le=7)
-    width: int = Field(ge=1, le=32)
-
-    @model_validator(mode="after")
-    def _dimensions(self) -> Any:
-        return self
-
-    def bounds(self) -> list[tuple[str, Op, Quantity | str | int | bool]]:
-        return [
-            ("generation", Op.MIN, parse_quantity(self.generation)),
-            ("width", Op.MIN, parse_quantity(self.width)),
-        ]
-
-
 class Outlier(CheckSpec):
     BOUNDS = _bounds(("max_below_median", Op.MAX, Dimension.PERCENT),)
     SCALAR_FIELD = "max_below_median"
