@@ -27,7 +27,9 @@ A scenario *rejects* when blame finds anything short; naming no one means no nod
 link names its two ends' cable). A fabric finding alone counts as naming no one here: the
 benchmark makes no fabric-wide fault, so a fabric verdict in it is a wrong one, not a finding.
 What blame cannot tell it names as retests (the pair again, each end with helpers); as a run
-does, the benchmark measures them and judges everything again, at most twice.
+does (measurements/attribution.py), the benchmark measures them and judges everything again, at
+most twice: a pair asked again in the second step is measured again (more repeats), each link's
+own pair is measured once, and a pair of a check measured alone gives every rail of that check.
 
     python3 benchmarks/bench_verdicts.py [scenarios] [seed]
 """
@@ -200,14 +202,23 @@ def main() -> None:
     for index in range(total):
         sc = scenario(rng)
         verdict = blame(sc.nodes, sc.figures, failures=sc.failures, unreachable=sc.unreachable)
-        asked: set[tuple[str, str, str]] = set()
+        rails: dict[str, list[str]] = defaultdict(list)
+        for series in dict.fromkeys(f.series for f in sc.figures):
+            rails[series.split(" ", 1)[0]].append(series)
+        taken: dict[tuple[str, str, str], int] = defaultdict(int)
         extra: list[Figure] = []
-        for _ in range(RETEST_STEPS):  # what a run does next: measure what would tell, judge everything again
-            todo = [r for r in verdict.retests if r not in asked]
+        for step in range(RETEST_STEPS):
+            # what a run does next (measurements/attribution.py, _asks): each pair the model asks,
+            # again in a later step while it still asks; each link's own pair once; a pair of a
+            # check measured alone gives every rail of it. Then everything is judged again.
+            wanted = {(series.split(" ", 1)[0], a, b, step) for series, a, b in verdict.retests}
+            wanted |= {(lf.series.split(" ", 1)[0], lf.nodes[0], lf.nodes[1], 0) for lf in verdict.links if len(lf.nodes) == 2}
+            todo = sorted({(check, a, b) for check, a, b, most in wanted if taken[(check, a, b)] <= most})
             if not todo:
                 break
-            asked.update(todo)
-            extra += [f for f in (sc.measure(*r) for r in todo) if isinstance(f, Figure)]
+            for check, a, b in todo:
+                taken[(check, a, b)] += 1
+                extra += [f for f in (sc.measure(series, a, b) for series in rails[check]) if isinstance(f, Figure)]
             retested += 1
             verdict = blame(sc.nodes, [*sc.figures, *extra], failures=sc.failures, unreachable=sc.unreachable)
         back = set(verdict.send_back)

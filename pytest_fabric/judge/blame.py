@@ -518,7 +518,8 @@ class _Series:
         each with the chance a healthy figure has: the share of the baseline's figures whose lowest
         repeat is that low, never under a normal tail at that depth (in the baseline's repeat
         spread, widened by 1 + 1/m for a spread read from m figures: a few figures' spread is
-        itself uncertain). Figures, not repeats, are counted: a figure's repeats share its path, so
+        itself uncertain; in a small series read from the figures without the node alone, and the
+        tail Student's, :func:`_t_tail`). Figures, not repeats, are counted: a figure's repeats share its path, so
         one bad path's repeats are not as many chances. The lowest chance, times the number of
         levels tried (each is a test), is the node's."""
         s = self.settings
