@@ -42,12 +42,16 @@ def one_port(**kwargs: object) -> FakeHardware:
     return FakeHardware(ports=default_ports()[:1], **kwargs)  # type: ignore[arg-type]
 
 
+# --fabric-no-witness (both runners): the port and interface counters read before and after every run
+# (a round trip to each end per run: 120 sweep runs and the outlier's samples in the 16-node case)
+# corroborate a figure, which no test here judges (tests/integration/test_corroboration_run.py does);
+# the model reads the same figures
 def run(work: Path, inventory: Path, *args: str, timeout: int = 900, text: str = PROFILE) -> tuple[dict, str]:
     profile = work / "profile.yaml"
     profile.write_text(text)
     result = subprocess.run(
         [sys.executable, "-m", "pytest", "--cluster", str(inventory), "--profile", str(profile),
-         "--conformance-json", "record.json", "-q", "-rfEs", *args],
+         "--conformance-json", "record.json", "-q", "-rfEs", "--fabric-no-witness", *args],
         cwd=work, capture_output=True, text=True, timeout=timeout,
     )
     return json.loads((work / "record.json").read_text()), result.stdout + result.stderr
@@ -256,7 +260,8 @@ def run_tcp(work: Path, inventory: Path, *args: str) -> tuple[dict, str]:
     profile.write_text(TCP_PROFILE)
     result = subprocess.run(
         [sys.executable, "-m", "pytest", "--cluster", str(inventory), "--profile", str(profile),
-         "--conformance-json", "record.json", "-q", "-rfEs", "-p", "no:cacheprovider", "-k", TCP_SELECT, *args],
+         "--conformance-json", "record.json", "-q", "-rfEs", "-p", "no:cacheprovider", "--fabric-no-witness", "-k", TCP_SELECT,
+         *args],
         cwd=work, capture_output=True, text=True, timeout=600,
     )
     return json.loads((work / "record.json").read_text()), result.stdout + result.stderr
