@@ -15,11 +15,33 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
+from pydantic import model_validator
 
 from pytest_fabric.checks.base import Check, Retests
-from pytest_fabric.config.profile import Attribution
+from pytest_fabric.config.profile import CheckSpec
+from pytest_fabric.config.units import Quantity
+from pytest_fabric.judge.verdict import Op
 
-__all__ = ["ATTRIBUTION", "ATTRIBUTION_RETESTS", "FABRIC_ATTRIBUTION", "pytest_fabric_checks"]
+__all__ = ["ATTRIBUTION", "ATTRIBUTION_RETESTS", "FABRIC_ATTRIBUTION", "Attribution", "pytest_fabric_checks"]
+
+
+class Attribution(CheckSpec):
+    """Blame what fell short on nodes, links or the fabric (judge/blame.py); ``retest`` measures what it
+    cannot tell yet, and each link's pair, alone before the verdict."""
+
+    # default: every pair check the profile sets (measurements/attribution.py); one named must be a
+    # registered check that declares it feeds the model (Check.blame), held at load (ProfileSchema.attributed)
+    NAMES_BLAME_INPUT = "check"
+    check: str | None = None
+    retest: bool = True
+
+    @model_validator(mode="after")
+    def _dimensions(self) -> Any:
+        return self
+
+    def bounds(self) -> list[tuple[str, Op, Quantity | str | int | bool]]:
+        return [("verdict", Op.EQUAL, "ok")]
+
 
 #: what the blame model asks (measurements/attribution.py): RETEST_STEPS (2) steps of RETEST_REPEATS (3)
 #: samples, suspects with helpers both ways, and the links it cleared in their rounds again

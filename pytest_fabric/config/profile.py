@@ -66,6 +66,9 @@ class CheckSpec(BaseModel):
     #: a shared mount it loads (taken in turns unless ``measured: together``); "server", an egress
     #: target's server (at most ``egress.concurrency`` at once); None: nothing, only --fabric-fanout caps it
     SHARES: ClassVar[Literal["mount", "server"] | None] = None
+    #: the field, if any, that names a check the blame model reads (attribution's ``check``): held at
+    #: load to the registered checks that feed it (``ProfileSchema.attributed``), with its file and line
+    NAMES_BLAME_INPUT: ClassVar[str | None] = None
 
     @model_validator(mode="before")
     @classmethod
@@ -232,23 +235,6 @@ class Share(CheckSpec):
     min: QuantityField | None = None
 
 
-class Attribution(CheckSpec):
-    """Blame what fell short on nodes, links or the fabric (judge/blame.py); ``retest`` measures what it
-    cannot tell yet, and each link's pair, alone before the verdict."""
-
-    # default: every pair check the profile sets (measurements/attribution.py); one named must be a
-    # registered check that declares it feeds the model (Check.blame), held at load (ProfileSchema.attributed)
-    check: str | None = None
-    retest: bool = True
-
-    @model_validator(mode="after")
-    def _dimensions(self) -> Any:
-        return self
-
-    def bounds(self) -> list[tuple[str, Op, Quantity | str | int | bool]]:
-        return [("verdict", Op.EQUAL, "ok")]
-
-
 class Roce(CheckSpec):
     pfc_priorities: list[int] = Field(default_factory=list)
     ecn: bool | None = None
@@ -359,7 +345,6 @@ class InterNode(_Section):
     ports: Ports | None = None
     port_state: Text | None = None
     outlier: Outlier | None = None
-    attribution: Attribution | None = None
     roce: Roce | None = None
     # every pair is N-1 rounds and N(N-1)/2 tests per pair check: right for a pod, not for 512 nodes
     pairs: str = "all up to 32 nodes, then random:4"
@@ -468,7 +453,7 @@ class ProfileSchema:
     sections: dict[str, type[BaseModel]]
     ceilings: Mapping[tuple[str, str], Ceiling] = field(default_factory=dict)
     #: the registered checks that declare they feed attribution (``CheckRegistry.blame_inputs``): what
-    #: an ``Attribution``'s ``check`` may name
+    #: a ``NAMES_BLAME_INPUT`` field (attribution's ``check``) may name
     attributed: tuple[str, ...] = ()
 
     def known_fields(self, loc: tuple[Any, ...]) -> list[str]:
@@ -754,16 +739,18 @@ def _example_floor(schema: ProfileSchema) -> str:
 
 def _refuse_unattributed(document: ProfileDocument, schema: ProfileSchema,
                          where: dict[tuple[Any, ...], tuple[str, int]], path: Path) -> None:
-    """An ``Attribution`` whose ``check`` names no registered check that feeds the blame model, refused
-    with its file and line, the field and the checks it may name."""
+    """A check's settings whose ``NAMES_BLAME_INPUT`` field (attribution's ``check``) names no registered
+    check that feeds the blame model, refused with its file and line, the field and the checks it may name."""
     for layer in LAYERS:
         section = getattr(document, layer)
         for key in type(section).model_fields:
             value = getattr(section, key)
-            if isinstance(value, Attribution) and value.check is not None and value.check not in schema.attributed:
+            field_name = value.NAMES_BLAME_INPUT if isinstance(value, CheckSpec) else None
+            named = getattr(value, field_name) if field_name is not None else None
+            if named is not None and named not in schema.attributed:
                 allowed = ", ".join(schema.attributed) or "none is registered"
                 raise SourceError(
-                    f"{_place(where, (layer, key, 'check'), path)}: {layer}.{key}.check: {value.check!r} is no pair "
+                    f"{_place(where, (layer, key, field_name), path)}: {layer}.{key}.{field_name}: {named!r} is no pair "
                     f"check attribution reads; the checks that feed it: {allowed} (or leave check out: every one the "
                     "profile sets)")
 
