@@ -109,7 +109,7 @@ def _needs_every_node(request: pytest.FixtureRequest, state: FabricState) -> Non
     selected = {
         info.nodes[0]
         for item in request.session.items
-        if (info := item.stash.get(CHECK_KEY, None)) is not None and info.check == "attribution" and info.nodes
+        if (info := item.stash.get(CHECK_KEY, None)) is not None and info.check == ATTRIBUTION.name and info.nodes
     }
     names = set(state.inventory.node_names)
     if selected and selected & names != names:
@@ -128,7 +128,7 @@ def _fed(state: FabricState) -> dict[str, BlameInput]:
 def _checks(state: FabricState) -> list[str]:
     """The pair checks attribution reads: the one the profile names, else every pair check it sets
     (those its declaration does not sweep unasked where their pair tests are in the run)."""
-    spec: Any = state.profile.spec("inter_node", "attribution")
+    spec: Any = state.profile.spec_of(ATTRIBUTION)
     if spec is not None and spec.check:
         return [str(spec.check)]
     return [c for c, how in _fed(state).items() if _spec_of(state, c) is not None
@@ -299,7 +299,7 @@ def run_blame(state: FabricState) -> RunBlame:
                     inputs.add(check, names[key], measured)
         verdict = inputs.judge()
         first = verdict
-        spec: Any = state.profile.spec("inter_node", "attribution")
+        spec: Any = state.profile.spec_of(ATTRIBUTION)
         steps = 0
         if spec is None or spec.retest:
             for step in range(RETEST_STEPS):
@@ -313,7 +313,7 @@ def run_blame(state: FabricState) -> RunBlame:
         _rounds_again(state, inputs, first, result)
         return result
 
-    return state.once.get("attribution", None, judge)
+    return state.once.get(ATTRIBUTION.name, None, judge)
 
 
 _ADVICE = {

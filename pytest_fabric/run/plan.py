@@ -48,7 +48,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from pytest_fabric.checks.base import CheckRegistry
+from pytest_fabric.checks.base import Check, CheckRegistry
 from pytest_fabric.config.profile import CheckSpec
 from pytest_fabric.probes import nccl
 from pytest_fabric.run import retests, sharing
@@ -199,6 +199,8 @@ class CheckPlan:
     bound_seconds: float | None = None  # one measurement at its floor (None: as ``seconds``)
     retest_bound_s: float = 0.0  # the most retests it declares, in retest rounds
     previous: bool = False  # its times come from the previous run of this inventory and profile
+    #: ``layer.key`` whose ``retest: false`` leaves its retests out (attribution's), "" where none does
+    retest_off: str = ""
     batch_s: float = BATCH_S  # each wave's or round's start
 
     @property
@@ -371,8 +373,9 @@ class RunPlan:
                           for c in self.dominant() if c.bound_s >= 1)
         phases = ", ".join(f"{name} at most {format_duration(most)}" for name, _, most in
                            sorted(self._phases(), key=lambda p: -p[2])[:2] if most > 0)
-        retests = (", or leave attribution's retests out (inter_node.attribution: {retest: false})"
-                   if any(c.check == "attribution" and c.retest_bound_s > 0 for c in self.checks) else "")
+        optional = next((c for c in self.checks if c.retest_off and c.retest_bound_s > 0), None)
+        retests = (f", or leave {optional.check}'s retests out ({optional.retest_off}: {{retest: false}})"
+                   if optional is not None else "")
         return (f"the plan takes at most {format_duration(self.bound_s)} (about {format_duration(self.total_s)}), "
                 f"more than --time-budget {format_duration(budget_s)}; most of it: {parts} (phases: {phases}). "
                 f"Give a budget of at least {format_duration(self.bound_s)}, select fewer checks (-k, -m), "
@@ -542,7 +545,7 @@ def plan_run(subjects: Iterable[PlannedSubject], specs: Mapping[tuple[str, str],
         seconds = seen.measurement_s if seen is not None and floor > 0 else floor
         retest_s = retest_bound_s = 0.0
         retested = declared.retests if declared is not None else None
-        sources = _retest_sources(check, declared.reads_from if declared is not None else None, specs, registry)
+        sources = _retest_sources(declared, specs, registry)
         if retested is not None and _retests(check, specs.get((layer, check))):
             for source in sources:  # each pair check it reads is retested in rounds of its own
                 sweep = sweeps.get(source, [])
@@ -560,7 +563,7 @@ def plan_run(subjects: Iterable[PlannedSubject], specs: Mapping[tuple[str, str],
         plans.append(CheckPlan(layer, check, kind, len(members), rounds, seconds, slots, retest_s,
                                phase_of(layer, check, kind, registry), declared.phase if declared is not None else 0,
                                bound_seconds=floor, retest_bound_s=retest_bound_s,
-                               previous=seen is not None))
+                               previous=seen is not None, retest_off=_retest_off(declared)))
     connect_s = CONNECT_S * math.ceil(nodes / members_at_once(fanout)) if tests else 0.0
     used = previous is not None and any(c.previous for c in plans)
     return RunPlan(tests, plans, fanout, connect_s, PER_TEST_S * max(items, tests), nodes,
@@ -613,16 +616,28 @@ def _retests(check: str, spec: Any) -> bool:
     return bool(getattr(spec, "retest", True))
 
 
-def _retest_sources(check: str, reads_from: str | None, specs: Mapping[tuple[str, str], Any],
+def _retest_off(declared: Check[Any] | None) -> str:
+    """``layer.key`` of a check whose settings switch its retests (a ``retest`` field), else ""."""
+    if declared is None or declared.model is None or "retest" not in declared.model.model_fields:
+        return ""
+    return f"{declared.layer}.{declared.setting}"
+
+
+def _retest_sources(declared: Check[Any] | None, specs: Mapping[tuple[str, str], Any],
                     checks: CheckRegistry | None = None) -> list[str]:
-    """The pair checks whose pairs ``check`` re-measures: the one it reads, or attribution's (the one its
-    ``check`` names, else every pair check the profile sets that declares it feeds the blame model:
-    measurements/attribution.py)."""
-    if reads_from is not None:
-        return [reads_from] if ("inter_node", reads_from) in specs else []
-    if check != "attribution":
+    """The pair checks whose pairs ``declared`` re-measures: the one it reads, or, for a check that judges
+    the pair checks (``needs=("pair_checks",)``: attribution), the one its settings name
+    (``NAMES_BLAME_INPUT``), else every pair check the profile sets that declares it feeds the blame
+    model (measurements/attribution.py)."""
+    if declared is None:
         return []
-    named = getattr(specs.get(("inter_node", "attribution")), "check", None)
+    if declared.reads_from is not None:
+        return [declared.reads_from] if ("inter_node", declared.reads_from) in specs else []
+    if "pair_checks" not in declared.needs:
+        return []
+    spec = specs.get((declared.layer, declared.setting))
+    field_name = spec.NAMES_BLAME_INPUT if isinstance(spec, CheckSpec) else None
+    named = getattr(spec, field_name, None) if field_name is not None else None
     fed = list(_registry(checks).blame_inputs())
     return [c for c in ([str(named)] if named else fed) if ("inter_node", c) in specs]
 
