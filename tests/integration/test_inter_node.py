@@ -20,6 +20,8 @@ from simcluster import SimCluster
 from simcluster.hardware import FakeHardware, FakePort, default_ports, hardware_installed
 
 PROFILE = Path(__file__).resolve().parents[1] / "data" / "profiles" / "sim-rdma.yaml"
+# the four-fault run: attribution over rdma_bandwidth only (what test_attribution_blames_the_node_and_the_cable reads)
+RECORD_PROFILE = PROFILE.with_name("sim-rdma-rdma-attribution.yaml")
 NODES = 6
 
 
@@ -39,7 +41,7 @@ def record(simcluster: SimCluster, tmp_path_factory: pytest.TempPathFactory) -> 
     }
     with hardware_installed(simcluster, hardware):
         result = subprocess.run(
-            [sys.executable, "-m", "pytest", "--cluster", str(inventory), "--profile", str(PROFILE), "-m", "inter_node",
+            [sys.executable, "-m", "pytest", "--cluster", str(inventory), "--profile", str(RECORD_PROFILE), "-m", "inter_node",
              "-p", "no:cacheprovider", "--conformance-json", "record.json", "-q", "-rfE"],
             cwd=work, capture_output=True, text=True, timeout=400,
         )
