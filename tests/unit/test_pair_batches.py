@@ -140,7 +140,7 @@ from pytest_fabric.judge.verdict import Measurement
 @pytest.hookimpl(tryfirst=True)
 def pytest_fabric_make_transport(node, config):
     # the run asks each node which file each tool is (tool identity): no tool is installed here
-    return MockTransport(node.name, {r"^for t in ": "ld_preload\\t\\n"})
+    return MockTransport(node.name, {r"(?m)^for t in ": "ld_preload\\t\\n"})
 
 
 @pytest.fixture(autouse=True)
