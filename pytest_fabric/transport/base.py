@@ -189,6 +189,8 @@ class FileUpload(Protocol):
         """Write the bytes of ``local`` to the path ``remote`` on the node, then set its ``mode``.
 
         ``remote`` is an absolute path whose directory exists; an existing file there is replaced.
-        Raises :class:`TransportError` naming the node, both paths and the fix.
+        Raises :class:`TransportError` naming the node, both paths and the fix. Whether the node kept
+        the bytes is the caller's to check on the node (a hash there): the node controls the file once
+        written, and a size read back proves less than the hash a caller needs anyway.
         """
         ...

@@ -355,6 +355,44 @@ def test_close_stops_background_processes_and_is_idempotent(
     t.close()
 
 
+def test_close_stops_servers_whose_start_is_in_flight(settings: Callable[..., SSHSettings]) -> None:
+    """A run stopped while its fan-out starts servers (Ctrl-C) leaves none of them running.
+
+    Each start is in flight (its channel opening, its PID not yet back) when close() runs: close()
+    refuses a start that arrives while it runs, waits for those under way, and a start that
+    registers after close() took its list stops its own process.
+    """
+    t = SSHTransport("node1", settings())
+    t.run("true", timeout=10)  # connected: close() has a live connection to stop things through
+    markers = [marker() for _ in range(12)]
+    entered = threading.Barrier(len(markers) + 1)
+    started: list[BackgroundProcess] = []
+    refused: list[Exception] = []
+
+    def start(m: str) -> None:
+        entered.wait()
+        try:
+            started.append(t.start(f"sleep {m}", timeout=60))
+        except Exception as exc:  # noqa: BLE001 - refused or stopped: what the test counts
+            refused.append(exc)
+
+    threads = [threading.Thread(target=start, args=(m,)) for m in markers]
+    for thread in threads:
+        thread.start()
+    entered.wait()
+    time.sleep(0.02)  # the starts are opening their channels now
+    t.close()
+    for thread in threads:
+        thread.join(30)
+    try:
+        left = [m for m in markers if not eventually_gone([], m)]
+        assert not left, f"{len(left)} of {len(markers)} servers still run after close(); refused: {refused}"
+    finally:
+        for process in started:
+            process.stop()
+        t.close()
+
+
 # -- host keys -------------------------------------------------------------------------------
 
 

@@ -221,6 +221,13 @@ class SSHTransport:
         self._endpoint: Endpoint | None = None
         self._failure: TransportError | None = None
         self._background: list[SSHBackgroundProcess] = []
+        #: a close() is under way: a start() arriving now is refused (see close)
+        self._closing = False
+        #: how many close() calls have begun: a start() that sees it change stops its own process
+        self._closes = 0
+        #: start() calls between entry and registering their process; close() waits for them
+        self._starting = 0
+        self._started = threading.Condition(self._lock)
         #: connections opened because the first one had max_sessions sessions open
         self._overflow: list[fabric.Connection] = []
         #: open sessions per connection (its paramiko Transport)
@@ -540,7 +547,9 @@ class SSHTransport:
             chan.settimeout(timeout)  # each read and write of the transfer; the node cannot stall it for ever
             chan.invoke_subsystem("sftp")
             with paramiko.SFTPClient(chan) as sftp:
-                sftp.put(str(local), remote, confirm=True)
+                # No read-back of the size: a node that changes the file after the write would fail
+                # here as "an SFTP problem"; the caller hashes the file on the node and names the change.
+                sftp.put(str(local), remote, confirm=False)
                 sftp.chmod(remote, mode)
         except (paramiko.SSHException, OSError, EOFError) as exc:
             log_failed(self._log, command, f"upload failed: {exc}", time.monotonic() - began)
@@ -554,19 +563,41 @@ class SSHTransport:
         log_ran(self._log, command, 0, time.monotonic() - began, 0, 0)
 
     def start(self, command: str, *, timeout: float) -> SSHBackgroundProcess:
-        """Start ``command`` in the background; it is killed on the node after ``timeout`` at the latest."""
+        """Start ``command`` in the background; it is killed on the node after ``timeout`` at the latest.
+
+        Refused while :meth:`close` runs; a start under way when close() begins is waited for, and one
+        that registers after close() took its list stops its own process: either way nothing started
+        around a close (a run stopped while its fan-out starts servers) is left running on the node.
+        """
         began = time.monotonic()
-        chan = self._channel(command, in_background(command, timeout))
-        process = SSHBackgroundProcess(
-            self.node,
-            command,
-            chan,
-            timeout_s=timeout,
-            signal_group=self._signal_group,
-            on_finish=self._forget,
-        )
         with self._lock:
-            self._background.append(process)
+            if self._closing:
+                raise TransportError(self.node, "not started: the connection is being closed", command=command,
+                                     fix="nothing to do: the run is stopping")
+            closes = self._closes
+            self._starting += 1
+        try:
+            chan = self._channel(command, in_background(command, timeout))
+            process = SSHBackgroundProcess(
+                self.node,
+                command,
+                chan,
+                timeout_s=timeout,
+                signal_group=self._signal_group,
+                on_finish=self._forget,
+            )
+            with self._lock:
+                closed_meanwhile = self._closes != closes
+                if not closed_meanwhile:
+                    self._background.append(process)
+        finally:
+            with self._lock:
+                self._starting -= 1
+                self._started.notify_all()
+        if closed_meanwhile:
+            process.stop()
+            raise TransportError(self.node, "stopped as it started: the connection was closed meanwhile",
+                                 command=command, fix="nothing to do: the run is stopping")
         # stop() needs the process group id; waiting for it here also means the
         # command has really been launched when start() returns.
         process.wait_for_pid(self.settings.connect_timeout)
@@ -613,22 +644,30 @@ class SSHTransport:
         ended there by their own timeout(1).
         """
         with self._lock:
+            self._closing = True
+            self._closes += 1
+            # A start() opening its channel now registers its process in a moment: wait for it (its
+            # channel open is bounded by the connect timeout), so the list below holds it.
+            self._started.wait_for(lambda: self._starting == 0, timeout=self.settings.connect_timeout + KILL_AFTER_S)
             background, self._background = list(self._background), []
             alive = (
                 self._conn is not None
                 and self._conn.transport is not None
                 and self._conn.transport.is_active()
             )
-        for process in background:
-            if not alive:
-                break
-            try:
-                process.stop()
-            except Exception:  # closing must go on
-                logger.debug("stopping %s on %s failed", process.command, self.node, exc_info=True)
-        with self._lock:
-            self._drop()
-            self._failure = None
+        try:
+            for process in background:
+                if not alive:
+                    break
+                try:
+                    process.stop()
+                except Exception:  # closing must go on
+                    logger.debug("stopping %s on %s failed", process.command, self.node, exc_info=True)
+        finally:
+            with self._lock:
+                self._drop()
+                self._failure = None
+                self._closing = False
 
 
 def _is_loopback(host: str) -> bool:
