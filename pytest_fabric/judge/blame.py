@@ -521,7 +521,8 @@ class _Series:
             self.repeats_for = faulty
         return self.repeats
 
-    def _levels(self, node: str, own: Sequence[_Fig], faulty: frozenset[str], center: float) -> _Levels | None:
+    def _levels(self, node: str, own: Sequence[_Fig], faulty: frozenset[str], center: float,
+                skip: frozenset[int] = frozenset()) -> _Levels | None:
         """Are ``node``'s repeats on two levels: some far under the baseline, in figures with two peers
         or more, beside others at the baseline inside one figure? The low level is each of its low
         repeats in turn; for each, the chance that as many of its figures reach that low by chance,
@@ -542,13 +543,17 @@ class _Series:
             return None
         mine = sorted(v for f in own for v in f.logs)
         mins, spread_all = self._repeats(faulty)
+        if skip:  # figures known bad (other links) are no healthy figure's chance
+            kept = [f for f in self._without([], faulty) if f.index not in skip]
+            mins = sorted(f.logs[0] for f in kept)
+            spread_all = self._repeat_spread(kept, _median(sorted(f.y for f in kept)) if kept else 0.0)
         m = len(mins) - len(own)
         if m < s.min_baseline:
             return None
         repeat_noise = self.repeat_noise
         dof: int | None = None
         if len(mins) < _ROUGH_FROM:  # a small series: the repeats' spread without the node exactly
-            others = self._without([node], faulty)
+            others = [f for f in self._without([node], faulty) if f.index not in skip]
             spread_all = self._repeat_spread(others, center)
             # and the ranges' floor without its own figures that jump between two levels: in a
             # 4-node series a flapping node is in 5 of 8 figures, and their two-level ranges
@@ -800,7 +805,7 @@ class _Series:
                 f"levels: the common part is {node}'s rail, which retrains (unstable); " + "; ".join(lf.text for lf in mine),
                 None, peers)
         for link in links:
-            rail = self._flapping_end(link, faulty)
+            rail = self._flapping_end(link, faulty, links)
             if rail is None or rail in ports:
                 continue
             ports.append(rail)
@@ -818,14 +823,15 @@ class _Series:
                 del findings[node]  # its only bad links were with a node found at fault
         return kept
 
-    def _flapping_end(self, link: LinkFault, faulty: frozenset[str]) -> str | None:
+    def _flapping_end(self, link: LinkFault, faulty: frozenset[str], others: Sequence[LinkFault]) -> str | None:
         """The end of one bad link that is a retraining rail: the link's own repeats on two levels (low
         and at the baseline: a bad cable is steadily low), and that end's figures with its other peers
         reaching as low beside high repeats, less likely by chance than :data:`_LINK_END_CHANCE`
-        (:meth:`_levels`), while the other end's do not."""
+        (:meth:`_levels`, without the other bad links' figures), while the other end's do not."""
         fig = next((f for f in self.figs if f.figure.nodes == link.nodes), None)
         if fig is None or len(link.nodes) != 2:
             return None
+        bad = {lf.nodes for lf in others if lf is not link}
         chances: dict[str, float] = {}
         for end in link.nodes:
             peer = next(n for n in link.nodes if n != end)
@@ -835,7 +841,8 @@ class _Series:
             if end == link.nodes[0] and _q(fig.logs[-1]) < _q(center - self.min_gap / 2):
                 return None  # steadily low: the cable
             own = [f for f in self.by_node.get(end, []) if self._clean(f, faulty) and peer not in f.figure.nodes]
-            levels = self._levels(end, own, faulty, center) if len(own) >= 2 else None
+            skip = frozenset(f.index for f in self.figs if f.figure.nodes in bad and f not in own)
+            levels = self._levels(end, own, faulty, center, skip) if len(own) >= 2 else None
             chances[end] = levels.chance if levels is not None and levels.split else 1.0
         ends = [n for n in link.nodes if chances[n] <= _LINK_END_CHANCE]
         return ends[0] if len(ends) == 1 else None

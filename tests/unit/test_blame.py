@@ -564,3 +564,35 @@ def test_a_link_on_two_levels_whose_ends_are_steady_elsewhere_stays_a_link() -> 
     result = blame([f"node00{i}" for i in range(1, 7)], _five(rows, 128.4))
     assert sent_back(result) == [], [b.message for b in result.nodes.values() if b.kind != "healthy"]
     assert [lf.nodes for lf in result.links] == [("node003", "node006")]
+
+
+def test_another_bad_cable_is_no_healthy_figure_when_a_two_level_link_is_told_from_its_end() -> None:
+    # issue 29 (bench_verdicts, seed 29, scenario 268): six nodes, healthy repeats 154-262 Gb/s,
+    # node005->node001 a bad cable (30-46), node004's rail drops to ~110 at random. node001<->node004
+    # (103-229: two levels) was a link fault: node004's figures with node002, node003 and node006 reach
+    # 103-118 too, but against a baseline holding the bad cable's figure (every repeat of it under any
+    # level tried) that was a chance of 7%. A bad link is no healthy figure's chance: without it,
+    # node004 is the rail; the cable stays a link
+    rows = {
+        ("node001", "node002"): (156.5, 185.2, 168.9, 241.1, 159.4, 170.9, 236.8, 196.5, 159.0),
+        ("node001", "node004"): (102.8, 108.6, 131.8, 229.1, 169.9, 119.1, 164.1, 110.3, 120.0),
+        ("node001", "node006"): (259.3, 219.8, 195.4, 262.0, 251.2, 235.8, 234.5, 209.0, 163.9),
+        ("node002", "node003"): (154.2, 186.2, 188.6, 174.2, 206.1, 193.5, 183.2, 219.1, 167.0),
+        ("node002", "node005"): (231.2, 168.2, 250.9, 174.0, 223.7, 246.5, 178.4, 249.8, 197.5),
+        ("node003", "node001"): (236.3, 248.1, 223.0, 253.5, 228.0, 161.0, 227.3, 206.0, 209.4),
+        ("node003", "node004"): (134.1, 217.0, 217.7, 219.5, 111.0, 132.6, 169.2, 158.4, 115.4),
+        ("node003", "node006"): (194.4, 160.5, 169.0, 219.3, 181.1, 186.9, 180.7, 236.3, 158.0),
+        ("node004", "node002"): (102.6, 157.2, 215.7, 173.7, 123.9, 194.7, 185.3, 176.0, 158.9),
+        ("node004", "node005"): (162.4, 108.2, 219.7, 172.2, 151.7, 183.7, 161.8, 199.0, 129.6),
+        ("node004", "node006"): (142.6, 226.7, 173.2),
+        ("node005", "node001"): (33.3, 39.3, 46.3, 30.0, 40.1, 43.2, 33.8, 46.1, 38.1),
+        ("node005", "node003"): (229.7, 179.3, 236.8, 197.8, 186.1, 234.0, 198.2, 164.2, 239.1),
+        ("node005", "node004"): (195.5, 236.0, 193.8),
+        ("node005", "node006"): (182.7, 228.5, 181.2, 252.9, 187.2, 250.3, 194.4, 206.5, 164.0),
+        ("node006", "node002"): (220.0, 173.8, 180.0, 191.6, 196.5, 182.1, 178.2, 174.7, 192.8),
+        ("node006", "node004"): (124.0, 184.4, 160.8, 226.1, 194.8, 148.0, 177.1, 183.0, 117.9),
+    }
+    result = blame([f"node00{i}" for i in range(1, 7)], _five(rows, 110.4))
+    assert sent_back(result) == ["node004"], [b.message for b in result.nodes.values() if b.kind != "healthy"]
+    assert result.nodes["node004"].kind == "unstable"
+    assert [lf.nodes for lf in result.links] == [("node005", "node001")]
