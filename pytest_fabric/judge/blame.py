@@ -24,7 +24,9 @@ is the same finding at 10 Gb/s and at 400 Gb/s):
 - A node no series finds alone may be found over every series together (a slow host or sender
   a few spreads under in TCP and in each rail): :func:`_together`.
 - **node fault** (send, receive or both), **unstable** (more of its figures reach a low level,
-  beside repeats at the baseline, than healthy figures would by chance: :meth:`_Series._levels`),
+  beside repeats at the baseline, than healthy figures would by chance: :meth:`_Series._levels`,
+  against a bar for the series' size, :data:`_UNSTABLE_NODES`; or the end of one bad link on two
+  levels whose figures with its other peers reach as low, :meth:`_Series._flapping_end`),
   **link fault** (one figure far below the baseline of neither end while both ends are good
   elsewhere), **fabric** (more bad figures than :attr:`Settings.fabric_share` of the series with
   no node pattern, or the baseline itself under the floor), **cannot tell** (bad figures, but
@@ -78,6 +80,13 @@ _REMEASURE_UP_TO = 8
 _JUMP = 3.0
 #: low repeats this unlikely by chance (but not beyond unstable_chance) ask for a retest step
 _SUSPECT_CHANCE = 1e-2
+#: :attr:`Settings.unstable_chance` is the bar in a series of this many nodes (the largest run); a
+#: series of n nodes makes n such tests, so its bar is that times this / n: the chance that a run
+#: sends a healthy node back as unstable is the same whatever its size (a 4-node series: 1.3e-4)
+_UNSTABLE_NODES = 512
+#: a bad link whose own repeats are on two levels belongs to the end whose other figures reach that
+#: low beside high repeats at least this unlikely by chance (and the other end's do not)
+_LINK_END_CHANCE = 0.05
 #: a repeat equal to a level (within rounding) is at it
 _EPS = 1e-9
 #: the mean range of n normal samples in standard deviations (d2 of quality control), n = 2..12
@@ -140,7 +149,8 @@ class Settings:
     unstable_share: float = 1 / 6
     #: and no more likely by chance than this: as many of its figures reaching that low, each with
     #: the chance a healthy figure has (:meth:`_Series._levels`), times the levels tried; low, because
-    #: a run tests every node in every series
+    #: a run tests every node in every series (the bar of a 512-node series; a smaller one's is
+    #: wider by 512 / its nodes: :data:`_UNSTABLE_NODES`)
     unstable_chance: float = 1e-6
     #: bad figures with no node pattern beyond this share of the series: the fabric, not links
     fabric_share: float = 0.05
@@ -446,7 +456,7 @@ class _Series:
         if levels is not None:
             if min(levels.chance, levels.hint) <= _SUSPECT_CHANCE:
                 self.unsure.add(node)  # more repeats with it would tell (a retest step)
-            unstable = levels.chance <= s.unstable_chance
+            unstable = levels.chance <= self._unstable_bar()
         low = any(
             (_q(center - _most(g)) >= _q(self.min_gap) or (self.floor is not None and _q(_most(g)) < _q(self.floor) <= _q(center)))
             and (rough is None or _q(self._drop(center, g, rough[1])) >= _q(_ROUGH * self._bar(rough[1], len(g), rough[2])))
@@ -511,7 +521,8 @@ class _Series:
             self.repeats_for = faulty
         return self.repeats
 
-    def _levels(self, node: str, own: Sequence[_Fig], faulty: frozenset[str], center: float) -> _Levels | None:
+    def _levels(self, node: str, own: Sequence[_Fig], faulty: frozenset[str], center: float,
+                skip: frozenset[int] = frozenset()) -> _Levels | None:
         """Are ``node``'s repeats on two levels: some far under the baseline, in figures with two peers
         or more, beside others at the baseline inside one figure? The low level is each of its low
         repeats in turn; for each, the chance that as many of its figures reach that low by chance,
@@ -532,13 +543,17 @@ class _Series:
             return None
         mine = sorted(v for f in own for v in f.logs)
         mins, spread_all = self._repeats(faulty)
+        if skip:  # figures known bad (other links) are no healthy figure's chance
+            kept = [f for f in self._without([], faulty) if f.index not in skip]
+            mins = sorted(f.logs[0] for f in kept)
+            spread_all = self._repeat_spread(kept, _median(sorted(f.y for f in kept)) if kept else 0.0)
         m = len(mins) - len(own)
         if m < s.min_baseline:
             return None
         repeat_noise = self.repeat_noise
         dof: int | None = None
         if len(mins) < _ROUGH_FROM:  # a small series: the repeats' spread without the node exactly
-            others = self._without([node], faulty)
+            others = [f for f in self._without([node], faulty) if f.index not in skip]
             spread_all = self._repeat_spread(others, center)
             # and the ranges' floor without its own figures that jump between two levels: in a
             # 4-node series a flapping node is in 5 of 8 figures, and their two-level ranges
@@ -587,6 +602,10 @@ class _Series:
             return None if hint > _SUSPECT_CHANCE else _Levels(1.0, [], 0, len(mine), cut, 0, 1.0, hint)
         return _Levels(min(1.0, best.chance * tried), best.split, best.lows, best.repeats, best.cut, best.mixed, best.share,
                        min(1.0, hint * tried))
+
+    def _unstable_bar(self) -> float:
+        """The chance under which a node's two levels are beyond chance in this series (:data:`_UNSTABLE_NODES`)."""
+        return self.settings.unstable_chance * max(1.0, _UNSTABLE_NODES / max(len(self.by_node), 1))
 
     @staticmethod
     def _repeat_spread(figs: Sequence[_Fig], center: float) -> float:
@@ -764,7 +783,8 @@ class _Series:
     def _ports(self, links: list[LinkFault], findings: dict[str, Finding], faulty: frozenset[str]) -> list[LinkFault]:
         """A node at one end of bad links to two peers or more whose repeats there are on two levels (low and
         at the baseline inside one figure) is the common part: its rail retraining, unstable; bad
-        paths with steady figures stay links (ECMP routes through the spine differ per pair)."""
+        paths with steady figures stay links (ECMP routes through the spine differ per pair). So is
+        the end of one such link that is low with its other peers too (:meth:`_flapping_end`)."""
         ends: dict[str, list[LinkFault]] = {}
         for link in links:
             for end in link.nodes:
@@ -784,6 +804,17 @@ class _Series:
                 f"bad with {len(mine)} peers ({', '.join(peers)}) that are good elsewhere, its repeats with them on two "
                 f"levels: the common part is {node}'s rail, which retrains (unstable); " + "; ".join(lf.text for lf in mine),
                 None, peers)
+        for link in links:
+            rail = self._flapping_end(link, faulty, links)
+            if rail is None or rail in ports:
+                continue
+            ports.append(rail)
+            peer = next(n for n in link.nodes if n != rail)
+            findings[rail] = Finding(
+                self.name, "unstable",
+                f"bad with {peer}, its repeats there on two levels, and its figures with its other peers low on the same "
+                f"level beside high ones ({peer}'s are not): {rail}'s rail, which retrains (unstable), not the cable; "
+                + link.text, None, (peer,))
         if not ports:
             return links
         kept = [lf for lf in links if not set(lf.nodes) & set(ports)]
@@ -791,6 +822,30 @@ class _Series:
             if findings.get(node) is not None and findings[node].kind == "link fault" and not any(node in lf.nodes for lf in kept):
                 del findings[node]  # its only bad links were with a node found at fault
         return kept
+
+    def _flapping_end(self, link: LinkFault, faulty: frozenset[str], others: Sequence[LinkFault]) -> str | None:
+        """The end of one bad link that is a retraining rail: the link's own repeats on two levels (low
+        and at the baseline: a bad cable is steadily low), and that end's figures with its other peers
+        reaching as low beside high repeats, less likely by chance than :data:`_LINK_END_CHANCE`
+        (:meth:`_levels`, without the other bad links' figures), while the other end's do not."""
+        fig = next((f for f in self.figs if f.figure.nodes == link.nodes), None)
+        if fig is None or len(link.nodes) != 2:
+            return None
+        bad = {lf.nodes for lf in others if lf is not link}
+        chances: dict[str, float] = {}
+        for end in link.nodes:
+            peer = next(n for n in link.nodes if n != end)
+            center = self._quick_center(end, faulty)
+            if center is None:
+                return None
+            if end == link.nodes[0] and _q(fig.logs[-1]) < _q(center - self.min_gap / 2):
+                return None  # steadily low: the cable
+            own = [f for f in self.by_node.get(end, []) if self._clean(f, faulty) and peer not in f.figure.nodes]
+            skip = frozenset(f.index for f in self.figs if f.figure.nodes in bad and f not in own)
+            levels = self._levels(end, own, faulty, center, skip) if len(own) >= 2 else None
+            chances[end] = levels.chance if levels is not None and levels.split else 1.0
+        ends = [n for n in link.nodes if chances[n] <= _LINK_END_CHANCE]
+        return ends[0] if len(ends) == 1 else None
 
     def _links(self, nodes: Sequence[str], faulty: frozenset[str],
                findings: dict[str, Finding]) -> tuple[list[LinkFault], list[str]]:
