@@ -792,6 +792,40 @@ class _Series:
                 del findings[node]  # its only bad links were with a node found at fault
         return kept
 
+    def _common(self, f: _Fig, patterned: Sequence[tuple[_Fig, str]], faulty: frozenset[str], center: float,
+                spreads: Mapping[int, float], findings: dict[str, Finding]) -> bool:
+        """Is ``f`` explained by one of its ends: every figure of that end in its role short (two peers
+        or more, :meth:`_links`' link bar each), and every peer good with others in its own role? Then
+        that end is a node fault (found here, in ``findings``): what a pair's figures say when one node
+        is in all the short ones and the rest are at the baseline. The node test of :meth:`score` asks
+        the median of its figures to clear a bar high enough for a run's many tests; each figure here
+        already cleared the bar that names a cable, and its peers clear it of them."""
+        short = [g for g, _ in patterned]
+        for role, end in enumerate(f.figure.nodes):
+            role = role if f.figure.directed else 0
+            mine = [g for g in self.by_node.get(end, []) if self._clean(g, faulty)
+                    and (not g.figure.directed or g.figure.nodes[role] == end)]
+            if len(mine) < 2 or any(g not in short for g in mine):
+                continue
+            peers = sorted({n for g in mine for n in g.figure.nodes if n != end})
+            if len(peers) < 2 or not all(
+                    self._good_elsewhere(g, p, (1 - role) if g.figure.directed else 0, faulty, center, spreads[g.index])
+                    for g in mine for p in g.figure.nodes if p != end):
+                continue
+            prev = findings.get(end)
+            if prev is None or prev.kind != "node fault":
+                direction: Direction = ("send", "receive")[role] if f.figure.directed else "both"
+                where = {"both": "", "send": " when it sends", "receive": " when it receives"}[direction]
+                figs = ", ".join(f"{_fmt(math.exp(g.y))} with {'/'.join(n for n in g.figure.nodes if n != end)}"
+                                 for g in sorted(mine, key=lambda g: g.index))
+                findings[end] = Finding(
+                    self.name, "node fault",
+                    f"every one of its {len(mine)} figures{where} is short ({figs}; the median of the series "
+                    f"{_fmt(math.exp(center))}) while each of its peers is good with others: the common part is "
+                    f"{end}, a node fault{where or ' in both directions'}", direction, tuple(peers))
+            return True
+        return False
+
     def _links(self, nodes: Sequence[str], faulty: frozenset[str],
                findings: dict[str, Finding]) -> tuple[list[LinkFault], list[str]]:
         s = self.settings
@@ -848,8 +882,9 @@ class _Series:
                 seen[key] = seen.get(key, 0) + 1
         patterned = [(f, t) for f, t in suspects if any(
             seen[(n, role if f.figure.directed else 0)] >= 2 for role, n in enumerate(f.figure.nodes))]
-        untold += [f for f, _ in patterned]
         suspects = [(f, t) for f, t in suspects if (f, t) not in patterned]
+        # one node in every short figure of one role, each peer good with others: that node
+        untold += [f for f, _ in patterned if not self._common(f, patterned, faulty, center_all, spreads, findings)]
         if suspects and len(suspects) > max(2, s.fabric_share * len(clean)):
             text = (f"{self.name}: {len(suspects)} of {len(clean)} figures far below the rest with no node pattern: "
                     "the fabric (routing, oversubscription, the spine), not {0} cables".format(len(suspects)))
@@ -1087,7 +1122,12 @@ def blame(
     found = {name: judged[name].find(members[name]) for name in judged}
     together = _together(judged, found, settings) if len(judged) >= 2 else {}
     for name in sorted(judged):
-        series_found, series_links, series_fabric = judged[name].finish(members[name], found[name], frozenset(together))
+        # a node slow both ways in another series (the host) leaves this one's links and fabric test too:
+        # its figures are its own (six NCCL nodes, one slow in every check and one slow in NCCL alone:
+        # 9 of the 15 figures theirs, and the median of all of them under the floor called the fabric)
+        elsewhere = frozenset(together) | {n for other in judged if other != name for n, sc in found[other].items()
+                                           if sc.kind == "node fault" and sc.direction == "both"}
+        series_found, series_links, series_fabric = judged[name].finish(members[name], found[name], elsewhere)
         retests += judged[name].retests
         links += series_links
         fabric += series_fabric

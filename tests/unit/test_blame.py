@@ -472,3 +472,65 @@ def test_a_healthy_sender_under_by_chance_against_a_spread_read_from_21_figures_
                for pair, repeats in _EIGHT_HEALTHY.items()]
     result = blame([f"node00{i}" for i in range(1, 9)], figures)
     assert sent_back(result) == [], [b.message for b in result.nodes.values() if b.kind != "healthy"]
+
+
+# bench_verdicts seed 7 scenario 364: six nodes, node002 86% slow in every check, node003 58% slow in
+# NCCL alone (GB/s; floors 12.4 and 42)
+_364_TCP = {
+    ('node001', 'node002'): (2.2, 4.3, 3.6),
+    ('node001', 'node004'): (17.3, 25.1, 16.9),
+    ('node001', 'node006'): (17.8, 34.9, 19.1),
+    ('node002', 'node003'): (3.1, 3.6, 3.0),
+    ('node002', 'node005'): (4.6, 3.3, 3.5),
+    ('node003', 'node001'): (29.2, 16.8, 19.7),
+    ('node003', 'node004'): (21.9, 25.3, 19.3),
+    ('node003', 'node006'): (36.3, 17.8, 29.3),
+    ('node004', 'node002'): (2.3, 3.1, 2.4),
+    ('node004', 'node005'): (19.1, 19.0, 34.9),
+    ('node005', 'node001'): (23.2, 18.8, 33.5),
+    ('node005', 'node003'): (26.9, 23.1, 17.4),
+    ('node005', 'node006'): (31.7, 31.4, 25.5),
+    ('node006', 'node002'): (2.4, 3.7, 3.9),
+    ('node006', 'node004'): (22.4, 22.0, 31.3),
+}
+_364_NCCL = {
+    ('node001', 'node002'): (11.6, 17.3, 11.6),
+    ('node001', 'node004'): (101.9, 67.2, 67.9),
+    ('node001', 'node006'): (88.2, 73.5, 59.2),
+    ('node002', 'node003'): (13.3, 9.9, 10.6),
+    ('node002', 'node005'): (16.8, 11.3, 13.0),
+    ('node003', 'node001'): (41.6, 46.9, 27.1),
+    ('node003', 'node004'): (35.7, 30.9, 33.0),
+    ('node003', 'node006'): (31.4, 30.5, 43.1),
+    ('node004', 'node002'): (13.6, 12.9, 11.8),
+    ('node004', 'node005'): (126.0, 109.5, 103.9),
+    ('node005', 'node001'): (73.9, 68.5, 98.2),
+    ('node005', 'node003'): (30.0, 29.2, 25.5),
+    ('node005', 'node006'): (68.3, 65.7, 90.1),
+    ('node006', 'node002'): (10.6, 17.0, 16.9),
+    ('node006', 'node004'): (75.0, 91.4, 100.2),
+}
+
+
+def _364(nccl_scale: float = 1.0) -> list[Figure]:
+    tcp = [Figure("tcp_throughput", pair, tuple(v * GB for v in repeats), 12.4 * GB) for pair, repeats in _364_TCP.items()]
+    return tcp + [Figure("nccl_allreduce", pair, tuple(v * nccl_scale ** ("node003" in pair) * GB for v in repeats), 42.0 * GB,
+                         directed=False) for pair, repeats in _364_NCCL.items()]
+
+
+def test_a_node_slow_in_nccl_alone_beside_a_host_slow_everywhere_is_sent_back_not_the_fabric() -> None:
+    # node002 is slow in every check (found in TCP), node003 in NCCL alone: 9 of the 15 NCCL figures are
+    # theirs and the median of all 15 (31 GB/s) lies under the floor: "the whole fabric" before, node003
+    # not sent back. Without node002 (slow both ways elsewhere) the median is 49; every figure of node003
+    # (27-47 GB/s) is short and each of its peers is at 60-126 with others: node003 is the common part
+    result = blame([f"node00{i}" for i in range(1, 7)], _364())
+    assert sent_back(result) == ["node002", "node003"], [b.message for b in result.nodes.values() if b.kind != "healthy"]
+    assert not result.fabric
+    assert result.nodes["node003"].kind == "node fault" and "common part is node003" in result.nodes["node003"].message
+
+
+def test_the_same_nccl_figures_with_node003_at_the_healthy_level_send_back_only_the_slow_host() -> None:
+    # the case above with node003's NCCL figures raised to where its peers' are (x 2.4): no common part
+    result = blame([f"node00{i}" for i in range(1, 7)], _364(nccl_scale=1 / (1 - 0.58)))
+    assert sent_back(result) == ["node002"], [b.message for b in result.nodes.values() if b.kind != "healthy"]
+    assert not result.fabric and not result.links
