@@ -488,7 +488,7 @@ class _Series:
             return _Score(node, "unstable", 1000.0 - math.log10(max(levels.chance, 1e-300)), None, text,
                           tuple(sorted({n for f in split for n in f.figure.nodes if n != node})))
         if best is None:
-            return None
+            return self._apart(node, groups, kept, center, spread, count)
         z, direction, group = best
         if direction == "both":
             direction = self._direction(groups, center, spread)
@@ -499,6 +499,48 @@ class _Series:
                 f"({(1 - math.exp(most - center)) * 100:.0f}% below, {(center - most) / spread:.1f} spreads): "
                 f"a node fault {where}")
         return _Score(node, "node fault", z, direction, text, tuple(sorted({n for f in group for n in f.figure.nodes if n != node})))
+
+    def _apart(self, node: str, groups: Mapping[Direction, list[_Fig]], kept: Sequence[_Fig], center: float,
+               spread: float, count: int) -> _Score | None:
+        """Every figure of ``node`` (in one direction) under every figure without it and, its lowest figure
+        left out (a link), the rest with two peers or more, their median 10% under and their repeats
+        under the others' beyond chance: the node, in a
+        small series whose baseline is too few figures for :meth:`score`'s bar (four NCCL nodes: three
+        figures with the node against three without, 62% below, "4.2 spreads" against a bar of 6.5).
+        The chance is the rank-sum's (Mann-Whitney, normal tail) of its a repeats among the others' b,
+        times the nodes tried; it must be no likelier than :attr:`Settings.unstable_chance`. On the
+        benchmark's healthy noise (a quarter of it per pair, shared by the pair's repeats) the least
+        chance of 20,000 four- to eight-node series was 3e-6."""
+        if len(self.figs) >= _ROUGH_FROM or len(kept) < self.settings.min_baseline:
+            return None
+        lowest = min(f.y for f in kept)
+        theirs = sorted(v for f in kept for v in f.logs)
+        for direction, group in groups.items():
+            # its lowest figure left out: one bad link (89% down, every repeat the lowest) is not a node
+            rest = sorted(group, key=lambda f: (_q(f.y), f.index))[1:]
+            peers = {n for f in rest for n in f.figure.nodes if n != node}
+            if len(peers) < 2 or _q(max(f.y for f in group)) >= _q(lowest):
+                continue
+            if _q(center - _median(sorted(f.y for f in rest))) < _q(self.min_gap):
+                continue
+            mine = [v for f in rest for v in f.logs]
+            a, b = len(mine), len(theirs)
+            # the pairs (mine, theirs) with mine the higher, ties half
+            above = sum(bisect_left(theirs, v - _EPS) + 0.5 * (bisect_right(theirs, v + _EPS) - bisect_left(theirs, v - _EPS))
+                        for v in mine)
+            z = (a * b / 2 - above) / math.sqrt(a * b * (a + b + 1) / 12)
+            chance = len(self.by_node) * (1 - NormalDist().cdf(z))
+            if _q(chance) > _q(self.settings.unstable_chance):
+                continue
+            if direction == "both":
+                direction = self._direction(groups, center, spread)
+            where = {"both": "in both directions", "send": "when it sends", "receive": "when it receives"}[direction]
+            text = (f"all {len(group)} of its figures at or under {_fmt(math.exp(max(f.y for f in group)))}, under all "
+                    f"{count} figures without {node} (from {_fmt(math.exp(lowest))}; their median {_fmt(math.exp(center))}), "
+                    f"its {a} repeats under their {b} by a chance of {chance:.1g} were it healthy: a node fault {where}")
+            drop = self._drop(center, group, spread)
+            return _Score(node, "node fault", drop / self._bar(spread, len(group), count), direction, text, tuple(sorted(peers)))
+        return None
 
     def _repeats(self, faulty: frozenset[str]) -> tuple[list[float], float]:
         """The lowest repeat of every figure of the series without the faulty nodes, sorted; the
@@ -884,7 +926,8 @@ class _Series:
             seen[(n, role if f.figure.directed else 0)] >= 2 for role, n in enumerate(f.figure.nodes))]
         suspects = [(f, t) for f, t in suspects if (f, t) not in patterned]
         # one node in every short figure of one role, each peer good with others: that node
-        untold += [f for f, _ in patterned if not self._common(f, patterned, faulty, center_all, spreads, findings)]
+        untold += [f for f, _ in patterned
+                   if center_all is None or not self._common(f, patterned, faulty, center_all, spreads, findings)]
         if suspects and len(suspects) > max(2, s.fabric_share * len(clean)):
             text = (f"{self.name}: {len(suspects)} of {len(clean)} figures far below the rest with no node pattern: "
                     "the fabric (routing, oversubscription, the spine), not {0} cables".format(len(suspects)))
