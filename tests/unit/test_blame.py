@@ -582,3 +582,37 @@ def test_healthy_nccl_noise_on_four_to_six_nodes_sends_back_no_one() -> None:
             figures.append(Figure("nccl_allreduce", pair, repeats, 20 * GB, directed=False))
         result = blame(names, figures)
         assert sent_back(result) == [], (trial, [b.message for b in result.nodes.values() if b.kind != "healthy"])
+
+
+# bench_verdicts seed 7 scenario 399 after its retests: five nodes, node005->node003 a link 80% down on
+# mlx5_1 (GB/s, floor 68.5); node005's one other send figure (161) is short too
+_399_RAIL = {
+    ("node001", "node002"): (149.8, 144.0, 149.3, 240.8, 259.8, 212.8, 178.8, 199.8, 236.5),
+    ("node001", "node004"): (161.4, 213.0, 142.7, 165.8, 156.4, 184.0, 203.3, 230.7, 174.9),
+    ("node002", "node003"): (236.9, 143.0, 240.3, 225.3, 170.3, 173.8, 158.8, 171.1, 240.0),
+    ("node002", "node005"): (235.5, 177.3, 263.0, 247.8, 183.5, 195.2, 207.3, 163.1, 152.0),
+    ("node003", "node001"): (206.9, 251.8, 163.9, 150.9, 270.1, 203.1, 172.1, 250.7, 173.3),
+    ("node003", "node004"): (217.5, 236.2, 154.1, 170.4, 192.3, 251.1, 153.7, 214.4, 226.6),
+    ("node004", "node002"): (196.0, 235.4, 250.7, 255.5, 200.4, 253.9, 192.9, 176.0, 187.4),
+    ("node004", "node005"): (256.2, 172.6, 161.8, 214.9, 237.7, 209.0, 270.7, 217.7, 161.9),
+    ("node005", "node001"): (155.0, 214.2, 139.7, 244.1, 161.4, 150.2, 143.2, 222.8, 227.2),
+    ("node005", "node003"): (36.2, 40.5, 42.2, 42.9, 43.1, 34.8, 39.4, 35.3, 48.1),
+}
+
+
+def test_a_link_far_under_what_both_its_ends_measure_elsewhere_is_named_though_one_end_is_short_twice() -> None:
+    # node005->node003 at 40 against 161 from node005 to its other peer and 171 into node003 from its
+    # other: the path. node005 short twice as a sender held it back as "a pattern, cannot tell" for both
+    # ends: a reject naming no one, after every retest
+    figures = [Figure("rdma_bandwidth", pair, tuple(v * GB for v in repeats), 68.5 * GB, "mlx5_1")
+               for pair, repeats in _399_RAIL.items()]
+    result = blame([f"node00{i}" for i in range(1, 6)], figures)
+    assert [lf.nodes for lf in result.links] == [("node005", "node003")], [b.message for b in result.nodes.values()]
+    assert sent_back(result) == []
+
+
+def test_the_same_rail_with_that_path_at_its_peers_level_names_no_link() -> None:
+    figures = [Figure("rdma_bandwidth", pair, tuple(v * (5.0 if pair == ("node005", "node003") else 1.0) * GB for v in repeats),
+                      68.5 * GB, "mlx5_1") for pair, repeats in _399_RAIL.items()]
+    result = blame([f"node00{i}" for i in range(1, 6)], figures)
+    assert not result.links and sent_back(result) == [], [b.message for b in result.nodes.values() if b.kind != "healthy"]
