@@ -23,6 +23,14 @@ is the same finding at 10 Gb/s and at 400 Gb/s):
   nothing changes.
 - A node no series finds alone may be found over every series together (a slow host or sender
   a few spreads under in TCP and in each rail): :func:`_together`.
+- In a small series (under 60 figures) a node whose every figure lies under every figure without
+  it, the rest but its lowest 10% under with their repeats under the others' beyond chance (a
+  rank-sum), is found too, where the few figures without it spread too wide for the bar
+  (:meth:`_Series._apart`); a chance under one in a hundred asks for a retest step.
+- Short figures: a node in every short figure of a role, with two peers or more each good with
+  others, is that node's fault (:meth:`_Series._common`); a figure far under what each end
+  measures with its other peers is a link whatever either end's pattern (:meth:`_Series._under_both`).
+  A node found slow both ways in another series leaves this series' links and fabric test.
 - **node fault** (send, receive or both), **unstable** (more of its figures reach a low level,
   beside repeats at the baseline, than healthy figures would by chance: :meth:`_Series._levels`),
   **link fault** (one figure far below the baseline of neither end while both ends are good
@@ -531,6 +539,8 @@ class _Series:
             z = (a * b / 2 - above) / math.sqrt(a * b * (a + b + 1) / 12)
             chance = len(self.by_node) * (1 - NormalDist().cdf(z))
             if _q(chance) > _q(self.settings.unstable_chance):
+                if _q(chance) <= _q(_SUSPECT_CHANCE):
+                    self.unsure.add(node)  # more repeats would tell (nine against nine cannot: 7e-4 at best)
                 continue
             if direction == "both":
                 direction = self._direction(groups, center, spread)

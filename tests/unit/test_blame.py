@@ -616,3 +616,34 @@ def test_the_same_rail_with_that_path_at_its_peers_level_names_no_link() -> None
                       68.5 * GB, "mlx5_1") for pair, repeats in _399_RAIL.items()]
     result = blame([f"node00{i}" for i in range(1, 6)], figures)
     assert not result.links and sent_back(result) == [], [b.message for b in result.nodes.values() if b.kind != "healthy"]
+
+
+# bench_verdicts seed 29 scenario 597: four nodes, node003 22% slow in NCCL alone, a quiet fabric (GB/s, floor 51.9)
+_597_SWEEP = {
+    ("node001", "node002"): (83.8, 93.0, 76.3),
+    ("node001", "node004"): (94.5, 92.0, 93.9),
+    ("node002", "node003"): (71.8, 74.3, 74.3),
+    ("node001", "node003"): (72.4, 74.7, 63.3),
+    ("node003", "node004"): (64.8, 71.9, 61.2),
+    ("node002", "node004"): (95.8, 78.2, 85.5),
+}
+# and after two retest steps
+_597_RETESTED = {
+    ("node001", "node002"): (83.8, 93.0, 76.3, 80.4, 88.8, 76.8, 92.7, 83.1, 83.4),
+    ("node001", "node003"): (62.6, 60.0, 59.6, 73.3, 61.9, 69.1, 72.4, 74.7, 63.3, 71.5, 63.6, 66.9, 62.0, 61.0, 61.6),
+    ("node001", "node004"): (94.5, 92.0, 93.9, 82.1, 82.5, 81.4, 85.7, 94.7, 85.8),
+    ("node002", "node003"): (71.8, 74.3, 74.3, 62.9, 75.3, 68.8, 61.1, 62.3, 73.7),
+    ("node002", "node004"): (77.0, 74.4, 74.4, 78.8, 77.7, 74.8, 95.8, 78.2, 85.5),
+    ("node003", "node004"): (64.8, 71.9, 61.2, 63.1, 72.8, 70.1, 61.3, 63.4, 64.5),
+}
+
+
+def test_a_node_under_every_other_figure_on_a_four_node_sweep_asks_for_the_repeats_that_would_tell() -> None:
+    # the sweep: node003's three figures (61-75 GB/s) under the three without it (76-96), but nine
+    # repeats against nine cannot be beyond chance (7e-4 at best): not sent back, the series measured again
+    names = [f"node00{i}" for i in range(1, 5)]
+    result = blame(names, _nccl(_597_SWEEP, 51.9))
+    assert sent_back(result) == []
+    assert {("nccl_allreduce", "node001", "node003"), ("nccl_allreduce", "node002", "node003")} <= set(result.retests)
+    result = blame(names, _nccl(_597_RETESTED, 51.9))
+    assert sent_back(result) == ["node003"], [b.message for b in result.nodes.values() if b.kind != "healthy"]
