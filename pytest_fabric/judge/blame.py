@@ -30,7 +30,8 @@ is the same finding at 10 Gb/s and at 400 Gb/s):
 - Short figures: a node in every short figure of a role, with two peers or more each good with
   others, is that node's fault (:meth:`_Series._common`); a figure far under what each end
   measures with its other peers is a link whatever either end's pattern (:meth:`_Series._under_both`).
-  A node found slow both ways in another series leaves this series' links and fabric test.
+  A node found slow both ways in another series (a slow host) leaves this series' baselines (it is
+  judged here too, against the rest), links and fabric test.
 - **node fault** (send, receive or both), **unstable** (more of its figures reach a low level,
   beside repeats at the baseline, than healthy figures would by chance: :meth:`_Series._levels`),
   **link fault** (one figure far below the baseline of neither end while both ends are good
@@ -690,11 +691,12 @@ class _Series:
         """The nodes at fault in this series alone, then the links and the fabric."""
         return self.finish(nodes, self.find(nodes), frozenset())
 
-    def find(self, nodes: Sequence[str]) -> dict[str, _Score]:
-        """The nodes at fault in this series, one at a time, the clearest first."""
+    def find(self, nodes: Sequence[str], prior: frozenset[str] = frozenset()) -> dict[str, _Score]:
+        """The nodes at fault in this series, one at a time, the clearest first; ``prior`` (slow hosts
+        found in other series) left out of every other node's baseline and figures from the start."""
         found: dict[str, _Score] = {}
         for _ in range(4 * len(nodes) + 4):  # bounded: each pass adds or removes a node
-            faulty = frozenset(found)
+            faulty = frozenset(found) | prior
             scores = [sc for n in nodes if n not in found and (sc := self.score(n, faulty)) is not None]
             if scores:
                 top = max(scores, key=lambda sc: (_q(sc.strength), _neg(sc.node)))
@@ -703,7 +705,7 @@ class _Series:
             # each finding again, against the baseline without every other finding
             dropped = False
             for n in sorted(found):
-                again = self.score(n, frozenset(found) - {n})
+                again = self.score(n, (frozenset(found) | prior) - {n})
                 if again is None:
                     del found[n]
                     dropped = True
@@ -1190,6 +1192,13 @@ def blame(
     judged = {name: _Series(name, series[name], settings) for name in sorted(series)}
     members = {name: sorted({n for f in series[name] for n in f.nodes}) for name in judged}
     found = {name: judged[name].find(members[name]) for name in judged}
+    # a host slow both ways in one series is found again in the others without its figures in anyone's
+    # baseline (eight NCCL nodes: a host 44% slow in every check drags the NCCL-only node's peers down)
+    slow = {name: {n for n, sc in f.items() if sc.kind == "node fault" and sc.direction == "both"} for name, f in found.items()}
+    for name in sorted(judged):
+        prior = frozenset(n for other in judged if other != name for n in slow[other]) - set(found[name])
+        if prior & set(members[name]):
+            found[name] = judged[name].find(members[name], prior & set(members[name]))
     together = _together(judged, found, settings) if len(judged) >= 2 else {}
     for name in sorted(judged):
         # a node slow both ways in another series (the host) leaves this one's links and fabric test too:
