@@ -23,6 +23,15 @@ is the same finding at 10 Gb/s and at 400 Gb/s):
   nothing changes.
 - A node no series finds alone may be found over every series together (a slow host or sender
   a few spreads under in TCP and in each rail): :func:`_together`.
+- In a small series (under 60 figures) a node whose every figure lies under every figure without
+  it, the rest but its lowest 10% under with their repeats under the others' beyond chance (a
+  rank-sum), is found too, where the few figures without it spread too wide for the bar
+  (:meth:`_Series._apart`); a chance under one in a hundred asks for a retest step.
+- Short figures: a node in every short figure of a role, with two peers or more each good with
+  others, is that node's fault (:meth:`_Series._common`); a figure far under what each end
+  measures with its other peers is a link whatever either end's pattern (:meth:`_Series._under_both`).
+  A node found slow both ways in another series (a slow host) leaves this series' baselines (it is
+  judged here too, against the rest), links and fabric test.
 - **node fault** (send, receive or both), **unstable** (more of its figures reach a low level,
   beside repeats at the baseline, than healthy figures would by chance: :meth:`_Series._levels`,
   against a bar for the series' size, :data:`_UNSTABLE_NODES`; or the end of one bad link on two
@@ -498,7 +507,7 @@ class _Series:
             return _Score(node, "unstable", 1000.0 - math.log10(max(levels.chance, 1e-300)), None, text,
                           tuple(sorted({n for f in split for n in f.figure.nodes if n != node})))
         if best is None:
-            return None
+            return self._apart(node, groups, kept, center, spread, count)
         z, direction, group = best
         if direction == "both":
             direction = self._direction(groups, center, spread)
@@ -509,6 +518,50 @@ class _Series:
                 f"({(1 - math.exp(most - center)) * 100:.0f}% below, {(center - most) / spread:.1f} spreads): "
                 f"a node fault {where}")
         return _Score(node, "node fault", z, direction, text, tuple(sorted({n for f in group for n in f.figure.nodes if n != node})))
+
+    def _apart(self, node: str, groups: Mapping[Direction, list[_Fig]], kept: Sequence[_Fig], center: float,
+               spread: float, count: int) -> _Score | None:
+        """Every figure of ``node`` (in one direction) under every figure without it and, its lowest figure
+        left out (a link), the rest with two peers or more, their median 10% under and their repeats
+        under the others' beyond chance: the node, in a
+        small series whose baseline is too few figures for :meth:`score`'s bar (four NCCL nodes: three
+        figures with the node against three without, 62% below, "4.2 spreads" against a bar of 6.5).
+        The chance is the rank-sum's (Mann-Whitney, normal tail) of its a repeats among the others' b,
+        times the nodes tried; it must be no likelier than :attr:`Settings.unstable_chance`. On the
+        benchmark's healthy noise (a quarter of it per pair, shared by the pair's repeats) the least
+        chance of 20,000 four- to eight-node series was 3e-6."""
+        if len(self.figs) >= _ROUGH_FROM or len(kept) < self.settings.min_baseline:
+            return None
+        lowest = min(f.y for f in kept)
+        theirs = sorted(v for f in kept for v in f.logs)
+        for direction, group in groups.items():
+            # its lowest figure left out: one bad link (89% down, every repeat the lowest) is not a node
+            rest = sorted(group, key=lambda f: (_q(f.y), f.index))[1:]
+            peers = {n for f in rest for n in f.figure.nodes if n != node}
+            if len(peers) < 2 or _q(max(f.y for f in group)) >= _q(lowest):
+                continue
+            if _q(center - _median(sorted(f.y for f in rest))) < _q(self.min_gap):
+                continue
+            mine = [v for f in rest for v in f.logs]
+            a, b = len(mine), len(theirs)
+            # the pairs (mine, theirs) with mine the higher, ties half
+            above = sum(bisect_left(theirs, v - _EPS) + 0.5 * (bisect_right(theirs, v + _EPS) - bisect_left(theirs, v - _EPS))
+                        for v in mine)
+            z = (a * b / 2 - above) / math.sqrt(a * b * (a + b + 1) / 12)
+            chance = len(self.by_node) * (1 - NormalDist().cdf(z))
+            if _q(chance) > _q(self.settings.unstable_chance):
+                if _q(chance) <= _q(_SUSPECT_CHANCE):
+                    self.unsure.add(node)  # more repeats would tell (nine against nine cannot: 7e-4 at best)
+                continue
+            if direction == "both":
+                direction = self._direction(groups, center, spread)
+            where = {"both": "in both directions", "send": "when it sends", "receive": "when it receives"}[direction]
+            text = (f"all {len(group)} of its figures at or under {_fmt(math.exp(max(f.y for f in group)))}, under all "
+                    f"{count} figures without {node} (from {_fmt(math.exp(lowest))}; their median {_fmt(math.exp(center))}), "
+                    f"its {a} repeats under their {b} by a chance of {chance:.1g} were it healthy: a node fault {where}")
+            drop = self._drop(center, group, spread)
+            return _Score(node, "node fault", drop / self._bar(spread, len(group), count), direction, text, tuple(sorted(peers)))
+        return None
 
     def _repeats(self, faulty: frozenset[str]) -> tuple[list[float], float]:
         """The lowest repeat of every figure of the series without the faulty nodes, sorted; the
@@ -657,11 +710,12 @@ class _Series:
         """The nodes at fault in this series alone, then the links and the fabric."""
         return self.finish(nodes, self.find(nodes), frozenset())
 
-    def find(self, nodes: Sequence[str]) -> dict[str, _Score]:
-        """The nodes at fault in this series, one at a time, the clearest first."""
+    def find(self, nodes: Sequence[str], prior: frozenset[str] = frozenset()) -> dict[str, _Score]:
+        """The nodes at fault in this series, one at a time, the clearest first; ``prior`` (slow hosts
+        found in other series) left out of every other node's baseline and figures from the start."""
         found: dict[str, _Score] = {}
         for _ in range(4 * len(nodes) + 4):  # bounded: each pass adds or removes a node
-            faulty = frozenset(found)
+            faulty = frozenset(found) | prior
             scores = [sc for n in nodes if n not in found and (sc := self.score(n, faulty)) is not None]
             if scores:
                 top = max(scores, key=lambda sc: (_q(sc.strength), _neg(sc.node)))
@@ -670,7 +724,7 @@ class _Series:
             # each finding again, against the baseline without every other finding
             dropped = False
             for n in sorted(found):
-                again = self.score(n, frozenset(found) - {n})
+                again = self.score(n, (frozenset(found) | prior) - {n})
                 if again is None:
                     del found[n]
                     dropped = True
@@ -847,6 +901,53 @@ class _Series:
         ends = [n for n in link.nodes if chances[n] <= _LINK_END_CHANCE]
         return ends[0] if len(ends) == 1 else None
 
+    def _common(self, f: _Fig, patterned: Sequence[tuple[_Fig, str]], faulty: frozenset[str], center: float,
+                spreads: Mapping[int, float], findings: dict[str, Finding]) -> bool:
+        """Is ``f`` explained by one of its ends: every figure of that end in its role short (two peers
+        or more, :meth:`_links`' link bar each), and every peer good with others in its own role? Then
+        that end is a node fault (found here, in ``findings``): what a pair's figures say when one node
+        is in all the short ones and the rest are at the baseline. The node test of :meth:`score` asks
+        the median of its figures to clear a bar high enough for a run's many tests; each figure here
+        already cleared the bar that names a cable, and its peers clear it of them."""
+        short = [g for g, _ in patterned]
+        for role, end in enumerate(f.figure.nodes):
+            role = role if f.figure.directed else 0
+            mine = [g for g in self.by_node.get(end, []) if self._clean(g, faulty)
+                    and (not g.figure.directed or g.figure.nodes[role] == end)]
+            if len(mine) < 2 or any(g not in short for g in mine):
+                continue
+            peers = sorted({n for g in mine for n in g.figure.nodes if n != end})
+            if len(peers) < 2 or not all(
+                    self._good_elsewhere(g, p, (1 - role) if g.figure.directed else 0, faulty, center, spreads[g.index])
+                    for g in mine for p in g.figure.nodes if p != end):
+                continue
+            prev = findings.get(end)
+            if prev is None or prev.kind != "node fault":
+                direction: Direction = ("send", "receive")[role] if f.figure.directed else "both"
+                where = {"both": "", "send": " when it sends", "receive": " when it receives"}[direction]
+                figs = ", ".join(f"{_fmt(math.exp(g.y))} with {'/'.join(n for n in g.figure.nodes if n != end)}"
+                                 for g in sorted(mine, key=lambda g: g.index))
+                findings[end] = Finding(
+                    self.name, "node fault",
+                    f"every one of its {len(mine)} figures{where} is short ({figs}; the median of the series "
+                    f"{_fmt(math.exp(center))}) while each of its peers is good with others: the common part is "
+                    f"{end}, a node fault{where or ' in both directions'}", direction, tuple(peers))
+            return True
+        return False
+
+    def _under_both(self, f: _Fig, faulty: frozenset[str], spread: float) -> bool:
+        """Is ``f`` at least the link bar (:attr:`Settings.spreads` spreads and ``min_drop``) under the median
+        of each end's other figures in its role (one at least each)?"""
+        if not spread or len(f.figure.nodes) != 2:
+            return False
+        reach = max(self.min_gap, self.settings.spreads * spread)
+        for role, end in enumerate(f.figure.nodes):
+            others = sorted(g.y for g in self.by_node.get(end, []) if g is not f and self._clean(g, faulty)
+                            and (not g.figure.directed or not f.figure.directed or g.figure.nodes[role] == end))
+            if not others or _q(_median(others) - f.y) < _q(reach):
+                return False
+        return True
+
     def _links(self, nodes: Sequence[str], faulty: frozenset[str],
                findings: dict[str, Finding]) -> tuple[list[LinkFault], list[str]]:
         s = self.settings
@@ -895,16 +996,22 @@ class _Series:
                                     f"(the median of the {count} other figures is {_fmt(math.exp(center))})"))
         clean = [f for f in self.figs if self._clean(f, faulty)]
         links: list[LinkFault] = []
+        # a figure far under what each of its ends measures with its other peers (in its role) is the
+        # path between them, whatever else either end shows: 40 Gb/s where the sender's others are 161
+        # and the receiver's 171 (a link 80% down) is a link, not held back by the sender's pattern
+        alone = {f.index for f, _ in suspects if self._under_both(f, faulty, spreads[f.index] if f.index in spreads else 0.0)}
         # a node in two short figures (in one role) is a pattern: more figures with it would tell
         seen: dict[tuple[str, int], int] = {}
         for f, _ in suspects:
             for role, n in enumerate(f.figure.nodes):
                 key = (n, role if f.figure.directed else 0)
                 seen[key] = seen.get(key, 0) + 1
-        patterned = [(f, t) for f, t in suspects if any(
+        patterned = [(f, t) for f, t in suspects if f.index not in alone and any(
             seen[(n, role if f.figure.directed else 0)] >= 2 for role, n in enumerate(f.figure.nodes))]
-        untold += [f for f, _ in patterned]
         suspects = [(f, t) for f, t in suspects if (f, t) not in patterned]
+        # one node in every short figure of one role, each peer good with others: that node
+        untold += [f for f, _ in patterned
+                   if center_all is None or not self._common(f, patterned, faulty, center_all, spreads, findings)]
         if suspects and len(suspects) > max(2, s.fabric_share * len(clean)):
             text = (f"{self.name}: {len(suspects)} of {len(clean)} figures far below the rest with no node pattern: "
                     "the fabric (routing, oversubscription, the spine), not {0} cables".format(len(suspects)))
@@ -917,8 +1024,8 @@ class _Series:
             a, b = f.figure.nodes
             assert center_all is not None  # suspects are only found against it
             spread = spreads[f.index]
-            if (self._good_elsewhere(f, a, 0, faulty, center_all, spread)
-                    and self._good_elsewhere(f, b, 1, faulty, center_all, spread)):
+            if f.index in alone or (self._good_elsewhere(f, a, 0, faulty, center_all, spread)
+                                    and self._good_elsewhere(f, b, 1, faulty, center_all, spread)):
                 links.append(LinkFault(self.name, (a, b), f"a link fault: {text}; both ends are good with their other peers"))
                 for end, other in ((a, b), (b, a)):
                     prev = findings.get(end)
@@ -1140,9 +1247,21 @@ def blame(
     judged = {name: _Series(name, series[name], settings) for name in sorted(series)}
     members = {name: sorted({n for f in series[name] for n in f.nodes}) for name in judged}
     found = {name: judged[name].find(members[name]) for name in judged}
+    # a host slow both ways in one series is found again in the others without its figures in anyone's
+    # baseline (eight NCCL nodes: a host 44% slow in every check drags the NCCL-only node's peers down)
+    slow = {name: {n for n, sc in f.items() if sc.kind == "node fault" and sc.direction == "both"} for name, f in found.items()}
+    for name in sorted(judged):
+        prior = frozenset(n for other in judged if other != name for n in slow[other]) - set(found[name])
+        if prior & set(members[name]):
+            found[name] = judged[name].find(members[name], prior & set(members[name]))
     together = _together(judged, found, settings) if len(judged) >= 2 else {}
     for name in sorted(judged):
-        series_found, series_links, series_fabric = judged[name].finish(members[name], found[name], frozenset(together))
+        # a node slow both ways in another series (the host) leaves this one's links and fabric test too:
+        # its figures are its own (six NCCL nodes, one slow in every check and one slow in NCCL alone:
+        # 9 of the 15 figures theirs, and the median of all of them under the floor called the fabric)
+        elsewhere = frozenset(together) | {n for other in judged if other != name for n, sc in found[other].items()
+                                           if sc.kind == "node fault" and sc.direction == "both"}
+        series_found, series_links, series_fabric = judged[name].finish(members[name], found[name], elsewhere)
         retests += judged[name].retests
         links += series_links
         fabric += series_fabric

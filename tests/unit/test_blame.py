@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import itertools
+import math
 import random
 
 from pytest_fabric.judge.blame import Blame, Failure, Figure, blame
@@ -596,3 +597,207 @@ def test_another_bad_cable_is_no_healthy_figure_when_a_two_level_link_is_told_fr
     assert sent_back(result) == ["node004"], [b.message for b in result.nodes.values() if b.kind != "healthy"]
     assert result.nodes["node004"].kind == "unstable"
     assert [lf.nodes for lf in result.links] == [("node005", "node001")]
+
+
+# bench_verdicts seed 7 scenario 364: six nodes, node002 86% slow in every check, node003 58% slow in
+# NCCL alone (GB/s; floors 12.4 and 42)
+_364_TCP = {
+    ('node001', 'node002'): (2.2, 4.3, 3.6),
+    ('node001', 'node004'): (17.3, 25.1, 16.9),
+    ('node001', 'node006'): (17.8, 34.9, 19.1),
+    ('node002', 'node003'): (3.1, 3.6, 3.0),
+    ('node002', 'node005'): (4.6, 3.3, 3.5),
+    ('node003', 'node001'): (29.2, 16.8, 19.7),
+    ('node003', 'node004'): (21.9, 25.3, 19.3),
+    ('node003', 'node006'): (36.3, 17.8, 29.3),
+    ('node004', 'node002'): (2.3, 3.1, 2.4),
+    ('node004', 'node005'): (19.1, 19.0, 34.9),
+    ('node005', 'node001'): (23.2, 18.8, 33.5),
+    ('node005', 'node003'): (26.9, 23.1, 17.4),
+    ('node005', 'node006'): (31.7, 31.4, 25.5),
+    ('node006', 'node002'): (2.4, 3.7, 3.9),
+    ('node006', 'node004'): (22.4, 22.0, 31.3),
+}
+_364_NCCL = {
+    ('node001', 'node002'): (11.6, 17.3, 11.6),
+    ('node001', 'node004'): (101.9, 67.2, 67.9),
+    ('node001', 'node006'): (88.2, 73.5, 59.2),
+    ('node002', 'node003'): (13.3, 9.9, 10.6),
+    ('node002', 'node005'): (16.8, 11.3, 13.0),
+    ('node003', 'node001'): (41.6, 46.9, 27.1),
+    ('node003', 'node004'): (35.7, 30.9, 33.0),
+    ('node003', 'node006'): (31.4, 30.5, 43.1),
+    ('node004', 'node002'): (13.6, 12.9, 11.8),
+    ('node004', 'node005'): (126.0, 109.5, 103.9),
+    ('node005', 'node001'): (73.9, 68.5, 98.2),
+    ('node005', 'node003'): (30.0, 29.2, 25.5),
+    ('node005', 'node006'): (68.3, 65.7, 90.1),
+    ('node006', 'node002'): (10.6, 17.0, 16.9),
+    ('node006', 'node004'): (75.0, 91.4, 100.2),
+}
+
+
+def _364(nccl_scale: float = 1.0) -> list[Figure]:
+    tcp = [Figure("tcp_throughput", pair, tuple(v * GB for v in repeats), 12.4 * GB) for pair, repeats in _364_TCP.items()]
+    return tcp + [Figure("nccl_allreduce", pair, tuple(v * nccl_scale ** ("node003" in pair) * GB for v in repeats), 42.0 * GB,
+                         directed=False) for pair, repeats in _364_NCCL.items()]
+
+
+def test_a_node_slow_in_nccl_alone_beside_a_host_slow_everywhere_is_sent_back_not_the_fabric() -> None:
+    # node002 is slow in every check (found in TCP), node003 in NCCL alone: 9 of the 15 NCCL figures are
+    # theirs and the median of all 15 (31 GB/s) lies under the floor: "the whole fabric" before, node003
+    # not sent back. node002, slow both ways in TCP, leaves NCCL's baselines: the median is 74 without
+    # it, and node003's figures (27-47 GB/s) lie 55% under the figures without both
+    result = blame([f"node00{i}" for i in range(1, 7)], _364())
+    assert sent_back(result) == ["node002", "node003"], [b.message for b in result.nodes.values() if b.kind != "healthy"]
+    assert not result.fabric
+    assert result.nodes["node003"].kind == "node fault" and result.nodes["node003"].findings[0].series == "nccl_allreduce"
+
+
+def test_the_same_nccl_figures_with_node003_at_the_healthy_level_send_back_only_the_slow_host() -> None:
+    # the case above with node003's NCCL figures raised to where its peers' are (x 2.4): no common part
+    result = blame([f"node00{i}" for i in range(1, 7)], _364(nccl_scale=1 / (1 - 0.58)))
+    assert sent_back(result) == ["node002"], [b.message for b in result.nodes.values() if b.kind != "healthy"]
+    assert not result.fabric and not result.links
+
+
+# bench_verdicts seed 2026 scenario 918 after its retests: four nodes, node001 62% slow in NCCL alone (GB/s, floor 28.5)
+_918_NCCL = {
+    ("node001", "node002"): (30.5, 28.1, 26.7, 28.4, 29.4, 30.4, 31.6, 43.6, 34.7),
+    ("node001", "node003"): (24.3, 37.0, 36.1, 35.7, 29.2, 33.0, 24.4, 30.5, 30.4),
+    ("node001", "node004"): (29.3, 34.8, 33.4, 29.1, 39.6, 27.1, 29.5, 40.0, 33.5),
+    ("node002", "node003"): (62.9, 70.5, 93.0, 83.8, 109.9, 108.1, 81.4, 83.8, 73.9),
+    ("node002", "node004"): (111.2, 94.9, 96.9, 108.7, 98.4, 117.9, 60.1, 73.2, 76.3),
+    ("node003", "node004"): (67.2, 61.5, 98.0, 66.0, 94.1, 70.0, 103.1, 97.8, 70.1),
+}
+
+
+def _nccl(pairs: dict[tuple[str, str], tuple[float, ...]], floor: float, scale: dict[str, float] | None = None) -> list[Figure]:
+    scale = scale or {}
+    return [Figure("nccl_allreduce", pair, tuple(v * scale.get(pair[0], 1.0) * GB for v in repeats), floor * GB, directed=False)
+            for pair, repeats in pairs.items()]
+
+
+def test_a_node_slow_in_nccl_alone_on_four_nodes_is_sent_back_when_all_its_repeats_lie_under_the_rest() -> None:
+    # three figures with node001 (27-44 GB/s) against three without it (60-118): 62% below, but the
+    # three figures without it spread so wide that score()'s bar (6.5 spreads) is not met; every
+    # figure with node001 under every one without it, its repeats under theirs by a chance of 6e-10
+    result = blame([f"node00{i}" for i in range(1, 5)], _nccl(_918_NCCL, 28.5))
+    assert sent_back(result) == ["node001"], [b.message for b in result.nodes.values() if b.kind != "healthy"]
+    assert "by a chance of" in result.nodes["node001"].message
+
+
+def test_the_four_node_nccl_figures_with_node001_at_its_peers_level_send_back_no_one() -> None:
+    result = blame([f"node00{i}" for i in range(1, 5)], _nccl(_918_NCCL, 28.5, {"node001": 1 / (1 - 0.62)}))
+    assert sent_back(result) == [] and not result.rejects, [b.message for b in result.nodes.values() if b.kind != "healthy"]
+
+
+def test_healthy_nccl_noise_on_four_to_six_nodes_sends_back_no_one() -> None:
+    # the benchmark's noise (up to 3x top to bottom, a quarter of it per pair and shared by its repeats),
+    # nine repeats a pair as after two retest steps: the rank-sum of one node's repeats must not name it
+    rng = random.Random(918)
+    for trial in range(300):
+        names = [f"node00{i}" for i in range(1, 4 + trial % 3)]
+        half = math.log(math.exp(rng.uniform(math.log(1.01), math.log(3.0)))) / 2
+        figures = []
+        for pair in itertools.combinations(names, 2):
+            route = rng.uniform(-half, half) / 4
+            repeats = tuple(85 * GB * math.exp(route + rng.uniform(-half, half) * 3 / 4) for _ in range(9))
+            figures.append(Figure("nccl_allreduce", pair, repeats, 20 * GB, directed=False))
+        result = blame(names, figures)
+        assert sent_back(result) == [], (trial, [b.message for b in result.nodes.values() if b.kind != "healthy"])
+
+
+# bench_verdicts seed 7 scenario 399 after its retests: five nodes, node005->node003 a link 80% down on
+# mlx5_1 (GB/s, floor 68.5); node005's one other send figure (161) is short too
+_399_RAIL = {
+    ("node001", "node002"): (149.8, 144.0, 149.3, 240.8, 259.8, 212.8, 178.8, 199.8, 236.5),
+    ("node001", "node004"): (161.4, 213.0, 142.7, 165.8, 156.4, 184.0, 203.3, 230.7, 174.9),
+    ("node002", "node003"): (236.9, 143.0, 240.3, 225.3, 170.3, 173.8, 158.8, 171.1, 240.0),
+    ("node002", "node005"): (235.5, 177.3, 263.0, 247.8, 183.5, 195.2, 207.3, 163.1, 152.0),
+    ("node003", "node001"): (206.9, 251.8, 163.9, 150.9, 270.1, 203.1, 172.1, 250.7, 173.3),
+    ("node003", "node004"): (217.5, 236.2, 154.1, 170.4, 192.3, 251.1, 153.7, 214.4, 226.6),
+    ("node004", "node002"): (196.0, 235.4, 250.7, 255.5, 200.4, 253.9, 192.9, 176.0, 187.4),
+    ("node004", "node005"): (256.2, 172.6, 161.8, 214.9, 237.7, 209.0, 270.7, 217.7, 161.9),
+    ("node005", "node001"): (155.0, 214.2, 139.7, 244.1, 161.4, 150.2, 143.2, 222.8, 227.2),
+    ("node005", "node003"): (36.2, 40.5, 42.2, 42.9, 43.1, 34.8, 39.4, 35.3, 48.1),
+}
+
+
+def test_a_link_far_under_what_both_its_ends_measure_elsewhere_is_named_though_one_end_is_short_twice() -> None:
+    # node005->node003 at 40 against 161 from node005 to its other peer and 171 into node003 from its
+    # other: the path. node005 short twice as a sender held it back as "a pattern, cannot tell" for both
+    # ends: a reject naming no one, after every retest
+    figures = [Figure("rdma_bandwidth", pair, tuple(v * GB for v in repeats), 68.5 * GB, "mlx5_1")
+               for pair, repeats in _399_RAIL.items()]
+    result = blame([f"node00{i}" for i in range(1, 6)], figures)
+    assert [lf.nodes for lf in result.links] == [("node005", "node003")], [b.message for b in result.nodes.values()]
+    assert sent_back(result) == []
+
+
+def test_the_same_rail_with_that_path_at_its_peers_level_names_no_link() -> None:
+    figures = [Figure("rdma_bandwidth", pair, tuple(v * (5.0 if pair == ("node005", "node003") else 1.0) * GB for v in repeats),
+                      68.5 * GB, "mlx5_1") for pair, repeats in _399_RAIL.items()]
+    result = blame([f"node00{i}" for i in range(1, 6)], figures)
+    assert not result.links and sent_back(result) == [], [b.message for b in result.nodes.values() if b.kind != "healthy"]
+
+
+# bench_verdicts seed 29 scenario 597: four nodes, node003 22% slow in NCCL alone, a quiet fabric (GB/s, floor 51.9)
+_597_SWEEP = {
+    ("node001", "node002"): (83.8, 93.0, 76.3),
+    ("node001", "node004"): (94.5, 92.0, 93.9),
+    ("node002", "node003"): (71.8, 74.3, 74.3),
+    ("node001", "node003"): (72.4, 74.7, 63.3),
+    ("node003", "node004"): (64.8, 71.9, 61.2),
+    ("node002", "node004"): (95.8, 78.2, 85.5),
+}
+# and after two retest steps
+_597_RETESTED = {
+    ("node001", "node002"): (83.8, 93.0, 76.3, 80.4, 88.8, 76.8, 92.7, 83.1, 83.4),
+    ("node001", "node003"): (62.6, 60.0, 59.6, 73.3, 61.9, 69.1, 72.4, 74.7, 63.3, 71.5, 63.6, 66.9, 62.0, 61.0, 61.6),
+    ("node001", "node004"): (94.5, 92.0, 93.9, 82.1, 82.5, 81.4, 85.7, 94.7, 85.8),
+    ("node002", "node003"): (71.8, 74.3, 74.3, 62.9, 75.3, 68.8, 61.1, 62.3, 73.7),
+    ("node002", "node004"): (77.0, 74.4, 74.4, 78.8, 77.7, 74.8, 95.8, 78.2, 85.5),
+    ("node003", "node004"): (64.8, 71.9, 61.2, 63.1, 72.8, 70.1, 61.3, 63.4, 64.5),
+}
+
+
+def test_a_node_under_every_other_figure_on_a_four_node_sweep_asks_for_the_repeats_that_would_tell() -> None:
+    # the sweep: node003's three figures (61-75 GB/s) under the three without it (76-96), but nine
+    # repeats against nine cannot be beyond chance (7e-4 at best): not sent back, the series measured again
+    names = [f"node00{i}" for i in range(1, 5)]
+    result = blame(names, _nccl(_597_SWEEP, 51.9))
+    assert sent_back(result) == []
+    assert {("nccl_allreduce", "node001", "node003"), ("nccl_allreduce", "node002", "node003")} <= set(result.retests)
+    result = blame(names, _nccl(_597_RETESTED, 51.9))
+    assert sent_back(result) == ["node003"], [b.message for b in result.nodes.values() if b.kind != "healthy"]
+
+
+# bench_verdicts seed 29 scenario 93, the sweep: four nodes, node004 receives 46% slow (TCP, GB/s, floor 13.3)
+_93_TCP = {
+    ("node001", "node002"): (21.2, 25.2, 24.8),
+    ("node001", "node004"): (10.6, 9.6, 13.2),
+    ("node002", "node003"): (20.2, 16.9, 28.3),
+    ("node003", "node001"): (16.7, 17.2, 27.5),
+    ("node003", "node004"): (13.2, 11.4, 9.6),
+    ("node004", "node002"): (33.6, 32.4, 28.5),
+}
+
+
+def _93(receive_scale: float = 1.0) -> list[Figure]:
+    return [Figure("tcp_throughput", pair, tuple(v * (receive_scale if pair[1] == "node004" else 1.0) * GB for v in repeats),
+                   13.3 * GB) for pair, repeats in _93_TCP.items()]
+
+
+def test_one_node_in_every_short_figure_of_its_role_with_peers_good_elsewhere_is_that_node() -> None:
+    # node004 receives 10.6 and 11.4 (under the floor) from both its senders, each of which sends 24.8
+    # and 17.2 to its other peer: the two short figures are a pattern ("cannot tell" before, a reject
+    # naming no one), and node004 is in every one of them: a node fault when it receives
+    result = blame([f"node00{i}" for i in range(1, 5)], _93())
+    assert sent_back(result) == ["node004"], [b.message for b in result.nodes.values() if b.kind != "healthy"]
+    assert result.nodes["node004"].direction == "receive" and "common part is node004" in result.nodes["node004"].message
+
+
+def test_the_same_sweep_with_node004_receiving_at_its_peers_level_sends_back_no_one() -> None:
+    result = blame([f"node00{i}" for i in range(1, 5)], _93(receive_scale=1 / (1 - 0.46)))
+    assert sent_back(result) == [] and not result.links, [b.message for b in result.nodes.values() if b.kind != "healthy"]
