@@ -8,6 +8,7 @@ under a real srun.
 
 from __future__ import annotations
 
+import ctypes
 import os
 import signal
 import sys
@@ -163,6 +164,29 @@ def test_an_agent_that_dies_fails_its_requests_with_the_nodes_error(agent: Agent
     later = agent.submit("echo too late", 10)
     assert later.done.is_set() and isinstance(later.error, NodeUnreachable) and later.error.command == "echo too late"
     assert not agent.alive
+
+
+def test_a_term_that_lands_on_one_of_the_agents_threads_still_ends_it(agent: AgentStep, deaths: Deaths) -> None:
+    # The kernel hands a process-directed signal to any thread that does not block it; Python runs the
+    # handler only in the main thread, which the agent had blocked reading its stdin: a TERM that
+    # landed on a command's thread waited there until the controller next wrote (one full run in
+    # the suite missed its 10 s). tgkill aims the TERM at a command's thread on purpose.
+    tgkill = getattr(ctypes.CDLL(None, use_errno=True), "tgkill", None)
+    if tgkill is None:
+        pytest.skip("this C library has no tgkill()")
+    word = token()
+    waiting = agent.submit(f"sleep {word}", 60)
+    deadline = time.monotonic() + 5
+    while not running(word) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    proc = agent.process
+    assert proc is not None
+    threads = sorted(int(t.name) for t in Path(f"/proc/{proc.pid}/task").iterdir() if int(t.name) != proc.pid)
+    assert threads, "the agent runs each command in a thread of its own"
+    assert tgkill(proc.pid, threads[-1], signal.SIGTERM) == 0, os.strerror(ctypes.get_errno())
+    assert agent.finish(waiting, 10), "the agent did not end within 10 s of a TERM"
+    assert isinstance(waiting.error, NodeUnreachable) and deaths.calls[0][1] == 128 + signal.SIGTERM
+    assert gone(word)
 
 
 def test_closing_the_agent_ends_its_commands(agent: AgentStep, deaths: Deaths) -> None:

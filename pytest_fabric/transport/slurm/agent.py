@@ -213,6 +213,10 @@ class Agent:
             _killpg(proc.pid, signal.SIGKILL)
 
 
+#: at most this long between a signal and its handler (see main)
+_HANDLER_LATENCY_S = 0.2
+
+
 def _killpg(pgid: int, signum: int) -> None:
     try:
         os.killpg(pgid, signum)
@@ -243,7 +247,13 @@ def main() -> None:
         signal.signal(signum, stop)
     watcher = threading.Thread(target=_watch_parent, args=(agent, os.getppid()), daemon=True)
     watcher.start()
-    agent.serve(sys.stdin.buffer)
+    # The kernel gives a signal to whichever thread does not block it, Python runs its handler in
+    # the main thread only: a main thread blocked reading stdin would not run it until the next
+    # request came. It waits here instead, waking often enough to run a handler promptly.
+    server = threading.Thread(target=agent.serve, args=(sys.stdin.buffer,), daemon=True)
+    server.start()
+    while server.is_alive():
+        server.join(_HANDLER_LATENCY_S)
 
 
 if __name__ == "__main__":
