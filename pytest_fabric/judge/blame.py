@@ -1249,18 +1249,18 @@ def blame(
     found = {name: judged[name].find(members[name]) for name in judged}
     # a host slow both ways in one series is found again in the others without its figures in anyone's
     # baseline (eight NCCL nodes: a host 44% slow in every check drags the NCCL-only node's peers down)
-    slow = {name: {n for n, sc in f.items() if sc.kind == "node fault" and sc.direction == "both"} for name, f in found.items()}
+    slow = _slow_hosts(found)
     for name in sorted(judged):
         prior = frozenset(n for other in judged if other != name for n in slow[other]) - set(found[name])
         if prior & set(members[name]):
             found[name] = judged[name].find(members[name], prior & set(members[name]))
     together = _together(judged, found, settings) if len(judged) >= 2 else {}
+    slow = _slow_hosts(found)
     for name in sorted(judged):
         # a node slow both ways in another series (the host) leaves this one's links and fabric test too:
         # its figures are its own (six NCCL nodes, one slow in every check and one slow in NCCL alone:
         # 9 of the 15 figures theirs, and the median of all of them under the floor called the fabric)
-        elsewhere = frozenset(together) | {n for other in judged if other != name for n, sc in found[other].items()
-                                           if sc.kind == "node fault" and sc.direction == "both"}
+        elsewhere = frozenset(together) | {n for other in judged if other != name for n in slow[other]}
         series_found, series_links, series_fabric = judged[name].finish(members[name], found[name], elsewhere)
         retests += judged[name].retests
         links += series_links
@@ -1301,6 +1301,11 @@ def blame(
 
 
 # --------------------------------------------------------------------------- the baseline, for other checks
+
+
+def _slow_hosts(found: Mapping[str, Mapping[str, _Score]]) -> dict[str, set[str]]:
+    """Per series, the nodes found slow both ways there: a host's fault, which every other series sees too."""
+    return {name: {n for n, sc in f.items() if sc.kind == "node fault" and sc.direction == "both"} for name, f in found.items()}
 
 
 def baseline_without(without: Iterable[str], figures: Sequence[Figure],
