@@ -13,6 +13,7 @@ import json
 import subprocess
 import sys
 from collections.abc import Iterator
+from concurrent.futures import Future, ThreadPoolExecutor
 from pathlib import Path
 
 import pytest
@@ -83,75 +84,6 @@ def collision(names: list[str], avoid: set[str]) -> tuple[dict[str, str], list[s
                     leaves = {first.a: "leafA", second.a: "leafA", first.b: "leafB", second.b: "leafB"}
                     return leaves, [first.id, second.id]
     raise AssertionError("no round with two disjoint pairs to collide")
-
-
-@pytest.fixture(scope="module")
-def sixteen(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict]:
-    """16 nodes of their own: node01 receives at half rate, the node05-node06 cable is slow,
-    two pairs collide on the spine in one round, and one pair is slow on its first run only."""
-    missing = missing_prerequisites()
-    if missing:
-        pytest.skip("simulated cluster unavailable: " + "; ".join(missing))
-    work = tmp_path_factory.mktemp("attribution16")
-    with SimCluster(16, work / "cluster", name="sim16") as cluster:
-        names = [n.name for n in cluster.nodes]
-        pairs = make_pairs(names, "all")
-        faulty = {"node01", "node05", "node06"}
-        leaves, collided = collision(names, faulty)
-        transient = next(p for p in pairs if not (faulty | set(leaves)) & {p.a, p.b})
-        hardware = {n: one_port() for n in names}
-        hardware["node01"] = one_port(rx_fraction=0.5)
-        hardware["node05"] = one_port(slow_peers={"node06": 0.5})
-        hardware[transient.a] = one_port(transient_slow_peers={transient.b: 0.5})
-        for node, leaf in leaves.items():
-            hardware[node] = one_port(leaf=leaf, perftest_real_time=True)
-        inventory = cluster.write_inventory(work / "inventory.yaml")
-        with hardware_installed(cluster, hardware, spine_gbps=250):
-            record, output = run(work, inventory, "-k", SELECT, "-p", "no:cacheprovider")
-        record["_output"] = output
-        record["_collided"] = collided
-        record["_transient"] = transient.id
-        record["_receivers"] = [p.id for p in pairs if p.b == "node01"]
-        yield record
-
-
-def test_sixteen_nodes_each_fault_lands_in_its_class(sixteen: dict) -> None:
-    verdicts = checks(sixteen, "attribution")
-    assert len(verdicts) == 16, sixteen["_output"][-3000:]
-    blamed = {s: c["outcome"] for s, c in verdicts.items() if c["outcome"] != "passed"}
-    assert blamed == {"node01": "failed", "node05": "failed", "node06": "failed"}, sixteen["_output"][-3000:]
-    node01 = verdicts["node01"]["message"]
-    assert "node fault when it receives" in node01 and "Send node01 to the provider" in node01
-    assert "link fault" in verdicts["node05"]["message"] and "node05 and node06" in verdicts["node05"]["message"]
-
-
-def test_the_receive_only_fault_shows_only_where_node01_receives(sixteen: dict) -> None:
-    # node01 is the circle method's fixed node: it receives in alternate rounds.
-    bandwidth = outcomes(sixteen, "rdma_bandwidth")
-    failed_with_node01 = {s for s, o in bandwidth.items() if o == "failed" and "node01" in s}
-    assert sixteen["_receivers"] and failed_with_node01 == set(sixteen["_receivers"])
-
-
-def test_the_spine_collision_fails_under_load_and_blames_no_node(sixteen: dict) -> None:
-    fabric = checks(sixteen, "fabric_attribution")["cluster"]
-    assert fabric["outcome"] == "failed"
-    assert "fails under load" in fabric["message"]
-    assert sorted(fabric["extra"]["fabric_attribution"]["under_load"]) == sorted(sixteen["_collided"])
-    bandwidth = outcomes(sixteen, "rdma_bandwidth")
-    assert {bandwidth[p] for p in sixteen["_collided"]} == {"failed"}  # in their round they did fall short
-    outlier = checks(sixteen, "rdma_bandwidth_outlier")
-    for pair in sixteen["_collided"]:  # alone they are as fast as their peers
-        assert outlier[pair]["outcome"] == "passed" and "rests on 4 samples" in outlier[pair]["message"]
-
-
-def test_the_transient_fault_is_not_reproduced_and_counts_for_no_one(sixteen: dict) -> None:
-    pair = sixteen["_transient"]
-    assert outcomes(sixteen, "rdma_bandwidth")[pair] == "failed"
-    assert outcomes(sixteen, "rdma_bandwidth_outlier")[pair] == "passed"
-    fabric = checks(sixteen, "fabric_attribution")["cluster"]
-    assert fabric["extra"]["fabric_attribution"]["not_reproduced"] == [pair]
-    a, b = pair.split("<->")
-    assert outcomes(sixteen, "attribution")[a] == outcomes(sixteen, "attribution")[b] == "passed"
 
 
 @pytest.fixture
@@ -328,3 +260,94 @@ def test_retests_of_disjoint_pairs_run_together_and_no_node_is_in_two_at_once(
     assert overlapping, "every retest ran alone, one after another"
     for x, y in overlapping:
         assert not {x.node, by_address[x.target or ""]} & {y.node, by_address[y.target or ""]}, (x, y)
+
+
+# The 16-node tests come last: their run (_sixteen_started) goes on beside the tests above.
+def _sixteen_run(work: Path) -> dict:
+    """16 nodes of their own: node01 receives at half rate, the node05-node06 cable is slow,
+    two pairs collide on the spine in one round, and one pair is slow on its first run only."""
+    with SimCluster(16, work / "cluster", name="sim16") as cluster:
+        names = [n.name for n in cluster.nodes]
+        pairs = make_pairs(names, "all")
+        faulty = {"node01", "node05", "node06"}
+        leaves, collided = collision(names, faulty)
+        transient = next(p for p in pairs if not (faulty | set(leaves)) & {p.a, p.b})
+        hardware = {n: one_port() for n in names}
+        hardware["node01"] = one_port(rx_fraction=0.5)
+        hardware["node05"] = one_port(slow_peers={"node06": 0.5})
+        hardware[transient.a] = one_port(transient_slow_peers={transient.b: 0.5})
+        for node, leaf in leaves.items():
+            hardware[node] = one_port(leaf=leaf, perftest_real_time=True)
+        inventory = cluster.write_inventory(work / "inventory.yaml")
+        with hardware_installed(cluster, hardware, spine_gbps=250):
+            record, output = run(work, inventory, "-k", SELECT, "-p", "no:cacheprovider")
+    record["_output"] = output
+    record["_collided"] = collided
+    record["_transient"] = transient.id
+    record["_receivers"] = [p.id for p in pairs if p.b == "node01"]
+    return record
+
+
+@pytest.fixture(scope="module", autouse=True)
+def _sixteen_started(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Future[dict] | None]:
+    """The 16-node run, started when this file's first test starts and run beside the others: it
+    builds a cluster of its own (node names aside, it shares nothing with the session's 8 nodes,
+    its spine folder included) and mostly waits on its stand-ins' -D seconds and its nodes' answers.
+    Its tests come last in this file, so the 4- and 6-node runs on the session cluster overlap it
+    (one after the other before). None where no selected test reads it, or where it cannot run."""
+    here = request.node.path
+    if missing_prerequisites() or not any(
+        item.path == here and "sixteen" in getattr(item, "fixturenames", ()) for item in request.session.items
+    ):
+        yield None
+        return
+    with ThreadPoolExecutor(max_workers=1) as pool:
+        yield pool.submit(_sixteen_run, tmp_path_factory.mktemp("attribution16"))
+
+
+@pytest.fixture(scope="module")
+def sixteen(_sixteen_started: Future[dict] | None) -> dict:
+    missing = missing_prerequisites()
+    if missing:
+        pytest.skip("simulated cluster unavailable: " + "; ".join(missing))
+    assert _sixteen_started is not None
+    return _sixteen_started.result()
+
+
+def test_sixteen_nodes_each_fault_lands_in_its_class(sixteen: dict) -> None:
+    verdicts = checks(sixteen, "attribution")
+    assert len(verdicts) == 16, sixteen["_output"][-3000:]
+    blamed = {s: c["outcome"] for s, c in verdicts.items() if c["outcome"] != "passed"}
+    assert blamed == {"node01": "failed", "node05": "failed", "node06": "failed"}, sixteen["_output"][-3000:]
+    node01 = verdicts["node01"]["message"]
+    assert "node fault when it receives" in node01 and "Send node01 to the provider" in node01
+    assert "link fault" in verdicts["node05"]["message"] and "node05 and node06" in verdicts["node05"]["message"]
+
+
+def test_the_receive_only_fault_shows_only_where_node01_receives(sixteen: dict) -> None:
+    # node01 is the circle method's fixed node: it receives in alternate rounds.
+    bandwidth = outcomes(sixteen, "rdma_bandwidth")
+    failed_with_node01 = {s for s, o in bandwidth.items() if o == "failed" and "node01" in s}
+    assert sixteen["_receivers"] and failed_with_node01 == set(sixteen["_receivers"])
+
+
+def test_the_spine_collision_fails_under_load_and_blames_no_node(sixteen: dict) -> None:
+    fabric = checks(sixteen, "fabric_attribution")["cluster"]
+    assert fabric["outcome"] == "failed"
+    assert "fails under load" in fabric["message"]
+    assert sorted(fabric["extra"]["fabric_attribution"]["under_load"]) == sorted(sixteen["_collided"])
+    bandwidth = outcomes(sixteen, "rdma_bandwidth")
+    assert {bandwidth[p] for p in sixteen["_collided"]} == {"failed"}  # in their round they did fall short
+    outlier = checks(sixteen, "rdma_bandwidth_outlier")
+    for pair in sixteen["_collided"]:  # alone they are as fast as their peers
+        assert outlier[pair]["outcome"] == "passed" and "rests on 4 samples" in outlier[pair]["message"]
+
+
+def test_the_transient_fault_is_not_reproduced_and_counts_for_no_one(sixteen: dict) -> None:
+    pair = sixteen["_transient"]
+    assert outcomes(sixteen, "rdma_bandwidth")[pair] == "failed"
+    assert outcomes(sixteen, "rdma_bandwidth_outlier")[pair] == "passed"
+    fabric = checks(sixteen, "fabric_attribution")["cluster"]
+    assert fabric["extra"]["fabric_attribution"]["not_reproduced"] == [pair]
+    a, b = pair.split("<->")
+    assert outcomes(sixteen, "attribution")[a] == outcomes(sixteen, "attribution")[b] == "passed"
