@@ -31,7 +31,7 @@ does (measurements/attribution.py), the benchmark measures them and judges every
 most twice: a pair asked again in the second step is measured again (more repeats), each link's
 own pair is measured once, and a pair of a check measured alone gives every rail of that check.
 
-    python3 benchmarks/bench_verdicts.py [scenarios] [seed]
+    python3 benchmarks/bench_verdicts.py [scenarios] [seed] [only these indices, comma-separated]
 """
 
 from __future__ import annotations
@@ -45,7 +45,7 @@ from collections import defaultdict
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
-from pytest_fabric.judge.blame import Failure, Figure, blame
+from pytest_fabric.judge.blame import Blame, Failure, Figure, blame
 from pytest_fabric.run.pairs import make_pairs
 
 SIZES = [4, 5, 6, 8, 12, 16, 24, 32, 64, 128, 256, 512]
@@ -190,9 +190,37 @@ def scenario(rng: random.Random) -> Scenario:
     return sc
 
 
+def judge(sc: Scenario) -> tuple[Blame, int, list[Figure]]:
+    """Blame's verdict on a scenario after the retest steps a run takes; the steps taken and the figures they measured."""
+    verdict = blame(sc.nodes, sc.figures, failures=sc.failures, unreachable=sc.unreachable)
+    rails: dict[str, list[str]] = defaultdict(list)
+    for series in dict.fromkeys(f.series for f in sc.figures):
+        rails[series.split(" ", 1)[0]].append(series)
+    taken: dict[tuple[str, str, str], int] = defaultdict(int)
+    extra: list[Figure] = []
+    steps = 0
+    for step in range(RETEST_STEPS):
+        # what a run does next (measurements/attribution.py, _asks): each pair the model asks,
+        # again in a later step while it still asks; each link's own pair once; a pair of a
+        # check measured alone gives every rail of it. Then everything is judged again.
+        wanted = {(series.split(" ", 1)[0], a, b, step) for series, a, b in verdict.retests}
+        wanted |= {(lf.series.split(" ", 1)[0], lf.nodes[0], lf.nodes[1], 0) for lf in verdict.links if len(lf.nodes) == 2}
+        todo = sorted({(check, a, b) for check, a, b, most in wanted if taken[(check, a, b)] <= most})
+        if not todo:
+            break
+        for check, a, b in todo:
+            taken[(check, a, b)] += 1
+            extra += [f for f in (sc.measure(series, a, b) for series in rails[check]) if isinstance(f, Figure)]
+        steps += 1
+        verdict = blame(sc.nodes, [*sc.figures, *extra], failures=sc.failures, unreachable=sc.unreachable)
+    return verdict, steps, extra
+
+
 def main() -> None:
     total = int(sys.argv[1]) if len(sys.argv) > 1 else 1000
     seed = int(sys.argv[2]) if len(sys.argv) > 2 else 29
+    # only these scenario indices judged (each scenario is drawn whatever is judged: the same cluster per index)
+    only = {int(i) for i in sys.argv[3].split(",")} if len(sys.argv) > 3 else None
     rng = random.Random(seed)
     healthy_back = bad_total = bad_back = nameless = retested = 0
     cells: dict[tuple[str, str], list[int]] = defaultdict(lambda: [0, 0])
@@ -201,26 +229,10 @@ def main() -> None:
     cpu = time.process_time()
     for index in range(total):
         sc = scenario(rng)
-        verdict = blame(sc.nodes, sc.figures, failures=sc.failures, unreachable=sc.unreachable)
-        rails: dict[str, list[str]] = defaultdict(list)
-        for series in dict.fromkeys(f.series for f in sc.figures):
-            rails[series.split(" ", 1)[0]].append(series)
-        taken: dict[tuple[str, str, str], int] = defaultdict(int)
-        extra: list[Figure] = []
-        for step in range(RETEST_STEPS):
-            # what a run does next (measurements/attribution.py, _asks): each pair the model asks,
-            # again in a later step while it still asks; each link's own pair once; a pair of a
-            # check measured alone gives every rail of it. Then everything is judged again.
-            wanted = {(series.split(" ", 1)[0], a, b, step) for series, a, b in verdict.retests}
-            wanted |= {(lf.series.split(" ", 1)[0], lf.nodes[0], lf.nodes[1], 0) for lf in verdict.links if len(lf.nodes) == 2}
-            todo = sorted({(check, a, b) for check, a, b, most in wanted if taken[(check, a, b)] <= most})
-            if not todo:
-                break
-            for check, a, b in todo:
-                taken[(check, a, b)] += 1
-                extra += [f for f in (sc.measure(series, a, b) for series in rails[check]) if isinstance(f, Figure)]
-            retested += 1
-            verdict = blame(sc.nodes, [*sc.figures, *extra], failures=sc.failures, unreachable=sc.unreachable)
+        if only is not None and index not in only:
+            continue
+        verdict, steps, _ = judge(sc)
+        retested += steps
         back = set(verdict.send_back)
         wrong = back - {n for n, f in sc.faults.items() if f[0] != "unreachable"}
         healthy_back += len(wrong)
@@ -256,7 +268,7 @@ def main() -> None:
     elapsed = time.perf_counter() - started
     cpu = time.process_time() - cpu
     share = 100.0 * bad_back / bad_total if bad_total else 100.0
-    print(f"scenarios: {total}")
+    print(f"scenarios: {total if only is None else len(only & set(range(total)))}")
     print(f"healthy nodes sent back: {healthy_back}")
     print(f"bad nodes sent back: {bad_back} of {bad_total} ({share:.1f}%)")
     print(f"rejects naming no one: {nameless}")

@@ -29,7 +29,10 @@ is the same finding at 10 Gb/s and at 400 Gb/s):
   (:meth:`_Series._apart`); a chance under one in a hundred asks for a retest step.
 - Short figures: a node in every short figure of a role, with two peers or more each good with
   others, is that node's fault (:meth:`_Series._common`); a figure far under what each end
-  measures with its other peers is a link whatever either end's pattern (:meth:`_Series._under_both`).
+  measures with its other peers is a link whatever either end's pattern (:meth:`_Series._under_both`);
+  a short figure one of whose ends is good with others is the other end's when that end's other figures
+  in its role (two at least) lie under its baseline less likely by chance than one in a hundred
+  (:meth:`_Series._one_end`: a cable would leave them at the baseline).
   A node found slow both ways in another series (a slow host) leaves this series' baselines (it is
   judged here too, against the rest), links and fabric test.
 - **node fault** (send, receive or both), **unstable** (more of its figures reach a low level,
@@ -40,7 +43,8 @@ is the same finding at 10 Gb/s and at 400 Gb/s):
   elsewhere), **fabric** (more bad figures than :attr:`Settings.fabric_share` of the series with
   no node pattern, or the baseline itself under the floor), **cannot tell** (bad figures, but
   too little to build a baseline or to tell an end: the reason and the run that would tell;
-  in a series of 8 nodes or fewer, the run measures every pair of it again, the baseline's too),
+  in a series of 8 nodes or fewer, the run measures every pair of it again, the baseline's too, and
+  the other way: each node then has a figure with every peer in each role),
   **healthy**.
 - Nodes that could not be reached, or with no figure at all, are :class:`Unmeasured`: never in
   a series, never in :attr:`Blame.send_back`. A failure the transport charges to a node
@@ -96,6 +100,9 @@ _UNSTABLE_NODES = 512
 #: a bad link whose own repeats are on two levels belongs to the end whose other figures reach that
 #: low beside high repeats at least this unlikely by chance (and the other end's do not)
 _LINK_END_CHANCE = 0.05
+#: a short figure belongs to the end whose other figures in its role lie under its baseline this unlikely by
+#: chance, the other end good with its other peers (:meth:`_Series._one_end`)
+_END_CHANCE = 1e-2
 #: a repeat equal to a level (within rounding) is at it
 _EPS = 1e-9
 #: the mean range of n normal samples in standard deviations (d2 of quality control), n = 2..12
@@ -746,10 +753,20 @@ class _Series:
         links, fabric = self._links(nodes, faulty, findings)
         # a small series' baseline is a few figures whose spread is chance: any doubt in it (a
         # retest, a link, repeats on two levels) measures every pair of it again, the baseline's
-        # too, so that every figure rests on twice the repeats (a 4-node series: 6 more measurements)
+        # too, so that every figure rests on twice the repeats, and the other way (a 4-node series: its
+        # 6 pairs both ways, 12 measurements)
         if len(nodes) <= _REMEASURE_UP_TO and (self.retests or links or found or any(f.split for f in self.figs)):
             self.retests.extend((self.name, *f.figure.nodes) for f in self.figs if len(f.figure.nodes) == 2)
+            self.retests.extend(self._reversed())
         return findings, links, fabric
+
+    def _reversed(self) -> list[tuple[str, str, str]]:
+        """Every directed pair of the series the other way, where the sweep measured it one way only: a
+        small series measured whole again gives each node a figure with every peer in each role, so
+        that a short figure's ends have others in its role to tell node from link by (a 4-node sweep,
+        one direction a pair, leaves a sender with two receivers, one of whom receives from it alone)."""
+        have = {f.figure.nodes for f in self.figs if f.figure.directed and len(f.figure.nodes) == 2}
+        return [(self.name, b, a) for a, b in sorted(have) if (b, a) not in have]
 
     def evidence(self, node: str, direction: Direction, faulty: frozenset[str]) -> tuple[float, float] | None:
         """How far ``node``'s figures in ``direction`` lie under its baseline: (in their own spreads,
@@ -935,6 +952,58 @@ class _Series:
             return True
         return False
 
+    def _rest_under(self, end: str, mine: Sequence[_Fig], rest: Sequence[_Fig], faulty: frozenset[str]) -> float | None:
+        """``end``'s figures in one role (``mine``) beside its short ones (the rest): how likely so low a rest
+        is were ``end`` healthy (Stouffer: the sum of their spreads under the baseline without it over the
+        square root of their count, a normal tail, the spread widened as :func:`_unsure` says). A bad cable
+        leaves a node's other figures at the baseline; its own fault leaves them under. The chance if no
+        more than :data:`_END_CHANCE` and the median of all its figures in the role ``min_drop`` under the
+        baseline; else None (cannot tell)."""
+        base = self.baseline([end], faulty)
+        if base is None:
+            return None
+        center, spread, count = base
+        if _q(center - _median(sorted(g.y for g in mine))) < _q(self.min_gap):
+            return None
+        unit = spread * _unsure(count)
+        z = sum((center - g.y) / unit for g in rest) / math.sqrt(len(rest))
+        chance = 1 - NormalDist().cdf(z)
+        return chance if _q(chance) <= _q(_END_CHANCE) else None
+
+    def _one_end(self, f: _Fig, faulty: frozenset[str], center: float, spread: float,
+                 findings: dict[str, Finding]) -> bool:
+        """Is a short figure one of whose ends is good with its other peers (in its role) and the other not
+        explained by that other end: its other figures in its role (two at least) under the baseline
+        without it beyond chance (:meth:`_rest_under`)? Then that end is a node fault (found here, in
+        ``findings``): a cable would leave its other figures at the baseline, not all of them short."""
+        good = [self._good_elsewhere(f, end, role, faulty, center, spread) for role, end in enumerate(f.figure.nodes)]
+        if len(good) != 2 or good.count(True) != 1:
+            return False
+        role = good.index(False)
+        end, other = f.figure.nodes[role], f.figure.nodes[1 - role]
+        role = role if f.figure.directed else 0
+        mine = [g for g in self.by_node.get(end, []) if self._clean(g, faulty)
+                and (not g.figure.directed or not f.figure.directed or g.figure.nodes[role] == end)]
+        rest = [g for g in mine if g is not f]
+        if len(rest) < 2:
+            return False
+        chance = self._rest_under(end, mine, rest, faulty)
+        if chance is None:
+            return False
+        prev = findings.get(end)
+        if prev is None or prev.kind != "node fault":
+            direction: Direction = ("send", "receive")[role] if f.figure.directed else "both"
+            where = {"both": "", "send": " when it sends", "receive": " when it receives"}[direction]
+            figs = ", ".join(f"{_fmt(math.exp(g.y))} with {'/'.join(n for n in g.figure.nodes if n != end)}"
+                             for g in sorted(mine, key=lambda g: g.index))
+            findings[end] = Finding(
+                self.name, "node fault",
+                f"short with {other}, which is good with others, and its other {len(rest)} figures{where} under the "
+                f"baseline without {end} by a chance of {chance:.1g} were it healthy ({figs}; the median of the series "
+                f"{_fmt(math.exp(center))}): not the cable, {end}, a node fault{where or ' in both directions'}",
+                direction, tuple(sorted({n for g in mine for n in g.figure.nodes if n != end})))
+        return True
+
     def _under_both(self, f: _Fig, faulty: frozenset[str], spread: float) -> bool:
         """Is ``f`` at least the link bar (:attr:`Settings.spreads` spreads and ``min_drop``) under the median
         of each end's other figures in its role (one at least each)?"""
@@ -1031,7 +1100,7 @@ class _Series:
                     prev = findings.get(end)
                     peers = tuple(sorted({*(prev.peers if prev and prev.kind == "link fault" else ()), other}))
                     findings[end] = Finding(self.name, "link fault", f"a link fault with {', '.join(peers)}: {text}", None, peers)
-            else:
+            elif not self._one_end(f, faulty, center_all, spread, findings):
                 untold.append(f)
         links = self._ports(links, findings, faulty)
         helpers = [n for n in nodes if n not in findings and n not in faulty]

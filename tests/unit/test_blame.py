@@ -5,6 +5,7 @@ from __future__ import annotations
 import itertools
 import math
 import random
+from collections.abc import Iterable
 
 from pytest_fabric.judge.blame import Blame, Failure, Figure, blame
 
@@ -801,3 +802,102 @@ def test_one_node_in_every_short_figure_of_its_role_with_peers_good_elsewhere_is
 def test_the_same_sweep_with_node004_receiving_at_its_peers_level_sends_back_no_one() -> None:
     result = blame([f"node00{i}" for i in range(1, 5)], _93(receive_scale=1 / (1 - 0.46)))
     assert sent_back(result) == [] and not result.links, [b.message for b in result.nodes.values() if b.kind != "healthy"]
+
+
+# bench_verdicts seed 29 scenario 228: four nodes on one rail, node003 sends 34% slow (Gb/s, floor 77.8);
+# the sweep measured each pair one way, then twice more alone (nine repeats); the reverse directions
+# (node003->node002, node002->node001, ...) measured twice (six repeats)
+_228_RDMA = {
+    ("node001", "node002"): (225.7, 200.5, 220.0, 173.8, 139.2, 172.7, 236.8, 206.0, 199.6),
+    ("node001", "node004"): (150.9, 195.7, 240.0, 178.9, 190.1, 195.7, 206.5, 182.6, 136.2),
+    ("node002", "node003"): (233.3, 254.8, 232.8, 213.9, 150.1, 176.3, 231.1, 245.0, 163.6),
+    ("node003", "node001"): (138.0, 106.3, 120.4, 156.1, 109.6, 141.7, 131.2, 106.5, 131.2),
+    ("node003", "node004"): (104.2, 140.2, 110.6, 107.6, 158.3, 140.9, 127.3, 93.2, 144.9),
+    ("node004", "node002"): (152.7, 148.6, 147.3, 144.3, 196.4, 138.1, 152.8, 167.6, 188.0),
+}
+_228_REVERSED = {
+    ("node001", "node003"): (214.0, 186.5, 228.1, 154.6, 223.3, 211.8),
+    ("node002", "node001"): (182.1, 236.7, 172.5, 194.5, 199.5, 155.7),
+    ("node002", "node004"): (153.2, 198.7, 186.8, 247.9, 204.5, 227.2),
+    ("node003", "node002"): (149.2, 133.1, 117.8, 131.7, 97.4, 110.5),
+    ("node004", "node001"): (186.3, 202.4, 255.0, 245.2, 227.0, 228.1),
+    ("node004", "node003"): (258.4, 197.4, 241.2, 278.8, 173.0, 271.4),
+}
+
+
+def _228(pairs: dict[tuple[str, str], tuple[float, ...]], send_scale: float = 1.0) -> list[Figure]:
+    return [Figure("rdma_bandwidth", pair, tuple(v * (send_scale if pair[0] == "node003" else 1.0) * GB for v in repeats),
+                   77.8 * GB, "mlx5_0") for pair, repeats in pairs.items()]
+
+
+def test_a_small_series_measured_again_is_measured_both_ways_so_a_sender_has_a_figure_with_every_peer() -> None:
+    # one way a pair, node003 sends to node001 and node004 only, and node001 receives from node003 alone:
+    # its short figure cannot tell node003's send from node001's receive (a reject naming no one after
+    # both retest steps, before). Measured again whole, the series is measured the other way too
+    names = [f"node00{i}" for i in range(1, 5)]
+    result = blame(names, _228(_228_RDMA))
+    assert sent_back(result) == []
+    assert {("rdma_bandwidth mlx5_0", b, a) for a, b in _228_RDMA} <= set(result.retests), result.retests
+    # and with the other direction measured, node003 is short to each of its three peers, who are good
+    # with the others: a node fault when it sends, and no one else
+    result = blame(names, _228({**_228_RDMA, **_228_REVERSED}))
+    assert sent_back(result) == ["node003"], [b.message for b in result.nodes.values() if b.kind != "healthy"]
+    assert result.nodes["node003"].direction == "send" and not result.links
+
+
+def test_the_same_series_both_ways_with_node003_sending_at_its_peers_level_is_healthy_and_asks_nothing() -> None:
+    names = [f"node00{i}" for i in range(1, 5)]
+    result = blame(names, _228({**_228_RDMA, **_228_REVERSED}, send_scale=1 / (1 - 0.34)))
+    assert not result.rejects and not result.retests, [b.message for b in result.nodes.values() if b.kind != "healthy"]
+
+
+# bench_verdicts seed 7 scenario 925: five nodes, node001 16% slow (TCP, Gb/s, floor 10.2), every pair measured
+# both ways after the sweep (six repeats, nine where the sweep measured it): node001->node004 is short and
+# node004 is good with its other senders; node001's other sends all lie two spreads or so under the rest
+_925_TCP = {
+    ("node001", "node002"): (14.3, 18.5, 21.0, 24.4, 19.1, 15.9, 15.6, 22.3, 21.3),
+    ("node001", "node003"): (18.3, 18.4, 27.2, 18.4, 19.5, 15.7),
+    ("node001", "node004"): (19.6, 18.4, 16.2, 16.8, 21.8, 24.9, 24.1, 17.0, 17.7),
+    ("node001", "node005"): (28.5, 20.6, 18.2, 17.8, 31.4, 16.8),
+    ("node002", "node001"): (20.0, 17.8, 16.8, 29.8, 21.3, 27.2),
+    ("node002", "node003"): (30.0, 19.1, 25.7, 18.6, 28.1, 17.6, 19.3, 22.9, 25.1),
+    ("node002", "node004"): (24.6, 18.6, 23.4, 23.8, 20.7, 25.8),
+    ("node002", "node005"): (22.3, 31.7, 23.3, 24.5, 32.6, 22.9, 32.6, 28.4, 32.8),
+    ("node003", "node001"): (19.6, 16.0, 15.9, 19.9, 17.5, 14.2, 17.6, 24.6, 14.2),
+    ("node003", "node002"): (27.8, 30.7, 30.2, 30.8, 20.7, 21.6),
+    ("node003", "node004"): (23.7, 29.1, 27.6, 17.4, 19.9, 25.6, 28.5, 19.0, 19.1),
+    ("node003", "node005"): (30.4, 25.5, 19.4, 24.7, 17.6, 28.0),
+    ("node004", "node001"): (26.5, 18.6, 16.1, 29.2, 29.0, 19.8),
+    ("node004", "node002"): (18.7, 21.9, 21.2, 22.5, 33.8, 20.0, 32.4, 29.7, 28.9),
+    ("node004", "node003"): (27.3, 30.5, 28.6, 33.1, 31.3, 30.1),
+    ("node004", "node005"): (24.0, 30.1, 19.8, 24.8, 25.3, 26.8, 20.7, 18.0, 23.1),
+    ("node005", "node001"): (18.8, 26.3, 17.0, 20.6, 27.9, 26.7, 24.8, 25.6, 26.6),
+    ("node005", "node002"): (33.9, 30.1, 35.8, 20.0, 21.2, 25.0),
+    ("node005", "node003"): (35.9, 29.7, 24.9, 26.7, 25.5, 32.4, 31.2, 32.7, 24.9),
+    ("node005", "node004"): (24.9, 16.6, 29.4, 18.6, 25.9, 29.1),
+}
+
+
+def _925(scaled: Iterable[tuple[str, str]] = (), scale: float = 1.0) -> list[Figure]:
+    return [Figure("tcp_throughput", pair, tuple(v * (scale if pair in scaled else 1.0) * GB for v in repeats), 10.2 * GB)
+            for pair, repeats in _925_TCP.items()]
+
+
+def test_a_short_figure_whose_one_end_is_under_its_baseline_in_every_other_figure_of_its_role_is_that_end() -> None:
+    # one short figure, its receiver good with others, its sender's three other sends each under (a chance of
+    # 0.002 together were it healthy): a cable leaves a sender's other figures at the baseline, so node001 is
+    # the one (before: "cannot tell", a reject naming no one after both retest steps)
+    names = [f"node00{i}" for i in range(1, 6)]
+    result = blame(names, _925())
+    assert sent_back(result) == ["node001"], [b.message for b in result.nodes.values() if b.kind != "healthy"]
+    assert result.nodes["node001"].direction == "send" and "not the cable" in result.nodes["node001"].message
+    assert not result.links
+
+
+def test_the_same_short_figure_with_its_senders_other_figures_at_the_baseline_is_a_link() -> None:
+    names = [f"node00{i}" for i in range(1, 6)]
+    others = [p for p in _925_TCP if p[0] == "node001" and p[1] != "node004"]
+    result = blame(names, _925(others, 1 / (1 - 0.16)))
+    assert sent_back(result) == [] and [lf.nodes for lf in result.links] == [("node001", "node004")]
+    every = [p for p in _925_TCP if "node001" in p]
+    assert not blame(names, _925(every, 1 / (1 - 0.16))).rejects
