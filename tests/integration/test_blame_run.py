@@ -6,9 +6,11 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
+import pytest
 from simcluster import NodeBreaker, SimCluster
 from simcluster.hardware import FakeHardware, default_ports, hardware_installed
 
@@ -92,19 +94,14 @@ inter_node:
 """
 
 
-def test_a_node_only_multi_node_nccl_finds_slow_is_named(simcluster: SimCluster, tmp_path: Path) -> None:
-    """Every rail healthy; node02's GPUs or PCIe hold every NCCL ring it is in to under half (a
+def test_a_node_only_multi_node_nccl_finds_slow_is_named(stand_in_records: dict[str, dict[str, Any]]) -> None:
+    """Every rail healthy; node06's GPUs or PCIe hold every NCCL ring it is in to under half (a
     fault only NCCL sees). Before: attribution read rdma_bandwidth alone and sent back no one."""
-    nodes = simcluster.nodes[:4]
-    inventory = simcluster.write_inventory(tmp_path / "inventory.yaml", nodes=nodes)
-    hardware = {n.name: FakeHardware() for n in nodes}
-    hardware["node02"] = FakeHardware(nccl_efficiency=0.35)
-    with hardware_installed(simcluster, hardware):
-        record = _run(tmp_path, inventory, NCCL, "test_nccl_allreduce or attribution")
-    assert record["run"]["send_back"] == "node02", record["_output"]
-    assert _verdicts(record) == {"node01": "healthy", "node02": "node fault", "node03": "healthy", "node04": "healthy"}
-    node02 = next(c for c in record["checks"] if c["check"] == "attribution" and c["subject"] == "node02")
-    assert "nccl_allreduce" in node02["message"] and "Send node02 to the provider" in node02["message"]
+    record = stand_in_records["nccl"]
+    assert record["run"]["send_back"] == "node06", record["_output"]
+    assert _verdicts(record) == {"node05": "healthy", "node06": "node fault", "node07": "healthy", "node08": "healthy"}
+    node06 = next(c for c in record["checks"] if c["check"] == "attribution" and c["subject"] == "node06")
+    assert "nccl_allreduce" in node06["message"] and "Send node06 to the provider" in node06["message"]
 
 
 # repeat 2, the fewest that show two levels inside one figure: each of node02's figures is one run at
@@ -121,14 +118,32 @@ inter_node:
 """
 
 
-def test_a_flapping_rail_is_its_node_unstable_and_its_peers_stay(simcluster: SimCluster, tmp_path: Path) -> None:
+@pytest.fixture(scope="module")
+def stand_in_records(simcluster: SimCluster, tmp_path_factory: pytest.TempPathFactory) -> dict[str, dict[str, Any]]:
+    """The flapping rail's run on node01-04 and the NCCL-only run on node05-08 at once, under one
+    hardware model: each run locks only its own nodes, and each mostly waits on its stand-ins' -D
+    seconds and its nodes' answers (the two ran one after the other before; same faults, same checks)."""
+    hardware = {n.name: FakeHardware(ports=default_ports()[:1]) for n in simcluster.nodes[:4]}
+    hardware["node02"] = FakeHardware(ports=default_ports()[:1], flapping_fraction=0.5)
+    hardware |= {n.name: FakeHardware() for n in simcluster.nodes[4:8]}
+    hardware["node06"] = FakeHardware(nccl_efficiency=0.35)
+    runs = {
+        "flapping": (simcluster.nodes[:4], FLAPPING, "test_rdma_bandwidth or attribution"),
+        "nccl": (simcluster.nodes[4:8], NCCL, "test_nccl_allreduce or attribution"),
+    }
+
+    def one(name: str) -> dict[str, Any]:
+        nodes, profile, select = runs[name]
+        work = tmp_path_factory.mktemp(name)
+        return _run(work, simcluster.write_inventory(work / "inventory.yaml", nodes=nodes), profile, select)
+
+    with hardware_installed(simcluster, hardware), ThreadPoolExecutor(max_workers=2) as pool:
+        return dict(zip(runs, pool.map(one, runs)))
+
+
+def test_a_flapping_rail_is_its_node_unstable_and_its_peers_stay(stand_in_records: dict[str, dict[str, Any]]) -> None:
     """node02's rail retrains 4X <-> 2X: its runs alternate 196 and 98 Gb/s around the 180 Gb/s floor.
     Before: "cannot attribute ... spread near the floor" on both ends, and a healthy peer sent back."""
-    nodes = simcluster.nodes[:4]
-    inventory = simcluster.write_inventory(tmp_path / "inventory.yaml", nodes=nodes)
-    hardware = {n.name: FakeHardware(ports=default_ports()[:1]) for n in nodes}
-    hardware["node02"] = FakeHardware(ports=default_ports()[:1], flapping_fraction=0.5)
-    with hardware_installed(simcluster, hardware):
-        record = _run(tmp_path, inventory, FLAPPING, "test_rdma_bandwidth or attribution")
+    record = stand_in_records["flapping"]
     assert record["run"]["send_back"] == "node02", record["_output"]
     assert _verdicts(record) == {"node01": "healthy", "node02": "unstable", "node03": "healthy", "node04": "healthy"}
