@@ -344,13 +344,18 @@ def _series_figures(figures: Sequence[Figure], min_gap: float, split_ranges: flo
     ranges = sorted(ls[-1] - ls[0] for ls in logs if len(ls) >= 2)
     usual = _median(ranges) if ranges else 0.0
     out = []
+    wide = _q(max(min_gap, split_ranges * usual))
     for i, (f, ls) in enumerate(zip(figures, logs)):
         split, low = False, ls[0]
         if len(ls) >= 2:
-            gaps = [(ls[k + 1] - ls[k], k) for k in range(len(ls) - 1)]
-            gap, k = max(gaps, key=lambda g: (_q(g[0]), -g[1]))
+            # the widest gap (rounded), the first of equals
+            k, q_gap = 0, _q(ls[1] - ls[0])
+            for j in range(1, len(ls) - 1):
+                q_j = _q(ls[j + 1] - ls[j])
+                if q_j > q_gap:
+                    k, q_gap = j, q_j
             inner = max(ls[k] - ls[0], ls[-1] - ls[k + 1])
-            split = _q(gap) >= _q(max(min_gap, split_ranges * usual)) and _q(gap) > _q(2 * inner)
+            split = q_gap >= wide and q_gap > _q(2 * inner)
             low = _median(ls[: k + 1])
         out.append(_Fig(f, _median(ls), split, low, i, ls[-1] - ls[0], tuple(ls)))
     return out
@@ -389,11 +394,19 @@ class _Series:
         self.pool = _Pool([])
         self.repeats_for: frozenset[str] | None = None
         self.repeats: tuple[list[float], float] = ([], 0.0)
+        # (node, faulty) -> its leave-one-out median; (without, faulty) -> the baseline: both pure
+        # functions of the series' figures, which never change once read, so every later ask (each
+        # direction of :meth:`evidence`, each round of :func:`_together`, :meth:`suspect`) reads them
+        self.centers: dict[tuple[str, frozenset[str]], float | None] = {}
+        self.bases: dict[tuple[tuple[str, ...], frozenset[str]], tuple[float, float, int] | None] = {}
+        self.members = frozenset(self.by_node)
+        self.evidences: dict[tuple[str, Direction, frozenset[str]], tuple[float, float] | None] = {}
 
     # -- baselines
 
     def _clean(self, f: _Fig, faulty: Iterable[str]) -> bool:
-        return set(faulty).isdisjoint(f.figure.nodes)
+        # a set (every caller's) is read as it is: a copy per figure was a tenth of the model's time
+        return (faulty if isinstance(faulty, (set, frozenset)) else set(faulty)).isdisjoint(f.figure.nodes)
 
     def _pool(self, faulty: frozenset[str]) -> _Pool:
         if self.pool_for != faulty:
@@ -403,7 +416,10 @@ class _Series:
 
     def baseline(self, without: Sequence[str], faulty: frozenset[str]) -> tuple[float, float, int] | None:
         """(median, spread, count) of the figures none of ``without`` nor the faulty nodes is in."""
-        return self._baseline_of(self._without(without, faulty))
+        key = (tuple(without), faulty)
+        if key not in self.bases:
+            self.bases[key] = self._baseline_of(self._without(without, faulty))
+        return self.bases[key]
 
     def _without(self, without: Sequence[str], faulty: frozenset[str]) -> list[_Fig]:
         out = set(without) | faulty
@@ -441,9 +457,12 @@ class _Series:
         return False
 
     def _quick_center(self, node: str, faulty: frozenset[str]) -> float | None:
-        pool = self._pool(faulty)
-        own = [f.y for f in self.by_node.get(node, []) if self._clean(f, faulty)]
-        return pool.median_without(own)
+        key = (node, faulty)
+        if key not in self.centers:
+            pool = self._pool(faulty)
+            own = [f.y for f in self.by_node.get(node, []) if self._clean(f, faulty)]
+            self.centers[key] = pool.median_without(own)
+        return self.centers[key]
 
     # -- one node
 
@@ -595,6 +614,13 @@ class _Series:
         if not candidates:
             return None
         mine = sorted(v for f in own for v in f.logs)
+        # its low repeats: every one far under the baseline (a level is not one value: the low
+        # level's repeats spread above the lowest figure's minimum too). The same for every level
+        # tried: too few of them and no level is tried (nor a hint read), so the test ends here,
+        # before the baseline's repeats are read (most nodes of a noisy series end here)
+        lows = bisect_right(mine, cut + _EPS)
+        if _q(lows / len(mine)) < _q(s.unstable_share):
+            return None
         mins, spread_all = self._repeats(faulty)
         if skip:  # figures known bad (other links) are no healthy figure's chance
             kept = [f for f in self._without([], faulty) if f.index not in skip]
@@ -623,8 +649,15 @@ class _Series:
         best: _Levels | None = None
         tried = 0
         hint = 1.0
+        # each figure's lowest repeat and whether its highest is at the healthy level, rounded once
+        # (not once per level tried: the same numbers for every level)
+        own_lows = [_q(f.logs[0]) for f in own]
+        q_high = _q(high)
+        own_high = [_q(f.logs[-1]) >= q_high for f in own]
+        normal_dist = NormalDist()
         for t in candidates:
-            split = [f for f in own if _q(f.logs[0]) <= _q(t)]
+            q_t = _q(t)
+            split = [f for f, low in zip(own, own_lows) if low <= q_t]
             if len(split) < 2:
                 continue
             # with two peers at least: one bad path measured both ways (or again) is one peer's link
@@ -633,21 +666,21 @@ class _Series:
                 continue
             # both levels inside a figure; against a small baseline (whose chance is rough) inside
             # two: one such figure beside a bad link is chance there
-            mixed = sum(1 for f in split if _q(f.logs[-1]) >= _q(high))
-            # its low repeats: every one far under the baseline (a level is not one value: the
-            # low level's repeats spread above the lowest figure's minimum too)
-            lows = bisect_right(mine, cut + _EPS)
-            if mixed < 1 or _q(lows / len(mine)) < _q(s.unstable_share):
+            mixed = sum(1 for low, at in zip(own_lows, own_high) if low <= q_t and at)
+            if mixed < 1:
                 continue
             below = bisect_right(mins, t + _EPS) - bisect_right(own_mins, t + _EPS)
-            normal = NormalDist().cdf((t - center) / sigma)
-            hint = min(hint, _tail(len(split), len(own), max(below / m, 1 - (1 - normal) ** per_figure)))
+            normal = normal_dist.cdf((t - center) / sigma)
+            hinted = max(below / m, 1 - (1 - normal) ** per_figure)
+            tail = _tail(len(split), len(own), hinted)
+            hint = min(hint, tail)
             if mixed < (2 if m < _SMALL_BASELINE else 1):
                 continue
             tried += 1
             one = normal if dof is None else _t_tail((center - t) / sigma, dof)
             share = max(below / m, 1 - (1 - one) ** per_figure)
-            chance = _tail(len(split), len(own), share)
+            # a large series' tail is the normal one: the same share, the same chance as the hint's
+            chance = tail if share == hinted else _tail(len(split), len(own), share)
             # on a log scale: chances far under one in a million must still be told apart
             if best is None or _q(math.log(max(chance, 1e-300))) < _q(math.log(max(best.chance, 1e-300))):
                 best = _Levels(chance, split, lows, len(mine), t, mixed, share)
@@ -756,6 +789,14 @@ class _Series:
         as the bar of :meth:`_bar` counts them; in log), or None without two figures or a baseline.
         In a large series the spread of every figure without the faulty nodes (one node moves a
         large MAD little)."""
+        # a faulty node outside this series takes no figure from it: the same evidence, read once
+        # (each round of :func:`_together` asks every node again, with one more faulty node)
+        key = (node, direction, (faulty - {node}) & self.members)
+        if key not in self.evidences:
+            self.evidences[key] = self._evidence(node, direction, key[2])
+        return self.evidences[key]
+
+    def _evidence(self, node: str, direction: Direction, faulty: frozenset[str]) -> tuple[float, float] | None:
         own = [f for f in self.by_node.get(node, []) if self._clean(f, faulty - {node})]
         group = self._groups(node, own).get(direction)
         if not group or len(own) < 2:
@@ -1056,7 +1097,8 @@ class _Series:
 
 def _tail(x: int, k: int, p: float) -> float:
     """P(at least x of k), each with chance p."""
-    return sum(math.comb(k, i) * p**i * (1 - p) ** (k - i) for i in range(x, k + 1))
+    q = 1 - p
+    return sum([math.comb(k, i) * p**i * q ** (k - i) for i in range(x, k + 1)])
 
 
 def _unsure(m: int) -> float:
@@ -1123,7 +1165,12 @@ def _most(group: Sequence[_Fig]) -> float:
 
 def _expected(k: int) -> float:
     """Where that figure of k healthy ones lies, in spreads above their median (Blom's formula)."""
-    return NormalDist().inv_cdf((_rank(k) + 1 - 0.375) / (k + 0.25))
+    if k not in _EXPECTED:  # a function of k alone, asked for every node in every round: read once
+        _EXPECTED[k] = NormalDist().inv_cdf((_rank(k) + 1 - 0.375) / (k + 0.25))
+    return _EXPECTED[k]
+
+
+_EXPECTED: dict[int, float] = {}
 
 
 def _neg(name: str) -> tuple[int, ...]:
