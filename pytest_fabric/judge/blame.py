@@ -400,7 +400,12 @@ class _Series:
         self.centers: dict[tuple[str, frozenset[str]], float | None] = {}
         self.bases: dict[tuple[tuple[str, ...], frozenset[str]], tuple[float, float, int] | None] = {}
         self.members = frozenset(self.by_node)
+        # the pool, the rough baseline and the repeats per faulty set (each a function of the set alone)
+        self.pools: dict[frozenset[str], _Pool] = {}
+        self.roughs: dict[frozenset[str], tuple[float, float, int, float] | None] = {}
+        self.repeat_sets: dict[frozenset[str], tuple[list[float], float]] = {}
         self.evidences: dict[tuple[str, Direction, frozenset[str]], tuple[float, float] | None] = {}
+        self.views: dict[tuple[str, frozenset[str]], tuple[list[_Fig], dict[Direction, list[_Fig]]]] = {}
 
     # -- baselines
 
@@ -410,7 +415,10 @@ class _Series:
 
     def _pool(self, faulty: frozenset[str]) -> _Pool:
         if self.pool_for != faulty:
-            self.pool = _Pool(sorted(f.y for f in self.figs if self._clean(f, faulty)))
+            # every set read is kept: re-judging a finding asks the set without it, the next pass the whole one
+            if faulty not in self.pools:
+                self.pools[faulty] = _Pool(sorted(f.y for f in self.figs if faulty.isdisjoint(f.figure.nodes)))
+            self.pool = self.pools[faulty]
             self.pool_for = faulty
         return self.pool
 
@@ -431,9 +439,11 @@ class _Series:
         if len(self.figs) < _ROUGH_FROM:
             return None
         if self.rough_for != faulty:
-            kept = self._without([], faulty)
-            base = self._baseline_of(kept)
-            self.rough = None if base is None else (*base, self._repeat_spread(kept, base[0]))
+            if faulty not in self.roughs:
+                kept = self._without([], faulty)
+                base = self._baseline_of(kept)
+                self.roughs[faulty] = None if base is None else (*base, self._repeat_spread(kept, base[0]))
+            self.rough = self.roughs[faulty]
             self.rough_for = faulty
         return self.rough
 
@@ -460,7 +470,7 @@ class _Series:
         key = (node, faulty)
         if key not in self.centers:
             pool = self._pool(faulty)
-            own = [f.y for f in self.by_node.get(node, []) if self._clean(f, faulty)]
+            own = [f.y for f in self.by_node.get(node, []) if faulty.isdisjoint(f.figure.nodes)]
             self.centers[key] = pool.median_without(own)
         return self.centers[key]
 
@@ -469,7 +479,8 @@ class _Series:
     def score(self, node: str, faulty: frozenset[str]) -> _Score | None:
         """Is ``node`` at fault against the baseline without it (and without ``faulty``)?"""
         s = self.settings
-        own = [f for f in self.by_node.get(node, []) if self._clean(f, faulty - {node})]
+        rest = faulty - {node}  # once, not once per figure
+        own = [f for f in self.by_node.get(node, []) if rest.isdisjoint(f.figure.nodes)]
         if len(own) < 2:
             return None
         center = self._quick_center(node, faulty - {node})
@@ -587,9 +598,11 @@ class _Series:
         repeats' spread around the median figure (cached per faulty set: a large series reads them
         for each node)."""
         if self.repeats_for != faulty:
-            kept = self._without([], faulty)
-            center = _median(sorted(f.y for f in kept)) if kept else 0.0
-            self.repeats = (sorted(f.logs[0] for f in kept), self._repeat_spread(kept, center))
+            if faulty not in self.repeat_sets:
+                kept = self._without([], faulty)
+                center = _median(sorted(f.y for f in kept)) if kept else 0.0
+                self.repeat_sets[faulty] = (sorted(f.logs[0] for f in kept), self._repeat_spread(kept, center))
+            self.repeats = self.repeat_sets[faulty]
             self.repeats_for = faulty
         return self.repeats
 
@@ -655,24 +668,30 @@ class _Series:
         q_high = _q(high)
         own_high = [_q(f.logs[-1]) >= q_high for f in own]
         normal_dist = NormalDist()
+        # the levels tried rise, so each level's figures (its split) are the last level's and those
+        # that join it: the figures taken in the order they join, once (not all of them per level)
+        order = sorted(range(len(own)), key=lambda i: own_lows[i])
+        joined = mixed = 0
+        peers: set[str] = set()
         for t in candidates:
             q_t = _q(t)
-            split = [f for f, low in zip(own, own_lows) if low <= q_t]
-            if len(split) < 2:
+            while joined < len(order) and own_lows[order[joined]] <= q_t:
+                peers.update(n for n in own[order[joined]].figure.nodes if n != node)
+                mixed += own_high[order[joined]]
+                joined += 1
+            if joined < 2:
                 continue
             # with two peers at least: one bad path measured both ways (or again) is one peer's link
-            ends = [set(f.figure.nodes) - {node} for f in split]
-            if len(set().union(*ends)) < 2:
+            if len(peers) < 2:
                 continue
-            # both levels inside a figure; against a small baseline (whose chance is rough) inside
-            # two: one such figure beside a bad link is chance there
-            mixed = sum(1 for low, at in zip(own_lows, own_high) if low <= q_t and at)
+            # both levels inside a figure (``mixed``); against a small baseline (whose chance is rough)
+            # inside two: one such figure beside a bad link is chance there
             if mixed < 1:
                 continue
             below = bisect_right(mins, t + _EPS) - bisect_right(own_mins, t + _EPS)
             normal = normal_dist.cdf((t - center) / sigma)
             hinted = max(below / m, 1 - (1 - normal) ** per_figure)
-            tail = _tail(len(split), len(own), hinted)
+            tail = _tail(joined, len(own), hinted)
             hint = min(hint, tail)
             if mixed < (2 if m < _SMALL_BASELINE else 1):
                 continue
@@ -680,9 +699,10 @@ class _Series:
             one = normal if dof is None else _t_tail((center - t) / sigma, dof)
             share = max(below / m, 1 - (1 - one) ** per_figure)
             # a large series' tail is the normal one: the same share, the same chance as the hint's
-            chance = tail if share == hinted else _tail(len(split), len(own), share)
+            chance = tail if share == hinted else _tail(joined, len(own), share)
             # on a log scale: chances far under one in a million must still be told apart
             if best is None or _q(math.log(max(chance, 1e-300))) < _q(math.log(max(best.chance, 1e-300))):
+                split = [f for f, low in zip(own, own_lows) if low <= q_t]
                 best = _Levels(chance, split, lows, len(mine), t, mixed, share)
         if best is None:
             return None if hint > _SUSPECT_CHANCE else _Levels(1.0, [], 0, len(mine), cut, 0, 1.0, hint)
@@ -797,8 +817,12 @@ class _Series:
         return self.evidences[key]
 
     def _evidence(self, node: str, direction: Direction, faulty: frozenset[str]) -> tuple[float, float] | None:
-        own = [f for f in self.by_node.get(node, []) if self._clean(f, faulty - {node})]
-        group = self._groups(node, own).get(direction)
+        # the node's figures and their groups once for its three directions
+        if (node, faulty) not in self.views:
+            own = [f for f in self.by_node.get(node, []) if faulty.isdisjoint(f.figure.nodes)]
+            self.views[node, faulty] = (own, self._groups(node, own))
+        own, groups = self.views[node, faulty]
+        group = groups.get(direction)
         if not group or len(own) < 2:
             return None
         rough = self._rough(faulty - {node})
@@ -1206,21 +1230,22 @@ def _together(judged: Mapping[str, _Series], found: Mapping[str, Mapping[str, _S
     where = {"both": "in both directions", "send": "when it sends", "receive": "when it receives"}
     for _ in range(len(names)):
         best: tuple[float, str, Direction, str] | None = None
+        faulty = {name: frozenset(found[name]) | frozenset(out) for name in judged}  # once a round, not per node
         for node in names:
             if node in out:
                 continue
             for direction in ("both", "send", "receive"):
                 zs: list[float] = []
                 drops: list[float] = []
-                parts: list[str] = []
+                parts: list[tuple[str, float, float]] = []  # written out only for the best
                 for name in sorted(judged):
-                    got = judged[name].evidence(node, direction, frozenset(found[name]) | frozenset(out))
+                    got = judged[name].evidence(node, direction, faulty[name])
                     if got is None:
                         continue
                     z, drop = got
                     zs.append(min(z, s.confidence))
                     drops.append(drop)
-                    parts.append(f"{name} {(1 - math.exp(-drop)) * 100:.0f}% below ({z:.1f})")
+                    parts.append((name, z, drop))
                 if len(zs) < 2:
                     continue
                 total = sum(zs) / math.sqrt(len(zs))
@@ -1228,7 +1253,9 @@ def _together(judged: Mapping[str, _Series], found: Mapping[str, Mapping[str, _S
                     continue
                 if best is None or (_q(total), _neg(node)) > (_q(best[0]), _neg(best[1])):
                     text = (f"under its baseline in every pair check together, {total:.1f} of their spreads "
-                            f"(bar {s.confidence:g}): " + ", ".join(parts) + f": a node fault {where[direction]}")
+                            f"(bar {s.confidence:g}): "
+                            + ", ".join(f"{name} {(1 - math.exp(-drop)) * 100:.0f}% below ({z:.1f})" for name, z, drop in parts)
+                            + f": a node fault {where[direction]}")
                     best = (total, node, direction, text)
         if best is None:
             break
