@@ -340,7 +340,7 @@ class _Score:
 
 
 def _series_figures(figures: Sequence[Figure], min_gap: float, split_ranges: float) -> list[_Fig]:
-    logs = [sorted(math.log(max(r, 1e-300)) for r in f.repeats) for f in figures]
+    logs = [sorted([math.log(max(r, 1e-300)) for r in f.repeats]) for f in figures]
     ranges = sorted(ls[-1] - ls[0] for ls in logs if len(ls) >= 2)
     usual = _median(ranges) if ranges else 0.0
     out = []
@@ -841,7 +841,7 @@ class _Series:
 
     def suspect(self, node: str, faulty: frozenset[str]) -> bool:
         """Short, but not by enough figures to tell: more figures with it would tell."""
-        own = [f for f in self.by_node.get(node, []) if self._clean(f, faulty)]
+        own = [f for f in self.by_node.get(node, []) if faulty.isdisjoint(f.figure.nodes)]
         center = self._quick_center(node, faulty)
         if not own or center is None:
             return False
@@ -1184,7 +1184,7 @@ def _rank(k: int) -> int:
 
 def _most(group: Sequence[_Fig]) -> float:
     """The value two thirds of the figures are at or below (:func:`_rank`)."""
-    return sorted(f.y for f in group)[_rank(len(group))]
+    return sorted([f.y for f in group])[_rank(len(group))]
 
 
 def _expected(k: int) -> float:
