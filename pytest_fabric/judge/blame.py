@@ -347,17 +347,22 @@ class _Score:
 
 
 def _series_figures(figures: Sequence[Figure], min_gap: float, split_ranges: float) -> list[_Fig]:
-    logs = [sorted(math.log(max(r, 1e-300)) for r in f.repeats) for f in figures]
+    logs = [sorted([math.log(max(r, 1e-300)) for r in f.repeats]) for f in figures]
     ranges = sorted(ls[-1] - ls[0] for ls in logs if len(ls) >= 2)
     usual = _median(ranges) if ranges else 0.0
     out = []
+    wide = _q(max(min_gap, split_ranges * usual))
     for i, (f, ls) in enumerate(zip(figures, logs)):
         split, low = False, ls[0]
         if len(ls) >= 2:
-            gaps = [(ls[k + 1] - ls[k], k) for k in range(len(ls) - 1)]
-            gap, k = max(gaps, key=lambda g: (_q(g[0]), -g[1]))
+            # the widest gap (rounded), the first of equals
+            k, q_gap = 0, _q(ls[1] - ls[0])
+            for j in range(1, len(ls) - 1):
+                q_j = _q(ls[j + 1] - ls[j])
+                if q_j > q_gap:
+                    k, q_gap = j, q_j
             inner = max(ls[k] - ls[0], ls[-1] - ls[k + 1])
-            split = _q(gap) >= _q(max(min_gap, split_ranges * usual)) and _q(gap) > _q(2 * inner)
+            split = q_gap >= wide and q_gap > _q(2 * inner)
             low = _median(ls[: k + 1])
         out.append(_Fig(f, _median(ls), split, low, i, ls[-1] - ls[0], tuple(ls)))
     return out
@@ -396,21 +401,40 @@ class _Series:
         self.pool = _Pool([])
         self.repeats_for: frozenset[str] | None = None
         self.repeats: tuple[list[float], float] = ([], 0.0)
+        # (node, faulty) -> its leave-one-out median; (without, faulty) -> the baseline: both pure
+        # functions of the series' figures, which never change once read, so every later ask (each
+        # direction of :meth:`evidence`, each round of :func:`_together`, :meth:`suspect`) reads them
+        self.centers: dict[tuple[str, frozenset[str]], float | None] = {}
+        self.bases: dict[tuple[tuple[str, ...], frozenset[str]], tuple[float, float, int] | None] = {}
+        self.members = frozenset(self.by_node)
+        # the pool, the rough baseline and the repeats per faulty set (each a function of the set alone)
+        self.pools: dict[frozenset[str], _Pool] = {}
+        self.roughs: dict[frozenset[str], tuple[float, float, int, float] | None] = {}
+        self.repeat_sets: dict[frozenset[str], tuple[list[float], float]] = {}
+        self.evidences: dict[tuple[str, Direction, frozenset[str]], tuple[float, float] | None] = {}
+        self.views: dict[tuple[str, frozenset[str]], tuple[list[_Fig], dict[Direction, list[_Fig]]]] = {}
 
     # -- baselines
 
     def _clean(self, f: _Fig, faulty: Iterable[str]) -> bool:
-        return set(faulty).isdisjoint(f.figure.nodes)
+        # a set (every caller's) is read as it is: a copy per figure was a tenth of the model's time
+        return (faulty if isinstance(faulty, (set, frozenset)) else set(faulty)).isdisjoint(f.figure.nodes)
 
     def _pool(self, faulty: frozenset[str]) -> _Pool:
         if self.pool_for != faulty:
-            self.pool = _Pool(sorted(f.y for f in self.figs if self._clean(f, faulty)))
+            # every set read is kept: re-judging a finding asks the set without it, the next pass the whole one
+            if faulty not in self.pools:
+                self.pools[faulty] = _Pool(sorted(f.y for f in self.figs if faulty.isdisjoint(f.figure.nodes)))
+            self.pool = self.pools[faulty]
             self.pool_for = faulty
         return self.pool
 
     def baseline(self, without: Sequence[str], faulty: frozenset[str]) -> tuple[float, float, int] | None:
         """(median, spread, count) of the figures none of ``without`` nor the faulty nodes is in."""
-        return self._baseline_of(self._without(without, faulty))
+        key = (tuple(without), faulty)
+        if key not in self.bases:
+            self.bases[key] = self._baseline_of(self._without(without, faulty))
+        return self.bases[key]
 
     def _without(self, without: Sequence[str], faulty: frozenset[str]) -> list[_Fig]:
         out = set(without) | faulty
@@ -422,9 +446,11 @@ class _Series:
         if len(self.figs) < _ROUGH_FROM:
             return None
         if self.rough_for != faulty:
-            kept = self._without([], faulty)
-            base = self._baseline_of(kept)
-            self.rough = None if base is None else (*base, self._repeat_spread(kept, base[0]))
+            if faulty not in self.roughs:
+                kept = self._without([], faulty)
+                base = self._baseline_of(kept)
+                self.roughs[faulty] = None if base is None else (*base, self._repeat_spread(kept, base[0]))
+            self.rough = self.roughs[faulty]
             self.rough_for = faulty
         return self.rough
 
@@ -448,16 +474,20 @@ class _Series:
         return False
 
     def _quick_center(self, node: str, faulty: frozenset[str]) -> float | None:
-        pool = self._pool(faulty)
-        own = [f.y for f in self.by_node.get(node, []) if self._clean(f, faulty)]
-        return pool.median_without(own)
+        key = (node, faulty)
+        if key not in self.centers:
+            pool = self._pool(faulty)
+            own = [f.y for f in self.by_node.get(node, []) if faulty.isdisjoint(f.figure.nodes)]
+            self.centers[key] = pool.median_without(own)
+        return self.centers[key]
 
     # -- one node
 
     def score(self, node: str, faulty: frozenset[str]) -> _Score | None:
         """Is ``node`` at fault against the baseline without it (and without ``faulty``)?"""
         s = self.settings
-        own = [f for f in self.by_node.get(node, []) if self._clean(f, faulty - {node})]
+        rest = faulty - {node}  # once, not once per figure
+        own = [f for f in self.by_node.get(node, []) if rest.isdisjoint(f.figure.nodes)]
         if len(own) < 2:
             return None
         center = self._quick_center(node, faulty - {node})
@@ -575,9 +605,11 @@ class _Series:
         repeats' spread around the median figure (cached per faulty set: a large series reads them
         for each node)."""
         if self.repeats_for != faulty:
-            kept = self._without([], faulty)
-            center = _median(sorted(f.y for f in kept)) if kept else 0.0
-            self.repeats = (sorted(f.logs[0] for f in kept), self._repeat_spread(kept, center))
+            if faulty not in self.repeat_sets:
+                kept = self._without([], faulty)
+                center = _median(sorted(f.y for f in kept)) if kept else 0.0
+                self.repeat_sets[faulty] = (sorted(f.logs[0] for f in kept), self._repeat_spread(kept, center))
+            self.repeats = self.repeat_sets[faulty]
             self.repeats_for = faulty
         return self.repeats
 
@@ -602,6 +634,13 @@ class _Series:
         if not candidates:
             return None
         mine = sorted(v for f in own for v in f.logs)
+        # its low repeats: every one far under the baseline (a level is not one value: the low
+        # level's repeats spread above the lowest figure's minimum too). The same for every level
+        # tried: too few of them and no level is tried (nor a hint read), so the test ends here,
+        # before the baseline's repeats are read (most nodes of a noisy series end here)
+        lows = bisect_right(mine, cut + _EPS)
+        if _q(lows / len(mine)) < _q(s.unstable_share):
+            return None
         mins, spread_all = self._repeats(faulty)
         if skip:  # figures known bad (other links) are no healthy figure's chance
             kept = [f for f in self._without([], faulty) if f.index not in skip]
@@ -630,33 +669,47 @@ class _Series:
         best: _Levels | None = None
         tried = 0
         hint = 1.0
+        # each figure's lowest repeat and whether its highest is at the healthy level, rounded once
+        # (not once per level tried: the same numbers for every level)
+        own_lows = [_q(f.logs[0]) for f in own]
+        q_high = _q(high)
+        own_high = [_q(f.logs[-1]) >= q_high for f in own]
+        normal_dist = NormalDist()
+        # the levels tried rise, so each level's figures (its split) are the last level's and those
+        # that join it: the figures taken in the order they join, once (not all of them per level)
+        order = sorted(range(len(own)), key=lambda i: own_lows[i])
+        joined = mixed = 0
+        peers: set[str] = set()
         for t in candidates:
-            split = [f for f in own if _q(f.logs[0]) <= _q(t)]
-            if len(split) < 2:
+            q_t = _q(t)
+            while joined < len(order) and own_lows[order[joined]] <= q_t:
+                peers.update(n for n in own[order[joined]].figure.nodes if n != node)
+                mixed += own_high[order[joined]]
+                joined += 1
+            if joined < 2:
                 continue
             # with two peers at least: one bad path measured both ways (or again) is one peer's link
-            ends = [set(f.figure.nodes) - {node} for f in split]
-            if len(set().union(*ends)) < 2:
+            if len(peers) < 2:
                 continue
-            # both levels inside a figure; against a small baseline (whose chance is rough) inside
-            # two: one such figure beside a bad link is chance there
-            mixed = sum(1 for f in split if _q(f.logs[-1]) >= _q(high))
-            # its low repeats: every one far under the baseline (a level is not one value: the
-            # low level's repeats spread above the lowest figure's minimum too)
-            lows = bisect_right(mine, cut + _EPS)
-            if mixed < 1 or _q(lows / len(mine)) < _q(s.unstable_share):
+            # both levels inside a figure (``mixed``); against a small baseline (whose chance is rough)
+            # inside two: one such figure beside a bad link is chance there
+            if mixed < 1:
                 continue
             below = bisect_right(mins, t + _EPS) - bisect_right(own_mins, t + _EPS)
-            normal = NormalDist().cdf((t - center) / sigma)
-            hint = min(hint, _tail(len(split), len(own), max(below / m, 1 - (1 - normal) ** per_figure)))
+            normal = normal_dist.cdf((t - center) / sigma)
+            hinted = max(below / m, 1 - (1 - normal) ** per_figure)
+            tail = _tail(joined, len(own), hinted)
+            hint = min(hint, tail)
             if mixed < (2 if m < _SMALL_BASELINE else 1):
                 continue
             tried += 1
             one = normal if dof is None else _t_tail((center - t) / sigma, dof)
             share = max(below / m, 1 - (1 - one) ** per_figure)
-            chance = _tail(len(split), len(own), share)
+            # a large series' tail is the normal one: the same share, the same chance as the hint's
+            chance = tail if share == hinted else _tail(joined, len(own), share)
             # on a log scale: chances far under one in a million must still be told apart
             if best is None or _q(math.log(max(chance, 1e-300))) < _q(math.log(max(best.chance, 1e-300))):
+                split = [f for f, low in zip(own, own_lows) if low <= q_t]
                 best = _Levels(chance, split, lows, len(mine), t, mixed, share)
         if best is None:
             return None if hint > _SUSPECT_CHANCE else _Levels(1.0, [], 0, len(mine), cut, 0, 1.0, hint)
@@ -773,8 +826,20 @@ class _Series:
         as the bar of :meth:`_bar` counts them; in log), or None without two figures or a baseline.
         In a large series the spread of every figure without the faulty nodes (one node moves a
         large MAD little)."""
-        own = [f for f in self.by_node.get(node, []) if self._clean(f, faulty - {node})]
-        group = self._groups(node, own).get(direction)
+        # a faulty node outside this series takes no figure from it: the same evidence, read once
+        # (each round of :func:`_together` asks every node again, with one more faulty node)
+        key = (node, direction, (faulty - {node}) & self.members)
+        if key not in self.evidences:
+            self.evidences[key] = self._evidence(node, direction, key[2])
+        return self.evidences[key]
+
+    def _evidence(self, node: str, direction: Direction, faulty: frozenset[str]) -> tuple[float, float] | None:
+        # the node's figures and their groups once for its three directions
+        if (node, faulty) not in self.views:
+            own = [f for f in self.by_node.get(node, []) if faulty.isdisjoint(f.figure.nodes)]
+            self.views[node, faulty] = (own, self._groups(node, own))
+        own, groups = self.views[node, faulty]
+        group = groups.get(direction)
         if not group or len(own) < 2:
             return None
         rough = self._rough(faulty - {node})
@@ -793,7 +858,7 @@ class _Series:
 
     def suspect(self, node: str, faulty: frozenset[str]) -> bool:
         """Short, but not by enough figures to tell: more figures with it would tell."""
-        own = [f for f in self.by_node.get(node, []) if self._clean(f, faulty)]
+        own = [f for f in self.by_node.get(node, []) if faulty.isdisjoint(f.figure.nodes)]
         center = self._quick_center(node, faulty)
         if not own or center is None:
             return False
@@ -1125,7 +1190,8 @@ class _Series:
 
 def _tail(x: int, k: int, p: float) -> float:
     """P(at least x of k), each with chance p."""
-    return sum(math.comb(k, i) * p**i * (1 - p) ** (k - i) for i in range(x, k + 1))
+    q = 1 - p
+    return sum([math.comb(k, i) * p**i * q ** (k - i) for i in range(x, k + 1)])
 
 
 def _unsure(m: int) -> float:
@@ -1187,12 +1253,17 @@ def _rank(k: int) -> int:
 
 def _most(group: Sequence[_Fig]) -> float:
     """The value two thirds of the figures are at or below (:func:`_rank`)."""
-    return sorted(f.y for f in group)[_rank(len(group))]
+    return sorted([f.y for f in group])[_rank(len(group))]
 
 
 def _expected(k: int) -> float:
     """Where that figure of k healthy ones lies, in spreads above their median (Blom's formula)."""
-    return NormalDist().inv_cdf((_rank(k) + 1 - 0.375) / (k + 0.25))
+    if k not in _EXPECTED:  # a function of k alone, asked for every node in every round: read once
+        _EXPECTED[k] = NormalDist().inv_cdf((_rank(k) + 1 - 0.375) / (k + 0.25))
+    return _EXPECTED[k]
+
+
+_EXPECTED: dict[int, float] = {}
 
 
 def _neg(name: str) -> tuple[int, ...]:
@@ -1228,21 +1299,22 @@ def _together(judged: Mapping[str, _Series], found: Mapping[str, Mapping[str, _S
     where = {"both": "in both directions", "send": "when it sends", "receive": "when it receives"}
     for _ in range(len(names)):
         best: tuple[float, str, Direction, str] | None = None
+        faulty = {name: frozenset(found[name]) | frozenset(out) for name in judged}  # once a round, not per node
         for node in names:
             if node in out:
                 continue
             for direction in ("both", "send", "receive"):
                 zs: list[float] = []
                 drops: list[float] = []
-                parts: list[str] = []
+                parts: list[tuple[str, float, float]] = []  # written out only for the best
                 for name in sorted(judged):
-                    got = judged[name].evidence(node, direction, frozenset(found[name]) | frozenset(out))
+                    got = judged[name].evidence(node, direction, faulty[name])
                     if got is None:
                         continue
                     z, drop = got
                     zs.append(min(z, s.confidence))
                     drops.append(drop)
-                    parts.append(f"{name} {(1 - math.exp(-drop)) * 100:.0f}% below ({z:.1f})")
+                    parts.append((name, z, drop))
                 if len(zs) < 2:
                     continue
                 total = sum(zs) / math.sqrt(len(zs))
@@ -1250,7 +1322,9 @@ def _together(judged: Mapping[str, _Series], found: Mapping[str, Mapping[str, _S
                     continue
                 if best is None or (_q(total), _neg(node)) > (_q(best[0]), _neg(best[1])):
                     text = (f"under its baseline in every pair check together, {total:.1f} of their spreads "
-                            f"(bar {s.confidence:g}): " + ", ".join(parts) + f": a node fault {where[direction]}")
+                            f"(bar {s.confidence:g}): "
+                            + ", ".join(f"{name} {(1 - math.exp(-drop)) * 100:.0f}% below ({z:.1f})" for name, z, drop in parts)
+                            + f": a node fault {where[direction]}")
                     best = (total, node, direction, text)
         if best is None:
             break
