@@ -645,10 +645,14 @@ class SSHTransport:
         """
         with self._lock:
             self._closing = True
-            self._closes += 1
             # A start() opening its channel now registers its process in a moment: wait for it (its
-            # channel open is bounded by the connect timeout), so the list below holds it.
+            # channel open is bounded by the connect timeout), so the list below holds it. Only
+            # taking the list counts as a close for start(): one that registers while close() waits
+            # is in the list and stopped below over the live connection (counted before the wait,
+            # such a start stopped its own process while close() dropped the connection under it,
+            # and 1 in 12 ran on)
             self._started.wait_for(lambda: self._starting == 0, timeout=self.settings.connect_timeout + KILL_AFTER_S)
+            self._closes += 1
             background, self._background = list(self._background), []
             alive = (
                 self._conn is not None
