@@ -70,7 +70,14 @@ def test_a_node_at_a_fraction_of_its_noisy_peers_is_sent_back_alone_and_again_th
     for record in found:
         assert record["run"]["send_back"] == "node03", record["_output"]
         assert _verdicts(record)["node03"] == "node fault", record["_output"]
-    assert _verdicts(found[0]) == _verdicts(found[1])
+    # the same verdict both times: the same nodes sent back, each in the same class, and no other
+    # node blamed. A path named a link fault on real iperf3 noise (listed apart, sent back by no
+    # one) may come and go between runs: in a full run at load ~5 node05<->node06 was one in the
+    # second run and not the first; it is asserted never to take a node with it
+    faults = [{n: v for n, v in _verdicts(r).items() if v in ("node fault", "unstable")} for r in found]
+    assert faults[0] == faults[1] == {"node03": "node fault"}, [r["_output"] for r in found]
+    for record in found:
+        assert set(_verdicts(record).values()) <= {"node fault", "healthy", "link fault"}, record["_output"]
     # each end judged against the pairs it is not in: node03's five pairs fail, no other pair does
     outliers = {c["subject"]: c for c in found[0]["checks"] if c["check"] == "tcp_throughput_outlier"}
     assert len(outliers) == 15, found[0]["_output"]
