@@ -664,6 +664,10 @@ class SSHTransport:
                 if not alive:
                     break
                 try:
+                    # a start close() waited for may not have its PID back yet: as long as start()
+                    # would wait for it (stop() alone waits KILL_AFTER_S, and under load the PID
+                    # came later: that process ran on, 1 of 12 in a full run at load ~5)
+                    process.wait_for_pid(self.settings.connect_timeout)
                     process.stop()
                 except Exception:  # closing must go on
                     logger.debug("stopping %s on %s failed", process.command, self.node, exc_info=True)
