@@ -1005,10 +1005,7 @@ class _Series:
                 continue
             prev = findings.get(end)
             if prev is None or prev.kind != "node fault":
-                direction: Direction = ("send", "receive")[role] if f.figure.directed else "both"
-                where = {"both": "", "send": " when it sends", "receive": " when it receives"}[direction]
-                figs = ", ".join(f"{_fmt(math.exp(g.y))} with {'/'.join(n for n in g.figure.nodes if n != end)}"
-                                 for g in sorted(mine, key=lambda g: g.index))
+                direction, where, figs = _role_words(f, role, end, mine)
                 findings[end] = Finding(
                     self.name, "node fault",
                     f"every one of its {len(mine)} figures{where} is short ({figs}; the median of the series "
@@ -1057,10 +1054,7 @@ class _Series:
             return False
         prev = findings.get(end)
         if prev is None or prev.kind != "node fault":
-            direction: Direction = ("send", "receive")[role] if f.figure.directed else "both"
-            where = {"both": "", "send": " when it sends", "receive": " when it receives"}[direction]
-            figs = ", ".join(f"{_fmt(math.exp(g.y))} with {'/'.join(n for n in g.figure.nodes if n != end)}"
-                             for g in sorted(mine, key=lambda g: g.index))
+            direction, where, figs = _role_words(f, role, end, mine)
             findings[end] = Finding(
                 self.name, "node fault",
                 f"short with {other}, which is good with others, and its other {len(rest)} figures{where} under the "
@@ -1236,6 +1230,16 @@ def _beta_inc(a: float, b: float, x: float) -> float:
         if abs(delta - 1) < 1e-12:
             break
     return front * h
+
+
+def _role_words(f: _Fig, role: int, end: str, mine: Sequence[_Fig]) -> tuple[Direction, str, str]:
+    """How a node fault found from ``end``'s figures in one role reads: its direction, the words for it
+    (" when it sends"), and the figures with their peers, in the series' order."""
+    direction: Direction = ("send", "receive")[role] if f.figure.directed else "both"
+    where = {"both": "", "send": " when it sends", "receive": " when it receives"}[direction]
+    figs = ", ".join(f"{_fmt(math.exp(g.y))} with {'/'.join(n for n in g.figure.nodes if n != end)}"
+                     for g in sorted(mine, key=lambda g: g.index))
+    return direction, where, figs
 
 
 def _range_spread(figs: Sequence[_Fig]) -> float:

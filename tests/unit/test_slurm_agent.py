@@ -11,6 +11,7 @@ from __future__ import annotations
 import ctypes
 import os
 import signal
+import subprocess
 import sys
 import time
 import uuid
@@ -147,7 +148,8 @@ def test_commands_of_one_node_run_at_once(agent: AgentStep) -> None:
     assert time.monotonic() - started < 6  # one after another: 12 s
 
 
-def test_an_agent_that_dies_fails_its_requests_with_the_nodes_error(agent: AgentStep, deaths: Deaths) -> None:
+def _sleeping(agent: AgentStep) -> tuple[str, Request, subprocess.Popen[bytes]]:
+    """A long command running under the agent: its marker word, its request, the agent's process."""
     word = token()
     waiting = agent.submit(f"sleep {word}", 60)
     deadline = time.monotonic() + 5
@@ -155,6 +157,11 @@ def test_an_agent_that_dies_fails_its_requests_with_the_nodes_error(agent: Agent
         time.sleep(0.05)
     proc = agent.process
     assert proc is not None
+    return word, waiting, proc
+
+
+def test_an_agent_that_dies_fails_its_requests_with_the_nodes_error(agent: AgentStep, deaths: Deaths) -> None:
+    word, waiting, proc = _sleeping(agent)
     os.kill(proc.pid, signal.SIGTERM)  # as slurmstepd does when the step is cancelled
     assert agent.finish(waiting, 10)
     assert isinstance(waiting.error, NodeUnreachable) and waiting.error.command == f"sleep {word}"
@@ -174,13 +181,7 @@ def test_a_term_that_lands_on_one_of_the_agents_threads_still_ends_it(agent: Age
     tgkill = getattr(ctypes.CDLL(None, use_errno=True), "tgkill", None)
     if tgkill is None:
         pytest.skip("this C library has no tgkill()")
-    word = token()
-    waiting = agent.submit(f"sleep {word}", 60)
-    deadline = time.monotonic() + 5
-    while not running(word) and time.monotonic() < deadline:
-        time.sleep(0.05)
-    proc = agent.process
-    assert proc is not None
+    word, waiting, proc = _sleeping(agent)
     threads = sorted(int(t.name) for t in Path(f"/proc/{proc.pid}/task").iterdir() if int(t.name) != proc.pid)
     assert threads, "the agent runs each command in a thread of its own"
     assert tgkill(proc.pid, threads[-1], signal.SIGTERM) == 0, os.strerror(ctypes.get_errno())
