@@ -203,6 +203,24 @@ def test_closing_the_agent_ends_its_commands(agent: AgentStep, deaths: Deaths) -
     assert deaths.calls == []  # asked to end: not a death of the node
 
 
+def test_a_close_that_comes_while_a_command_starts_still_ends_it(deaths: Deaths) -> None:
+    # The close arrives while the command's thread is forking it: a full CI run left a command's
+    # process running after the agent ended, started between the agent's last look at its
+    # commands and its exit.  Asked at once, the close lands in that window most times.
+    for _ in range(8):
+        step = AgentStep("node01", "pf-test-agent-node01", [sys.executable, "-u", "-c", AGENT_SOURCE], None,
+                         deaths, grace_s=GRACE_S)
+        step.open(30)
+        word = token()
+        step.submit(f"sleep {word}", 60)
+        step.ask_to_close()
+        closed = step.wait_closed(GRACE_S + 8)
+        left = running(word)
+        for pid in left:  # not to leave it behind when the assertion fails
+            os.kill(pid, signal.SIGKILL)
+        assert closed and not left, f"the command started as the agent closed outlived it: {left}"
+
+
 def test_an_agent_that_never_starts_raises_the_nodes_error(deaths: Deaths) -> None:
     step = AgentStep("node01", "pf-test-agent-node01",
                      [sys.executable, "-c", "import sys; sys.stderr.write('srun: error: no python\\n'); sys.exit(2)"],

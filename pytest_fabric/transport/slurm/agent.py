@@ -132,22 +132,28 @@ class Agent:
         ident = int(request["id"])
         timeout = float(request["timeout"])
         grace = float(request.get("grace", DEFAULT_GRACE_S))
-        try:
-            proc = subprocess.Popen(["/bin/sh", "-c", request["command"]], stdin=subprocess.DEVNULL,
-                                    stdout=subprocess.PIPE, stderr=subprocess.PIPE, start_new_session=True)
-        except OSError as exc:
-            self.send({"event": "done", "id": ident, "rc": 127, "stdout": "", "stderr": f"{exc}\n",
+        # Started and listed under one hold of the lock: end() looks at the list under it, so a
+        # command is either listed before end() looks or never started. Listed after the fork,
+        # a close that came in between found no command, the agent exited and the command lived on.
+        proc: subprocess.Popen[bytes] | None = None
+        failure = ""
+        with self._lock:
+            if self._ending:  # the controller hears of the close from the step's end
+                return
+            try:
+                proc = subprocess.Popen(["/bin/sh", "-c", request["command"]], stdin=subprocess.DEVNULL,
+                                        stdout=subprocess.PIPE, stderr=subprocess.PIPE, start_new_session=True)
+            except OSError as exc:
+                failure = f"{exc}\n"
+            else:
+                command = _Command(proc, grace)
+                self._commands[ident] = command
+        if proc is None:
+            self.send({"event": "done", "id": ident, "rc": 127, "stdout": "", "stderr": failure,
                        "timed_out": False})
             return
-        command = _Command(proc, grace)
         keep = int(request.get("keep", DEFAULT_KEEP))
         out, err = _Kept(proc.stdout, keep), _Kept(proc.stderr, keep)  # type: ignore[arg-type]
-        with self._lock:
-            if self._ending:  # the agent is ending: this command must not outlive it
-                command.killing = True
-            self._commands[ident] = command
-        if command.killing:
-            self._signal(command)
         self.send({"event": "started", "id": ident, "pid": proc.pid})
         timed_out = False
         try:
