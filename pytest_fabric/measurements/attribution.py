@@ -171,6 +171,8 @@ class _Inputs:
         self.log: dict[str, list[str]] = {}
         #: (series, sender, receiver) -> every repeat measured alone
         self.alone: dict[tuple[str, str, str], list[float]] = {}
+        #: the pairs the sweep measured short (:func:`short_pairs`), set once the sweep is read
+        self.short: set[frozenset[str]] = set()
 
     def add(self, check: str, nodes: tuple[str, str], measured: Measurement | BaseException) -> list[Figure]:
         if isinstance(measured, BaseException):
@@ -214,7 +216,7 @@ def _retest(state: FabricState, inputs: _Inputs, asks: Mapping[str, list[tuple[s
         for pair in pairs:
             by_count.setdefault(inputs.taken[(check, pair[0], pair[1])] + RETEST_REPEATS, []).append(pair)
         for count, group in sorted(by_count.items()):
-            retest_alone(state, check, group, count, short={frozenset(p) for p in group})
+            retest_alone(state, check, group, count, short={frozenset(p) for p in group} & inputs.short)
             for a, b in group:
                 start = inputs.taken[(check, a, b)]
                 shown = []
@@ -228,6 +230,27 @@ def _retest(state: FabricState, inputs: _Inputs, asks: Mapping[str, list[tuple[s
                 text = f"{a}->{b} {check} measured alone: {', '.join(shown)}"
                 for end in (a, b):
                     inputs.log.setdefault(end, []).append(text)
+
+
+def short_pairs(figures: Sequence[Figure], min_drop: float) -> set[frozenset[str]]:
+    """The pairs of ``figures`` (the sweep's) that fell short: a figure under its floor, or ``min_drop``
+    under its series' median figure. Pure.
+
+    Only these may have collided in their round, so only these are kept apart when measured again
+    (:func:`~pytest_fabric.measurements.inter_node.retest_alone`'s ``short``). Every pair a step asks
+    for was passed as short before: in a small series measured whole again, every two pairs of a
+    sweep round were kept apart, and the four-node series' 72 retest samples ran one at a time.
+    """
+    by_series: dict[str, list[tuple[frozenset[str], float, float | None]]] = {}
+    for f in figures:
+        repeats = sorted(f.repeats)
+        by_series.setdefault(f.series, []).append((frozenset(f.nodes), repeats[len(repeats) // 2], f.floor))
+    out: set[frozenset[str]] = set()
+    for series in by_series.values():
+        values = sorted(v for _, v, _ in series)
+        middle = values[len(values) // 2]
+        out |= {pair for pair, v, floor in series if (floor is not None and v < floor) or v < (1 - min_drop) * middle}
+    return out
 
 
 def short_again(again: Sequence[Figure], alone: Mapping[str, Sequence[float]], min_drop: float) -> bool:
@@ -297,6 +320,7 @@ def run_blame(state: FabricState) -> RunBlame:
             for key, measured in sorted(_sweep(state, check).items()):
                 if key in names:
                     inputs.add(check, names[key], measured)
+        inputs.short = short_pairs(inputs.figures, Settings().min_drop)
         verdict = inputs.judge()
         first = verdict
         spec: Any = state.profile.spec_of(ATTRIBUTION)

@@ -7,7 +7,7 @@ from pytest_fabric.config.units import Quantity, parse_quantity
 from pytest_fabric.judge.blame import Blame, Figure, LinkFault, blame
 from pytest_fabric.judge.blame_inputs import figures_of, floors_of
 from pytest_fabric.judge.verdict import Expectation, Measurement, Op
-from pytest_fabric.measurements.attribution import _asks
+from pytest_fabric.measurements.attribution import _asks, short_pairs
 
 #: how each built-in pair check declares its figures (Check.blame; importing the families registers
 #: how one pair of each is measured, which _asks reads)
@@ -65,3 +65,21 @@ def test_the_run_measures_what_the_model_asks_and_each_link_once() -> None:
     taken = {("tcp_throughput", "a", "b"): 3, ("rdma_bandwidth", "c", "d"): 3}
     assert _asks(verdict, taken, 1) == {"rdma_bandwidth": [("c", "d")]}  # more repeats where still unsure
     assert _asks(verdict, {**taken, ("rdma_bandwidth", "c", "d"): 6}, 1) == {}
+
+
+def test_only_the_pairs_the_sweep_measured_short_are_kept_apart_when_measured_again() -> None:
+    # A four-node TCP sweep: node01->node04 under its floor, node02->node03 10% under the median
+    # (it may have collided with it in their round), the rest on one level. Every pair the model
+    # asks for was passed as short before, so no two pairs of a sweep round could be retested at once.
+    healthy = {("node01", "node02"): 11.8, ("node03", "node04"): 11.6, ("node01", "node03"): 12.0,
+               ("node02", "node04"): 11.9, ("node02", "node01"): 11.7}
+    figures = [Figure("tcp_throughput", pair, (v,), 0.4) for pair, v in healthy.items()]
+    figures += [Figure("tcp_throughput", ("node01", "node04"), (0.15,), 0.4),
+                Figure("tcp_throughput", ("node02", "node03"), (9.9,), 0.4)]
+    assert short_pairs(figures, 0.10) == {frozenset(("node01", "node04")), frozenset(("node02", "node03"))}
+    # each series on its own: a rail's figures are not judged against another rail's
+    rails = [Figure("rdma_bandwidth", ("node01", "node02"), (98.0, 97.0), None, "mlx5_0"),
+             Figure("rdma_bandwidth", ("node03", "node04"), (97.5,), None, "mlx5_0"),
+             Figure("rdma_bandwidth", ("node01", "node02"), (180.0,), None, "mlx5_1"),
+             Figure("rdma_bandwidth", ("node03", "node04"), (181.0,), None, "mlx5_1")]
+    assert short_pairs(rails, 0.10) == set()
