@@ -521,9 +521,13 @@ def _reading_spread(rounds: Iterable[_Round]) -> float:
     and half of it the other way in the figure's other two)."""
     around: list[float] = []
     for read in rounds:
-        if len(read.pool.values) >= 2:
+        k = len(read.pool.values)
+        if k >= 2:
+            # a reading strays from a median it is part of less than from another's: by about
+            # sqrt(1 - 1/k) (two readings lie each half their difference from their median)
             mid = _median(read.pool.values)
-            around += [abs(d - mid) for d in read.pool.values]
+            widen = math.sqrt(k / (k - 1))
+            around += [abs(d - mid) * widen for d in read.pool.values]
     return _MAD_SCALE * _median(sorted(around)) if around else 0.0
 
 
