@@ -413,9 +413,12 @@ def _unloaded(figures: Sequence[Figure], min_gap: float) -> _Time:
             # would narrow it by what it explained
             bar = max(min_gap, _LOAD_SPREADS * _reading_spread(rounds.values()))
         changed = False
+        q_gap = _q(min_gap)
         for i in timed:
             f = out[i]
-            kept = [not _explained(i, label, out, apart[i][label] - v, rounds[label], min_gap, bar)
+            # a repeat under min_drop of its figure's median elsewhere is no low repeat (most are not)
+            kept = [_q(apart[i][label] - v) < q_gap
+                    or not _explained(i, label, out, apart[i][label] - v, rounds[label], min_gap, bar)
                     for v, label in zip(logs[i], f.rounds)]
             if any(kept) and not all(kept):
                 out[i] = replace(f, repeats=tuple(r for r, k in zip(f.repeats, kept) if k),
@@ -426,7 +429,7 @@ def _unloaded(figures: Sequence[Figure], min_gap: float) -> _Time:
     if changed:  # the last pass left more: its readings were before
         logs = [[math.log(max(r, 1e-300)) for r in f.repeats] for f in out]
         rounds = _readings(out, logs, [i for i, f in enumerate(out) if len(set(f.rounds)) >= 2])[1]
-    return _Time(out, rounds, bar or 0.0, [_unread(f, rounds) for f in out])
+    return _Time(out, rounds, bar or 0.0)
 
 
 @dataclass
@@ -438,7 +441,15 @@ class _Time:
     figures: list[Figure]
     rounds: dict[str, _Round] = field(default_factory=dict)
     bar: float = 0.0
-    unread: list[int] = field(default_factory=list)
+    #: figure -> its repeats in rounds no contemporary reads (:func:`_unread`), read when asked
+    unread: dict[int, int] = field(default_factory=dict)
+
+    def unread_of(self, i: int) -> int:
+        if not self.rounds:
+            return 0
+        if i not in self.unread:
+            self.unread[i] = _unread(self.figures[i], self.rounds)
+        return self.unread[i]
 
 
 def _unread(f: Figure, rounds: Mapping[str, _Round]) -> int:
@@ -914,7 +925,7 @@ class _Series:
         readings by figures without the node (its own faults are no load) dipped beyond the load bar, their
         median, for as many such repeats as its figure with the most. 0 without round labels, or where
         every round was read."""
-        unread = max((self.time.unread[f.index] for f in own), default=0) if self.time.unread else 0
+        unread = max((self.time.unread_of(f.index) for f in own), default=0)
         if not unread:
             return 0.0
         if node not in self.load_rates:
