@@ -30,8 +30,22 @@ What blame cannot tell it names as retests (the pair again, each end with helper
 does (measurements/attribution.py), the benchmark measures them and judges everything again, at
 most twice: a pair asked again in the second step is measured again (more repeats), each link's
 own pair is measured once, and a pair of a check measured alone gives every rail of that check.
+The retests of a step run in rounds of disjoint pairs (run/retests.py's ``schedule``, 256 pairs a
+round: the default fan-out), each repeat a sample of its own, as ``retest_alone`` takes them.
+
+Load that moves in time (``--load``; off by default: the issue's bar, K 0, is not yet held with
+it, see docs/benchmarks.md): in :data:`LOAD_SHARE` of the scenarios (drawn from a generator of their
+own: the clusters, faults and noise are the same with the load off) each moment of measurement
+(a sweep round's j-th repeat of one check: the pairs of a round start together and repeat one
+after another; a retest round's sample) runs slower with the chance :data:`LOAD_ROUNDS`, every
+pair in it 30-70% lower (each pair's dip 0.8-1.2 times the moment's: load is not even), the retest
+rounds too, where only the suspects and their helpers are measured. Every figure carries its
+repeats' round labels (:attr:`~pytest_fabric.judge.blame.Figure.rounds`): the sweep's round and
+repeat, a retest's step, round and sample, as measurements/attribution.py labels them.
 
     python3 benchmarks/bench_verdicts.py [scenarios] [seed] [only these indices, comma-separated]
+        [--no-rounds: figures without round labels, the model as before them]
+        [--load: load that moves in time in a share of the scenarios]
 """
 
 from __future__ import annotations
@@ -47,6 +61,7 @@ from dataclasses import dataclass, field
 
 from pytest_fabric.judge.blame import Blame, Failure, Figure, blame
 from pytest_fabric.run.pairs import make_pairs
+from pytest_fabric.run.retests import schedule
 
 SIZES = [4, 5, 6, 8, 12, 16, 24, 32, 64, 128, 256, 512]
 WEIGHTS = [10, 6, 8, 10, 8, 8, 6, 8, 6, 4, 2, 1]
@@ -55,6 +70,13 @@ REPEATS = 3
 #: retest steps at most: what cannot tell is measured, everything judged again, and once more
 RETEST_STEPS = 2
 NOMINAL = {"tcp_throughput": 25e9, "rdma_bandwidth": 196e9, "nccl_allreduce": 85e9}
+#: the share of scenarios whose machine has load that moves in time, and in them the chance that
+#: one moment (a sweep round's repeat, a retest round's sample) runs slower, and how much slower
+LOAD_SHARE = 0.3
+LOAD_ROUNDS = 0.05
+LOAD_DEPTH = (0.3, 0.7)
+#: retest pairs a round: the default --fabric-fanout (512 nodes) counts nodes, two a pair
+RETEST_PER_ROUND = 256
 
 
 @dataclass
@@ -66,8 +88,11 @@ class Scenario:
     faults: dict[str, tuple[str, float, str]]  # node -> (kind, severity, rail)
     links: dict[tuple[str, str], tuple[str, float]]  # pair -> (series, severity)
     noise: float
-    measure: Callable[[str, str, str], Figure | Failure]
+    #: (series, sender, receiver, each repeat's round label) -> the figure measured then
+    measure: Callable[[str, str, str, tuple[str, ...]], Figure | Failure]
     counted: set[str] = field(default_factory=set)
+    #: the moments that ran slower (label -> how much), in a scenario with load
+    slowed: dict[str, float] = field(default_factory=dict)
 
 
 def bucket(n: int) -> str:
@@ -103,10 +128,37 @@ def identifiable(pairs: list[tuple[str, str]], faults: dict[str, tuple[str, floa
     return True
 
 
-def scenario(rng: random.Random) -> Scenario:
+@dataclass
+class Load:
+    """Load that moves in time: the share of its figure a pair measures at a moment (a round label),
+    1, or 30-70% less (uneven per pair) in the moments that ran slower. Each draw from a generator of
+    the moment and the pair alone: the same whatever else was measured, the scenario's own draws
+    untouched. ``salt`` None: no load."""
+
+    salt: str | None
+    #: label -> how much slower that moment ran (0: not)
+    depths: dict[str, float] = field(default_factory=dict)
+
+    def depth(self, label: str) -> float:
+        if label not in self.depths:
+            moment = random.Random(f"{self.salt} {label}")
+            self.depths[label] = moment.uniform(*LOAD_DEPTH) if moment.random() < LOAD_ROUNDS else 0.0
+        return self.depths[label]
+
+    def share(self, label: str, a: str, b: str) -> float:
+        if self.salt is None or not self.depth(label):
+            return 1.0
+        return 1 - min(0.9, self.depth(label) * random.Random(f"{self.salt} {label} {a} {b}").uniform(0.8, 1.2))
+
+
+def scenario(rng: random.Random, load: str | None = None, rounds: bool = True) -> Scenario:
+    """One cluster, its faults and its sweep; ``load``: the salt of its load in time (None: none);
+    ``rounds``: its figures carry their repeats' round labels."""
     n = rng.choices(SIZES, WEIGHTS)[0]
     nodes = [f"node{i:03d}" for i in range(1, n + 1)]
-    pairs = [(p.a, p.b) for p in make_pairs(nodes, "all up to 32 nodes, then random:4")]
+    swept = make_pairs(nodes, "all up to 32 nodes, then random:4")
+    pairs = [(p.a, p.b) for p in swept]
+    slower = Load(load)
     ratio = math.exp(rng.uniform(math.log(1.01), math.log(3.0)))
     half = math.log(ratio) / 2
     rails = [f"mlx5_{i}" for i in range(rng.choice([1, 2, 4]))]
@@ -151,7 +203,7 @@ def scenario(rng: random.Random) -> Scenario:
     span = half - -half
     uniform = draw.random
 
-    def measure(series: str, a: str, b: str) -> Figure | Failure:
+    def measure(series: str, a: str, b: str, at: tuple[str, ...]) -> Figure | Failure:
         check, _, rail = series.partition(" ")
         if a in unreachable or b in unreachable:
             gone = a if a in unreachable else b
@@ -163,23 +215,27 @@ def scenario(rng: random.Random) -> Scenario:
             share *= 1 - links[(a, b)][1]
         flaps = [flapping[end] for end in (a, b) if end in flapping]
         repeats = []
-        for _ in range(REPEATS):
+        for j in range(REPEATS):
             level = share
             for severity, frail in flaps:
                 if rail == frail and draw.random() < 0.5:
                     level = min(level, 1 - severity)
-            repeats.append(nominal * level * route * math.exp((-half + span * uniform()) * 3 / 4))
+            repeats.append(nominal * level * route * math.exp((-half + span * uniform()) * 3 / 4) * slower.share(at[j], a, b))
         return Figure(check, (a, b), tuple(repeats), nominal * math.exp(-half) * floor_share, rail,
-                      check != "nccl_allreduce")
+                      check != "nccl_allreduce", at if rounds else ())
 
     figures: list[Figure] = []
     failures: list[Failure] = []
     for series in series_list:
-        for a, b in pairs:
-            got = measure(series, a, b)
+        check = series.split(" ", 1)[0]
+        for p in swept:
+            # the sweep: every pair of a round at once, its repeats one after another (ib_write_bw
+            # run after run): repeat j of every pair of the round runs at once
+            got = measure(series, p.a, p.b, tuple(f"{check} sweep round {p.round} repeat {j}" for j in range(REPEATS)))
             (figures if isinstance(got, Figure) else failures).append(got)  # type: ignore[arg-type]
 
     sc = Scenario(nodes, figures, failures, unreachable, faults, links, ratio, measure)
+    sc.slowed = slower.depths
     # which bad nodes count: 20% and three healthy spreads below, in a series they are bad in; the
     # healthy spread of this noise from many healthy figures (a few pairs' MAD is chance)
     sample = random.Random(rng.random())
@@ -219,36 +275,60 @@ def judge(sc: Scenario) -> tuple[Blame, int, list[Figure]]:
         todo = sorted({(check, a, b) for check, a, b, most in wanted if taken[(check, a, b)] <= most})
         if not todo:
             break
+        # as retest_alone runs them: each check's pairs in rounds of disjoint pairs, sample j of a
+        # round's pairs together (each repeat here a sample)
+        moment: dict[tuple[str, str, str], int] = {}
+        for check in sorted({c for c, _, _ in todo}):
+            for i, round_pairs in enumerate(schedule([(a, b) for c, a, b in todo if c == check], RETEST_PER_ROUND)):
+                for a, b in round_pairs:
+                    moment[(check, a, b)] = i
         for check, a, b in todo:
             taken[(check, a, b)] += 1
-            extra += [f for f in (sc.measure(series, a, b) for series in rails[check]) if isinstance(f, Figure)]
+            at = tuple(f"{check} retest {step} round {moment[(check, a, b)]} sample {j}" for j in range(REPEATS))
+            extra += [f for f in (sc.measure(series, a, b, at) for series in rails[check]) if isinstance(f, Figure)]
         steps += 1
         verdict = blame(sc.nodes, [*sc.figures, *extra], failures=sc.failures, unreachable=sc.unreachable)
     return verdict, steps, extra
 
 
+def _slowed(sc: Scenario) -> str:
+    """How many moments ran slower, for the lines on what went wrong."""
+    slow = [depth for depth in sc.slowed.values() if depth]
+    return f", {len(slow)} of {len(sc.slowed)} moments slower ({min(slow) * 100:.0f}-{max(slow) * 100:.0f}%)" if slow else ""
+
+
 def main() -> None:
-    total = int(sys.argv[1]) if len(sys.argv) > 1 else 1000
-    seed = int(sys.argv[2]) if len(sys.argv) > 2 else 29
+    flags = {a for a in sys.argv[1:] if a.startswith("--")}
+    unknown = flags - {"--no-rounds", "--load"}
+    if unknown:
+        sys.exit(f"unknown option(s): {', '.join(sorted(unknown))} (--no-rounds, --load)")
+    args = [a for a in sys.argv[1:] if not a.startswith("--")]
+    total = int(args[0]) if len(args) > 0 else 1000
+    seed = int(args[1]) if len(args) > 1 else 29
     # only these scenario indices judged (each scenario is drawn whatever is judged: the same cluster per index)
-    only = {int(i) for i in sys.argv[3].split(",")} if len(sys.argv) > 3 else None
+    only = {int(i) for i in args[2].split(",")} if len(args) > 2 else None
     rng = random.Random(seed)
+    # which scenarios have load, from a generator of their own: every scenario's cluster is the same with it off
+    loads = random.Random(f"load {seed}")
+    loaded = 0
     healthy_back = bad_total = bad_back = nameless = retested = 0
     cells: dict[tuple[str, str], list[int]] = defaultdict(lambda: [0, 0])
     misses: list[str] = []
     started = time.perf_counter()
     cpu = time.process_time()
     for index in range(total):
-        sc = scenario(rng)
+        salt = f"{seed} {index}" if loads.random() < LOAD_SHARE and "--load" in flags else None
+        sc = scenario(rng, salt, "--no-rounds" not in flags)
         if only is not None and index not in only:
             continue
+        loaded += salt is not None
         verdict, steps, _ = judge(sc)
         retested += steps
         back = set(verdict.send_back)
         wrong = back - {n for n, f in sc.faults.items() if f[0] != "unreachable"}
         healthy_back += len(wrong)
         if wrong:
-            misses.append(f"scenario {index}: {len(sc.nodes)} nodes, noise x{sc.noise:.2f}, sent back healthy {sorted(wrong)}; "
+            misses.append(f"scenario {index}: {len(sc.nodes)} nodes, noise x{sc.noise:.2f}{_slowed(sc)}, sent back healthy {sorted(wrong)}; "
                           f"faults {sc.faults}; {[verdict.nodes[w].message for w in sorted(wrong)]}")
         size = bucket(len(sc.nodes))
         for node, (kind, _, _) in sc.faults.items():
@@ -265,7 +345,7 @@ def main() -> None:
                     bad_back += 1
                     cell[0] += 1
                 else:
-                    misses.append(f"scenario {index}: {len(sc.nodes)} nodes, noise x{sc.noise:.2f}, missed {node} "
+                    misses.append(f"scenario {index}: {len(sc.nodes)} nodes, noise x{sc.noise:.2f}{_slowed(sc)}, missed {node} "
                                   f"{sc.faults[node]}: {verdict.nodes[node].kind}: {verdict.nodes[node].message[:300]}")
         found_links = {tuple(sorted(lf.nodes)) for lf in verdict.links}
         for pair in sc.links:
@@ -274,7 +354,7 @@ def main() -> None:
             cell[0] += int(tuple(sorted(pair)) in found_links)
         if verdict.rejects and not verdict.names_someone:
             nameless += 1
-            misses.append(f"scenario {index}: rejects naming no one: {verdict.fabric} "
+            misses.append(f"scenario {index}{_slowed(sc)}: rejects naming no one: {verdict.fabric} "
                           f"{[(n, b.kind) for n, b in verdict.nodes.items() if b.kind != 'healthy']}")
     elapsed = time.perf_counter() - started
     cpu = time.process_time() - cpu
@@ -283,6 +363,7 @@ def main() -> None:
     print(f"healthy nodes sent back: {healthy_back}")
     print(f"bad nodes sent back: {bad_back} of {bad_total} ({share:.1f}%)")
     print(f"rejects naming no one: {nameless}")
+    print(f"({loaded} with load that moves in time; round labels {'off' if '--no-rounds' in flags else 'on'})")
     sizes = ["4-8", "12-32", "64-128", "256-512"]
     print(f"{'fault kind':<12}" + "".join(f"{s:>12}" for s in sizes))
     for kind in [*KINDS, "link"]:

@@ -10,6 +10,10 @@ is the same finding at 10 Gb/s and at 400 Gb/s):
 
 - A figure is the median of its repeats. Repeats that fall into two levels (a gap between them
   far wider than the series' usual repeat range) are *split*: a rail that retrains, not noise.
+- Repeats with round labels (:attr:`Figure.rounds`: which were measured at the same time) are not
+  taken as independent in time: a low repeat measured while the pairs measured with it (sharing
+  no node with it) were as low against their own medians is the machine's load, not the pair's,
+  and leaves its figure first (:func:`_unloaded`). Without labels every repeat counts.
 - A node's **baseline** is built without it: the median and the spread (1.4826 x MAD) of every
   figure it is *not* in, leaving out the nodes already found at fault. The node's own figures
   (as sender, as receiver, and all together) are compared with that baseline: its median must
@@ -59,7 +63,7 @@ from __future__ import annotations
 import math
 from bisect import bisect_left, bisect_right
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field, replace
 from statistics import NormalDist
 from typing import Literal
 
@@ -105,6 +109,9 @@ _LINK_END_CHANCE = 0.05
 _END_CHANCE = 1e-2
 #: a repeat equal to a level (within rounding) is at it
 _EPS = 1e-9
+#: a round (a round label's repeats, :func:`_unloaded`) dipped for the machine when its contemporaries read
+#: it this many spreads of one reading under their own medians (:func:`_reading_spread`; and ``min_drop`` at least)
+_LOAD_SPREADS = 2.0
 #: the mean range of n normal samples in standard deviations (d2 of quality control), n = 2..12
 _D2 = (1.128, 1.693, 2.059, 2.326, 2.534, 2.704, 2.847, 2.970, 3.078, 3.173, 3.258)
 
@@ -115,6 +122,9 @@ class Figure:
 
     ``nodes`` is (sender, receiver) when ``directed``; otherwise the group measured together
     (a multi-node NCCL pair, a scaling group). ``rail``: the port of a per-rail check.
+    ``rounds``: when each repeat was measured, one opaque label a repeat (empty: not known):
+    repeats of one label were measured at the same time, beside every other pair measured then
+    (:func:`_unloaded` reads them).
     """
 
     check: str
@@ -123,6 +133,12 @@ class Figure:
     floor: float | None = None
     rail: str = ""
     directed: bool = True
+    rounds: tuple[str, ...] = ()
+
+    def __post_init__(self) -> None:
+        if self.rounds and len(self.rounds) != len(self.repeats):
+            raise ValueError(f"{self.check} {'/'.join(self.nodes)}: {len(self.rounds)} round labels for "
+                             f"{len(self.repeats)} repeats")
 
     @property
     def series(self) -> str:
@@ -346,6 +362,186 @@ class _Score:
     peers: tuple[str, ...]
 
 
+def _unloaded(figures: Sequence[Figure], min_gap: float) -> _Time:
+    """The figures without the repeats the machine's load explains: a repeat measured while every pair
+    measured with it was slower by as much is the time's, not the pair's.
+
+    Repeats are read as independent in time, but a machine's load moves in time: for a few seconds
+    everything measured at once is slower (the simulated cluster, two test workers on two cores:
+    a healthy node's pairs in one retest round at 2.8-4.8 Gb/s against 11.8, the round's other pair
+    as low, and the node "unstable"). Each repeat's round label (:attr:`Figure.rounds`) says what was
+    measured with it. For a repeat of figure F in round L:
+
+    - F's dip: the median of F's repeats of other rounds over the repeat (in log); under ``min_drop``
+      it is no low repeat and stays (only a low repeat needs explaining).
+    - The round's dip: over the *contemporaries*, the figures with repeats in L that share no node
+      with F (a node's own fault is in every figure of it, never in theirs), each one's median of
+      other rounds over its median in L, the median of those. A contemporary measured in L alone has
+      no median over time (its median is L's), and reads nothing. One contemporary is enough: a
+      4-node retest round holds two pairs.
+    - The round dipped when its dip is ``min_drop`` (the cut :meth:`_Series._levels` counts low
+      repeats by) and :data:`_LOAD_SPREADS` spreads of one reading (:func:`_reading_spread`: healthy
+      contemporaries read that far by chance) or more; the repeat is explained when its own dip
+      exceeds the round's by no more than the round's dip and that bar together (load is not even:
+      that round's pairs ranged from 2.8 to 4.8 Gb/s, one twice as far down in log as another, and
+      the bar is how far one figure's reading strays from its round's by chance).
+
+    Explained repeats leave their figure; a figure all of whose repeats are explained keeps them all
+    (there is nothing better to judge it on). Each dip is relative to a figure's own median over time,
+    so a fault that holds at every time stays whole: a slow node, a bad cable, a whole fabric under
+    its floor. A rail that flaps dips at random rounds whose other pairs do not: its low repeats stay
+    and it is unstable as before (only a flap inside a round that dipped is lost). The figures are
+    read again without the repeats explained until no more leave (two dipped repeats of three hide
+    each other's dip at first). A figure most of whose other rounds dipped too has no quiet median
+    to show its own dip by, and a round measured alone (one pair) none to read it by: they stay as
+    measured. Figures without labels, or with one round, are unchanged and read as no contemporary."""
+    out = list(figures)
+    if all(len(set(f.rounds)) < 2 for f in out):
+        return _Time(out)
+    bar: float | None = None
+    rounds: dict[str, _Round] = {}
+    changed = False
+    # read again without the repeats explained, until none more is: a round with two of a figure's three
+    # repeats dipped leaves each one's median elsewhere half dipped (the other), which hides both dips
+    # until one of them is gone
+    for _ in range(max((len(f.repeats) for f in figures), default=0)):
+        logs = [[math.log(max(r, 1e-300)) for r in f.repeats] for f in out]
+        timed = [i for i, f in enumerate(out) if len(set(f.rounds)) >= 2]
+        apart, rounds = _readings(out, logs, timed)
+        if bar is None:
+            # the bar from the figures as measured: reading it again without the explained repeats
+            # would narrow it by what it explained
+            bar = max(min_gap, _LOAD_SPREADS * _reading_spread(rounds.values()))
+        changed = False
+        q_gap = _q(min_gap)
+        for i in timed:
+            f = out[i]
+            # a repeat under min_drop of its figure's median elsewhere is no low repeat (most are not)
+            kept = [_q(apart[i][label] - v) < q_gap
+                    or not _explained(i, label, out, apart[i][label] - v, rounds[label], min_gap, bar)
+                    for v, label in zip(logs[i], f.rounds)]
+            if any(kept) and not all(kept):
+                out[i] = replace(f, repeats=tuple(r for r, k in zip(f.repeats, kept) if k),
+                                 rounds=tuple(r for r, k in zip(f.rounds, kept) if k))
+                changed = True
+        if not changed:
+            break
+    if changed:  # the last pass left more: its readings were before
+        logs = [[math.log(max(r, 1e-300)) for r in f.repeats] for f in out]
+        rounds = _readings(out, logs, [i for i, f in enumerate(out) if len(set(f.rounds)) >= 2])[1]
+    return _Time(out, rounds, bar or 0.0)
+
+
+@dataclass
+class _Time:
+    """What the round labels say (:func:`_unloaded`): the figures without the repeats load explains, every
+    round's readings of them, the bar a round's dip clears to be load, and per figure how many of its
+    repeats lie in rounds no contemporary reads (measured alone: load there cannot be told)."""
+
+    figures: list[Figure]
+    rounds: dict[str, _Round] = field(default_factory=dict)
+    bar: float = 0.0
+    #: figure -> its repeats in rounds no contemporary reads (:func:`_unread`), read when asked
+    unread: dict[int, int] = field(default_factory=dict)
+
+    def unread_of(self, i: int) -> int:
+        if not self.rounds:
+            return 0
+        if i not in self.unread:
+            self.unread[i] = _unread(self.figures[i], self.rounds)
+        return self.unread[i]
+
+
+def _unread(f: Figure, rounds: Mapping[str, _Round]) -> int:
+    """How many of ``f``'s repeats lie in rounds that no figure sharing no node with it reads."""
+    count = 0
+    for label in f.rounds:
+        read = rounds.get(label)
+        near = {j for n in f.nodes for j in read.by_node.get(n, ())} if read is not None else set()
+        count += read is None or len(near) >= len(read.readings)
+    return count
+
+
+@dataclass
+class _Round:
+    """One round's readings (:func:`_unloaded`): each timed figure's median outside the round over its
+    median in it (the round's dip as that figure reads it), sorted once, and the figures of each node."""
+
+    readings: dict[int, float]
+    by_node: dict[str, list[int]]
+    pool: _Pool
+
+
+def _readings(figures: Sequence[Figure], logs: Sequence[Sequence[float]],
+              timed: Sequence[int]) -> tuple[dict[int, dict[str, float]], dict[str, _Round]]:
+    """Each timed figure's median outside each of its rounds, and every round's readings."""
+    apart: dict[int, dict[str, float]] = {}
+    rounds: dict[str, _Round] = {}
+    for i in timed:
+        apart[i] = {}
+        own = _Pool(sorted(logs[i]))  # the median without one round's repeats, not sorted again per round
+        inside: dict[str, list[float]] = {}
+        for v, label in zip(logs[i], figures[i].rounds):
+            inside.setdefault(label, []).append(v)
+        for label, values in inside.items():
+            # one repeat a round (the usual): the median of the rest read off the sorted repeats
+            outside = _median_but(own.values, values[0]) if len(values) == 1 else own.median_without(values)
+            assert outside is not None  # two rounds at least
+            apart[i][label] = outside
+            read = rounds.get(label)
+            if read is None:
+                read = rounds[label] = _Round({}, {}, _Pool([]))
+            read.readings[i] = outside - (values[0] if len(values) == 1 else _median(sorted(values)))
+            for n in figures[i].nodes:
+                read.by_node.setdefault(n, []).append(i)
+    for read in rounds.values():
+        read.pool = _Pool(sorted(read.readings.values()))
+    return apart, rounds
+
+
+def _median_but(values: Sequence[float], v: float) -> float:
+    """The median of sorted ``values`` (two or more) without one copy of ``v``."""
+    k = bisect_left(values, v)
+    m = len(values) - 1
+
+    def at(j: int) -> float:
+        return values[j] if j < k else values[j + 1]
+
+    return at(m // 2) if m % 2 else (at(m // 2 - 1) + at(m // 2)) / 2
+
+
+def _explained(i: int, label: str, figures: Sequence[Figure], own: float, read: _Round, min_gap: float,
+               bar: float) -> bool:
+    """Is figure i's repeat in round ``label``, ``own`` under the figure's median elsewhere, the round's
+    load (:func:`_unloaded`)? ``read``: the round's readings."""
+    if _q(own) < _q(min_gap):
+        return False  # no low repeat: nothing to explain
+    # the readings of the figures sharing a node with it (itself among them) left out: its contemporaries'
+    near = {j for n in figures[i].nodes for j in read.by_node.get(n, ())}
+    load = read.pool.median_without([read.readings[j] for j in near])
+    if load is None:
+        return False  # measured alone in its round: nothing to read the round by
+    return _q(load) >= _q(bar) and _q(own - load) <= _q(load + bar)
+
+
+def _reading_spread(rounds: Iterable[_Round]) -> float:
+    """How far one figure's reading of a round (:func:`_unloaded`) dips by chance: the spread (1.4826 x
+    MAD) of each round's readings around that round's median, over every round read twice or more.
+    Load is common to a round's readings and leaves this out; the figures' ranges, or the readings
+    around none, would be the load's (a round with one repeat dipped reads the dip in that repeat,
+    and half of it the other way in the figure's other two)."""
+    around: list[float] = []
+    for read in rounds:
+        k = len(read.pool.values)
+        if k >= 2:
+            # a reading strays from a median it is part of less than from another's: by about
+            # sqrt(1 - 1/k) (two readings lie each half their difference from their median)
+            mid = _median(read.pool.values)
+            widen = math.sqrt(k / (k - 1))
+            around += [abs(d - mid) * widen for d in read.pool.values]
+    return _MAD_SCALE * _median(sorted(around)) if around else 0.0
+
+
 def _series_figures(figures: Sequence[Figure], min_gap: float, split_ranges: float) -> list[_Fig]:
     logs = [sorted([math.log(max(r, 1e-300)) for r in f.repeats]) for f in figures]
     ranges = sorted(ls[-1] - ls[0] for ls in logs if len(ls) >= 2)
@@ -375,7 +571,11 @@ class _Series:
         self.name = name
         self.settings = settings
         self.min_gap = -math.log(1 - settings.min_drop)
-        self.figs = _series_figures(figures, self.min_gap, settings.split_ranges)
+        # the repeats the machine's load explains leave their figures first (:func:`_unloaded`)
+        self.time = _unloaded(figures, self.min_gap)
+        self.figs = _series_figures(self.time.figures, self.min_gap, settings.split_ranges)
+        #: per node, the share of the rounds read without it whose contemporaries dipped (:meth:`_load_chance`)
+        self.load_rates: dict[str, float] = {}
         ranges = sorted(f.range for f in self.figs if len(f.figure.repeats) >= 2)
         #: how far one figure's repeats usually spread (log): the measurement's own noise
         self.usual = _median(ranges) if ranges else 0.0
@@ -664,6 +864,7 @@ class _Series:
         sigma = max(spread_all, repeat_noise, s.min_spread) * (1 + 1 / m)
         # a figure measured again has more repeats, so more chances to reach low: each counts as the longest
         per_figure = max(len(f.logs) for f in own)
+        load = self._load_chance(node, own)
         # at the healthy level: within one repeat spread of the baseline (and 10% at least)
         high = center - max(self.min_gap, sigma)
         best: _Levels | None = None
@@ -704,7 +905,7 @@ class _Series:
                 continue
             tried += 1
             one = normal if dof is None else _t_tail((center - t) / sigma, dof)
-            share = max(below / m, 1 - (1 - one) ** per_figure)
+            share = max(below / m, 1 - (1 - one) ** per_figure, load)
             # a large series' tail is the normal one: the same share, the same chance as the hint's
             chance = tail if share == hinted else _tail(joined, len(own), share)
             # on a log scale: chances far under one in a million must still be told apart
@@ -715,6 +916,28 @@ class _Series:
             return None if hint > _SUSPECT_CHANCE else _Levels(1.0, [], 0, len(mine), cut, 0, 1.0, hint)
         return _Levels(min(1.0, best.chance * tried), best.split, best.lows, best.repeats, best.cut, best.mixed, best.share,
                        min(1.0, hint * tried))
+
+    def _load_chance(self, node: str, own: Sequence[_Fig]) -> float:
+        """The chance that load dipped one of ``node``'s figures where no contemporary could tell
+        (:func:`_unloaded`): its repeats in rounds measured alone (a retest round of one suspect's pairs)
+        are as likely dipped as the rounds that were read show the machine's moments to be: the share of
+        the rounds of two figures or more (a round of one reads its own dip, not the moment's) whose
+        readings by figures without the node (its own faults are no load) dipped beyond the load bar, their
+        median, for as many such repeats as its figure with the most. 0 without round labels, or where
+        every round was read."""
+        unread = max((self.time.unread_of(f.index) for f in own), default=0)
+        if not unread:
+            return 0.0
+        if node not in self.load_rates:
+            read = dipped = 0
+            for r in self.time.rounds.values():
+                theirs = sorted(d for j, d in r.readings.items() if node not in self.time.figures[j].nodes)
+                # a round of one figure reads its own dip, not the moment's: two measured at once at least
+                if theirs and len(r.readings) >= 2:
+                    read += 1
+                    dipped += _q(_median(theirs)) >= _q(self.time.bar)
+            self.load_rates[node] = dipped / read if read else 0.0
+        return 1 - (1 - self.load_rates[node]) ** unread
 
     def _unstable_bar(self) -> float:
         """The chance under which a node's two levels are beyond chance in this series (:data:`_UNSTABLE_NODES`)."""
@@ -1358,19 +1581,22 @@ def blame(
     unreachable = dict(unreachable or {})
     failures = sorted(failures, key=lambda f: (f.check, f.nodes, f.message, f.charged or ""))
     # a group measured together has no order: one spelling for every measurement of it
-    figures = [f if f.directed else Figure(f.check, tuple(sorted(f.nodes)), f.repeats, f.floor, f.rail, False)
-               for f in figures]
+    figures = [f if f.directed else replace(f, nodes=tuple(sorted(f.nodes))) for f in figures]
     usable = sorted(
         (f for f in figures if f.repeats and len(set(f.nodes)) == len(f.nodes) >= 2 and not set(f.nodes) & set(unreachable)),
-        key=lambda f: (f.series, f.nodes, f.directed, tuple(sorted(f.repeats)), f.floor if f.floor is not None else -1.0),
+        key=lambda f: (f.series, f.nodes, f.directed, tuple(sorted(f.repeats)), f.floor if f.floor is not None else -1.0,
+                       tuple(sorted(zip(f.repeats, f.rounds)))),
     )
-    # a pair measured again (a retest) is the same pair with more repeats: judged on all of them
+    # a pair measured again (a retest) is the same pair with more repeats: judged on all of them, each
+    # repeat with its round label (the labels follow the repeats they came with; a part measured at a
+    # time not known leaves the whole figure's times unknown)
     merged: dict[tuple[str, tuple[str, ...], bool], Figure] = {}
     for f in usable:
         key = (f.series, f.nodes, f.directed)
         prev = merged.get(key)
         merged[key] = f if prev is None else Figure(
-            f.check, f.nodes, prev.repeats + f.repeats, prev.floor if prev.floor is not None else f.floor, f.rail, f.directed)
+            f.check, f.nodes, prev.repeats + f.repeats, prev.floor if prev.floor is not None else f.floor, f.rail, f.directed,
+            prev.rounds + f.rounds if prev.rounds and f.rounds else ())
     series: dict[str, list[Figure]] = {}
     for key in sorted(merged):
         series.setdefault(key[0], []).append(merged[key])

@@ -69,9 +69,11 @@ def _number(value: Any) -> float | None:
 
 
 def figures_of(check: str, nodes: Sequence[str], measured: Measurement, floors: Sequence[Quantity],
-               how: BlameInput) -> list[Figure]:
+               how: BlameInput, at: str = "") -> list[Figure]:
     """``measured`` (``nodes`` measured together, sender first) as the model's figures, as ``check``
-    declares them (``how``)."""
+    declares them (``how``). ``at``: the moment it was measured, beside every other pair measured
+    then (a sweep round, a retest round's sample; empty: not known): each repeat is labelled with it
+    and its place (:func:`_rounds`)."""
     unit = how.unit
     directed = how.directed
     group = tuple(nodes)
@@ -88,7 +90,7 @@ def figures_of(check: str, nodes: Sequence[str], measured: Measurement, floors: 
             line = _number(part.get("line_gbps"))
             rail = str(part.get(how.part_name)) if how.part_name else _rail(part)
             out.append(Figure(check, group, repeats, _floor(floors, unit, bandwidth(line, "Gb/s") if line else measured.line_rate),
-                              rail, directed))
+                              rail, directed, _rounds(at, len(repeats))))
         return out
     if not isinstance(measured.value, Quantity) or measured.missing is not None:
         return []
@@ -99,7 +101,14 @@ def figures_of(check: str, nodes: Sequence[str], measured: Measurement, floors: 
     repeats = tuple(v for v in samples if v > 0)
     if not repeats:
         return []
-    return [Figure(check, group, repeats, _floor(floors, unit, measured.line_rate), "", directed)]
+    return [Figure(check, group, repeats, _floor(floors, unit, measured.line_rate), "", directed, _rounds(at, len(repeats)))]
+
+
+def _rounds(at: str, count: int) -> tuple[str, ...]:
+    """The round labels of a measurement's ``count`` repeats: the pairs of a round start together and
+    repeat one after another (ib_write_bw run after run), so repeat j of every pair of the round runs
+    at once: the moment and j. Empty where the moment is not known."""
+    return tuple(f"{at} repeat {j}" for j in range(count)) if at else ()
 
 
 def _rail(part: Mapping[str, Any]) -> str:

@@ -15,7 +15,11 @@ The model is :mod:`pytest_fabric.judge.blame` (pure); this module only feeds it 
    pairs (:func:`~pytest_fabric.measurements.inter_node.retest_alone`, the one retest mechanism
    the outlier checks and ``--lf`` use), and their figures join the sweep's: the same pair with
    more repeats. Then the same model judges everything again, at most :data:`RETEST_STEPS` times.
-   The same figures always give the same verdict.
+   The same figures always give the same verdict. Every repeat carries when it was measured
+   (``Figure.rounds``): its sweep round, or its retest round's sample
+   (:func:`~pytest_fabric.measurements.inter_node.alone_moment`), and its place in the
+   measurement; the model reads a repeat low beside every pair measured with it as the machine's
+   load, not the pair's.
 3. A link the sweep suggested that the pair alone cleared has its round run again, every pair of
    it at once (:func:`~pytest_fabric.measurements.inter_node.rerun_round`): short again is the
    fabric under load (pairs colliding on the spine), else a one-off counted for no one.
@@ -40,6 +44,7 @@ from pytest_fabric.measurements.inter_node import (
     RETEST_REPEATS,
     UNREACHABLE,
     all_pair_measurements,
+    alone_moment,
     has_pair_measure,
     measure_alone,
     rerun_round,
@@ -174,7 +179,9 @@ class _Inputs:
         #: the pairs the sweep measured short (:func:`short_pairs`), set once the sweep is read
         self.short: set[frozenset[str]] = set()
 
-    def add(self, check: str, nodes: tuple[str, str], measured: Measurement | BaseException) -> list[Figure]:
+    def add(self, check: str, nodes: tuple[str, str], measured: Measurement | BaseException, at: str = "") -> list[Figure]:
+        """``measured``'s figures (or its failure) kept; ``at``: the moment it was measured (its round's
+        label, :func:`~pytest_fabric.judge.blame_inputs.figures_of`)."""
         if isinstance(measured, BaseException):
             if isinstance(measured, pytest.skip.Exception):
                 return []  # a pair its check skipped measured nothing, and failed nothing
@@ -184,7 +191,7 @@ class _Inputs:
                 self.unreachable[charged] = getattr(measured, "detail", "") or _first_line(measured)
             self.failures.append(Failure(check, nodes, _first_line(measured), charged))
             return []
-        found = figures_of(check, nodes, measured, self.floors[check], self.how[check])
+        found = figures_of(check, nodes, measured, self.floors[check], self.how[check], at)
         self.figures += found
         return found
 
@@ -220,8 +227,8 @@ def _retest(state: FabricState, inputs: _Inputs, asks: Mapping[str, list[tuple[s
             for a, b in group:
                 start = inputs.taken[(check, a, b)]
                 shown = []
-                for sample in measure_alone(state, check, a, b, count)[start:count]:
-                    figures = inputs.add(check, (a, b), sample)
+                for n, sample in enumerate(measure_alone(state, check, a, b, count)[start:count], start):
+                    figures = inputs.add(check, (a, b), sample, alone_moment(state, check, a, b, n))
                     for f in figures:
                         inputs.alone.setdefault((f.series, a, b), []).extend(f.repeats)
                     shown += [_show(f, inputs.how[check].unit) for f in figures] if figures else [f"no figure ({_first_line(sample)})"
@@ -316,10 +323,12 @@ def run_blame(state: FabricState) -> RunBlame:
                         "sets none")
         inputs = _Inputs(state, reads)
         names = {p.id: (p.a, p.b) for p in state.pairs}
+        rounds = {p.id: p.round for p in state.pairs}
         for check in reads:
             for key, measured in sorted(_sweep(state, check).items()):
                 if key in names:
-                    inputs.add(check, names[key], measured)
+                    # every pair of a sweep round is measured at once (run/waves.py): one moment
+                    inputs.add(check, names[key], measured, f"{check} sweep round {rounds[key]}")
         inputs.short = short_pairs(inputs.figures, Settings().min_drop)
         verdict = inputs.judge()
         first = verdict

@@ -11,6 +11,7 @@ kept in ``state.once``.  The node's own ports and links are checks/links.py's ch
 from __future__ import annotations
 
 import dataclasses
+import itertools
 from collections.abc import Callable
 from typing import Any, TypeVar
 
@@ -301,12 +302,29 @@ def measure_alone(state: FabricState, check: str, sender: str, receiver: str, co
     return [_alone_sample(state, check, sender, receiver, n) for n in range(count)]
 
 
-def _alone_sample(state: FabricState, check: str, sender: str, receiver: str, n: int) -> Measurement | BaseException:
-    """The ``n``-th sample of ``sender`` -> ``receiver`` with none of the sweep running, measured once per run."""
+def alone_moment(state: FabricState, check: str, sender: str, receiver: str, n: int) -> str:
+    """When the ``n``-th sample of ``sender`` -> ``receiver`` alone was measured, as a label the blame
+    model reads (``Figure.rounds``): its retest round's sample, which every pair of that round measured
+    at once (:func:`retest_alone`); a sample measured on its own has a moment of its own."""
+    kept = state.once.peek("measured alone at", (check, sender, receiver, n))
+    return kept if isinstance(kept, str) else _own_moment(check, sender, receiver, n)
+
+
+def _own_moment(check: str, sender: str, receiver: str, n: int) -> str:
+    return f"{check} {sender}->{receiver} alone, sample {n}"
+
+
+def _alone_sample(state: FabricState, check: str, sender: str, receiver: str, n: int,
+                  moment: str = "") -> Measurement | BaseException:
+    """The ``n``-th sample of ``sender`` -> ``receiver`` with none of the sweep running, measured once per run;
+    ``moment``: the retest round's sample it is measured in (:func:`alone_moment`)."""
     assert state.cluster is not None
     cluster = state.cluster
 
     def sample() -> Measurement | BaseException:
+        # kept as it is measured: a sample already measured keeps the moment it was measured at
+        state.once.get("measured alone at", (check, sender, receiver, n),
+                       lambda: moment or _own_moment(check, sender, receiver, n))
         try:
             return measure_function(state, check, port_offset=RETEST_PORT_OFFSET)(cluster.pair(sender, receiver))
         except Exception as exc:  # counted as not good; the message says why
@@ -352,9 +370,13 @@ def retest_alone(
         return 0
     per_round = members_at_once(state.batches.fanout, 2)
     apart = _retest_apart(state, pairs, short or set())
+    moments = state.once.get("retest moments", None, itertools.count)
 
     def measure_round(round_pairs: list[tuple[str, str]], k: int) -> list[Measurement | BaseException]:
-        return state.batches.fan_out(round_pairs, lambda pair: _alone_sample(state, check, pair[0], pair[1], k))
+        # sample k of every pair of the round at once: one moment of the run, for the blame model's
+        # figures (load that moves in time slows every pair measured then)
+        moment = f"{check} retest round {next(moments)}, sample {k}"
+        return state.batches.fan_out(round_pairs, lambda pair: _alone_sample(state, check, pair[0], pair[1], k, moment))
 
     retests.run_rounds(pairs, samples, per_round, measure_round, apart=apart)
     return retests.rounds_needed(pairs, per_round, apart)

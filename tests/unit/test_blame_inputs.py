@@ -40,6 +40,19 @@ def test_rdma_is_a_figure_per_rail_every_run_kept_the_floor_of_each_rails_line()
         ("rdma_bandwidth mlx5_0", (196.0, 98.0, 196.0), 180.0), ("rdma_bandwidth mlx5_1", (90.0,), 90.0)]
 
 
+def test_a_measurement_at_a_known_moment_labels_each_repeat_with_it_and_its_place() -> None:
+    # the pairs of a round start together and repeat one after another: repeat j of each runs at once
+    rails = [{"a": "mlx5_0", "b": "mlx5_0", "gbps": 196.0, "line_gbps": 200.0, "repeats": [196.0, 98.0, 196.0]}]
+    measured = Measurement(value=parse_quantity("196 Gb/s"), extra={"rails": rails})
+    (figure,) = figures_of("rdma_bandwidth", ("n1", "n2"), measured, [], HOW["rdma_bandwidth"], "rdma sweep round 3")
+    assert figure.rounds == ("rdma sweep round 3 repeat 0", "rdma sweep round 3 repeat 1", "rdma sweep round 3 repeat 2")
+    (tcp,) = figures_of("tcp_throughput", ("n1", "n2"), Measurement(value=parse_quantity("6.2 Gb/s")), [],
+                        HOW["tcp_throughput"], "tcp retest round 7, sample 2")
+    assert tcp.rounds == ("tcp retest round 7, sample 2 repeat 0",)
+    # no moment given: not known, and the model reads every repeat as before
+    assert figures_by("tcp_throughput", ("n1", "n2"), Measurement(value=parse_quantity("6.2 Gb/s")), [])[0].rounds == ()
+
+
 def test_an_nccl_pair_has_no_direction_and_an_absent_measurement_no_figure() -> None:
     (figure,) = figures_by("nccl_allreduce", ("n2", "n1"), Measurement(value=parse_quantity("36 GB/s")), [])
     assert figure.repeats == (36.0,) and not figure.directed and figure.floor is None

@@ -1,0 +1,65 @@
+"""When each sample measured alone ran (measurements/inter_node.py ``alone_moment``): the label the blame
+model reads (``Figure.rounds``), one per retest round's sample, so that the pairs measured at once share it."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+from pytest_fabric.judge.verdict import Measurement
+from pytest_fabric.measurements.inter_node import (
+    alone_moment,
+    measure_alone,
+    pair_check,
+    retest_alone,
+)
+from pytest_fabric.run.cluster import NodePair
+from pytest_fabric.run.pairs import Pair
+from pytest_fabric.run.state import FabricState
+
+CHECK = "moments_of_a_test_check"
+
+
+class FakeNode:
+    def __init__(self, name: str) -> None:
+        self.name = name
+        self.labels: dict[str, str] = {}
+
+
+class FakeCluster:
+    nodes = [FakeNode(n) for n in ("n1", "n2", "n3", "n4", "n5")]
+
+    def pair(self, a: str, b: str, round: int = 0, slot: int = 0) -> NodePair:
+        return NodePair(FakeNode(a), FakeNode(b), round, slot)  # type: ignore[arg-type]
+
+
+@pair_check(CHECK)
+def _measure(state: FabricState, port_offset: int) -> Callable[[NodePair], Measurement]:
+    return lambda pair: Measurement(value=1, detail=pair.id)
+
+
+def make_state() -> FabricState:
+    state = FabricState(None, None, [Pair(0, 0, "n1", "n2")], "strict")  # type: ignore[arg-type]
+    state.cluster = FakeCluster()  # type: ignore[assignment]
+    return state
+
+
+def test_the_pairs_of_a_retest_round_share_each_samples_moment_and_the_samples_differ() -> None:
+    state = make_state()
+    # n1 is in two pairs: two rounds, one of them with n3->n4 beside n1's pair
+    assert retest_alone(state, CHECK, [("n1", "n2"), ("n3", "n4"), ("n1", "n5")], 2) == 2
+    first = {p: alone_moment(state, CHECK, *p, 0) for p in (("n1", "n2"), ("n3", "n4"), ("n1", "n5"))}
+    assert first[("n1", "n2")] != first[("n1", "n5")]
+    assert len([p for p in first if first[p] == first[("n3", "n4")]]) == 2
+    assert alone_moment(state, CHECK, "n3", "n4", 0) != alone_moment(state, CHECK, "n3", "n4", 1)
+    # asked again later, a sample keeps the moment it was measured at
+    measure_alone(state, CHECK, "n3", "n4", 2)
+    assert alone_moment(state, CHECK, "n3", "n4", 0) == first[("n3", "n4")]
+
+
+def test_a_sample_measured_on_its_own_has_a_moment_of_its_own() -> None:
+    state = make_state()
+    measure_alone(state, CHECK, "n1", "n2", 2)
+    retest_alone(state, CHECK, [("n3", "n4")], 1)
+    moments = {alone_moment(state, CHECK, "n1", "n2", 0), alone_moment(state, CHECK, "n1", "n2", 1),
+               alone_moment(state, CHECK, "n3", "n4", 0)}
+    assert len(moments) == 3
