@@ -239,6 +239,11 @@ def _retest(state: FabricState, inputs: _Inputs, asks: Mapping[str, list[tuple[s
                     inputs.log.setdefault(end, []).append(text)
 
 
+def _middle(values: Sequence[float]) -> float:
+    """The upper middle of ``values`` (a figure's, as the round judged it: no mean of two)."""
+    return sorted(values)[len(values) // 2]
+
+
 def short_pairs(figures: Sequence[Figure], min_drop: float) -> set[frozenset[str]]:
     """The pairs of ``figures`` (the sweep's) that fell short: a figure under its floor, or ``min_drop``
     under its series' median figure. Pure.
@@ -250,12 +255,10 @@ def short_pairs(figures: Sequence[Figure], min_drop: float) -> set[frozenset[str
     """
     by_series: dict[str, list[tuple[frozenset[str], float, float | None]]] = {}
     for f in figures:
-        repeats = sorted(f.repeats)
-        by_series.setdefault(f.series, []).append((frozenset(f.nodes), repeats[len(repeats) // 2], f.floor))
+        by_series.setdefault(f.series, []).append((frozenset(f.nodes), _middle(f.repeats), f.floor))
     out: set[frozenset[str]] = set()
     for series in by_series.values():
-        values = sorted(v for _, v, _ in series)
-        middle = values[len(values) // 2]
+        middle = _middle([v for _, v, _ in series])
         out |= {pair for pair, v, floor in series if (floor is not None and v < floor) or v < (1 - min_drop) * middle}
     return out
 
@@ -264,11 +267,11 @@ def short_again(again: Sequence[Figure], alone: Mapping[str, Sequence[float]], m
     """Is a pair, measured in its round again, short again: under its floor, or ``min_drop`` below
     its own figure alone (series -> its repeats alone)? Pure: the pair against itself, no model."""
     for f in again:
-        figure = sorted(f.repeats)[len(f.repeats) // 2]
-        own = sorted(alone.get(f.series) or ())
+        figure = _middle(f.repeats)
+        own = alone.get(f.series) or ()
         if f.floor is not None and figure < f.floor:
             return True
-        if own and figure < (1 - min_drop) * own[len(own) // 2]:
+        if own and figure < (1 - min_drop) * _middle(own):
             return True
     return False
 
