@@ -46,11 +46,14 @@ repeat, a retest's step, round and sample, as measurements/attribution.py labels
     python3 benchmarks/bench_verdicts.py [scenarios] [seed] [only these indices, comma-separated]
         [--no-rounds: figures without round labels, the model as before them]
         [--load: load that moves in time in a share of the scenarios]
+        [--jobs=N: judged in N processes, one a core by default; the same scenarios and results]
 """
 
 from __future__ import annotations
 
 import math
+import multiprocessing
+import os
 import random
 import statistics
 import sys
@@ -297,86 +300,134 @@ def _slowed(sc: Scenario) -> str:
     return f", {len(slow)} of {len(sc.slowed)} moments slower ({min(slow) * 100:.0f}-{max(slow) * 100:.0f}%)" if slow else ""
 
 
-def main() -> None:
-    flags = {a for a in sys.argv[1:] if a.startswith("--")}
-    unknown = flags - {"--no-rounds", "--load"}
-    if unknown:
-        sys.exit(f"unknown option(s): {', '.join(sorted(unknown))} (--no-rounds, --load)")
-    args = [a for a in sys.argv[1:] if not a.startswith("--")]
-    total = int(args[0]) if len(args) > 0 else 1000
-    seed = int(args[1]) if len(args) > 1 else 29
-    # only these scenario indices judged (each scenario is drawn whatever is judged: the same cluster per index)
-    only = {int(i) for i in args[2].split(",")} if len(args) > 2 else None
+@dataclass
+class Tally:
+    """What one share of the scenarios came to (a worker's, or all of them added up)."""
+
+    judged: int = 0
+    loaded: int = 0
+    healthy_back: int = 0
+    bad_total: int = 0
+    bad_back: int = 0
+    nameless: int = 0
+    retested: int = 0
+    cpu: float = 0.0
+    cells: dict[tuple[str, str], list[int]] = field(default_factory=lambda: defaultdict(lambda: [0, 0]))
+    #: (scenario index, line) on what went wrong
+    misses: list[tuple[int, str]] = field(default_factory=list)
+
+    def add(self, other: Tally) -> None:
+        for name in ("judged", "loaded", "healthy_back", "bad_total", "bad_back", "nameless", "retested", "cpu"):
+            setattr(self, name, getattr(self, name) + getattr(other, name))
+        for key, (found, of) in other.cells.items():
+            self.cells[key][0] += found
+            self.cells[key][1] += of
+        self.misses += other.misses
+
+
+def tally(total: int, seed: int, flags: frozenset[str], only: frozenset[int] | None, part: int, parts: int) -> Tally:
+    """Scenarios ``part``, ``part + parts``, ... of ``total`` judged. Every scenario is drawn in every part
+    (each one's cluster comes from the same generator, after the ones before it): the same 1,000
+    clusters however many parts judge them."""
     rng = random.Random(seed)
     # which scenarios have load, from a generator of their own: every scenario's cluster is the same with it off
     loads = random.Random(f"load {seed}")
-    loaded = 0
-    healthy_back = bad_total = bad_back = nameless = retested = 0
-    cells: dict[tuple[str, str], list[int]] = defaultdict(lambda: [0, 0])
-    misses: list[str] = []
-    started = time.perf_counter()
+    out = Tally()
     cpu = time.process_time()
     for index in range(total):
         salt = f"{seed} {index}" if loads.random() < LOAD_SHARE and "--load" in flags else None
         sc = scenario(rng, salt, "--no-rounds" not in flags)
-        if only is not None and index not in only:
+        if index % parts != part or (only is not None and index not in only):
             continue
-        loaded += salt is not None
+        out.judged += 1
+        out.loaded += salt is not None
         verdict, steps, _ = judge(sc)
-        retested += steps
+        out.retested += steps
         back = set(verdict.send_back)
         wrong = back - {n for n, f in sc.faults.items() if f[0] != "unreachable"}
-        healthy_back += len(wrong)
+        out.healthy_back += len(wrong)
         if wrong:
-            misses.append(f"scenario {index}: {len(sc.nodes)} nodes, noise x{sc.noise:.2f}{_slowed(sc)}, sent back healthy {sorted(wrong)}; "
-                          f"faults {sc.faults}; {[verdict.nodes[w].message for w in sorted(wrong)]}")
+            out.misses.append((index, f"scenario {index}: {len(sc.nodes)} nodes, noise x{sc.noise:.2f}{_slowed(sc)}, sent back "
+                                      f"healthy {sorted(wrong)}; faults {sc.faults}; {[verdict.nodes[w].message for w in sorted(wrong)]}"))
         size = bucket(len(sc.nodes))
         for node, (kind, _, _) in sc.faults.items():
             if kind == "unreachable":
-                cell = cells[(kind, size)]
+                cell = out.cells[(kind, size)]
                 cell[1] += 1
                 cell[0] += int(node not in back and any(u.node == node for u in verdict.unmeasured))
                 continue
             if node in sc.counted:
-                bad_total += 1
-                cell = cells[(kind, size)]
+                out.bad_total += 1
+                cell = out.cells[(kind, size)]
                 cell[1] += 1
                 if node in back:
-                    bad_back += 1
+                    out.bad_back += 1
                     cell[0] += 1
                 else:
-                    misses.append(f"scenario {index}: {len(sc.nodes)} nodes, noise x{sc.noise:.2f}{_slowed(sc)}, missed {node} "
-                                  f"{sc.faults[node]}: {verdict.nodes[node].kind}: {verdict.nodes[node].message[:300]}")
+                    out.misses.append((index, f"scenario {index}: {len(sc.nodes)} nodes, noise x{sc.noise:.2f}{_slowed(sc)}, missed "
+                                              f"{node} {sc.faults[node]}: {verdict.nodes[node].kind}: {verdict.nodes[node].message[:300]}"))
         found_links = {tuple(sorted(lf.nodes)) for lf in verdict.links}
         for pair in sc.links:
-            cell = cells[("link", size)]
+            cell = out.cells[("link", size)]
             cell[1] += 1
             cell[0] += int(tuple(sorted(pair)) in found_links)
         if verdict.rejects and not verdict.names_someone:
-            nameless += 1
-            misses.append(f"scenario {index}{_slowed(sc)}: rejects naming no one: {verdict.fabric} "
-                          f"{[(n, b.kind) for n, b in verdict.nodes.items() if b.kind != 'healthy']}")
+            out.nameless += 1
+            out.misses.append((index, f"scenario {index}{_slowed(sc)}: rejects naming no one: {verdict.fabric} "
+                                      f"{[(n, b.kind) for n, b in verdict.nodes.items() if b.kind != 'healthy']}"))
+    out.cpu = time.process_time() - cpu
+    out.cells = dict(out.cells)  # type: ignore[assignment]  # a plain dict crosses to the parent process
+    return out
+
+
+def _tally_part(args: tuple[int, int, frozenset[str], frozenset[int] | None, int, int]) -> Tally:
+    return tally(*args)
+
+
+def main() -> None:
+    flags = frozenset(a for a in sys.argv[1:] if a.startswith("--") and not a.startswith("--jobs="))
+    unknown = flags - {"--no-rounds", "--load"}
+    if unknown:
+        sys.exit(f"unknown option(s): {', '.join(sorted(unknown))} (--no-rounds, --load, --jobs=N)")
+    jobs_flag = [a for a in sys.argv[1:] if a.startswith("--jobs=")]
+    # one process a core: the scenarios are independent, and the bar is wall time on the machine at hand
+    jobs = int(jobs_flag[-1].split("=", 1)[1]) if jobs_flag else len(os.sched_getaffinity(0))
+    args = [a for a in sys.argv[1:] if not a.startswith("--")]
+    total = int(args[0]) if len(args) > 0 else 1000
+    seed = int(args[1]) if len(args) > 1 else 29
+    # only these scenario indices judged (each scenario is drawn whatever is judged: the same cluster per index)
+    only = frozenset(int(i) for i in args[2].split(",")) if len(args) > 2 else None
+    started = time.perf_counter()
+    parts = [(total, seed, flags, only, part, max(jobs, 1)) for part in range(max(jobs, 1))]
+    if jobs > 1:
+        with multiprocessing.get_context("fork").Pool(jobs) as pool:
+            tallies = pool.map(_tally_part, parts)
+    else:
+        tallies = [_tally_part(parts[0])]
+    t = Tally()
+    for part_tally in tallies:
+        t.add(part_tally)
     elapsed = time.perf_counter() - started
-    cpu = time.process_time() - cpu
-    share = 100.0 * bad_back / bad_total if bad_total else 100.0
-    print(f"scenarios: {total if only is None else len(only & set(range(total)))}")
-    print(f"healthy nodes sent back: {healthy_back}")
-    print(f"bad nodes sent back: {bad_back} of {bad_total} ({share:.1f}%)")
-    print(f"rejects naming no one: {nameless}")
-    print(f"({loaded} with load that moves in time; round labels {'off' if '--no-rounds' in flags else 'on'})")
+    share = 100.0 * t.bad_back / t.bad_total if t.bad_total else 100.0
+    print(f"scenarios: {t.judged}")
+    print(f"healthy nodes sent back: {t.healthy_back}")
+    print(f"bad nodes sent back: {t.bad_back} of {t.bad_total} ({share:.1f}%)")
+    print(f"rejects naming no one: {t.nameless}")
+    print(f"({t.loaded} with load that moves in time; round labels {'off' if '--no-rounds' in flags else 'on'})")
     sizes = ["4-8", "12-32", "64-128", "256-512"]
     print(f"{'fault kind':<12}" + "".join(f"{s:>12}" for s in sizes))
     for kind in [*KINDS, "link"]:
         row = []
         for s in sizes:
-            found, of = cells.get((kind, s), [0, 0])
+            found, of = t.cells.get((kind, s), [0, 0])
             row.append(f"{found}/{of}" if of else "-")
         print(f"{kind:<12}" + "".join(f"{r:>12}" for r in row))
     print("(cells: bad nodes sent back / bad nodes counted; unreachable: listed apart and not sent back; "
-          f"link: bad cables named / all, any severity); {retested} retest steps (at most {RETEST_STEPS} a scenario) measured what would tell; {cpu:.1f} s of CPU, {elapsed:.1f} s of wall time")
+          f"link: bad cables named / all, any severity); {t.retested} retest steps (at most {RETEST_STEPS} a scenario) measured "
+          f"what would tell; {t.cpu:.1f} s of CPU in {jobs} process(es), {elapsed:.1f} s of wall time")
     # what went wrong, healthy nodes sent back and nameless rejects first (to stderr: the lines above are the result)
-    misses.sort(key=lambda line: 0 if "sent back healthy" in line else 1 if "naming no one" in line else 2)
-    for line in misses[:25]:
+    misses = sorted(t.misses, key=lambda m: (0 if "sent back healthy" in m[1] else 1 if "naming no one" in m[1] else 2, m[0]))
+    for _, line in misses[:25]:
         print("  " + line[:700], file=sys.stderr)
 
 
