@@ -45,7 +45,8 @@ is the same finding at 10 Gb/s and at 400 Gb/s):
   levels whose figures with its other peers reach as low, :meth:`_Series._flapping_end`),
   **link fault** (one figure far below the baseline of neither end while both ends are good
   elsewhere), **fabric** (more bad figures than :attr:`Settings.fabric_share` of the series with
-  no node pattern, or the baseline itself under the floor), **cannot tell** (bad figures, but
+  no node pattern, or the baseline itself under the floor; the bad figures' pairs are asked alone
+  first, and a pair good alone counts for no one: :meth:`_Series._one_offs`), **cannot tell** (bad figures, but
   too little to build a baseline or to tell an end: the reason and the run that would tell;
   in a series of 8 nodes or fewer, the run measures every pair of it again, the baseline's too, and
   the other way: each node then has a figure with every peer in each role),
