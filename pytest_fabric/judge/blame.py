@@ -1422,7 +1422,7 @@ class _Series:
                     + f": the fabric (routing, oversubscription, the spine), not {len(suspects)} cables"
                     + (f"; {len(one_offs)} more short once and good measured again alone are a moment's, not counted"
                        if one_offs else "")
-                    + (f"; measuring {asked} again alone tells the fabric from a moment of load in the sweep" if once else ""))
+                    + (f"; measuring {asked} again alone would tell the fabric from a moment of load in the sweep" if once else ""))
             fabric.append(text)
             self.retests.extend((self.name, f.figure.nodes[0], f.figure.nodes[1]) for f in once)
             self.fabric_pairs.extend((self.name, f.figure.nodes[0], f.figure.nodes[1]) for f, _ in suspects)
