@@ -1650,12 +1650,12 @@ def blame(
     # repeat with its round label (the labels follow the repeats they came with; a part measured at a
     # time not known leaves the whole figure's times unknown)
     merged: dict[tuple[str, tuple[str, ...], bool], Figure] = {}
-    #: each time a pair was measured, apart: a fabric finding judges a pair's measurements together
-    #: (:meth:`_Series._again`)
-    measures: dict[tuple[str, tuple[str, ...], bool], list[tuple[float, ...]]] = {}
+    #: per series, each time a pair was measured, apart: a fabric finding judges a pair's measurements
+    #: together (:meth:`_Series._again`)
+    measures: dict[str, dict[tuple[tuple[str, ...], bool], list[tuple[float, ...]]]] = {}
     for f in usable:
         key = (f.series, f.nodes, f.directed)
-        measures.setdefault(key, []).append(f.repeats)
+        measures.setdefault(f.series, {}).setdefault((f.nodes, f.directed), []).append(f.repeats)
         prev = merged.get(key)
         merged[key] = f if prev is None else Figure(
             f.check, f.nodes, prev.repeats + f.repeats, prev.floor if prev.floor is not None else f.floor, f.rail, f.directed,
@@ -1681,9 +1681,7 @@ def blame(
     fabric: list[str] = []
     retests: list[tuple[str, str, str]] = []
     fabric_pairs: list[tuple[str, str, str]] = []
-    judged = {name: _Series(name, series[name], settings,
-                            {(nodes, directed): parts for (s, nodes, directed), parts in measures.items() if s == name})
-              for name in sorted(series)}
+    judged = {name: _Series(name, series[name], settings, measures[name]) for name in sorted(series)}
     members = {name: sorted({n for f in series[name] for n in f.nodes}) for name in judged}
     found = {name: judged[name].find(members[name]) for name in judged}
     # a host slow both ways in one series is found again in the others without its figures in anyone's
