@@ -45,7 +45,8 @@ is the same finding at 10 Gb/s and at 400 Gb/s):
   levels whose figures with its other peers reach as low, :meth:`_Series._flapping_end`),
   **link fault** (one figure far below the baseline of neither end while both ends are good
   elsewhere), **fabric** (more bad figures than :attr:`Settings.fabric_share` of the series with
-  no node pattern, or the baseline itself under the floor), **cannot tell** (bad figures, but
+  no node pattern, or the baseline itself under the floor; the bad figures' pairs are asked alone
+  first, and a pair good alone counts for no one: :meth:`_Series._one_offs`), **cannot tell** (bad figures, but
   too little to build a baseline or to tell an end: the reason and the run that would tell;
   in a series of 8 nodes or fewer, the run measures every pair of it again, the baseline's too, and
   the other way: each node then has a figure with every peer in each role),
@@ -255,6 +256,9 @@ class Blame:
     fabric: tuple[str, ...] = ()
     #: (series, sender, receiver): the measurements that would tell what "cannot tell" could not
     retests: tuple[tuple[str, str, str], ...] = ()
+    #: (series, sender, receiver): the figures far below the rest a fabric finding counts (not the floor's:
+    #: that is every figure); the run runs the round again of each that its pair measured alone clears
+    fabric_pairs: tuple[tuple[str, str, str], ...] = ()
 
     @property
     def send_back(self) -> tuple[str, ...]:
@@ -567,8 +571,11 @@ def _series_figures(figures: Sequence[Figure], min_gap: float, split_ranges: flo
 class _Series:
     """One series judged: the baseline, the nodes found one at a time, then the links and the fabric."""
 
-    def __init__(self, name: str, figures: Sequence[Figure], settings: Settings) -> None:
+    def __init__(self, name: str, figures: Sequence[Figure], settings: Settings,
+                 measures: Mapping[tuple[tuple[str, ...], bool], Sequence[tuple[float, ...]]] | None = None) -> None:
         self.name = name
+        #: per pair (nodes, directed), the repeats of each time it was measured: the sweep's, each retest's
+        self.measures = measures or {}
         self.settings = settings
         self.min_gap = -math.log(1 - settings.min_drop)
         # the repeats the machine's load explains leave their figures first (:func:`_unloaded`)
@@ -593,6 +600,8 @@ class _Series:
         floors = sorted(f.floor for f in figures if f.floor is not None)
         self.floor = math.log(_median(floors)) if floors and _median(floors) > 0 else None
         self.retests: list[tuple[str, str, str]] = []
+        #: the figures a fabric finding of this series counts (:attr:`Blame.fabric_pairs`)
+        self.fabric_pairs: list[tuple[str, str, str]] = []
         #: nodes whose low repeats are not yet beyond chance, but would be with a few more
         self.unsure: set[str] = set()
         self.pool_for: frozenset[str] | None = None
@@ -1120,9 +1129,44 @@ class _Series:
         is as good as any (10% alone made every noisy end "short elsewhere": cannot tell, naming no one)."""
         others = [g for g in self.by_node.get(end, []) if g is not f and self._clean(g, faulty)
                   and (not g.figure.directed or not f.figure.directed or g.figure.nodes[role] == end)]
+        return any(self._at_level(g.y, center, spread) for g in others)
+
+    def _at_level(self, y: float, center: float, spread: float) -> bool:
+        """Is a figure (log) good: within ``least_spreads`` of the series' spreads of ``center`` (or ``min_drop``),
+        and not under the floor?"""
         reach = max(self.min_gap, self.settings.least_spreads * spread)
-        return any(_q(center - g.y) < _q(reach) and not (self.floor is not None and _q(g.y) < _q(self.floor))
-                   for g in others)
+        return _q(center - y) < _q(reach) and not (self.floor is not None and _q(y) < _q(self.floor))
+
+    def _again(self, f: _Fig) -> float | None:
+        """The level of ``f``'s pair measured again: the median (log) of its repeats outside its lowest
+        measurement, or None when it was measured once. The sweep measures a pair once, beside the other
+        pairs of its round, and a retest measures it alone; the order of the figures is no evidence of
+        which came first (the same figures give the same verdict in any order), so the lowest is the one
+        a moment may explain and the others say what the pair is. Raw repeats: a moment of load the
+        round labels explain (:func:`_unloaded`) has already left ``f`` itself."""
+        parts = self.measures.get((f.figure.nodes, f.figure.directed), ())
+        if len(parts) < 2:
+            return None
+        logs = sorted((_q(_median(ls)), ls) for ls in (sorted(math.log(max(r, 1e-300)) for r in p) for p in parts if p))
+        rest = sorted(v for _, ls in logs[1:] for v in ls)
+        return _median(rest) if rest else None
+
+    def _one_offs(self, suspects: Sequence[tuple[_Fig, str]], center: float,
+                  spreads: Mapping[int, float]) -> tuple[list[tuple[_Fig, str]], list[_Fig]]:
+        """The short figures a fabric finding would count, less those whose pair measured again is good
+        (:meth:`_at_level`, as an end good with its other peers is): a one-off of the sweep's moment (a few
+        seconds of load on the machine dip a healthy pair beside two slow cables, and 3 of 15 figures
+        called the fabric), counted neither for the fabric nor as a link. A pair short again alone keeps
+        counting: a spine too oversubscribed for it, a cable."""
+        kept: list[tuple[_Fig, str]] = []
+        one_offs: list[_Fig] = []
+        for f, text in suspects:
+            level = self._again(f)
+            if level is not None and self._at_level(level, center, spreads.get(f.index, 0.0)):
+                one_offs.append(f)
+            else:
+                kept.append((f, text))
+        return kept, one_offs
 
     def _retests(self, f: _Fig, helpers: Sequence[str], nodes: Sequence[str]) -> list[tuple[str, str, str]]:
         """The measurements that would tell node from link for ``f``: each end with helpers, in its role."""
@@ -1363,10 +1407,25 @@ class _Series:
         # one node in every short figure of one role, each peer good with others: that node
         untold += [f for f, _ in patterned
                    if center_all is None or not self._common(f, patterned, faulty, center_all, spreads, findings)]
+        one_offs: list[_Fig] = []
+        if suspects and center_all is not None and len(suspects) > max(2, s.fabric_share * len(clean)):
+            # a pair's figures judged together: the fabric must not rest on one moment of the sweep either
+            suspects, one_offs = self._one_offs(suspects, center_all, spreads)
         if suspects and len(suspects) > max(2, s.fabric_share * len(clean)):
-            text = (f"{self.name}: {len(suspects)} of {len(clean)} figures far below the rest with no node pattern: "
-                    "the fabric (routing, oversubscription, the spine), not {0} cables".format(len(suspects)))
+            # measured once: the pair alone, before the finding stands (the run measures it in its next
+            # retest step; a pair short again alone, or in its round run again, is the fabric)
+            once = [f for f, _ in suspects if self._again(f) is None]
+            again = len(suspects) - len(once)
+            asked = ", ".join(("->" if f.figure.directed else "<->").join(f.figure.nodes) for f in once)
+            text = (f"{self.name}: {len(suspects)} of {len(clean)} figures far below the rest with no node pattern"
+                    + (f" ({again} of them short measured again alone too)" if again else "")
+                    + f": the fabric (routing, oversubscription, the spine), not {len(suspects)} cables"
+                    + (f"; {len(one_offs)} more short once and good measured again alone are a moment's, not counted"
+                       if one_offs else "")
+                    + (f"; measuring {asked} again alone would tell the fabric from a moment of load in the sweep" if once else ""))
             fabric.append(text)
+            self.retests.extend((self.name, f.figure.nodes[0], f.figure.nodes[1]) for f in once)
+            self.fabric_pairs.extend((self.name, f.figure.nodes[0], f.figure.nodes[1]) for f, _ in suspects)
             for f, _ in suspects:
                 for n in f.figure.nodes:
                     findings.setdefault(n, Finding(self.name, "fabric", text))
@@ -1591,8 +1650,12 @@ def blame(
     # repeat with its round label (the labels follow the repeats they came with; a part measured at a
     # time not known leaves the whole figure's times unknown)
     merged: dict[tuple[str, tuple[str, ...], bool], Figure] = {}
+    #: per series, each time a pair was measured, apart: a fabric finding judges a pair's measurements
+    #: together (:meth:`_Series._again`)
+    measures: dict[str, dict[tuple[tuple[str, ...], bool], list[tuple[float, ...]]]] = {}
     for f in usable:
         key = (f.series, f.nodes, f.directed)
+        measures.setdefault(f.series, {}).setdefault((f.nodes, f.directed), []).append(f.repeats)
         prev = merged.get(key)
         merged[key] = f if prev is None else Figure(
             f.check, f.nodes, prev.repeats + f.repeats, prev.floor if prev.floor is not None else f.floor, f.rail, f.directed,
@@ -1617,7 +1680,8 @@ def blame(
     links: list[LinkFault] = []
     fabric: list[str] = []
     retests: list[tuple[str, str, str]] = []
-    judged = {name: _Series(name, series[name], settings) for name in sorted(series)}
+    fabric_pairs: list[tuple[str, str, str]] = []
+    judged = {name: _Series(name, series[name], settings, measures[name]) for name in sorted(series)}
     members = {name: sorted({n for f in series[name] for n in f.nodes}) for name in judged}
     found = {name: judged[name].find(members[name]) for name in judged}
     # a host slow both ways in one series is found again in the others without its figures in anyone's
@@ -1636,6 +1700,7 @@ def blame(
         elsewhere = frozenset(together) | {n for other in judged if other != name for n in slow[other]}
         series_found, series_links, series_fabric = judged[name].finish(members[name], found[name], elsewhere)
         retests += judged[name].retests
+        fabric_pairs += judged[name].fabric_pairs
         links += series_links
         fabric += series_fabric
         for n, finding in sorted(series_found.items()):
@@ -1670,7 +1735,7 @@ def blame(
             direction = dirs.pop() if len(dirs) == 1 else "both"
         out[n] = NodeBlame(n, worst.kind, message + note, direction, tuple(seen), tell)
     return Blame(out, tuple(unmeasured), tuple(sorted(links, key=lambda lf: (lf.series, lf.nodes))), tuple(fabric),
-                 tuple(sorted(set(retests))))
+                 tuple(sorted(set(retests))), tuple(sorted(set(fabric_pairs))))
 
 
 # --------------------------------------------------------------------------- the baseline, for other checks

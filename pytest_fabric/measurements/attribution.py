@@ -55,7 +55,7 @@ from pytest_fabric.run.cluster import Cluster, NodeHandle
 from pytest_fabric.run.fixtures import SpecLookup
 from pytest_fabric.run.state import CHECK_KEY, FabricState, get_state
 
-__all__ = ["RETEST_STEPS", "RunBlame", "run_blame"]
+__all__ = ["RETEST_STEPS", "RunBlame", "held_then_cleared", "run_blame"]
 
 #: how often the model may ask for retests before its verdict stands (each step a set of rounds)
 RETEST_STEPS = 2
@@ -282,19 +282,28 @@ def steady(alone: Mapping[str, Sequence[float]], min_drop: float) -> bool:
     return bool(alone) and all(v and min(v) >= (1 - min_drop) * max(v) for v in alone.values())
 
 
+def held_then_cleared(first: Blame, final: Blame) -> list[tuple[str, tuple[str, ...]]]:
+    """(series, nodes) of what the sweep alone held against a pair, a link or a figure its fabric finding
+    counted (``Blame.fabric_pairs``), that the verdict after the retests clears: the pair no longer held,
+    both its ends healthy or the fabric's. Each has its round run again. Pure."""
+    kept = {(lf.series, lf.nodes) for lf in final.links} | {(s, (a, b)) for s, a, b in final.fabric_pairs}
+    held = [(lf.series, lf.nodes) for lf in first.links] + [(s, (a, b)) for s, a, b in first.fabric_pairs]
+    return [(series, nodes) for series, nodes in held if (series, nodes) not in kept and all(
+        final.nodes.get(n) is not None and final.nodes[n].kind in ("healthy", "fabric") for n in nodes)]
+
+
 def _rounds_again(state: FabricState, inputs: _Inputs, first: Blame, result: RunBlame) -> None:
-    """The links the sweep alone suggested that the pairs alone cleared: each one's round run again
-    (every pair of it at once, as in the sweep): short again is the fabric under load, else a one-off."""
+    """The links, and the figures a fabric finding counted, that the sweep alone suggested and the pairs
+    alone cleared: each one's round run again (every pair of it at once, as in the sweep): short again
+    is the fabric under load, else a one-off."""
     final = result.blame
     min_drop = Settings().min_drop
-    kept = {(lf.series, lf.nodes) for lf in final.links}
     scheduled = {frozenset((p.a, p.b)): p.id for p in state.pairs}
-    for lf in first.links:
-        a, b = lf.nodes[0], lf.nodes[-1]
-        check = lf.series.split(" ", 1)[0]
+    for held, nodes in held_then_cleared(first, final):
+        a, b = nodes[0], nodes[-1]
+        check = held.split(" ", 1)[0]
         key = frozenset((a, b))
-        clear = all(final.nodes.get(n) is not None and final.nodes[n].kind in ("healthy", "fabric") for n in (a, b))
-        if (lf.series, lf.nodes) in kept or not clear or key not in scheduled or not has_pair_measure(check):
+        if key not in scheduled or not has_pair_measure(check):
             continue
         pair_id = scheduled[key]
         alone = {series: v for (series, x, y), v in inputs.alone.items() if (x, y) == (a, b)}
