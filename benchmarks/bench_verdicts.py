@@ -61,7 +61,7 @@ from dataclasses import dataclass, field
 
 from pytest_fabric.judge.blame import Blame, Failure, Figure, blame
 from pytest_fabric.run.pairs import make_pairs
-from pytest_fabric.run.retests import schedule
+from pytest_fabric.run.retests import control_pool, pick_controls, schedule
 
 SIZES = [4, 5, 6, 8, 12, 16, 24, 32, 64, 128, 256, 512]
 WEIGHTS = [10, 6, 8, 10, 8, 8, 6, 8, 6, 4, 2, 1]
@@ -278,13 +278,24 @@ def judge(sc: Scenario) -> tuple[Blame, int, list[Figure]]:
         # as retest_alone runs them: each check's pairs in rounds of disjoint pairs, sample j of a
         # round's pairs together (each repeat here a sample)
         moment: dict[tuple[str, str, str], int] = {}
+        # a round whose pair has no contemporary (one pair: a suspect and a helper) measures a control
+        # pair beside it, at the same moments (run/retests.py pick_controls, as retest_alone does)
+        pool = control_pool(sc.nodes, {n: b.kind for n, b in verdict.nodes.items()}, verdict.suspects,
+                            [(a, b) for _, a, b in todo])
+        controls: list[tuple[str, int, tuple[str, str]]] = []
         for check in sorted({c for c, _, _ in todo}):
-            for i, round_pairs in enumerate(schedule([(a, b) for c, a, b in todo if c == check], RETEST_PER_ROUND)):
+            plan = schedule([(a, b) for c, a, b in todo if c == check], RETEST_PER_ROUND)
+            for i, (round_pairs, control) in enumerate(zip(plan, pick_controls(plan, pool, RETEST_PER_ROUND))):
                 for a, b in round_pairs:
                     moment[(check, a, b)] = i
+                if control is not None and "--no-controls" not in sys.argv:
+                    controls.append((check, i, control))
         for check, a, b in todo:
             taken[(check, a, b)] += 1
             at = tuple(f"{check} retest {step} round {moment[(check, a, b)]} sample {j}" for j in range(REPEATS))
+            extra += [f for f in (sc.measure(series, a, b, at) for series in rails[check]) if isinstance(f, Figure)]
+        for check, i, (a, b) in controls:
+            at = tuple(f"{check} retest {step} round {i} sample {j}" for j in range(REPEATS))
             extra += [f for f in (sc.measure(series, a, b, at) for series in rails[check]) if isinstance(f, Figure)]
         steps += 1
         verdict = blame(sc.nodes, [*sc.figures, *extra], failures=sc.failures, unreachable=sc.unreachable)
@@ -299,9 +310,9 @@ def _slowed(sc: Scenario) -> str:
 
 def main() -> None:
     flags = {a for a in sys.argv[1:] if a.startswith("--")}
-    unknown = flags - {"--no-rounds", "--load"}
+    unknown = flags - {"--no-rounds", "--load", "--no-controls"}
     if unknown:
-        sys.exit(f"unknown option(s): {', '.join(sorted(unknown))} (--no-rounds, --load)")
+        sys.exit(f"unknown option(s): {', '.join(sorted(unknown))} (--no-rounds, --load, --no-controls)")
     args = [a for a in sys.argv[1:] if not a.startswith("--")]
     total = int(args[0]) if len(args) > 0 else 1000
     seed = int(args[1]) if len(args) > 1 else 29
