@@ -41,11 +41,16 @@ after another; a retest round's sample) runs slower with the chance :data:`LOAD_
 pair in it 30-70% lower (each pair's dip 0.8-1.2 times the moment's: load is not even), the retest
 rounds too, where only the suspects and their helpers are measured. Every figure carries its
 repeats' round labels (:attr:`~pytest_fabric.judge.blame.Figure.rounds`): the sweep's round and
-repeat, a retest's step, round and sample, as measurements/attribution.py labels them.
+repeat, a retest's step, round and sample, as measurements/attribution.py labels them. A retest
+round of one pair (a suspect with a helper: no pair beside it to read the moment's load by)
+measures a control pair at the same moments, as ``retest_alone`` does (run/retests.py
+``pick_controls`` from ``control_pool``: two healthy nodes in no retest); its figures join the
+model's (``--no-controls``: without them, the run before controls).
 
     python3 benchmarks/bench_verdicts.py [scenarios] [seed] [only these indices, comma-separated]
         [--no-rounds: figures without round labels, the model as before them]
         [--load: load that moves in time in a share of the scenarios]
+        [--no-controls: no control pair beside a retest round of one pair]
 """
 
 from __future__ import annotations

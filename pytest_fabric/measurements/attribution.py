@@ -19,7 +19,10 @@ The model is :mod:`pytest_fabric.judge.blame` (pure); this module only feeds it 
    (``Figure.rounds``): its sweep round, or its retest round's sample
    (:func:`~pytest_fabric.measurements.inter_node.alone_moment`), and its place in the
    measurement; the model reads a repeat low beside every pair measured with it as the machine's
-   load, not the pair's.
+   load, not the pair's. A retest round of one pair (a suspect with one of its helpers) has no pair
+   beside it to read that by: it measures a *control pair* at the same moment, two healthy nodes in
+   no retest (run/retests.py ``pick_controls``), whose figures join the model's like any retest's
+   and show in the log as the control they are.
 3. A link the sweep suggested that the pair alone cleared has its round run again, every pair of
    it at once (:func:`~pytest_fabric.measurements.inter_node.rerun_round`): short again is the
    fabric under load (pairs colliding on the spine), else a one-off counted for no one.

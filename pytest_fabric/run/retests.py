@@ -144,8 +144,9 @@ def pick_controls(
 
     A control is two nodes of ``pool`` (the caller's order, best first: nodes the model found
     healthy and in no retest asked, then the other healthy ones; never a suspect), neither in the
-    round, taken as early in the pool as they come: the same pair for every round it fits, the
-    same input the same controls. It crosses no spine a retest of the round crosses: a pair
+    round, taken as early in the pool as they come (one suspect's rounds mostly share one control:
+    its figure then reads every moment against many repeats of its own); the same input, the same
+    controls. It crosses no spine a retest of the round crosses: a pair
     without ``tags`` (inside one leaf) first, else one whose tags the round's retests do not carry
     (:func:`schedule`'s ``apart``: it must not load what the retest measures). A round already
     holding ``per_round`` pairs gets none: the control runs beside the round, never past the cap.
