@@ -75,6 +75,11 @@ def test_a_round_of_one_pair_measures_a_control_pair_beside_it_at_the_same_momen
     assert [(c.sender, c.receiver) for c in controls] == [("n3", "n4")] * 2
     assert [c.moment for c in controls] == [alone_moment(state, CHECK, "n1", "n2", k) for k in range(2)]
     assert all(isinstance(c.measured, Measurement) and c.measured.detail == "n3<->n4" for c in controls)
+    controls = list(controls)
+    # asked again for more samples, the round measures a control beside its new samples only
+    retest_alone(state, CHECK, [("n1", "n2")], 3, control_pool=["n1", "n3", "n4", "n5"])
+    assert [c.moment for c in control_samples(state, CHECK)] == [alone_moment(state, CHECK, "n1", "n2", k)
+                                                                 for k in range(3)]
     # a control is no sample of its pair alone: measured alone later, n3->n4 has moments of its own
     measure_alone(state, CHECK, "n3", "n4", 1)
     assert alone_moment(state, CHECK, "n3", "n4", 0) not in {c.moment for c in controls}
