@@ -41,12 +41,17 @@ after another; a retest round's sample) runs slower with the chance :data:`LOAD_
 pair in it 30-70% lower (each pair's dip 0.8-1.2 times the moment's: load is not even), the retest
 rounds too, where only the suspects and their helpers are measured. Every figure carries its
 repeats' round labels (:attr:`~pytest_fabric.judge.blame.Figure.rounds`): the sweep's round and
-repeat, a retest's step, round and sample, as measurements/attribution.py labels them.
+repeat, a retest's step, round and sample, as measurements/attribution.py labels them. A retest
+round of one pair (a suspect with a helper: no pair beside it to read the moment's load by)
+measures a control pair at the same moments, as ``retest_alone`` does (run/retests.py
+``pick_controls`` from ``control_pool``: two healthy nodes in no retest); its figures join the
+model's (``--no-controls``: without them, the run before controls).
 
     python3 benchmarks/bench_verdicts.py [scenarios] [seed] [only these indices, comma-separated]
         [--no-rounds: figures without round labels, the model as before them]
         [--load: load that moves in time in a share of the scenarios]
         [--jobs=N: judged in N processes, one a core by default; the same scenarios and results]
+        [--no-controls: no control pair beside a retest round of one pair]
 """
 
 from __future__ import annotations
@@ -64,7 +69,7 @@ from dataclasses import dataclass, field
 
 from pytest_fabric.judge.blame import Blame, Failure, Figure, blame
 from pytest_fabric.run.pairs import make_pairs
-from pytest_fabric.run.retests import schedule
+from pytest_fabric.run.retests import control_pool, pick_controls, schedule
 
 SIZES = [4, 5, 6, 8, 12, 16, 24, 32, 64, 128, 256, 512]
 WEIGHTS = [10, 6, 8, 10, 8, 8, 6, 8, 6, 4, 2, 1]
@@ -281,13 +286,24 @@ def judge(sc: Scenario) -> tuple[Blame, int, list[Figure]]:
         # as retest_alone runs them: each check's pairs in rounds of disjoint pairs, sample j of a
         # round's pairs together (each repeat here a sample)
         moment: dict[tuple[str, str, str], int] = {}
+        # a round whose pair has no contemporary (one pair: a suspect and a helper) measures a control
+        # pair beside it, at the same moments (run/retests.py pick_controls, as retest_alone does)
+        pool = control_pool(sc.nodes, {n: b.kind for n, b in verdict.nodes.items()}, verdict.suspects,
+                            [(a, b) for _, a, b in todo])
+        controls: list[tuple[str, int, tuple[str, str]]] = []
         for check in sorted({c for c, _, _ in todo}):
-            for i, round_pairs in enumerate(schedule([(a, b) for c, a, b in todo if c == check], RETEST_PER_ROUND)):
+            plan = schedule([(a, b) for c, a, b in todo if c == check], RETEST_PER_ROUND)
+            for i, (round_pairs, control) in enumerate(zip(plan, pick_controls(plan, pool, RETEST_PER_ROUND))):
                 for a, b in round_pairs:
                     moment[(check, a, b)] = i
+                if control is not None and "--no-controls" not in sys.argv:
+                    controls.append((check, i, control))
         for check, a, b in todo:
             taken[(check, a, b)] += 1
             at = tuple(f"{check} retest {step} round {moment[(check, a, b)]} sample {j}" for j in range(REPEATS))
+            extra += [f for f in (sc.measure(series, a, b, at) for series in rails[check]) if isinstance(f, Figure)]
+        for check, i, (a, b) in controls:
+            at = tuple(f"{check} retest {step} round {i} sample {j}" for j in range(REPEATS))
             extra += [f for f in (sc.measure(series, a, b, at) for series in rails[check]) if isinstance(f, Figure)]
         steps += 1
         verdict = blame(sc.nodes, [*sc.figures, *extra], failures=sc.failures, unreachable=sc.unreachable)
@@ -386,9 +402,9 @@ def _tally_part(args: tuple[int, int, frozenset[str], frozenset[int] | None, int
 
 def main() -> None:
     flags = frozenset(a for a in sys.argv[1:] if a.startswith("--") and not a.startswith("--jobs="))
-    unknown = flags - {"--no-rounds", "--load"}
+    unknown = flags - {"--no-rounds", "--load", "--no-controls"}
     if unknown:
-        sys.exit(f"unknown option(s): {', '.join(sorted(unknown))} (--no-rounds, --load, --jobs=N)")
+        sys.exit(f"unknown option(s): {', '.join(sorted(unknown))} (--no-rounds, --load, --no-controls, --jobs=N)")
     jobs_flag = [a for a in sys.argv[1:] if a.startswith("--jobs=")]
     # one process a core: the scenarios are independent, and the bar is wall time on the machine at hand
     jobs = int(jobs_flag[-1].split("=", 1)[1]) if jobs_flag else len(os.sched_getaffinity(0))

@@ -259,6 +259,9 @@ class Blame:
     #: (series, sender, receiver): the figures far below the rest a fabric finding counts (not the floor's:
     #: that is every figure); the run runs the round again of each that its pair measured alone clears
     fabric_pairs: tuple[tuple[str, str, str], ...] = ()
+    #: the nodes those retests are about (a suspect, a short figure's ends; their helpers are not):
+    #: a control pair measured beside a retest round never takes one (run/retests.py ``pick_controls``)
+    suspects: tuple[str, ...] = ()
 
     @property
     def send_back(self) -> tuple[str, ...]:
@@ -602,6 +605,8 @@ class _Series:
         self.retests: list[tuple[str, str, str]] = []
         #: the figures a fabric finding of this series counts (:attr:`Blame.fabric_pairs`)
         self.fabric_pairs: list[tuple[str, str, str]] = []
+        #: the nodes the retests are asked about (their helpers are not): :attr:`Blame.suspects`
+        self.suspects: set[str] = set()
         #: nodes whose low repeats are not yet beyond chance, but would be with a few more
         self.unsure: set[str] = set()
         self.pool_for: frozenset[str] | None = None
@@ -1033,6 +1038,7 @@ class _Series:
         faulty = frozenset(found) | (elsewhere & set(nodes))
         for n in nodes:
             if n not in faulty and (n in self.unsure or self.suspect(n, faulty)):
+                self.suspects.add(n)
                 self.retests.extend(self._with_helpers(n, [m for m in nodes if m not in faulty and m != n], nodes))
         findings = {n: Finding(self.name, sc.kind, sc.text, sc.direction, sc.peers) for n, sc in found.items()}
         links, fabric = self._links(nodes, faulty, findings)
@@ -1041,6 +1047,8 @@ class _Series:
         # too, so that every figure rests on twice the repeats, and the other way (a 4-node series: its
         # 6 pairs both ways, 12 measurements)
         if len(nodes) <= _REMEASURE_UP_TO and (self.retests or links or found or any(f.split for f in self.figs)):
+            self.suspects.update(found, (n for lf in links for n in lf.nodes),
+                                 (n for f in self.figs if f.split for n in f.figure.nodes))
             self.retests.extend((self.name, *f.figure.nodes) for f in self.figs if len(f.figure.nodes) == 2)
             self.retests.extend(self._reversed())
         return findings, links, fabric
@@ -1450,6 +1458,7 @@ class _Series:
             retests = [(self.name, *f.figure.nodes)] if len(f.figure.nodes) == 2 else []
             retests += self._retests(f, helpers, nodes)
             self.retests.extend(retests)
+            self.suspects.update(f.figure.nodes)
             for end in ends:
                 if end not in findings or findings[end].kind == "cannot tell":
                     others = tuple(n for n in ends if n != end)
@@ -1681,6 +1690,7 @@ def blame(
     fabric: list[str] = []
     retests: list[tuple[str, str, str]] = []
     fabric_pairs: list[tuple[str, str, str]] = []
+    suspects: set[str] = set()
     judged = {name: _Series(name, series[name], settings, measures[name]) for name in sorted(series)}
     members = {name: sorted({n for f in series[name] for n in f.nodes}) for name in judged}
     found = {name: judged[name].find(members[name]) for name in judged}
@@ -1701,6 +1711,7 @@ def blame(
         series_found, series_links, series_fabric = judged[name].finish(members[name], found[name], elsewhere)
         retests += judged[name].retests
         fabric_pairs += judged[name].fabric_pairs
+        suspects |= judged[name].suspects
         links += series_links
         fabric += series_fabric
         for n, finding in sorted(series_found.items()):
@@ -1735,7 +1746,7 @@ def blame(
             direction = dirs.pop() if len(dirs) == 1 else "both"
         out[n] = NodeBlame(n, worst.kind, message + note, direction, tuple(seen), tell)
     return Blame(out, tuple(unmeasured), tuple(sorted(links, key=lambda lf: (lf.series, lf.nodes))), tuple(fabric),
-                 tuple(sorted(set(retests))), tuple(sorted(set(fabric_pairs))))
+                 tuple(sorted(set(retests))), tuple(sorted(set(fabric_pairs))), tuple(sorted(suspects)))
 
 
 # --------------------------------------------------------------------------- the baseline, for other checks

@@ -19,7 +19,10 @@ The model is :mod:`pytest_fabric.judge.blame` (pure); this module only feeds it 
    (``Figure.rounds``): its sweep round, or its retest round's sample
    (:func:`~pytest_fabric.measurements.inter_node.alone_moment`), and its place in the
    measurement; the model reads a repeat low beside every pair measured with it as the machine's
-   load, not the pair's.
+   load, not the pair's. A retest round of one pair (a suspect with one of its helpers) has no pair
+   beside it to read that by: it measures a *control pair* at the same moment, two healthy nodes in
+   no retest (run/retests.py ``pick_controls``), whose figures join the model's like any retest's
+   and show in the log as the control they are.
 3. A link the sweep suggested that the pair alone cleared has its round run again, every pair of
    it at once (:func:`~pytest_fabric.measurements.inter_node.rerun_round`): short again is the
    fabric under load (pairs colliding on the spine), else a one-off counted for no one.
@@ -43,8 +46,10 @@ from pytest_fabric.judge.verdict import Measurement
 from pytest_fabric.measurements.inter_node import (
     RETEST_REPEATS,
     UNREACHABLE,
+    ControlSample,
     all_pair_measurements,
     alone_moment,
+    control_samples,
     has_pair_measure,
     measure_alone,
     rerun_round,
@@ -53,6 +58,7 @@ from pytest_fabric.measurements.inter_node import (
 from pytest_fabric.probes.base import MeasurementError
 from pytest_fabric.run.cluster import Cluster, NodeHandle
 from pytest_fabric.run.fixtures import SpecLookup
+from pytest_fabric.run.retests import control_pool
 from pytest_fabric.run.state import CHECK_KEY, FabricState, get_state
 
 __all__ = ["RETEST_STEPS", "RunBlame", "held_then_cleared", "run_blame"]
@@ -216,14 +222,20 @@ def _asks(verdict: Blame, taken: Mapping[tuple[str, str, str], int], step: int) 
     return out
 
 
-def _retest(state: FabricState, inputs: _Inputs, asks: Mapping[str, list[tuple[str, str]]]) -> None:
-    """Every asked pair measured alone ``RETEST_REPEATS`` more times, in rounds; their figures added."""
+def _retest(state: FabricState, inputs: _Inputs, asks: Mapping[str, list[tuple[str, str]]], verdict: Blame) -> None:
+    """Every asked pair measured alone ``RETEST_REPEATS`` more times, in rounds; their figures added,
+    and those of the control pairs measured beside a round that had no contemporary for its pair."""
+    pool = control_pool(state.inventory.node_names, {n: b.kind for n, b in verdict.nodes.items()}, verdict.suspects,
+                        [p for pairs in asks.values() for p in pairs])
     for check, pairs in asks.items():
         by_count: dict[int, list[tuple[str, str]]] = {}
         for pair in pairs:
             by_count.setdefault(inputs.taken[(check, pair[0], pair[1])] + RETEST_REPEATS, []).append(pair)
         for count, group in sorted(by_count.items()):
-            retest_alone(state, check, group, count, short={frozenset(p) for p in group} & inputs.short)
+            before = len(control_samples(state, check))
+            retest_alone(state, check, group, count, short={frozenset(p) for p in group} & inputs.short,
+                         control_pool=pool)
+            _add_controls(inputs, check, control_samples(state, check)[before:])
             for a, b in group:
                 start = inputs.taken[(check, a, b)]
                 shown = []
@@ -237,6 +249,25 @@ def _retest(state: FabricState, inputs: _Inputs, asks: Mapping[str, list[tuple[s
                 text = f"{a}->{b} {check} measured alone: {', '.join(shown)}"
                 for end in (a, b):
                     inputs.log.setdefault(end, []).append(text)
+
+
+def _add_controls(inputs: _Inputs, check: str, samples: Sequence[ControlSample]) -> None:
+    """The control pairs' samples (:func:`~pytest_fabric.measurements.inter_node.retest_alone`) fed to the
+    model like any retest's figure, at their round's moment: the model's figures of a healthy pair, which
+    read that moment's load for the round's pair. Kept out of ``taken`` and ``alone`` (not the pair
+    measured alone: a retest asked of it later measures its own samples). A control that produced no
+    figure reads nothing and is charged to no one: it was not asked."""
+    for sample in samples:
+        a, b = sample.sender, sample.receiver
+        if isinstance(sample.measured, BaseException):
+            shown = [f"no figure ({_first_line(sample.measured)})"]
+        else:
+            figures = inputs.add(check, (a, b), sample.measured, sample.moment)
+            shown = [_show(f, inputs.how[check].unit) for f in figures] or ["no figure"]
+        text = (f"{a}->{b} {check}: control pair measured beside the retest round to read the machine's load "
+                f"({sample.moment}): {', '.join(shown)}")
+        for end in (a, b):
+            inputs.log.setdefault(end, []).append(text)
 
 
 def _middle(values: Sequence[float]) -> float:
@@ -351,7 +382,7 @@ def run_blame(state: FabricState) -> RunBlame:
                 asks = _asks(verdict, inputs.taken, step)
                 if not asks:
                     break
-                _retest(state, inputs, asks)
+                _retest(state, inputs, asks, verdict)
                 steps += 1
                 verdict = inputs.judge()
         result = RunBlame(verdict, tuple(reads), inputs.log, steps)

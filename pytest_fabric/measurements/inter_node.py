@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import dataclasses
 import itertools
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import Any, TypeVar
 
 import pytest
@@ -342,22 +342,48 @@ def _retest_apart(state: FabricState, pairs: list[tuple[str, str]], short: set[f
     "alone"); a pair inside one leaf crosses no spine. Where it does not, pairs that fell short
     (``short``) in the same sweep round are kept apart: they may have collided there.
     """
+    tags = _apart_tags(state, short)
+    return {pair: found for pair in pairs if (found := tags(pair))}
+
+
+def _apart_tags(state: FabricState, short: set[frozenset[str]]) -> Callable[[tuple[str, str]], list[str]]:
+    """One pair's tags of :func:`_retest_apart` (the inventory read once: a control is picked among many pairs)."""
     assert state.cluster is not None
     round_of = {frozenset((p.a, p.b)): p.round for p in state.pairs}
     leaf = {n.name: n.labels.get("leaf") for n in state.cluster.nodes}
-    apart: dict[tuple[str, str], list[str]] = {}
-    for a, b in pairs:
-        key = frozenset((a, b))
+
+    def tags(pair: tuple[str, str]) -> list[str]:
+        a, b = pair
+        key = frozenset(pair)
         if leaf.get(a) and leaf.get(b):
-            if leaf[a] != leaf[b]:
-                apart[(a, b)] = ["spine " + "<->".join(sorted((str(leaf[a]), str(leaf[b]))))]
-        elif key in short and key in round_of:
-            apart[(a, b)] = [f"short in round {round_of[key]}"]
-    return apart
+            return ["spine " + "<->".join(sorted((str(leaf[a]), str(leaf[b]))))] if leaf[a] != leaf[b] else []
+        if key in short and key in round_of:
+            return [f"short in round {round_of[key]}"]
+        return []
+
+    return tags
+
+
+@dataclasses.dataclass(frozen=True)
+class ControlSample:
+    """A control pair's sample, measured beside a retest round that had no contemporary for its pair
+    (:func:`~pytest_fabric.run.retests.pick_controls`): at ``moment``, the round's sample's label."""
+
+    sender: str
+    receiver: str
+    moment: str
+    measured: Measurement | BaseException
+
+
+def control_samples(state: FabricState, check: str) -> list[ControlSample]:
+    """Every control sample :func:`retest_alone` measured for ``check`` so far, in the order measured."""
+    found: list[ControlSample] = state.once.get("retest controls", check, list)
+    return found
 
 
 def retest_alone(
-    state: FabricState, check: str, pairs: list[tuple[str, str]], samples: int, *, short: set[frozenset[str]] | None = None
+    state: FabricState, check: str, pairs: list[tuple[str, str]], samples: int, *, short: set[frozenset[str]] | None = None,
+    control_pool: Sequence[str] = (),
 ) -> int:
     """The first ``samples`` samples of every pair measured alone, in rounds of disjoint pairs.
 
@@ -365,21 +391,58 @@ def retest_alone(
     sample k of every pair of a round runs together (:func:`~pytest_fabric.run.retests.run_rounds`).
     The samples are kept where :func:`measure_alone` reads them. ``short``: the pairs that fell
     short in the sweep (kept apart by round, :func:`_retest_apart`). Returns the rounds it made.
+
+    ``control_pool``: nodes (best first, no suspect among them) that a round with no contemporary
+    for its pair (one pair: a suspect and a helper) borrows two of, a control pair measured at
+    the same moment (:func:`~pytest_fabric.run.retests.pick_controls`; kept in
+    :func:`control_samples`): the blame model reads the machine's load at that moment from it.
+    Empty (the outlier checks, ``--lf``: they read no moments): no control. A control runs inside
+    its round, in no round of its own: the retests take no longer.
     """
     if not pairs:
         return 0
     per_round = members_at_once(state.batches.fanout, 2)
     apart = _retest_apart(state, pairs, short or set())
     moments = state.once.get("retest moments", None, itertools.count)
+    controls: dict[tuple[tuple[str, str], ...], tuple[str, str]] = {}
+    if control_pool:
+        plan = retests.schedule(pairs, per_round, apart)
+        picked = retests.pick_controls(plan, control_pool, per_round, _apart_tags(state, short or set()))
+        controls = {tuple(r): c for r, c in zip(plan, picked) if c is not None}
+    kept = control_samples(state, check)
 
     def measure_round(round_pairs: list[tuple[str, str]], k: int) -> list[Measurement | BaseException]:
         # sample k of every pair of the round at once: one moment of the run, for the blame model's
         # figures (load that moves in time slows every pair measured then)
         moment = f"{check} retest round {next(moments)}, sample {k}"
-        return state.batches.fan_out(round_pairs, lambda pair: _alone_sample(state, check, pair[0], pair[1], k, moment))
+        control = controls.get(tuple(round_pairs))
+        # a sample measured before (a later step asks a pair's first samples again) is not measured now:
+        # a control beside it would read a moment no retest was measured at
+        if control is not None and all(state.once.peek("measured alone", (check, a, b, k)) is not None
+                                       for a, b in round_pairs):
+            control = None
+        if control is None:
+            return state.batches.fan_out(round_pairs, lambda pair: _alone_sample(state, check, pair[0], pair[1], k, moment))
+        # the control beside the round's pair, the same moment: not a sample of it alone (those are cached per
+        # pair and sample; a control measures at every moment it is asked for)
+        last = len(round_pairs)
+        measured = state.batches.fan_out(list(enumerate([*round_pairs, control])), lambda item: (
+            _control_sample(state, check, item[1]) if item[0] == last
+            else _alone_sample(state, check, item[1][0], item[1][1], k, moment)))
+        kept.append(ControlSample(control[0], control[1], moment, measured[-1]))
+        return measured[:-1]
 
     retests.run_rounds(pairs, samples, per_round, measure_round, apart=apart)
     return retests.rounds_needed(pairs, per_round, apart)
+
+
+def _control_sample(state: FabricState, check: str, pair: tuple[str, str]) -> Measurement | BaseException:
+    """One sample of a control pair (the retests' ports: it runs beside a retest round)."""
+    assert state.cluster is not None
+    try:
+        return measure_function(state, check, port_offset=RETEST_PORT_OFFSET)(state.cluster.pair(*pair))
+    except Exception as exc:  # no figure: the control reads nothing, and is charged to no one
+        return exc
 
 
 def _retest_round_failures(state: FabricState, check: str, number: int) -> None:

@@ -18,6 +18,11 @@ ask for at once) run in rounds of disjoint pairs, as the sweep does:
   collision re-measured is not "alone").
 - :func:`run_rounds` takes the samples as rounds: sample k of every pair of a round together,
   then the next round, so every pair gets its samples and the log shows each figure.
+- :func:`pick_controls` gives a round whose pairs have no contemporary (one pair: a suspect
+  with one of its helpers) a *control pair* of two other nodes, measured at the same moment:
+  the blame model reads the machine's load at a moment from the pairs measured then that share
+  no node with a low one (judge/blame.py ``_unloaded``); alone in its round, a pair's dip by
+  load reads as its node's.
 
 Everything here is pure but the callable :func:`run_rounds` is given; the measurements are in
 :mod:`pytest_fabric.measurements.inter_node`.
@@ -26,10 +31,10 @@ Everything here is pure but the callable :func:`run_rounds` is given; the measur
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Collection, Mapping, Sequence
 from typing import TypeVar
 
-__all__ = ["Pair", "rounds_needed", "run_rounds", "schedule", "spread_helpers"]
+__all__ = ["Pair", "control_pool", "needs_control", "pick_controls", "rounds_needed", "run_rounds", "schedule", "spread_helpers"]
 
 #: (sender, receiver): the sender runs the client
 Pair = tuple[str, str]
@@ -105,6 +110,72 @@ def _fill(pairs: Sequence[Pair], per_round: int, tags: Mapping[Pair, Sequence[st
 def rounds_needed(pairs: Sequence[Pair], per_round: int, apart: Mapping[Pair, Sequence[str]] | None = None) -> int:
     """How many rounds :func:`schedule` makes of ``pairs``: what one step of retests costs, in rounds."""
     return len(schedule(pairs, per_round, apart))
+
+
+def control_pool(order: Sequence[str], kinds: Mapping[str, str], suspects: Collection[str],
+                 asked: Sequence[Pair]) -> list[str]:
+    """The nodes a retest round may borrow a control pair from (:func:`pick_controls`), best first:
+    those the blame model found healthy (``kinds``: node -> its class) and in no ``asked`` retest,
+    then healthy helpers, then nodes it calls fabric (every node of a series under its floor), each
+    in the inventory's ``order``. Never a suspect (what the retests are about) nor a node with a
+    fault or a doubt of its own: a control's figure joins the model's figures, and must read the
+    moment, not add to a suspect's evidence."""
+    in_retests = {n for pair in asked for n in pair}
+    avoid = set(suspects)
+    tiers = {n: (kinds[n] == "fabric") * 2 + (n in in_retests) for n in order
+             if n not in avoid and kinds.get(n) in ("healthy", "fabric")}
+    return sorted(tiers, key=lambda n: tiers[n])  # stable: the inventory's order within a tier
+
+
+def needs_control(round_pairs: Sequence[Pair]) -> bool:
+    """Does no pair of the round have a contemporary, a pair measured with it that shares no node with it?
+    (A round of :func:`schedule` shares no node, so: a round of one pair.)"""
+    return bool(round_pairs) and not any(set(p).isdisjoint(q) for i, p in enumerate(round_pairs) for q in round_pairs[i + 1:])
+
+
+def pick_controls(
+    rounds: Sequence[Sequence[Pair]],
+    pool: Sequence[str],
+    per_round: int,
+    tags: Callable[[Pair], Sequence[str]] | None = None,
+) -> list[Pair | None]:
+    """Per round, a control pair to measure beside it, or None where it needs none (:func:`needs_control`)
+    or none fits.
+
+    A control is two nodes of ``pool`` (the caller's order, best first: nodes the model found
+    healthy and in no retest asked, then the other healthy ones; never a suspect), neither in the
+    round, taken as early in the pool as they come (one suspect's rounds mostly share one control:
+    its figure then reads every moment against many repeats of its own); the same input, the same
+    controls. It crosses no spine a retest of the round crosses: a pair
+    without ``tags`` (inside one leaf) first, else one whose tags the round's retests do not carry
+    (:func:`schedule`'s ``apart``: it must not load what the retest measures). A round already
+    holding ``per_round`` pairs gets none: the control runs beside the round, never past the cap.
+    """
+    tag_of = tags or (lambda pair: ())
+    out: list[Pair | None] = []
+    for round_pairs in rounds:
+        if not needs_control(round_pairs) or len(round_pairs) >= per_round:
+            out.append(None)
+            continue
+        busy = {n for p in round_pairs for n in p}
+        used = {t for p in round_pairs for t in tag_of(p)}
+        free = [n for n in dict.fromkeys(pool) if n not in busy]
+        out.append(_first_control(free, used, tag_of))
+    return out
+
+
+def _first_control(free: Sequence[str], used: set[str], tag_of: Callable[[Pair], Sequence[str]]) -> Pair | None:
+    """The earliest pair of ``free`` (by its later node, then its earlier: the pool's best two first)
+    with no tag, else the earliest whose tags are not in ``used``."""
+    crossing: Pair | None = None
+    for j, second in enumerate(free):
+        for first in free[:j]:
+            pair_tags = set(tag_of((first, second)))
+            if not pair_tags:
+                return (first, second)
+            if crossing is None and not pair_tags & used:
+                crossing = (first, second)
+    return crossing
 
 
 def run_rounds(

@@ -8,6 +8,7 @@ from collections.abc import Callable
 from pytest_fabric.judge.verdict import Measurement
 from pytest_fabric.measurements.inter_node import (
     alone_moment,
+    control_samples,
     measure_alone,
     pair_check,
     retest_alone,
@@ -63,3 +64,29 @@ def test_a_sample_measured_on_its_own_has_a_moment_of_its_own() -> None:
     moments = {alone_moment(state, CHECK, "n1", "n2", 0), alone_moment(state, CHECK, "n1", "n2", 1),
                alone_moment(state, CHECK, "n3", "n4", 0)}
     assert len(moments) == 3
+
+
+def test_a_round_of_one_pair_measures_a_control_pair_beside_it_at_the_same_moment() -> None:
+    # n1->n2 alone in its round: no contemporary to read the machine's load by, so two nodes of the
+    # pool (n1 is no control of its own round) are measured at each of its samples' moments
+    state = make_state()
+    assert retest_alone(state, CHECK, [("n1", "n2")], 2, control_pool=["n1", "n3", "n4", "n5"]) == 1
+    controls = control_samples(state, CHECK)
+    assert [(c.sender, c.receiver) for c in controls] == [("n3", "n4")] * 2
+    assert [c.moment for c in controls] == [alone_moment(state, CHECK, "n1", "n2", k) for k in range(2)]
+    assert all(isinstance(c.measured, Measurement) and c.measured.detail == "n3<->n4" for c in controls)
+    controls = list(controls)
+    # asked again for more samples, the round measures a control beside its new samples only
+    retest_alone(state, CHECK, [("n1", "n2")], 3, control_pool=["n1", "n3", "n4", "n5"])
+    assert [c.moment for c in control_samples(state, CHECK)] == [alone_moment(state, CHECK, "n1", "n2", k)
+                                                                 for k in range(3)]
+    # a control is no sample of its pair alone: measured alone later, n3->n4 has moments of its own
+    measure_alone(state, CHECK, "n3", "n4", 1)
+    assert alone_moment(state, CHECK, "n3", "n4", 0) not in {c.moment for c in controls}
+
+
+def test_without_a_control_pool_or_with_contemporaries_no_control_is_measured() -> None:
+    state = make_state()
+    retest_alone(state, CHECK, [("n1", "n2")], 2)  # the outlier checks, --lf: they read no moments
+    retest_alone(state, CHECK, [("n1", "n3"), ("n4", "n5")], 1, control_pool=["n2", "n3", "n4", "n5"])
+    assert control_samples(state, CHECK) == []

@@ -14,6 +14,7 @@ import pytest
 
 from pytest_fabric.judge.blame import Blame, Figure, blame
 from pytest_fabric.run.pairs import make_pairs
+from pytest_fabric.run.retests import control_pool, pick_controls, schedule
 
 GB = 1e9
 FOUR = ["node01", "node02", "node03", "node04"]
@@ -150,3 +151,52 @@ def test_a_retest_keeps_each_repeat_with_its_round_label_in_any_order() -> None:
 def test_a_figure_with_labels_for_a_different_number_of_repeats_is_refused() -> None:
     with pytest.raises(ValueError, match="2 round labels for 3 repeats"):
         Figure("tcp_throughput", ("node01", "node02"), (1.0, 2.0, 3.0), rounds=("a", "b"))
+
+
+#: sixteen nodes swept with four peers each; node05 is healthy but asked again with two helpers both ways (a retest step of four
+#: rounds of one pair each, no contemporary in any), and the machine was busy in some of those samples
+SIXTEEN = [f"node{i:02d}" for i in range(1, 17)]
+SUSPECT_RETESTS = [("node05", "node06"), ("node06", "node05"), ("node05", "node07"), ("node07", "node05")]
+#: (retest round, sample) the machine ran slower in: every pair measured then 3-5 Gb/s against 11.8
+BUSY_ALONE = {(0, 1), (1, 0), (1, 2), (2, 2), (3, 1)}
+
+
+def lone_round_retests(seed: int, control: bool) -> list[Figure]:
+    """TCP over sixteen nodes (four random peers a node, three repeats a pair, repeat j of a sweep round at once),
+    healthy at 11.8 Gb/s within 3%; then node05's retests, one pair a round, three samples each, the
+    samples in ``BUSY_ALONE`` at 3-5 Gb/s. ``control``: each round also measures the control pair
+    run/retests.py ``pick_controls`` gives it, at the same labels (as slow in the busy samples)."""
+    rng = random.Random(seed)
+
+    def value(busy: bool) -> float:
+        return rng.uniform(3, 5) * GB if busy else 11.8 * GB * rng.uniform(0.97, 1.0)
+
+    out = [Figure("tcp_throughput", (p.a, p.b), tuple(value(False) for _ in range(3)), floor=5 * GB,
+                  rounds=tuple(f"sweep round {p.round} repeat {j}" for j in range(3)))
+           for p in make_pairs(SIXTEEN, "random:4")]
+    plan = schedule(SUSPECT_RETESTS, per_round=8)
+    pool = control_pool(SIXTEEN, {n: "healthy" for n in SIXTEEN}, ["node05"], SUSPECT_RETESTS)
+    controls = pick_controls(plan, pool, per_round=8)
+    assert all(c is not None and "node05" not in c for c in controls)
+    for number, (pairs, pair_control) in enumerate(zip(plan, controls)):
+        measured = [*pairs, pair_control] if control and pair_control is not None else list(pairs)
+        for a, b in measured:
+            labels = tuple(f"retest round {number} sample {k}" for k in range(3))
+            out.append(Figure("tcp_throughput", (a, b), tuple(value((number, k) in BUSY_ALONE) for k in range(3)),
+                              floor=5 * GB, rounds=labels))
+    return out
+
+
+def test_a_control_pair_beside_a_suspects_lone_retest_round_reads_the_load_and_the_node_stays() -> None:
+    # node05's four retest figures each have a sample at 3-5 Gb/s: two levels of node05's, were nothing
+    # measured with them. The control pair of each round (two healthy nodes in no retest) dipped at
+    # the same samples: the machine's load, not node05
+    for seed in range(6):
+        with_control = blame(SIXTEEN, lone_round_retests(seed, control=True))
+        assert with_control.send_back == (), (seed, [b.message for b in with_control.nodes.values()
+                                                     if b.kind != "healthy"])
+        # what the control is for: without it the same retests send the healthy node back
+        without = blame(SIXTEEN, lone_round_retests(seed, control=False))
+        assert without.send_back == ("node05",), (seed, kinds(without))
+        # and the control pair is no one's evidence: its ends stay healthy
+        assert all(kinds(with_control)[n] == "healthy" for n in SIXTEEN), seed

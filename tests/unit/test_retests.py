@@ -9,7 +9,16 @@ from collections import Counter
 import pytest
 
 from pytest_fabric.run.pairs import make_pairs
-from pytest_fabric.run.retests import Pair, rounds_needed, run_rounds, schedule, spread_helpers
+from pytest_fabric.run.retests import (
+    Pair,
+    control_pool,
+    needs_control,
+    pick_controls,
+    rounds_needed,
+    run_rounds,
+    schedule,
+    spread_helpers,
+)
 
 NODES_512 = [f"n{i:03d}" for i in range(512)]
 
@@ -117,3 +126,58 @@ def test_samples_are_taken_as_rounds_sample_k_of_every_pair_together() -> None:
     assert out[("a", "b")] == ["a->b#0", "a->b#1", "a->b#2"]
     assert [k for k, _ in calls] == [0, 0, 1, 1, 2, 2]  # sample k of every round before sample k + 1
     assert {m for _, members in calls[:2] for m in members} == set(pairs)
+
+
+# --------------------------------------------------------------------------- control pairs
+
+
+def test_a_round_needs_a_control_when_no_pair_has_a_contemporary() -> None:
+    assert needs_control([("x", "h1")])
+    assert not needs_control([("x", "h1"), ("a", "b")])
+    assert not needs_control([])  # nothing measured, nothing to read
+
+
+def test_a_suspects_one_pair_rounds_get_a_control_of_the_pools_first_two_free_nodes() -> None:
+    # x and its two helpers both ways: four rounds of one pair, none with a contemporary
+    pairs = [("x", "h1"), ("h1", "x"), ("x", "h2"), ("h2", "x")]
+    plan = schedule(pairs, per_round=8)
+    assert [len(r) for r in plan] == [1, 1, 1, 1]
+    controls = pick_controls(plan, ["h1", "a", "b", "c"], per_round=8)
+    # the pool's first two free nodes: h1 where it is not in the round, else a and b
+    assert controls == [("a", "b") if "h1" in r[0] else ("h1", "a") for r in plan]
+    # the other helper where it is free (the pool's order), never a node of the round
+    helpers_first = pick_controls(plan, ["h2", "h1", "a", "b"], per_round=8)
+    assert helpers_first == [("h2", "a") if "h1" in r[0] else ("h1", "a") for r in plan]
+    assert pick_controls(plan, ["h1", "a", "b", "c"], per_round=8) == controls  # the same input, the same controls
+
+
+def test_a_round_with_contemporaries_a_full_round_or_too_few_free_nodes_gets_no_control() -> None:
+    plan = [[("x", "h1"), ("a", "b")], [("x", "h2")], [("y", "h3")]]
+    assert pick_controls(plan, ["c", "d"], per_round=8) == [None, ("c", "d"), ("c", "d")]
+    assert pick_controls(plan, ["c", "d"], per_round=1) == [None, None, None]  # the cap binds: never past it
+    # four nodes, x and h1 in the round: the other two are the control, or none where one is missing
+    assert pick_controls([[("x", "h1")]], ["x", "h1", "a", "b"], per_round=2) == [("a", "b")]
+    assert pick_controls([[("x", "h1")]], ["x", "h1", "a"], per_round=2) == [None]
+
+
+def test_a_control_stays_inside_one_leaf_else_crosses_no_spine_the_round_crosses() -> None:
+    leaf = {"x": "L1", "h1": "L2", "a": "L1", "b": "L2", "c": "L3", "d": "L3", "e": "L2"}
+
+    def tags(pair: Pair) -> list[str]:
+        one, two = leaf[pair[0]], leaf[pair[1]]
+        return [] if one == two else ["spine " + "<->".join(sorted((one, two)))]
+
+    round_ = [[("x", "h1")]]  # crosses L1<->L2
+    # a, b cross that very spine; b, e share leaf L2: the first pair inside one leaf
+    assert pick_controls(round_, ["a", "b", "e", "c", "d"], 8, tags) == [("b", "e")]
+    # no pair inside one leaf: one crossing another spine, never L1<->L2
+    assert pick_controls(round_, ["a", "b", "c"], 8, tags) == [("a", "c")]
+    assert pick_controls(round_, ["a", "b"], 8, tags) == [None]
+
+
+def test_the_control_pool_is_healthy_nodes_in_no_retest_first_and_never_a_suspect() -> None:
+    order = ["n1", "n2", "n3", "n4", "n5", "n6", "n7"]
+    kinds = {"n1": "healthy", "n2": "healthy", "n3": "node fault", "n4": "healthy", "n5": "healthy",
+             "n6": "fabric", "n7": "cannot tell"}
+    asked = [("n2", "n1"), ("n1", "n2")]  # n2 (a suspect the model still calls healthy) with helper n1
+    assert control_pool(order, kinds, ["n2"], asked) == ["n4", "n5", "n1", "n6"]
