@@ -33,6 +33,7 @@ from pytest_fabric.transport import (
     SSHTransport,
     ToolMissing,
     Transport,
+    TransportError,
 )
 from pytest_fabric.transport.results import HostKeyLog
 from pytest_fabric.transport.ssh import JumpHosts
@@ -268,6 +269,50 @@ def test_more_commands_than_max_sessions_all_run(transport: SSHTransport) -> Non
         for server in servers:
             server.stop()
     assert not any(s.is_running() for s in servers)
+
+
+def test_a_session_freed_just_now_is_not_refused_as_too_many(transport: SSHTransport) -> None:
+    """A server's slot is free once its channel ends, but sshd lets the session go a moment later: a
+    session opened in that moment was refused ("open failed"), and close() could not stop the next
+    server (1 of 12 ran on in a full run). Every connection full, then each server stopped and another
+    started at once, many times over: none is refused."""
+    servers = [transport.start(f"sleep {marker()}", timeout=60) for _ in range(10)]
+    refused: list[BaseException] = []
+    try:
+        for _ in range(40):
+            servers.pop(0).stop()
+            try:
+                servers.append(transport.start(f"sleep {marker()}", timeout=60))
+            except TransportError as exc:
+                refused.append(exc)
+        assert not refused, f"{len(refused)} of 40 refused: {refused[0]}"
+    finally:
+        for server in servers:
+            server.stop()
+
+
+def test_an_sshd_allowing_fewer_sessions_than_assumed_is_named_after_its_refusals(
+    settings: Callable[..., SSHSettings],
+) -> None:
+    """Refused on every ask (sshd's MaxSessions 10, the inventory's max_sessions 12): not a moment's
+    lag but the setting, which the error names with the fix."""
+    t = SSHTransport("node1", settings(max_sessions=12))
+    markers = [marker() for _ in range(11)]
+    started: list[BackgroundProcess] = []
+    try:
+        with pytest.raises(TransportError) as info:
+            for m in markers:
+                started.append(t.start(f"sleep {m}", timeout=60))
+        assert len(started) == 10
+        assert "sshd refused a new session" in str(info.value)
+        assert "set max_sessions in the inventory to its MaxSessions" in str(info.value)
+    finally:
+        # ended from another connection: this one's every stop would wait out the refusals too
+        cleanup = SSHTransport("cleanup", settings())
+        cleanup.run("; ".join(f"pkill -xf 'sleep {m}'" for m in markers) + "; true", timeout=10, check=False)
+        assert all(eventually_gone([], m) for m in markers)
+        cleanup.close()
+        t.close()
 
 
 def test_tcp_nodelay_is_set(settings: Callable[..., SSHSettings]) -> None:

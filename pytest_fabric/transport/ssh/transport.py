@@ -88,6 +88,11 @@ _LOCAL_SLACK_S = 3.0
 # Such a drop is retried after these pauses (each +-25 %) before the node is called unreachable.
 _DROPPED_RETRY_S = (0.2, 0.4, 0.8, 1.6, 3.2)
 
+# A session refused on a connection with a free slot by our count: sshd still holds one whose
+# channel ended a moment ago (:meth:`SSHTransport._channel`). Asked again after these pauses before
+# sshd's MaxSessions is called too low.
+_REFUSED_PAUSES_S = (0.05, 0.2, 0.5, 1.0)
+
 
 @dataclass(frozen=True)
 class SSHSettings:
@@ -458,7 +463,9 @@ class SSHTransport:
         # waited for once more, three times as long, before the command fails; it is not "lost",
         # and dropping it would end every other command running on it.
         waits = (self.settings.connect_timeout, 3 * self.settings.connect_timeout)
-        for attempt, wait in enumerate(waits):
+        attempt = refused = 0
+        while True:
+            wait = waits[attempt]
             transport = self._transport_with_room()
             try:
                 chan: paramiko.Channel = transport.open_session(timeout=wait)
@@ -466,8 +473,15 @@ class SSHTransport:
                 return chan
             except paramiko.ChannelException as exc:
                 self._release(transport)
-                # The connection is fine but sshd would not open another session: its MaxSessions
-                # is below the max_sessions we assumed.
+                # A slot is free here once a session's channel has ended, but sshd lets the session go
+                # a moment later: an open in that moment is refused though nothing is wrong (a server
+                # stopped and another started at once; close() stopping servers one after another
+                # could not stop the next, which ran on). Asked again after a pause, it opens.
+                if refused < len(_REFUSED_PAUSES_S):
+                    time.sleep(_REFUSED_PAUSES_S[refused])
+                    refused += 1
+                    continue
+                # Refused every time: sshd's MaxSessions is below the max_sessions we assumed.
                 raise TransportError(
                     self.node,
                     f"sshd refused a new session: {exc}",
@@ -482,6 +496,7 @@ class SSHTransport:
                 # The request stays open on the node and may still open a session there: its
                 # slot stays counted, so this connection is not asked for more than sshd allows.
                 if attempt + 1 < len(waits):
+                    attempt += 1
                     continue
                 raise TransportError(
                     self.node,
@@ -494,7 +509,6 @@ class SSHTransport:
             except (EOFError, OSError) as exc:
                 self._release(transport)
                 raise self._lost(command, exc) from exc
-        raise AssertionError("unreachable: the last wait returns or raises")  # pragma: no cover
 
     # -- running -----------------------------------------------------------------
     def run(self, command: str, *, timeout: float, check: bool = True) -> CommandResult:
