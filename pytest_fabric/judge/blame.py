@@ -1416,10 +1416,11 @@ class _Series:
         untold += [f for f, _ in patterned
                    if center_all is None or not self._common(f, patterned, faulty, center_all, spreads, findings)]
         one_offs: list[_Fig] = []
-        if suspects and center_all is not None and len(suspects) > max(2, s.fabric_share * len(clean)):
+        fabric_bar = max(2, s.fabric_share * len(clean))  # more short figures than this: the fabric
+        if suspects and center_all is not None and len(suspects) > fabric_bar:
             # a pair's figures judged together: the fabric must not rest on one moment of the sweep either
             suspects, one_offs = self._one_offs(suspects, center_all, spreads)
-        if suspects and len(suspects) > max(2, s.fabric_share * len(clean)):
+        if suspects and len(suspects) > fabric_bar:
             # measured once: the pair alone, before the finding stands (the run measures it in its next
             # retest step; a pair short again alone, or in its round run again, is the fabric)
             once = [f for f, _ in suspects if self._again(f) is None]

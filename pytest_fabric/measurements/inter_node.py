@@ -318,17 +318,12 @@ def _alone_sample(state: FabricState, check: str, sender: str, receiver: str, n:
                   moment: str = "") -> Measurement | BaseException:
     """The ``n``-th sample of ``sender`` -> ``receiver`` with none of the sweep running, measured once per run;
     ``moment``: the retest round's sample it is measured in (:func:`alone_moment`)."""
-    assert state.cluster is not None
-    cluster = state.cluster
 
     def sample() -> Measurement | BaseException:
         # kept as it is measured: a sample already measured keeps the moment it was measured at
         state.once.get("measured alone at", (check, sender, receiver, n),
                        lambda: moment or _own_moment(check, sender, receiver, n))
-        try:
-            return measure_function(state, check, port_offset=RETEST_PORT_OFFSET)(cluster.pair(sender, receiver))
-        except Exception as exc:  # counted as not good; the message says why
-            return exc
+        return _retest_sample(state, check, (sender, receiver))
 
     return state.once.get("measured alone", (check, sender, receiver, n), sample)
 
@@ -427,7 +422,7 @@ def retest_alone(
         # pair and sample; a control measures at every moment it is asked for)
         last = len(round_pairs)
         measured = state.batches.fan_out(list(enumerate([*round_pairs, control])), lambda item: (
-            _control_sample(state, check, item[1]) if item[0] == last
+            _retest_sample(state, check, item[1]) if item[0] == last
             else _alone_sample(state, check, item[1][0], item[1][1], k, moment)))
         kept.append(ControlSample(control[0], control[1], moment, measured[-1]))
         return measured[:-1]
@@ -436,12 +431,14 @@ def retest_alone(
     return retests.rounds_needed(pairs, per_round, apart)
 
 
-def _control_sample(state: FabricState, check: str, pair: tuple[str, str]) -> Measurement | BaseException:
-    """One sample of a control pair (the retests' ports: it runs beside a retest round)."""
+def _retest_sample(state: FabricState, check: str, pair: tuple[str, str]) -> Measurement | BaseException:
+    """One sample of ``pair`` on the retests' ports, not cached: a retest's (kept by :func:`_alone_sample`)
+    or a control pair's beside a retest round. An error is returned: a retest's counts as not good, a
+    control's reads nothing and is charged to no one; either message says why."""
     assert state.cluster is not None
     try:
         return measure_function(state, check, port_offset=RETEST_PORT_OFFSET)(state.cluster.pair(*pair))
-    except Exception as exc:  # no figure: the control reads nothing, and is charged to no one
+    except Exception as exc:
         return exc
 
 
